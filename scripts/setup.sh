@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Installs everything dpkps needs to build, serve and test, using only the package registries
+# (Debian apt, crates.io, npm). Idempotent: each step is skipped when its result is present,
+# so a second run does nothing. Adapted from a verified offline wasm toolchain recipe.
+#
+# Rust → wasm32 std, two routes:
+#   1. rustup's prebuilt target (`rustup target add wasm32-unknown-unknown`): simplest;
+#   2. if that fails (rustup's server unreachable): Debian's rustc-web 1.96 with its std
+#      sources and `-Zbuild-std`, linked with LLVM's wasm-ld-22; recorded in .tools/route and
+#      selected by scripts/env.sh.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$DPKPS_ROOT"
+step() { printf '==> %s\n' "$*"; }
+t0=$SECONDS
+SUDO=; [[ $(id -u) -eq 0 ]] || SUDO=sudo
+
+apt_install() { # installs the Debian packages that are missing
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    step "apt-get install ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+# 1. Browser, driver, Node (Debian's chromium: never a browser download).
+PKGS=(chromium chromium-driver)
+command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
+apt_install "${PKGS[@]}"
+
+# 2. The wasm32 standard library.
+mkdir -p .tools
+if [[ -f .tools/route && $(cat .tools/route) == debian ]]; then
+  apt_install rustc-web cargo-web rust-web-src lld-22
+elif command -v rustup >/dev/null 2>&1 && rustup target list --installed 2>/dev/null | grep -q '^wasm32-unknown-unknown$'; then
+  :
+elif command -v rustup >/dev/null 2>&1 && rustup target add wasm32-unknown-unknown; then
+  step "rustup target add wasm32-unknown-unknown: done"
+else
+  step "rustup could not add the wasm32 target; using Debian's rustc-web with -Zbuild-std"
+  apt_install rustc-web cargo-web rust-web-src lld-22
+  if command -v rustup >/dev/null 2>&1 && ! rustup toolchain list | grep -q '^debian'; then
+    rustup toolchain link debian /usr
+  fi
+  echo debian > .tools/route
+  source scripts/env.sh
+fi
+
+# 3. Tools built from crates.io. They are tools, not the product: trunk is built without
+#    optimisation (its speed does not matter; the build is 3x shorter).
+if ! has_version wasm-bindgen "wasm-bindgen $WBG_VERSION"; then
+  step "cargo install wasm-bindgen-cli --version $WBG_VERSION"
+  # no --locked: its lockfile pins a webpki-roots version some registry mirrors lack
+  (cd / && cargo install --force --root "$TOOLS_ROOT" wasm-bindgen-cli --version "$WBG_VERSION")
+fi
+if ! has_version trunk "trunk $TRUNK_VERSION"; then
+  step "cargo install trunk --version $TRUNK_VERSION"
+  (cd / && cargo install --force --locked --debug --root "$TOOLS_ROOT" trunk --version "$TRUNK_VERSION")
+fi
+
+# 4. wasm-opt from npm's binaryen (Debian's is too old and breaks wasm-bindgen output).
+if ! has_version wasm-opt "wasm-opt version ${BINARYEN_VERSION%%.*}"; then
+  step "npm install binaryen@$BINARYEN_VERSION"
+  npm install -g --no-audit --no-fund --prefix "$TOOLS_ROOT" "binaryen@$BINARYEN_VERSION" >/dev/null
+fi
+
+# 5. playwright-core for the end-to-end browser tests (drives /usr/bin/chromium; it never
+#    downloads a browser). Pinned by tests/e2e/package-lock.json.
+if ! cmp -s tests/e2e/package-lock.json tests/e2e/node_modules/.package-lock.json 2>/dev/null \
+   && [[ ! -f tests/e2e/node_modules/playwright-core/package.json ]]; then
+  step "npm ci (tests/e2e)"
+  (cd tests/e2e && npm ci --no-audit --no-fund >/dev/null)
+fi
+
+# 6. Crates for the offline trunk build.
+if [[ ! -f target/.fetched ]] || [[ Cargo.lock -nt target/.fetched ]]; then
+  step "cargo fetch"
+  cargo fetch --locked -q
+  mkdir -p target && touch target/.fetched
+fi
+
+check_tools
+step "toolchain ready ($((SECONDS - t0)) s)"

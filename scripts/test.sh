@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs every test: native unit and integration tests, the core's tests compiled to wasm32 in
+# headless Chromium, and end-to-end browser tests of the built app. Installs what is missing.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$DPKPS_ROOT"
+t0=$SECONDS
+lap() { printf '==> %s (%d s so far)\n' "$*" $((SECONDS - t0)); }
+
+scripts/setup.sh
+
+lap "native tests: cargo test"
+cargo test --locked
+
+lap "wasm32 tests in headless Chromium: cargo test --target wasm32-unknown-unknown"
+cargo test --locked --target wasm32-unknown-unknown --test web
+
+lap "release bundle: trunk build --release"
+trunk build --release --config Trunk.toml
+ls -l dist/*.wasm
+
+lap "end-to-end browser tests"
+node tests/e2e/smoke.mjs
+
+lap "all tests passed"

@@ -1,0 +1,12 @@
+//! The browser app's entry point: trunk builds this binary for wasm32 (see index.html).
+
+#[cfg(target_arch = "wasm32")]
+fn main() {
+    dpkps::ui::mount();
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    eprintln!("dpkps-web is the browser app; build it with `trunk build --release` (see README).");
+    std::process::exit(2);
+}

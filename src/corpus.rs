@@ -1,0 +1,594 @@
+//! Reading a private corpus: CSV/TSV, JSONL, or plain-text files, streamed.
+//!
+//! Readers never hold the whole input: records are parsed one at a time into reused buffers
+//! and handed to a sink as [`DocRef`]s, so the caller decides what to keep (the pipeline keeps
+//! only the matched term ids of each document, not its text). [`Corpus::read`] is the
+//! convenience sink that collects documents, for small inputs and tests.
+//!
+//! Every error names the file and the line (and, for CSV, the record) where it happened.
+//! Empty documents (nothing but whitespace) are counted in [`IngestStats`] and skipped.
+//!
+//! The corpus fingerprint is a SHA-256 over the texts of the documents the pipeline saw
+//! (length-prefixed, in order). Labels are left out on purpose: choosing another label column
+//! (or none) for the same documents must not open a fresh privacy budget. It keys the privacy ledger, so that re-running on the same
+//! corpus adds to what was spent. It is a function of private data and is only ever stored
+//! locally; it is never part of a released artefact.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// One document as handed to a sink; borrowed from the reader's buffers.
+#[derive(Debug, Clone, Copy)]
+pub struct DocRef<'a> {
+    pub text: &'a str,
+    pub label: Option<&'a str>,
+}
+
+/// One owned document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Document {
+    pub text: String,
+    pub label: Option<String>,
+}
+
+/// The input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Csv,
+    Tsv,
+    Jsonl,
+    /// The whole input is one document.
+    Txt,
+}
+
+impl Format {
+    /// Guesses the format from a file name's extension.
+    pub fn from_path(path: &str) -> Option<Format> {
+        let lower = path.to_ascii_lowercase();
+        let ext = lower.rsplit_once('.').map(|(_, e)| e)?;
+        match ext {
+            "csv" => Some(Format::Csv),
+            "tsv" | "tab" => Some(Format::Tsv),
+            "jsonl" | "ndjson" => Some(Format::Jsonl),
+            "txt" | "text" => Some(Format::Txt),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "CSV",
+            Format::Tsv => "TSV",
+            Format::Jsonl => "JSONL",
+            Format::Txt => "text",
+        }
+    }
+}
+
+/// Which fields hold the text and the (optional) label.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Fields {
+    /// Column (CSV/TSV) or field (JSONL) holding the document text. Required for those formats.
+    pub text: Option<String>,
+    /// Column or field holding the class label; `None` for an unlabelled corpus.
+    pub label: Option<String>,
+}
+
+/// Counts gathered while reading. These are exact counts of private data: they are shown to
+/// the curator, never released as if they were differentially private.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngestStats {
+    /// Records read (rows, JSON lines, or files), empty ones included.
+    pub records: u64,
+    /// Documents handed on (non-empty).
+    pub documents: u64,
+    /// Records whose text was empty or whitespace only; counted and skipped.
+    pub empty_skipped: u64,
+    /// Documents without a label (empty label cell, JSON null), when a label field is set.
+    pub unlabelled: u64,
+    /// Documents per label.
+    pub classes: BTreeMap<String, u64>,
+    /// Bytes of document text handed on.
+    pub text_bytes: u64,
+}
+
+/// Errors while reading a corpus, located and in plain words.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    #[error("{file}: the file is empty")]
+    EmptyFile { file: String },
+    #[error("{file}, line {line}: the text is not valid UTF-8 (byte {byte} of the line); save the file as UTF-8 and try again")]
+    InvalidUtf8 { file: String, line: u64, byte: u64 },
+    #[error("{file}: there is no column named {column:?}; the columns are: {available}")]
+    MissingColumn { file: String, column: String, available: String },
+    #[error("{file}: {format} input needs the name of the {what} column")]
+    FieldRequired { file: String, format: &'static str, what: &'static str },
+    #[error("{file}, line {line} (record {record}): this row has {found} fields but the header has {expected}")]
+    RaggedRow { file: String, line: u64, record: u64, expected: u64, found: u64 },
+    #[error("{file}, line {line}: {message}")]
+    Csv { file: String, line: u64, message: String },
+    #[error("{file}, line {line}: not a valid JSON object ({message})")]
+    BadJson { file: String, line: u64, message: String },
+    #[error("{file}, line {line}: the field {field:?} is missing")]
+    MissingField { file: String, line: u64, field: String },
+    #[error("{file}, line {line}: the field {field:?} should be {expected}, but it is {found}")]
+    WrongFieldType { file: String, line: u64, field: String, expected: &'static str, found: &'static str },
+    #[error("{file}: could not read the file: {source}")]
+    Io { file: String, source: std::io::Error },
+    #[error("{file}: no documents: all {records} records have empty text")]
+    NoDocuments { file: String, records: u64 },
+}
+
+/// Accumulates stats and the fingerprint while documents stream past.
+#[derive(Clone)]
+pub struct Ingest {
+    pub stats: IngestStats,
+    hasher: Sha256,
+    label_field_set: bool,
+}
+
+impl Ingest {
+    pub fn new(label_field_set: bool) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(b"dpkps corpus v1\0");
+        Ingest { stats: IngestStats::default(), hasher, label_field_set }
+    }
+
+    /// Records one record; returns the document if it is non-empty (to be handed on).
+    fn accept<'a>(&mut self, text: &'a str, label: Option<&'a str>) -> Option<DocRef<'a>> {
+        self.stats.records += 1;
+        if text.trim().is_empty() {
+            self.stats.empty_skipped += 1;
+            return None;
+        }
+        let label = label.filter(|l| !l.trim().is_empty());
+        self.stats.documents += 1;
+        self.stats.text_bytes += text.len() as u64;
+        match label {
+            Some(l) => *self.stats.classes.entry(l.to_string()).or_insert(0) += 1,
+            None if self.label_field_set => self.stats.unlabelled += 1,
+            None => {}
+        }
+        self.hasher.update((text.len() as u64).to_le_bytes());
+        self.hasher.update(text.as_bytes());
+        Some(DocRef { text, label })
+    }
+
+    /// The fingerprint of what was read so far, as lowercase hex.
+    pub fn fingerprint(&self) -> String {
+        hex(&self.hasher.clone().finalize())
+    }
+
+    /// Ends ingestion: fails if nothing usable was read.
+    pub fn finish(self, file: &str) -> Result<(IngestStats, String), CorpusError> {
+        if self.stats.documents == 0 {
+            if self.stats.records == 0 {
+                return Err(CorpusError::EmptyFile { file: file.to_string() });
+            }
+            return Err(CorpusError::NoDocuments { file: file.to_string(), records: self.stats.records });
+        }
+        let fp = self.fingerprint();
+        Ok((self.stats, fp))
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Streams the documents of one input to `sink`, updating `ingest`.
+///
+/// `file` is only used in error messages. For [`Format::Txt`] the whole input is one document
+/// and `txt_label` is its label (e.g. the name of its folder).
+pub fn stream<R: Read>(
+    reader: R,
+    file: &str,
+    format: Format,
+    fields: &Fields,
+    txt_label: Option<&str>,
+    ingest: &mut Ingest,
+    sink: &mut dyn FnMut(DocRef<'_>),
+) -> Result<(), CorpusError> {
+    match format {
+        Format::Csv => stream_csv(reader, file, b',', fields, ingest, sink),
+        Format::Tsv => stream_csv(reader, file, b'\t', fields, ingest, sink),
+        Format::Jsonl => stream_jsonl(reader, file, fields, ingest, sink),
+        Format::Txt => stream_txt(reader, file, txt_label, ingest, sink),
+    }
+}
+
+fn io_err(file: &str, source: std::io::Error) -> CorpusError {
+    CorpusError::Io { file: file.to_string(), source }
+}
+
+/// Line number (1-based) and byte within that line of a byte offset into `bytes`.
+fn locate(bytes: &[u8], offset: usize) -> (u64, u64) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+    let col = before.iter().rev().take_while(|&&b| b != b'\n').count() as u64 + 1;
+    (line, col)
+}
+
+fn strip_bom(bytes: &[u8]) -> &[u8] {
+    bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes)
+}
+
+fn stream_csv<R: Read>(
+    reader: R,
+    file: &str,
+    delimiter: u8,
+    fields: &Fields,
+    ingest: &mut Ingest,
+    sink: &mut dyn FnMut(DocRef<'_>),
+) -> Result<(), CorpusError> {
+    let format = if delimiter == b'\t' { "TSV" } else { "CSV" };
+    let text_col = fields
+        .text
+        .as_deref()
+        .ok_or(CorpusError::FieldRequired { file: file.to_string(), format, what: "text" })?;
+    let mut rdr = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .has_headers(true)
+        .flexible(false)
+        .from_reader(reader);
+    // Headers are read as bytes so that a non-UTF-8 header gets our located error.
+    let headers = rdr.byte_headers().map_err(|e| csv_error(file, e))?.clone();
+    if headers.is_empty() || (headers.len() == 1 && headers[0].is_empty()) {
+        return Err(CorpusError::EmptyFile { file: file.to_string() });
+    }
+    let mut names = Vec::with_capacity(headers.len());
+    for (i, h) in headers.iter().enumerate() {
+        let h = if i == 0 { strip_bom(h) } else { h };
+        match std::str::from_utf8(h) {
+            Ok(s) => names.push(s.trim().to_string()),
+            Err(e) => {
+                return Err(CorpusError::InvalidUtf8 { file: file.to_string(), line: 1, byte: e.valid_up_to() as u64 + 1 })
+            }
+        }
+    }
+    let find = |col: &str| -> Result<usize, CorpusError> {
+        names.iter().position(|n| n == col.trim()).ok_or_else(|| CorpusError::MissingColumn {
+            file: file.to_string(),
+            column: col.to_string(),
+            available: names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+        })
+    };
+    let text_idx = find(text_col)?;
+    let label_idx = fields.label.as_deref().map(find).transpose()?;
+
+    let mut record = csv::ByteRecord::new();
+    loop {
+        match rdr.read_byte_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return Err(csv_error(file, e)),
+        }
+        let line = record.position().map_or(0, |p| p.line());
+        let cell = |idx: usize| -> Result<&str, CorpusError> {
+            let raw = record.get(idx).unwrap_or_default();
+            std::str::from_utf8(raw).map_err(|e| CorpusError::InvalidUtf8 {
+                file: file.to_string(),
+                line,
+                byte: e.valid_up_to() as u64 + 1,
+            })
+        };
+        let text = cell(text_idx)?;
+        let label = label_idx.map(cell).transpose()?;
+        if let Some(doc) = ingest.accept(text, label) {
+            sink(doc);
+        }
+    }
+    Ok(())
+}
+
+fn csv_error(file: &str, e: csv::Error) -> CorpusError {
+    let line = e.position().map_or(0, |p| p.line());
+    match e.into_kind() {
+        csv::ErrorKind::Io(source) => io_err(file, source),
+        csv::ErrorKind::UnequalLengths { pos, expected_len, len } => CorpusError::RaggedRow {
+            file: file.to_string(),
+            line: pos.as_ref().map_or(line, |p| p.line()),
+            record: pos.as_ref().map_or(0, |p| p.record()),
+            expected: expected_len,
+            found: len,
+        },
+        csv::ErrorKind::Utf8 { pos, err } => CorpusError::InvalidUtf8 {
+            file: file.to_string(),
+            line: pos.as_ref().map_or(line, |p| p.line()),
+            byte: err.valid_up_to() as u64 + 1,
+        },
+        other => CorpusError::Csv { file: file.to_string(), line, message: format!("{other:?}") },
+    }
+}
+
+fn stream_jsonl<R: Read>(
+    reader: R,
+    file: &str,
+    fields: &Fields,
+    ingest: &mut Ingest,
+    sink: &mut dyn FnMut(DocRef<'_>),
+) -> Result<(), CorpusError> {
+    let text_field = fields
+        .text
+        .as_deref()
+        .ok_or(CorpusError::FieldRequired { file: file.to_string(), format: "JSONL", what: "text" })?;
+    let mut reader = BufReader::with_capacity(1 << 16, reader);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64;
+    let mut saw_bytes = false;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).map_err(|e| io_err(file, e))?;
+        if n == 0 {
+            break;
+        }
+        saw_bytes = true;
+        line_no += 1;
+        let bytes = if line_no == 1 { strip_bom(&buf) } else { &buf[..] };
+        let line = std::str::from_utf8(bytes).map_err(|e| CorpusError::InvalidUtf8 {
+            file: file.to_string(),
+            line: line_no,
+            byte: e.valid_up_to() as u64 + 1,
+        })?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(line)
+            .map_err(|e| CorpusError::BadJson { file: file.to_string(), line: line_no, message: e.to_string() })?;
+        let obj = value.as_object().ok_or_else(|| CorpusError::BadJson {
+            file: file.to_string(),
+            line: line_no,
+            message: format!("the line is {}, not an object", json_kind(&value)),
+        })?;
+        let text = match obj.get(text_field) {
+            None => {
+                return Err(CorpusError::MissingField { file: file.to_string(), line: line_no, field: text_field.to_string() })
+            }
+            Some(serde_json::Value::String(s)) => s.as_str(),
+            Some(serde_json::Value::Null) => "",
+            Some(other) => {
+                return Err(CorpusError::WrongFieldType {
+                    file: file.to_string(),
+                    line: line_no,
+                    field: text_field.to_string(),
+                    expected: "a string",
+                    found: json_kind(other),
+                })
+            }
+        };
+        let label_owned;
+        let label = match fields.label.as_deref() {
+            None => None,
+            Some(field) => match obj.get(field) {
+                None => {
+                    return Err(CorpusError::MissingField { file: file.to_string(), line: line_no, field: field.to_string() })
+                }
+                Some(serde_json::Value::Null) => None,
+                Some(serde_json::Value::String(s)) => Some(s.as_str()),
+                Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
+                    label_owned = v.to_string();
+                    Some(label_owned.as_str())
+                }
+                Some(other) => {
+                    return Err(CorpusError::WrongFieldType {
+                        file: file.to_string(),
+                        line: line_no,
+                        field: field.to_string(),
+                        expected: "a string, number or boolean",
+                        found: json_kind(other),
+                    })
+                }
+            },
+        };
+        if let Some(doc) = ingest.accept(text, label) {
+            sink(doc);
+        }
+    }
+    if !saw_bytes {
+        return Err(CorpusError::EmptyFile { file: file.to_string() });
+    }
+    Ok(())
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+fn stream_txt<R: Read>(
+    mut reader: R,
+    file: &str,
+    label: Option<&str>,
+    ingest: &mut Ingest,
+    sink: &mut dyn FnMut(DocRef<'_>),
+) -> Result<(), CorpusError> {
+    let mut bytes = Vec::new();
+    reader.read_to_end(&mut bytes).map_err(|e| io_err(file, e))?;
+    let body = strip_bom(&bytes);
+    let text = std::str::from_utf8(body).map_err(|e| {
+        let (line, byte) = locate(body, e.valid_up_to());
+        CorpusError::InvalidUtf8 { file: file.to_string(), line, byte }
+    })?;
+    if let Some(doc) = ingest.accept(text, label) {
+        sink(doc);
+    }
+    Ok(())
+}
+
+/// A corpus held in memory: for small inputs, previews and tests.
+#[derive(Debug, Clone)]
+pub struct Corpus {
+    pub documents: Vec<Document>,
+    pub stats: IngestStats,
+    pub fingerprint: String,
+}
+
+impl Corpus {
+    /// Reads one input completely into memory.
+    pub fn read<R: Read>(reader: R, file: &str, format: Format, fields: &Fields) -> Result<Corpus, CorpusError> {
+        let mut ingest = Ingest::new(fields.label.is_some());
+        let mut documents = Vec::new();
+        stream(reader, file, format, fields, None, &mut ingest, &mut |d| {
+            documents.push(Document { text: d.text.to_string(), label: d.label.map(str::to_string) })
+        })?;
+        let (stats, fingerprint) = ingest.finish(file)?;
+        Ok(Corpus { documents, stats, fingerprint })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(text: &str, label: Option<&str>) -> Fields {
+        Fields { text: Some(text.into()), label: label.map(Into::into) }
+    }
+
+    fn read(input: &[u8], format: Format, f: &Fields) -> Result<Corpus, CorpusError> {
+        Corpus::read(input, "in", format, f)
+    }
+
+    #[test]
+    fn csv_reads_text_and_label_with_quotes_and_newlines() {
+        let input = b"id,text,label\n1,\"Chest pain, \"\"acute\"\"\nsecond line\",Cardio\n2,Cough,Pulm\n";
+        let c = read(input, Format::Csv, &fields("text", Some("label"))).unwrap();
+        assert_eq!(c.documents.len(), 2);
+        assert_eq!(c.documents[0].text, "Chest pain, \"acute\"\nsecond line");
+        assert_eq!(c.documents[1].label.as_deref(), Some("Pulm"));
+        assert_eq!(c.stats.classes.len(), 2);
+    }
+
+    #[test]
+    fn csv_bom_and_header_whitespace_are_tolerated() {
+        let input = "\u{feff}text , label\nhello,a\n".as_bytes();
+        let c = read(input, Format::Csv, &fields("text", Some("label"))).unwrap();
+        assert_eq!(c.documents[0].text, "hello");
+    }
+
+    #[test]
+    fn empty_documents_are_counted_not_dropped_silently() {
+        let input = b"text,label\nhello,a\n\"   \",b\n,c\nworld,\n";
+        let c = read(input, Format::Csv, &fields("text", Some("label"))).unwrap();
+        assert_eq!(c.stats.records, 4);
+        assert_eq!(c.stats.documents, 2);
+        assert_eq!(c.stats.empty_skipped, 2);
+        assert_eq!(c.stats.unlabelled, 1);
+    }
+
+    #[test]
+    fn csv_missing_column_names_the_available_ones() {
+        let err = read(b"a,b\n1,2\n", Format::Csv, &fields("text", None)).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, CorpusError::MissingColumn { .. }), "{msg}");
+        assert!(msg.contains("\"a\", \"b\""), "{msg}");
+    }
+
+    #[test]
+    fn csv_ragged_row_is_located() {
+        let err = read(b"text,label\nok,a\nbad\n", Format::Csv, &fields("text", Some("label"))).unwrap_err();
+        match err {
+            CorpusError::RaggedRow { line, expected, found, .. } => assert_eq!((line, expected, found), (3, 2, 1)),
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn csv_invalid_utf8_is_located() {
+        let err = read(b"text\nfine\nbad \xff byte\n", Format::Csv, &fields("text", None)).unwrap_err();
+        match err {
+            CorpusError::InvalidUtf8 { line, byte, .. } => assert_eq!((line, byte), (3, 5)),
+            other => panic!("unexpected {other}"),
+        }
+    }
+
+    #[test]
+    fn empty_inputs_are_errors() {
+        for format in [Format::Csv, Format::Tsv, Format::Jsonl] {
+            let err = read(b"", format, &fields("text", None)).unwrap_err();
+            assert!(matches!(err, CorpusError::EmptyFile { .. }), "{format:?}: {err}");
+        }
+        // One empty .txt is one empty document (counted), so the corpus has no documents.
+        let err = read(b"", Format::Txt, &Fields::default()).unwrap_err();
+        assert!(matches!(err, CorpusError::NoDocuments { records: 1, .. }), "{err}");
+        let err = read(b"text\n", Format::Csv, &fields("text", None)).unwrap_err();
+        assert!(matches!(err, CorpusError::EmptyFile { .. }), "{err}");
+        let err = read(b"text\n\" \"\n", Format::Csv, &fields("text", None)).unwrap_err();
+        assert!(matches!(err, CorpusError::NoDocuments { records: 1, .. }), "{err}");
+    }
+
+    #[test]
+    fn tsv_uses_tabs() {
+        let c = read(b"text\tlabel\na, b\tx\n", Format::Tsv, &fields("text", Some("label"))).unwrap();
+        assert_eq!(c.documents[0].text, "a, b");
+    }
+
+    #[test]
+    fn jsonl_reads_fields_and_skips_blank_lines() {
+        let input = b"{\"t\": \"one\", \"y\": 3}\n\n{\"t\": \"two\", \"y\": null}\r\n{\"t\": null, \"y\": \"z\"}\n";
+        let c = read(input, Format::Jsonl, &fields("t", Some("y"))).unwrap();
+        assert_eq!(c.documents.len(), 2);
+        assert_eq!(c.documents[0].label.as_deref(), Some("3"));
+        assert_eq!(c.documents[1].label, None);
+        assert_eq!(c.stats.empty_skipped, 1);
+    }
+
+    #[test]
+    fn jsonl_errors_are_located() {
+        let err = read(b"{\"t\":\"a\"}\n{\"t\":\n", Format::Jsonl, &fields("t", None)).unwrap_err();
+        assert!(matches!(err, CorpusError::BadJson { line: 2, .. }), "{err}");
+        let err = read(b"{\"t\":\"a\"}\n[1]\n", Format::Jsonl, &fields("t", None)).unwrap_err();
+        assert!(err.to_string().contains("an array"), "{err}");
+        let err = read(b"{\"x\":\"a\"}\n", Format::Jsonl, &fields("t", None)).unwrap_err();
+        assert!(matches!(err, CorpusError::MissingField { line: 1, .. }), "{err}");
+        let err = read(b"{\"t\":5}\n", Format::Jsonl, &fields("t", None)).unwrap_err();
+        assert!(matches!(err, CorpusError::WrongFieldType { .. }), "{err}");
+        let err = read(b"{\"t\":\"\xc3\"}\n", Format::Jsonl, &fields("t", None)).unwrap_err();
+        assert!(matches!(err, CorpusError::InvalidUtf8 { line: 1, .. }), "{err}");
+    }
+
+    #[test]
+    fn txt_is_one_document_and_reports_bad_utf8_line() {
+        let c = read("line one\nline two\n".as_bytes(), Format::Txt, &Fields::default()).unwrap();
+        assert_eq!(c.documents.len(), 1);
+        let err = read(b"ok\nok\nno\xfe\n", Format::Txt, &Fields::default()).unwrap_err();
+        assert!(matches!(err, CorpusError::InvalidUtf8 { line: 3, byte: 3, .. }), "{err}");
+    }
+
+    #[test]
+    fn text_field_is_required_for_tabular_formats() {
+        let err = read(b"a\nb\n", Format::Csv, &Fields::default()).unwrap_err();
+        assert!(matches!(err, CorpusError::FieldRequired { .. }), "{err}");
+    }
+
+    #[test]
+    fn fingerprint_depends_on_the_texts_only() {
+        let a = read(b"text,label\nx,1\ny,2\n", Format::Csv, &fields("text", Some("label"))).unwrap();
+        let b = read(b"{\"text\":\"x\",\"label\":\"1\"}\n{\"text\":\"y\",\"label\":\"2\"}\n", Format::Jsonl, &fields("text", None)).unwrap();
+        let c = read(b"text,label\nx,1\ny z,2\n", Format::Csv, &fields("text", Some("label"))).unwrap();
+        assert_eq!(a.fingerprint, b.fingerprint);
+        assert_ne!(a.fingerprint, c.fingerprint);
+        assert_eq!(a.fingerprint.len(), 64);
+    }
+
+    #[test]
+    fn format_from_path() {
+        assert_eq!(Format::from_path("a/B.CSV"), Some(Format::Csv));
+        assert_eq!(Format::from_path("x.ndjson"), Some(Format::Jsonl));
+        assert_eq!(Format::from_path("noext"), None);
+    }
+}

@@ -1,0 +1,56 @@
+//! Differential privacy: the noise source, exact samplers, and the mechanisms.
+//!
+//! Neighbouring relation (all mechanisms): corpora D and D' are neighbours when D' is D with
+//! ONE document added or removed. The privacy unit is the document.
+//!
+//! Each mechanism is a function plus its privacy map: it returns the artefact and a
+//! [`crate::ledger::Spend`] stating the ε it used, and its proof argument sits in a comment
+//! next to the code.
+
+pub mod rng;
+pub mod sampler;
+pub mod vocabulary;
+
+pub use rng::SecureRng;
+
+/// A parameter that a user got wrong, explained in plain words.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{name} {why} (got {value})")]
+pub struct ParamError {
+    pub name: &'static str,
+    pub value: String,
+    pub why: &'static str,
+}
+
+impl ParamError {
+    pub fn new(name: &'static str, value: impl ToString, why: &'static str) -> Self {
+        ParamError { name, value: value.to_string(), why }
+    }
+}
+
+/// Checks a privacy parameter: finite and strictly positive. Values outside
+/// [`EPSILON_MIN`, `EPSILON_MAX`] are refused too: below, the noise drowns everything; above,
+/// the guarantee is void and the exact samplers' integer ranges would be exceeded.
+pub fn check_epsilon(name: &'static str, eps: f64) -> Result<f64, ParamError> {
+    if !eps.is_finite() || eps <= 0.0 {
+        return Err(ParamError::new(name, eps, "must be a finite number greater than 0"));
+    }
+    if !(EPSILON_MIN..=EPSILON_MAX).contains(&eps) {
+        return Err(ParamError::new(name, eps, "must be between 0.001 and 1000"));
+    }
+    Ok(eps)
+}
+
+pub const EPSILON_MIN: f64 = 1e-3;
+pub const EPSILON_MAX: f64 = 1e3;
+
+/// Errors of the DP stages.
+#[derive(Debug, thiserror::Error)]
+pub enum DpError {
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    #[error("the secure random number generator is not available: {0}")]
+    Rng(String),
+    #[error("the noise scale {0} cannot be represented exactly by the sampler")]
+    Scale(String),
+}

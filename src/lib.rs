@@ -1,0 +1,23 @@
+//! dpkps: differentially private synthetic text by keyphrase prompt seeding (DP-KPS).
+//!
+//! The pipeline core in this crate is plain Rust with no web types: it is compiled natively
+//! (the `dpkps` CLI, tests, benchmarks) and to wasm32 (the browser app). Each stage takes a
+//! typed artefact and returns the next one; every differentially private stage also returns
+//! the ε it spent, which the [`ledger`] adds up. See ARCHITECTURE.md for the data flow.
+//!
+//! Neighbouring relation, for every mechanism in this crate: two corpora are neighbours when
+//! one is obtained from the other by adding or removing ONE document (with its label).
+//! Every sensitivity stated next to a mechanism is derived from that relation.
+
+pub mod corpus;
+pub mod dp;
+pub mod ledger;
+pub mod pipeline;
+pub mod text;
+pub mod vocab;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod cli;
+
+#[cfg(target_arch = "wasm32")]
+pub mod ui;

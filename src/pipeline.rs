@@ -1,0 +1,127 @@
+//! Stage glue shared by the CLI and the app: corpus → matched corpus → DP vocabulary.
+//!
+//! [`MatchedCorpus`] is the only thing the pipeline keeps of a private document: its label
+//! and the ids of its first distinct matched public terms. The text itself is dropped as soon
+//! as it has been matched, so memory grows with the number of documents, not their size.
+
+use std::io::Read;
+
+use serde::{Deserialize, Serialize};
+
+use crate::corpus::{self, CorpusError, Fields, Format, Ingest, IngestStats};
+use crate::dp::vocabulary::{select_vocabulary, PrivateVocabulary, TermHistogram, VocabParams};
+use crate::dp::{DpError, SecureRng};
+use crate::ledger::Spend;
+use crate::vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
+
+/// One private document, reduced to what later stages need. Private: never released.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchedDoc {
+    pub label: Option<String>,
+    /// First distinct matched terms, in document order (at most [`MatchedCorpus::keep`]).
+    pub terms: Vec<TermId>,
+}
+
+/// The matched corpus: private, held in memory only.
+#[derive(Debug, Clone)]
+pub struct MatchedCorpus {
+    pub docs: Vec<MatchedDoc>,
+    pub stats: IngestStats,
+    pub fingerprint: String,
+    /// How many distinct terms were kept per document.
+    pub keep: usize,
+    /// Documents in which no vocabulary term was found.
+    pub docs_without_terms: u64,
+}
+
+/// Streams inputs through the matcher, keeping the first `keep` distinct terms of each document.
+pub struct MatchingSink<'m> {
+    /// `None`: only count and fingerprint (no matching).
+    matcher: Option<&'m Matcher>,
+    keep: usize,
+    scratch: MatchScratch,
+    ingest: Ingest,
+    docs: Vec<MatchedDoc>,
+    docs_without_terms: u64,
+}
+
+impl<'m> MatchingSink<'m> {
+    pub fn new(matcher: Option<&'m Matcher>, keep: usize, has_labels: bool) -> Self {
+        MatchingSink {
+            matcher,
+            keep,
+            scratch: MatchScratch::default(),
+            ingest: Ingest::new(has_labels),
+            docs: Vec::new(),
+            docs_without_terms: 0,
+        }
+    }
+
+    /// Reads one input (one file) into the matched corpus.
+    pub fn read<R: Read>(
+        &mut self,
+        reader: R,
+        file: &str,
+        format: Format,
+        fields: &Fields,
+        txt_label: Option<&str>,
+    ) -> Result<(), CorpusError> {
+        let MatchingSink { matcher, keep, scratch, ingest, docs, docs_without_terms } = self;
+        corpus::stream(reader, file, format, fields, txt_label, ingest, &mut |doc| {
+            let terms = match matcher {
+                Some(m) => m.first_distinct(doc.text, *keep, scratch),
+                None => Vec::new(),
+            };
+            if terms.is_empty() {
+                *docs_without_terms += 1;
+            }
+            docs.push(MatchedDoc { label: doc.label.map(str::to_string), terms });
+        })
+    }
+
+    /// Documents read so far (for progress).
+    pub fn documents(&self) -> u64 {
+        self.ingest.stats.documents
+    }
+
+    pub fn finish(self, name: &str) -> Result<MatchedCorpus, CorpusError> {
+        let (stats, fingerprint) = self.ingest.finish(name)?;
+        Ok(MatchedCorpus {
+            docs: self.docs,
+            stats,
+            fingerprint,
+            keep: self.keep,
+            docs_without_terms: self.docs_without_terms,
+        })
+    }
+}
+
+impl MatchedCorpus {
+    /// The vocabulary histogram h (first S distinct terms per document).
+    pub fn histogram(&self, vocab_len: usize, terms_per_doc: usize) -> TermHistogram {
+        let mut h = TermHistogram::new(vocab_len, terms_per_doc);
+        for d in &self.docs {
+            h.add_document(&d.terms[..d.terms.len().min(terms_per_doc)]);
+        }
+        h
+    }
+
+    /// Stage 2: the DP vocabulary (ε_voc-DP).
+    pub fn dp_vocabulary(
+        &self,
+        vocab: &PublicVocabulary,
+        params: &VocabParams,
+        rng: &mut SecureRng,
+    ) -> Result<(PrivateVocabulary, Spend), DpError> {
+        params.validate(vocab.len())?;
+        if params.terms_per_doc > self.keep {
+            return Err(DpError::Param(crate::dp::ParamError::new(
+                "S (terms per document)",
+                params.terms_per_doc,
+                "is larger than the number of terms kept per document while matching",
+            )));
+        }
+        let h = self.histogram(vocab.len(), params.terms_per_doc);
+        select_vocabulary(&h, vocab, params, rng)
+    }
+}

@@ -1,0 +1,308 @@
+//! Public vocabularies and keyphrase matching.
+//!
+//! A public vocabulary is a list of terms (keyphrases, possibly multi-word) that is NOT derived
+//! from the private corpus: the bundled English word list (GloVe 6B) and medical glossary
+//! (MeSH 2017 descriptor names), or the user's own list. Because it is public, the DP
+//! vocabulary mechanism can put noise on every one of its entries (see `dp::vocabulary`).
+//!
+//! Matching: a term occurs in a document where its normalised words (see [`crate::text`])
+//! appear as whole words, contiguously. Among overlapping occurrences the leftmost wins, and
+//! among those starting at the same word the longest ("heart failure" over "heart").
+//! Occurrences are reported in document order. The matcher is an Aho–Corasick automaton
+//! (`aho-corasick`) over the normalised text with every pattern framed by spaces, so a match
+//! can only start and end at word boundaries.
+
+use std::collections::HashMap;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::text::{normalize, normalize_into, push_normalized};
+
+/// Index of a term in its [`PublicVocabulary`].
+pub type TermId = u32;
+
+/// The vocabularies bundled with the app.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bundled {
+    /// English words of the GloVe 6B vocabulary (PDDL).
+    English,
+    /// MeSH 2017 descriptor names (U.S. National Library of Medicine).
+    Medical,
+}
+
+impl Bundled {
+    pub const ALL: [Bundled; 2] = [Bundled::English, Bundled::Medical];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Bundled::English => "english",
+            Bundled::Medical => "medical",
+        }
+    }
+
+    /// File name under `www/vocab/` (served at `vocab/<file>` by the app).
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Bundled::English => "english_glove6b.txt",
+            Bundled::Medical => "medical_mesh2017.txt",
+        }
+    }
+
+    pub fn parse_name(s: &str) -> Option<Bundled> {
+        Bundled::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(s))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VocabError {
+    #[error("the vocabulary {name:?} has no terms (one term per line; lines starting with # are comments)")]
+    Empty { name: String },
+    #[error("the vocabulary {name:?}, line {line}: the text is not valid UTF-8")]
+    InvalidUtf8 { name: String, line: u64 },
+    #[error("the vocabulary {name:?} has {count} terms; at most {max} are supported")]
+    TooLarge { name: String, count: usize, max: usize },
+    #[error("could not build the keyphrase matcher: {0}")]
+    Matcher(String),
+}
+
+/// A public vocabulary: distinct terms, in file order.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PublicVocabulary {
+    pub name: String,
+    /// The terms as written in the list (first spelling wins among duplicates).
+    pub terms: Vec<String>,
+    /// SHA-256 of the list as given (hex); goes into the privacy report.
+    pub checksum: String,
+    /// Lines that normalised to an already-listed term and were dropped.
+    pub duplicates_dropped: usize,
+}
+
+impl PublicVocabulary {
+    /// Most terms supported (ids are `u32`; far above any real vocabulary).
+    pub const MAX_TERMS: usize = 50_000_000;
+
+    /// Parses a list: one term per line; blank lines and lines starting with `#` are ignored;
+    /// terms whose normalised form is empty or already present are dropped.
+    pub fn parse(name: &str, bytes: &[u8]) -> Result<PublicVocabulary, VocabError> {
+        let checksum = crate::corpus::hex(&Sha256::digest(bytes));
+        let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+        let text = std::str::from_utf8(bytes).map_err(|e| VocabError::InvalidUtf8 {
+            name: name.to_string(),
+            line: bytes[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() as u64 + 1,
+        })?;
+        let mut seen: HashMap<String, ()> = HashMap::new();
+        let mut terms = Vec::new();
+        let mut duplicates_dropped = 0;
+        let mut key = String::new();
+        for line in text.lines() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            normalize_into(line, &mut key);
+            if key.is_empty() {
+                continue;
+            }
+            if seen.insert(key.clone(), ()).is_some() {
+                duplicates_dropped += 1;
+                continue;
+            }
+            terms.push(line.to_string());
+        }
+        if terms.is_empty() {
+            return Err(VocabError::Empty { name: name.to_string() });
+        }
+        if terms.len() > Self::MAX_TERMS {
+            return Err(VocabError::TooLarge { name: name.to_string(), count: terms.len(), max: Self::MAX_TERMS });
+        }
+        Ok(PublicVocabulary { name: name.to_string(), terms, checksum, duplicates_dropped })
+    }
+
+    pub fn len(&self) -> usize {
+        self.terms.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    pub fn term(&self, id: TermId) -> &str {
+        &self.terms[id as usize]
+    }
+}
+
+/// Finds vocabulary terms in documents.
+#[derive(Clone)]
+pub struct Matcher {
+    automaton: AhoCorasick,
+    /// Pattern index → term id (patterns are the terms in vocabulary order).
+    pattern_len_words: Vec<u16>,
+}
+
+/// Reusable scratch space for [`Matcher`], so matching allocates nothing per document.
+#[derive(Default)]
+pub struct MatchScratch {
+    normalized: String,
+    hits: Vec<(usize, usize, TermId)>,
+}
+
+impl Matcher {
+    pub fn new(vocab: &PublicVocabulary) -> Result<Matcher, VocabError> {
+        let mut patterns = Vec::with_capacity(vocab.len());
+        let mut pattern_len_words = Vec::with_capacity(vocab.len());
+        for term in &vocab.terms {
+            let key = normalize(term);
+            pattern_len_words.push(key.split(' ').count().min(u16::MAX as usize) as u16);
+            patterns.push(format!(" {key} "));
+        }
+        // Overlapping search needs the standard match kind; the leftmost-longest choice is
+        // made afterwards in `find`, among whole-word occurrences only. A contiguous NFA keeps
+        // memory proportional to the vocabulary (a DFA over 340k patterns would not fit).
+        let automaton = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::Standard)
+            .kind(Some(AhoCorasickKind::ContiguousNFA))
+            .build(&patterns)
+            .map_err(|e| VocabError::Matcher(e.to_string()))?;
+        Ok(Matcher { automaton, pattern_len_words })
+    }
+
+    /// Calls `each` with every term occurrence of `text`, in document order (leftmost-longest,
+    /// non-overlapping). Stops early when `each` returns `false`.
+    pub fn for_each(&self, text: &str, scratch: &mut MatchScratch, mut each: impl FnMut(TermId) -> bool) {
+        let MatchScratch { normalized, hits } = scratch;
+        normalized.clear();
+        normalized.push(' ');
+        push_normalized(text, normalized);
+        normalized.push(' ');
+        hits.clear();
+        for m in self.automaton.find_overlapping_iter(normalized.as_str()) {
+            hits.push((m.start(), m.end(), m.pattern().as_u32()));
+        }
+        // Leftmost first; at the same start, longest first.
+        hits.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        // Consecutive occurrences share the space between them, so the next one may start at
+        // the previous end minus one.
+        let mut next_start = 0usize;
+        for &(start, end, id) in hits.iter() {
+            if start < next_start {
+                continue;
+            }
+            next_start = end - 1;
+            if !each(id) {
+                break;
+            }
+        }
+    }
+
+    /// All term occurrences of `text`, in document order.
+    pub fn find_all(&self, text: &str, scratch: &mut MatchScratch) -> Vec<TermId> {
+        let mut out = Vec::new();
+        self.for_each(text, scratch, |id| {
+            out.push(id);
+            true
+        });
+        out
+    }
+
+    /// The first `s` DISTINCT terms of `text`, in order of first occurrence. This is what a
+    /// document contributes to the DP vocabulary histogram (at most `s` entries, each once).
+    pub fn first_distinct(&self, text: &str, s: usize, scratch: &mut MatchScratch) -> Vec<TermId> {
+        let mut out: Vec<TermId> = Vec::with_capacity(s.min(64));
+        if s == 0 {
+            return out;
+        }
+        self.for_each(text, scratch, |id| {
+            if !out.contains(&id) {
+                out.push(id);
+            }
+            out.len() < s
+        });
+        out
+    }
+
+    /// Number of words of each term (for statistics).
+    pub fn term_words(&self, id: TermId) -> usize {
+        self.pattern_len_words[id as usize] as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab(terms: &[&str]) -> PublicVocabulary {
+        PublicVocabulary::parse("t", terms.join("\n").as_bytes()).unwrap()
+    }
+
+    fn words(v: &PublicVocabulary, ids: &[TermId]) -> Vec<String> {
+        ids.iter().map(|&i| v.term(i).to_string()).collect()
+    }
+
+    #[test]
+    fn longest_match_first_in_document_order() {
+        let v = vocab(&["heart", "Heart Failure", "failure", "chest pain", "pain"]);
+        let m = Matcher::new(&v).unwrap();
+        let mut s = MatchScratch::default();
+        let got = m.find_all("Chest pain; congestive HEART-failure, then heart failure again; pain", &mut s);
+        assert_eq!(words(&v, &got), ["chest pain", "Heart Failure", "Heart Failure", "pain"]);
+    }
+
+    #[test]
+    fn only_whole_words_match() {
+        let v = vocab(&["art", "heart", "ear"]);
+        let m = Matcher::new(&v).unwrap();
+        let mut s = MatchScratch::default();
+        assert_eq!(words(&v, &m.find_all("hearts, heartbeat, the art, early", &mut s)), ["art"]);
+    }
+
+    #[test]
+    fn longer_candidate_ending_mid_word_falls_back_to_shorter_one() {
+        // "heart fail" ends inside "failure"; "heart" must still be found.
+        let v = vocab(&["heart", "heart fail"]);
+        let m = Matcher::new(&v).unwrap();
+        let mut s = MatchScratch::default();
+        assert_eq!(words(&v, &m.find_all("heart failure", &mut s)), ["heart"]);
+    }
+
+    #[test]
+    fn adjacent_occurrences_share_the_separator() {
+        let v = vocab(&["pain"]);
+        let m = Matcher::new(&v).unwrap();
+        let mut s = MatchScratch::default();
+        assert_eq!(m.find_all("pain pain,pain", &mut s).len(), 3);
+    }
+
+    #[test]
+    fn first_distinct_stops_at_s() {
+        let v = vocab(&["a b", "c", "d", "e"]);
+        let m = Matcher::new(&v).unwrap();
+        let mut s = MatchScratch::default();
+        let got = m.first_distinct("c c A-B c d e", 3, &mut s);
+        assert_eq!(words(&v, &got), ["c", "a b", "d"]);
+        assert!(m.first_distinct("c d", 0, &mut s).is_empty());
+    }
+
+    #[test]
+    fn nasty_inputs_do_not_panic() {
+        let v = vocab(&["x", "ωμέγα", "心不全"]);
+        let m = Matcher::new(&v).unwrap();
+        let mut s = MatchScratch::default();
+        assert!(m.find_all("", &mut s).is_empty());
+        assert!(m.find_all("\u{0}\u{1}\u{feff}   ", &mut s).is_empty());
+        assert_eq!(m.find_all("ΩΜΈΓΑ 心不全 x", &mut s).len(), 3);
+        let long = "x ".repeat(100_000);
+        assert_eq!(m.find_all(&long, &mut s).len(), 100_000);
+    }
+
+    #[test]
+    fn parse_dedupes_by_normalised_form_and_skips_comments() {
+        let v = PublicVocabulary::parse("t", b"# comment\nHeart Failure\nheart-failure\n\n  --  \nCough\n").unwrap();
+        assert_eq!(v.terms, ["Heart Failure", "Cough"]);
+        assert_eq!(v.duplicates_dropped, 1);
+        assert!(matches!(PublicVocabulary::parse("t", b"# only\n\n"), Err(VocabError::Empty { .. })));
+        assert!(matches!(PublicVocabulary::parse("t", b"ok\n\xff\n"), Err(VocabError::InvalidUtf8 { line: 2, .. })));
+    }
+}

@@ -1,0 +1,124 @@
+//! The `dpkps` CLI's contract (README, "Command-line tool"): outputs, ledger, errors, exit codes.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dpkps-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn dpkps(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const CORPUS: &str = "id,note,specialty\n\
+1,\"Congestive heart failure with chest pain.\",Cardio\n\
+2,\"Asthma and cough; chest pain at night.\",Pulmo\n\
+3,\"   \",Cardio\n\
+4,\"Heart failure, hypertension.\",Cardio\n";
+
+fn corpus(dir: &std::path::Path) -> String {
+    let p = dir.join("notes.csv");
+    std::fs::write(&p, CORPUS).unwrap();
+    p.display().to_string()
+}
+
+#[test]
+fn vocab_writes_a_dp_vocabulary_and_the_ledger_adds_up() {
+    let dir = tmpdir("vocab");
+    let c = corpus(&dir);
+    let ledger = dir.join("ledger.json").display().to_string();
+    let out = dir.join("vocab.json").display().to_string();
+    let args = [
+        "vocab", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--vocabulary", "medical",
+        "--eps-voc", "1.5", "--top-n", "20", "--terms-per-doc", "3", "--out", &out, "--ledger", &ledger,
+    ];
+    let o = dpkps(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("3 documents, 1 empty (skipped), 2 classes"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["terms"].as_array().unwrap().len(), 20);
+    assert_eq!(v["params"]["epsilon"], 1.5);
+    assert_eq!(v["public_vocabulary"], "medical");
+    // The artefact carries no private counts.
+    assert!(v.get("stats").is_none() && !String::from_utf8_lossy(&std::fs::read(&out).unwrap()).contains("Cardio"));
+
+    // A second run on the same corpus adds to the ledger; a budget stops a third.
+    assert!(dpkps(&args).status.success());
+    let o = dpkps(&["ledger", "--ledger", &ledger]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("2 run(s), total ε = 3.0000"), "{text}");
+    let mut over = args.to_vec();
+    over.extend(["--budget", "4"]);
+    let o = dpkps(&over);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("above the budget"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_parameters_and_inputs_exit_2_with_plain_words() {
+    let dir = tmpdir("errors");
+    let c = corpus(&dir);
+    let out = dir.join("v.json").display().to_string();
+    let ledger = dir.join("l.json").display().to_string();
+    let base = |eps: &'static str, top: &'static str, col: &'static str| {
+        vec![
+            "vocab".to_string(), "--corpus".into(), c.clone(), "--text-col".into(), col.into(), "--eps-voc".into(),
+            eps.into(), "--top-n".into(), top.into(), "--out".into(), out.clone(), "--ledger".into(), ledger.clone(),
+        ]
+    };
+    let cases = [
+        (base("0", "10", "note"), "ε_voc must be a finite number greater than 0"),
+        (base("NaN", "10", "note"), "ε_voc must be a finite number greater than 0"),
+        (base("inf", "10", "note"), "ε_voc must be a finite number greater than 0"),
+        (base("1", "0", "note"), "N (vocabulary size) must be at least 1"),
+        (base("1", "999999", "note"), "cannot exceed the number of terms"),
+        (base("1", "10", "text"), "there is no column named \"text\""),
+    ];
+    for (args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = dpkps(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+    assert!(!std::path::Path::new(&out).exists(), "no output may be written on error");
+    assert!(!std::path::Path::new(&ledger).exists(), "nothing may be spent on error");
+
+    let ragged = dir.join("ragged.csv");
+    std::fs::write(&ragged, "note,x\nok,1\nbad\n").unwrap();
+    let o = dpkps(&["ingest", "--corpus", ragged.to_str().unwrap(), "--text-col", "note"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 3 (record 2): this row has 1 fields but the header has 2"), "{}", stderr(&o));
+}
+
+#[test]
+fn txt_folders_and_jsonl_are_read() {
+    let dir = tmpdir("formats");
+    let cardio = dir.join("cardio");
+    std::fs::create_dir_all(&cardio).unwrap();
+    std::fs::write(cardio.join("a.txt"), "Heart failure.").unwrap();
+    std::fs::write(cardio.join("b.txt"), "").unwrap();
+    let stats = dir.join("stats.json");
+    let o = dpkps(&["ingest", "--corpus", cardio.to_str().unwrap(), "--label-from-dir", "--out", stats.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert_eq!((s["documents"].as_u64(), s["empty_skipped"].as_u64()), (Some(1), Some(1)));
+    assert_eq!(s["classes"]["cardio"], 1);
+
+    let jl = dir.join("c.jsonl");
+    std::fs::write(&jl, "{\"t\": \"Asthma and cough\", \"y\": \"p\"}\n").unwrap();
+    let m = dir.join("m.jsonl");
+    let o = dpkps(&["match", "--corpus", jl.to_str().unwrap(), "--text-col", "t", "--label-col", "y", "--out", m.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let line: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&m).unwrap().trim()).unwrap();
+    assert_eq!(line["terms"], serde_json::json!(["Asthma", "Cough"]));
+}

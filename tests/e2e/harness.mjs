@@ -1,0 +1,84 @@
+// Shared pieces of the end-to-end tests: a static server for dist/, headless Debian Chromium
+// driven by playwright-core, and guards that fail a test on any console error, page error, or
+// request to a host other than the page's own origin.
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const SHOTS = path.join(ROOT, 'target', 'screenshots');
+
+const MIME = {
+  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
+  '.css': 'text/css', '.json': 'application/json', '.txt': 'text/plain; charset=utf-8',
+  '.svg': 'image/svg+xml', '.onnx': 'application/octet-stream', '.md': 'text/plain; charset=utf-8',
+};
+
+/** Serves `dir` on 127.0.0.1 at a free port; resolves to { url, close }. */
+export function serveStatic(dir) {
+  const server = http.createServer((req, res) => {
+    const urlPath = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    let file = path.normalize(path.join(dir, urlPath));
+    if (!file.startsWith(dir)) { res.writeHead(403).end(); return; }
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
+    if (!fs.existsSync(file)) { res.writeHead(404).end('not found'); return; }
+    const headers = { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream', 'content-length': fs.statSync(file).size };
+    res.writeHead(200, headers);
+    if (req.method === 'HEAD') { res.end(); return; }
+    fs.createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
+    resolve({ url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)) });
+  }));
+}
+
+/** Headless Chromium as root, with a fresh profile. */
+export async function launch() {
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-chromium-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  return { context, close: async () => { await context.close(); fs.rmSync(userDataDir, { recursive: true, force: true }); } };
+}
+
+/** Records console errors, page errors and requests to other origins on `page`. */
+export function guard(page, origin) {
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('request', (r) => {
+    const u = r.url();
+    if (u.startsWith('data:') || u.startsWith('blob:')) return;
+    if (new URL(u).origin !== origin) problems.push(`request to another origin: ${u}`);
+  });
+  page.on('requestfailed', (r) => {
+    if (new URL(r.url()).origin === origin) problems.push(`request failed: ${r.url()} (${r.failure()?.errorText})`);
+  });
+  return problems;
+}
+
+/** Runs named checks, prints a line each, exits non-zero if any failed. */
+export async function runTests(tests) {
+  let failed = 0;
+  for (const [name, fn] of tests) {
+    const t0 = Date.now();
+    try {
+      await fn();
+      console.log(`ok   ${name} (${Date.now() - t0} ms)`);
+    } catch (e) {
+      failed++;
+      console.log(`FAIL ${name}: ${e.stack ?? e}`);
+    }
+  }
+  console.log(`${tests.length - failed} passed, ${failed} failed`);
+  process.exitCode = failed ? 1 : 0;
+}
+
+export function assert(cond, msg) { if (!cond) throw new Error(msg); }
