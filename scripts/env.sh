@@ -5,6 +5,7 @@ DPKPS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Pinned tool versions (see README, "Toolchain").
 TRUNK_VERSION=0.21.14            # 0.22 needs rustc >= 1.96.1
 BINARYEN_VERSION=132.0.0         # npm build; Debian's binaryen 108 breaks wasm-bindgen output
+PLAYWRIGHT_VERSION=$(sed -n 's/.*"playwright-core": "\(.*\)".*/\1/p' "$DPKPS_ROOT/tests/e2e/package.json")
 # wasm-bindgen-cli must equal the wasm-bindgen crate in Cargo.lock (trunk checks it).
 WBG_VERSION=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/version = |"/, ""); print; exit}' "$DPKPS_ROOT/Cargo.lock")
 TOOLS_ROOT=${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}
@@ -19,6 +20,10 @@ if [[ -f "$DPKPS_ROOT/.tools/route" && $(cat "$DPKPS_ROOT/.tools/route") == debi
   export CARGO_UNSTABLE_BUILD_STD=std,panic_abort
   export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER=wasm-ld-22
 fi
+
+playwright_version() {
+  node -p "require('$DPKPS_ROOT/tests/e2e/node_modules/playwright-core/package.json').version" 2>/dev/null || true
+}
 
 has_version() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -qF "$2"; }
 
@@ -45,8 +50,8 @@ check_tools() {
   need chromium "Chromium" "apt-get install chromium"
   need chromedriver "ChromeDriver" "apt-get install chromium-driver"
   need node "v" "apt-get install nodejs npm"
-  if [[ ! -f "$DPKPS_ROOT/tests/e2e/node_modules/playwright-core/package.json" ]]; then
-    echo "missing: playwright-core for the browser tests; install it with: (cd tests/e2e && npm ci)" >&2
+  if [[ $(playwright_version) != "$PLAYWRIGHT_VERSION" ]]; then
+    echo "missing: playwright-core $PLAYWRIGHT_VERSION for the browser tests; install it with: (cd tests/e2e && npm ci)" >&2
     bad=1
   fi
   return $bad

@@ -70,8 +70,7 @@ fi
 
 # 5. playwright-core for the end-to-end browser tests (drives /usr/bin/chromium; it never
 #    downloads a browser). Pinned by tests/e2e/package-lock.json.
-if ! cmp -s tests/e2e/package-lock.json tests/e2e/node_modules/.package-lock.json 2>/dev/null \
-   && [[ ! -f tests/e2e/node_modules/playwright-core/package.json ]]; then
+if [[ $(playwright_version) != "$PLAYWRIGHT_VERSION" ]]; then
   step "npm ci (tests/e2e)"
   (cd tests/e2e && npm ci --no-audit --no-fund >/dev/null)
 fi

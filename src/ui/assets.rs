@@ -62,6 +62,8 @@ async fn check_inner(asset: BundledAsset) -> Result<String, String> {
         Check::Size => {
             let resp = fetch(asset.path, "HEAD").await?;
             let len = resp.headers().get("content-length").ok().flatten().and_then(|v| v.parse::<f64>().ok());
+            // Consume the (empty) body so the request completes instead of being aborted.
+            bytes(resp).await?;
             Ok(len.map_or("available".into(), |n| format!("ready, {}", megabytes(n))))
         }
         Check::Json => {
