@@ -11,8 +11,12 @@
 
 pub mod corpus;
 pub mod dp;
+pub mod embed;
+pub mod kde;
+pub mod linalg;
 pub mod ledger;
 pub mod pipeline;
+pub mod sample;
 pub mod text;
 pub mod vocab;
 

@@ -14,6 +14,7 @@ use crate::dp::{DpError, SecureRng};
 use crate::ledger::Spend;
 use crate::vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
 
+
 /// One private document, reduced to what later stages need. Private: never released.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchedDoc {
@@ -123,5 +124,43 @@ impl MatchedCorpus {
         }
         let h = self.histogram(vocab.len(), params.terms_per_doc);
         select_vocabulary(&h, vocab, params, rng)
+    }
+}
+
+/// Everything needed to generate (more) keyphrase sequences: DP outputs only. Saving and
+/// reloading it lets a curator sample again later at no further privacy cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Release {
+    pub format: String,
+    pub vocabulary: PrivateVocabulary,
+    pub kde: crate::kde::DpKdeSet,
+    /// Checksum of the embedding model the KDEs were built with (sampling must use the same).
+    pub model_checksum: String,
+}
+
+impl Release {
+    pub const FORMAT: &'static str = "dpkps-release-v1";
+
+    /// Ṽ's term ids (the sampling candidates).
+    pub fn candidate_ids(&self) -> Vec<TermId> {
+        self.vocabulary.terms.iter().map(|t| t.id).collect()
+    }
+}
+
+impl MatchedCorpus {
+    /// The documents as the DP-KDE sees them: label and first `len` terms.
+    pub fn kde_docs(&self, len: usize) -> Vec<crate::kde::KdeDoc<'_>> {
+        self.docs
+            .iter()
+            .map(|d| crate::kde::KdeDoc { label: d.label.as_deref(), terms: &d.terms[..d.terms.len().min(len)] })
+            .collect()
+    }
+
+    /// Distinct terms among the first `len` of every document (what must be embedded).
+    pub fn distinct_terms(&self, len: usize) -> Vec<TermId> {
+        let mut ids: Vec<TermId> = self.docs.iter().flat_map(|d| d.terms.iter().take(len).copied()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
     }
 }

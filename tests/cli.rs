@@ -122,3 +122,49 @@ fn txt_folders_and_jsonl_are_read() {
     let line: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&m).unwrap().trim()).unwrap();
     assert_eq!(line["terms"], serde_json::json!(["Asthma", "Cough"]));
 }
+
+#[test]
+fn pipeline_writes_sequences_release_and_ledger_then_sample_costs_nothing() {
+    let dir = tmpdir("pipeline");
+    let mut csv = String::from("note,specialty\n");
+    for k in 0..60 {
+        let (text, label) = if k % 2 == 0 {
+            ("Congestive heart failure, hypertension and chest pain; atrial fibrillation on warfarin.", "Cardio")
+        } else {
+            ("Asthma with cough and pneumonia; dyspnea treated with albuterol.", "Pulmo")
+        };
+        csv.push_str(&format!("\"{text} Visit {k}.\",{label}\n"));
+    }
+    let c = dir.join("notes.csv");
+    std::fs::write(&c, csv).unwrap();
+    let ledger = dir.join("ledger.json").display().to_string();
+    let out = dir.join("out");
+    let o = dpkps(&[
+        "pipeline", "--corpus", c.to_str().unwrap(), "--text-col", "note", "--label-col", "specialty",
+        "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "30", "--terms-per-doc", "5",
+        "--eps-kde", "5", "--sampler", "iterative-log", "--len", "4", "--per-class", "7",
+        "--ledger", &ledger, "--out-dir", out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seqs = std::fs::read_to_string(out.join("sequences.jsonl")).unwrap();
+    let lines: Vec<serde_json::Value> = seqs.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 14, "7 per class, 2 classes");
+    let vocab: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("vocabulary.json")).unwrap()).unwrap();
+    let allowed: Vec<&str> = vocab["terms"].as_array().unwrap().iter().map(|t| t["term"].as_str().unwrap()).collect();
+    for l in &lines {
+        let k = l["keyphrases"].as_array().unwrap();
+        assert_eq!(k.len(), 4);
+        assert!(k.iter().all(|t| allowed.contains(&t.as_str().unwrap())), "{l}");
+        assert!(["Cardio", "Pulmo"].contains(&l["label"].as_str().unwrap()));
+    }
+    let o = dpkps(&["ledger", "--ledger", &ledger]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("total ε = 6.0000"), "{}", String::from_utf8_lossy(&o.stdout));
+
+    // More sequences from the saved release: no new ledger entry.
+    let more = dir.join("more.jsonl");
+    let o = dpkps(&["sample", "--release", out.join("release.json").to_str().unwrap(), "--per-class", "3", "--out", more.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&more).unwrap().lines().count(), 6);
+    let o = dpkps(&["ledger", "--ledger", &ledger]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 run(s), total ε = 6.0000"));
+}

@@ -57,3 +57,52 @@ fn dp_vocabulary_runs_on_browser_randomness() {
     draws.dedup();
     assert!(draws.len() > 1, "eight runs gave identical noise: the random source is not random");
 }
+
+#[wasm_bindgen_test]
+fn bundled_model_matches_sentence_transformers_in_the_browser() {
+    use dpkps::embed::onnx::OnnxEmbedder;
+    use dpkps::embed::Embed;
+    let model = include_bytes!("../models/all-MiniLM-L6-v2.int8w.onnx");
+    let tok = include_bytes!("../models/tokenizer.json");
+    let reference: serde_json::Value = serde_json::from_str(include_str!("../models/reference_embeddings.json")).unwrap();
+    let terms: Vec<&str> = reference["terms"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
+    let mut e = OnnxEmbedder::from_bytes(model, tok).unwrap();
+    let got = e.embed(&terms).unwrap();
+    for (k, want) in reference["emb"].as_array().unwrap().iter().enumerate() {
+        let want: Vec<f64> = want.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        let dot: f64 = got[k].iter().zip(&want).map(|(a, b)| *a as f64 * b).sum();
+        let na: f64 = got[k].iter().map(|a| (*a as f64).powi(2)).sum::<f64>().sqrt();
+        let nb: f64 = want.iter().map(|b| b * b).sum::<f64>().sqrt();
+        assert!(dot / (na * nb) >= 0.999, "{}: cosine {}", terms[k], dot / (na * nb));
+    }
+}
+
+#[wasm_bindgen_test]
+fn kde_and_samplers_run_in_the_browser() {
+    use dpkps::embed::TermEmbeddings;
+    use dpkps::kde::{build, Features, KdeDoc, KdeParams, Sampler};
+    use dpkps::sample::{batched_scores, naive_scores, sample, Candidates};
+    let dim = 16;
+    let mut emb = TermEmbeddings::new(dim);
+    for (t, v) in Features::synthetic_unit_vectors(40, dim, 3).iter().enumerate() {
+        emb.insert(t as u32, v).unwrap();
+    }
+    let terms: Vec<Vec<u32>> = (0..80u32).map(|k| vec![k % 40, (k * 3 + 1) % 40, (k * 7 + 2) % 40]).collect();
+    let docs: Vec<KdeDoc<'_>> = terms.iter().enumerate().map(|(k, t)| KdeDoc { label: Some(if k % 2 == 0 { "a" } else { "b" }), terms: t }).collect();
+    let cands = Candidates::new(&(0..40).collect::<Vec<_>>(), &emb).unwrap();
+    for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
+        let params = KdeParams { epsilon: 5.0, sampler, len: 3, features: 128, terms_per_doc: 3 };
+        let mut rng = SecureRng::from_os().unwrap();
+        let (set, spends) = build(&docs, &emb, &params, &mut rng).unwrap();
+        assert_eq!(spends.len(), 2 * params.ensemble().members());
+        let f = set.features().unwrap();
+        let prefix: &[u32] = if sampler == Sampler::Independent { &[] } else { &[5, 9] };
+        let fast = batched_scores(&set, &f, &cands, 0, prefix, &emb);
+        let slow = naive_scores(&set, &f, &cands, 0, prefix, &emb);
+        let scale = slow.iter().fold(1f32, |m, x| m.max(x.abs()));
+        assert!(fast.iter().zip(&slow).all(|(a, b)| (a - b).abs() <= 1e-3 * scale));
+        let seqs = sample(&set, &cands, 4, &mut rng).unwrap();
+        assert_eq!(seqs.len(), 8);
+        assert!(seqs.iter().all(|s| s.keyphrases.len() == 3));
+    }
+}

@@ -5,7 +5,11 @@ use std::time::Instant;
 use clap::Subcommand;
 
 use super::{load_vocabulary, read_corpus, CliError, CorpusArgs};
-use crate::vocab::Matcher;
+use crate::dp::SecureRng;
+use crate::embed::TermEmbeddings;
+use crate::kde::{self, KdeDoc, KdeParams, Sampler};
+use crate::sample::{self, Candidates};
+use crate::vocab::{Matcher, TermId};
 
 #[derive(Subcommand)]
 pub enum Bench {
@@ -22,6 +26,43 @@ pub enum Bench {
         /// Distinct terms kept per document.
         #[arg(long, default_value_t = 64)]
         keep: usize,
+    },
+    /// Sentence-embedding throughput of the bundled model (terms/s at batch 1 and 32).
+    Embed {
+        /// Terms to embed per batch size (MeSH terms, in file order).
+        #[arg(long, default_value_t = 512)]
+        terms: usize,
+    },
+    /// DP-KDE build and keyphrase-sequence generation on synthetic unit embeddings.
+    Kde {
+        /// Documents (one class).
+        #[arg(long, default_value_t = 5000)]
+        docs: usize,
+        /// Keyphrases per document (M; also L for the iterative samplers).
+        #[arg(long, default_value_t = 10)]
+        terms: usize,
+        /// Embedding dimension d.
+        #[arg(long, default_value_t = 384)]
+        dim: usize,
+        /// Random features I.
+        #[arg(long, default_value_t = 4096)]
+        features: usize,
+        /// Candidates N (the private vocabulary).
+        #[arg(long, default_value_t = 1000)]
+        candidates: usize,
+        /// Sequences to generate.
+        #[arg(long, default_value_t = 1000)]
+        sequences: usize,
+        /// Samplers to measure.
+        #[arg(long, num_args = 1.., default_values_t = ["iterative-linear".to_string(), "iterative-log".to_string(), "independent".to_string()])]
+        sampler: Vec<String>,
+        /// Sequences scored by the naive per-candidate reference (for the speed-up figure).
+        #[arg(long, default_value_t = 2)]
+        naive_sequences: usize,
+        /// Candidates the naive reference scores per step; its time is scaled to all N
+        /// (its cost is exactly linear in the number of candidates).
+        #[arg(long, default_value_t = 25)]
+        naive_candidates: usize,
     },
 }
 
@@ -64,7 +105,124 @@ pub fn run(which: Bench) -> Result<(), CliError> {
             }
             Ok(())
         }
+        Bench::Embed { terms } => {
+            let t0 = Instant::now();
+            let mut model = super::load_model(&super::ModelArgs { model: None, tokenizer: None })?;
+            let load = t0.elapsed().as_secs_f64();
+            let vocab = load_vocabulary("medical")?;
+            let texts: Vec<&str> = vocab.terms.iter().take(terms).map(String::as_str).collect();
+            println!("benchmark: sentence embeddings, bundled all-MiniLM-L6-v2 (tract, one thread), {} MeSH terms", texts.len());
+            println!("  model load + optimise: {load:.2} s");
+            for batch in [1usize, 32] {
+                let t = Instant::now();
+                for chunk in texts.chunks(batch) {
+                    model.embed(chunk)?;
+                }
+                let secs = t.elapsed().as_secs_f64();
+                println!("  batch {batch:>2}: {:>6.1} terms/s ({:.2} s)", texts.len() as f64 / secs, secs);
+            }
+            if let Some(kb) = peak_rss_kb() {
+                println!("  peak resident memory: {:.1} MB", kb as f64 / 1024.0);
+            }
+            Ok(())
+        }
+        Bench::Kde { docs, terms, dim, features, candidates, sequences, sampler, naive_sequences, naive_candidates } => {
+            bench_kde(docs, terms, dim, features, candidates, sequences, &sampler, naive_sequences, naive_candidates)
+        }
     }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_kde(
+    n_docs: usize,
+    m: usize,
+    dim: usize,
+    features: usize,
+    n_cands: usize,
+    n_seqs: usize,
+    samplers: &[String],
+    naive_seqs: usize,
+    naive_cands: usize,
+) -> Result<(), CliError> {
+    let mut rng = SecureRng::from_os()?;
+    // Synthetic vocabulary of unit vectors; documents draw M distinct terms from it.
+    let vocab = (4 * n_cands).max(2000);
+    let mut emb = TermEmbeddings::new(dim);
+    for (t, e) in kde::Features::synthetic_unit_vectors(vocab, dim, 7).iter().enumerate() {
+        emb.insert(t as TermId, e).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
+    }
+    let doc_terms: Vec<Vec<TermId>> = (0..n_docs)
+        .map(|_| {
+            let mut v: Vec<TermId> = Vec::with_capacity(m);
+            while v.len() < m {
+                let t = (rng.next_u64() % vocab as u64) as TermId;
+                if !v.contains(&t) {
+                    v.push(t);
+                }
+            }
+            v
+        })
+        .collect();
+    let kdocs: Vec<KdeDoc<'_>> = doc_terms.iter().map(|t| KdeDoc { label: None, terms: t }).collect();
+    let cand_ids: Vec<TermId> = (0..n_cands as TermId).collect();
+    let cands = Candidates::new(&cand_ids, &emb).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
+    println!(
+        "benchmark: DP-KDE + sampling, n = {n_docs} documents x M = {m} terms, d = {dim}, I = {features}, N = {n_cands}, L = {m}, {n_seqs} sequences (one thread)"
+    );
+    for name in samplers {
+        let Some(sampler) = Sampler::parse(name) else {
+            return Err(CliError::Input { path: name.clone(), message: "unknown sampler (independent, iterative-linear, iterative-log)".into() });
+        };
+        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m };
+        let t0 = Instant::now();
+        let (set, _) = kde::build(&kdocs, &emb, &params, &mut rng).map_err(kde_err)?;
+        let build = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        let seqs = sample::sample(&set, &cands, n_seqs, &mut rng).map_err(kde_err)?;
+        let gen_s = t1.elapsed().as_secs_f64();
+        assert_eq!(seqs.len(), n_seqs);
+        println!(
+            "  {:<17} KDE build {:>6.2} s ({} member(s)) | generate {:>6.2} s = {:>7.2} ms/sequence",
+            sampler.name(),
+            build,
+            params.ensemble().members(),
+            gen_s,
+            gen_s * 1000.0 / n_seqs as f64
+        );
+        if naive_seqs > 0 && sampler != Sampler::Independent {
+            // The paper's per-candidate scorer on the same features, for a few sequences and
+            // a subset of candidates; scaled to all N candidates.
+            let f = set.features().map_err(kde_err)?;
+            let sub_ids: Vec<TermId> = cand_ids.iter().copied().take(naive_cands).collect();
+            let sub = Candidates::new(&sub_ids, &emb).map_err(kde_err)?;
+            let t2 = Instant::now();
+            for s in seqs.iter().take(naive_seqs) {
+                for len in 1..=m {
+                    let scores = sample::naive_scores(&set, &f, &sub, 0, &s.keyphrases[..len - 1], &emb);
+                    std::hint::black_box(scores);
+                }
+            }
+            let naive = t2.elapsed().as_secs_f64() / naive_seqs.min(seqs.len()) as f64 * (n_cands as f64 / sub.len() as f64);
+            let batched = gen_s / n_seqs as f64;
+            println!(
+                "  {:<17} naive reference: {:>8.2} s/sequence (measured on {} sequences x {} candidates, scaled to {}) -> speed-up {:.0}x",
+                "",
+                naive,
+                naive_seqs.min(seqs.len()),
+                sub.len(),
+                n_cands,
+                naive / batched
+            );
+        }
+    }
+    if let Some(kb) = peak_rss_kb() {
+        println!("  peak resident memory: {:.1} MB", kb as f64 / 1024.0);
+    }
+    Ok(())
+}
+
+fn kde_err(e: kde::KdeError) -> CliError {
+    CliError::Input { path: "benchmark".into(), message: e.to_string() }
 }
 
 /// Peak resident set size of this process (Linux), in kB.

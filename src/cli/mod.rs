@@ -16,7 +16,10 @@ use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
 use crate::corpus::{CorpusError, Fields, Format};
-use crate::dp::vocabulary::VocabParams;
+use crate::dp::vocabulary::{PrivateVocabulary, VocabParams};
+use crate::kde::{KdeParams, Sampler};
+use crate::pipeline::Release;
+use crate::sample::Candidates;
 use crate::dp::{DpError, SecureRng};
 use crate::ledger::{LedgerBook, LedgerError, Run};
 use crate::pipeline::{MatchedCorpus, MatchingSink};
@@ -66,7 +69,46 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Run every stage available so far and write its artefacts and ledger to a folder.
+    /// Build per-class DP-KDEs (ε_kde-DP) and sample keyphrase sequences; writes one JSON line
+    /// per sequence `{"label", "keyphrases"}`, and the release (to sample more later).
+    Sequences {
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        #[command(flatten)]
+        vocab: VocabArgs,
+        /// The private vocabulary written by `dpkps vocab`.
+        #[arg(long)]
+        private_vocab: PathBuf,
+        #[command(flatten)]
+        kde: KdeArgs,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// Sequences (JSONL).
+        #[arg(long)]
+        out: PathBuf,
+        /// Where to save the release (DP vocabulary + DP-KDEs) for `dpkps sample`.
+        #[arg(long)]
+        release: Option<PathBuf>,
+    },
+    /// Sample more sequences from a saved release: no privacy cost (post-processing).
+    Sample {
+        /// A release written by `sequences --release` or `pipeline`.
+        #[arg(long)]
+        release: PathBuf,
+        #[command(flatten)]
+        vocab: VocabArgs,
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Sequences per class.
+        #[arg(long, default_value_t = 100)]
+        per_class: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The whole pipeline: DP vocabulary, DP-KDEs, keyphrase sequences. Writes
+    /// vocabulary.json, release.json, sequences.jsonl and run.json (the ledger entry) to a folder.
     Pipeline {
         #[command(flatten)]
         corpus: CorpusArgs,
@@ -74,6 +116,10 @@ enum Command {
         vocab: VocabArgs,
         #[command(flatten)]
         dp: VocabDpArgs,
+        #[command(flatten)]
+        kde: KdeArgs,
+        #[command(flatten)]
+        model: ModelArgs,
         #[command(flatten)]
         ledger: LedgerArgs,
         #[arg(long)]
@@ -141,6 +187,38 @@ struct VocabDpArgs {
 }
 
 #[derive(Args, Clone)]
+struct KdeArgs {
+    /// ε for the DP-KDEs (each class gets it: classes are disjoint).
+    #[arg(long)]
+    eps_kde: f64,
+    /// Sampler: independent, iterative-linear or iterative-log.
+    #[arg(long, default_value = "iterative-linear")]
+    sampler: String,
+    /// L: keyphrases per sequence.
+    #[arg(long, default_value_t = 10)]
+    len: usize,
+    /// I: random features [default: chosen from the corpus size and ε, see ARCHITECTURE.md].
+    #[arg(long)]
+    features: Option<usize>,
+    /// M: keyphrases per document in the independent sampler's KDE.
+    #[arg(long, default_value_t = 10)]
+    kde_terms_per_doc: usize,
+    /// Sequences to sample per class.
+    #[arg(long, default_value_t = 100)]
+    per_class: usize,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct ModelArgs {
+    /// ONNX sentence-embedding model [default: the bundled all-MiniLM-L6-v2].
+    #[arg(long)]
+    pub(crate) model: Option<PathBuf>,
+    /// Its tokenizer.json [default: the bundled one].
+    #[arg(long)]
+    pub(crate) tokenizer: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
 struct LedgerArgs {
     /// Privacy ledger file [default: $DPKPS_LEDGER, else ~/.local/share/dpkps/ledger.json].
     #[arg(long)]
@@ -175,6 +253,10 @@ pub enum CliError {
     Dp(#[from] DpError),
     #[error(transparent)]
     Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Kde(#[from] crate::kde::KdeError),
+    #[error(transparent)]
+    Embed(#[from] crate::embed::EmbedError),
     #[error("{path}: {message}")]
     Input { path: String, message: String },
     #[error("could not write {path}: {source}")]
@@ -235,18 +317,71 @@ fn run(command: Command) -> Result<(), CliError> {
             write_file(&out, lines.as_bytes())
         }
         Command::Vocab { corpus, vocab, dp, ledger, out } => {
-            let result = vocab_stage(&corpus, &vocab, &dp, &ledger)?;
-            write_json(&out, &result.vocabulary)?;
-            eprintln!("wrote the private vocabulary ({} terms) to {}", result.vocabulary.terms.len(), out.display());
+            let vocabulary = vocab_stage(&corpus, &vocab, &dp, &ledger)?;
+            write_json(&out, &vocabulary)?;
+            eprintln!("wrote the private vocabulary ({} terms) to {}", vocabulary.terms.len(), out.display());
             Ok(())
         }
-        Command::Pipeline { corpus, vocab, dp, ledger, out_dir } => {
+        Command::Sequences { corpus, vocab, private_vocab, kde, model, ledger, out, release } => {
+            let public = load_vocabulary(&vocab.vocabulary)?;
+            let pv: PrivateVocabulary = read_json(&private_vocab)?;
+            if pv.public_vocabulary_checksum != public.checksum {
+                return Err(CliError::Input {
+                    path: private_vocab.display().to_string(),
+                    message: format!("was selected from another public vocabulary than {:?}", public.name),
+                });
+            }
+            let plan = Plan::new(&kde, ledger.clone())?;
+            let matcher = Matcher::new(&public)?;
+            let mc = read_corpus(&corpus, Some(&matcher), plan.keep())?;
+            print_stats(&mc);
+            let mut book = plan.open_ledger(&mc)?;
+            let mut rng = SecureRng::from_os()?;
+            let mut run = new_run(&mut rng);
+            let rel = kde_stage(&mc, &public, pv, &plan, &model, &mut run, &mut rng)?;
+            plan.commit(&mut book, &mc, run)?;
+            write_sequences(&out, &rel, &public, &model, plan.per_class, &mut rng)?;
+            if let Some(path) = release {
+                write_json(&path, &rel)?;
+            }
+            Ok(())
+        }
+        Command::Sample { release, vocab, model, per_class, out } => {
+            let public = load_vocabulary(&vocab.vocabulary)?;
+            let rel: Release = read_json(&release)?;
+            if rel.format != Release::FORMAT || rel.vocabulary.public_vocabulary_checksum != public.checksum {
+                return Err(CliError::Input {
+                    path: release.display().to_string(),
+                    message: "is not a dpkps release for this public vocabulary".into(),
+                });
+            }
+            let mut rng = SecureRng::from_os()?;
+            write_sequences(&out, &rel, &public, &model, per_class, &mut rng)
+        }
+        Command::Pipeline { corpus, vocab, dp, kde, model, ledger, out_dir } => {
             std::fs::create_dir_all(&out_dir)
                 .map_err(|e| CliError::Write { path: out_dir.display().to_string(), source: e })?;
-            let result = vocab_stage(&corpus, &vocab, &dp, &ledger)?;
-            write_json(&out_dir.join("vocabulary.json"), &result.vocabulary)?;
-            write_json(&out_dir.join("run.json"), &result.run)?;
-            eprintln!("wrote vocabulary.json and run.json to {}", out_dir.display());
+            let public = load_vocabulary(&vocab.vocabulary)?;
+            let params = VocabParams { epsilon: dp.eps_voc, top_n: dp.top_n, terms_per_doc: dp.terms_per_doc };
+            params.validate(public.len()).map_err(DpError::from)?;
+            let mut plan = Plan::new(&kde, ledger.clone())?;
+            plan.extra_epsilon = params.epsilon;
+            plan.min_keep = params.terms_per_doc;
+            let matcher = Matcher::new(&public)?;
+            let mc = read_corpus(&corpus, Some(&matcher), plan.keep())?;
+            print_stats(&mc);
+            let mut book = plan.open_ledger(&mc)?;
+            let mut rng = SecureRng::from_os()?;
+            let mut run = new_run(&mut rng);
+            let (pv, spend) = mc.dp_vocabulary(&public, &params, &mut rng)?;
+            run.spends.push(spend);
+            write_json(&out_dir.join("vocabulary.json"), &pv)?;
+            let rel = kde_stage(&mc, &public, pv, &plan, &model, &mut run, &mut rng)?;
+            write_json(&out_dir.join("release.json"), &rel)?;
+            write_json(&out_dir.join("run.json"), &run)?;
+            plan.commit(&mut book, &mc, run)?;
+            write_sequences(&out_dir.join("sequences.jsonl"), &rel, &public, &model, plan.per_class, &mut rng)?;
+            eprintln!("wrote vocabulary.json, release.json, sequences.jsonl and run.json to {}", out_dir.display());
             Ok(())
         }
         Command::Ledger { ledger, corpus, format, text_col, label_col } => {
@@ -272,13 +407,8 @@ fn run(command: Command) -> Result<(), CliError> {
     }
 }
 
-/// Artefacts of the vocabulary stage.
-struct VocabStage {
-    vocabulary: crate::dp::vocabulary::PrivateVocabulary,
-    run: Run,
-}
-
-fn vocab_stage(corpus: &CorpusArgs, vocab: &VocabArgs, dp: &VocabDpArgs, ledger: &LedgerArgs) -> Result<VocabStage, CliError> {
+/// The vocabulary stage on its own: ε_voc-DP, recorded as a run in the ledger.
+fn vocab_stage(corpus: &CorpusArgs, vocab: &VocabArgs, dp: &VocabDpArgs, ledger: &LedgerArgs) -> Result<PrivateVocabulary, CliError> {
     let public = load_vocabulary(&vocab.vocabulary)?;
     let params = VocabParams { epsilon: dp.eps_voc, top_n: dp.top_n, terms_per_doc: dp.terms_per_doc };
     // Validate before reading anything large.
@@ -303,13 +433,174 @@ fn vocab_stage(corpus: &CorpusArgs, vocab: &VocabArgs, dp: &VocabDpArgs, ledger:
 
     let mut rng = SecureRng::from_os()?;
     let (vocabulary, spend) = mc.dp_vocabulary(&public, &params, &mut rng)?;
+    let mut run = new_run(&mut rng);
+    run.spends.push(spend);
+    book.record(&mc.fingerprint, run);
+    write_file(&path, book.to_json().as_bytes())?;
+    Ok(vocabulary)
+}
+
+fn new_run(rng: &mut SecureRng) -> Run {
     let mut id = [0u8; 8];
     rng.fill(&mut id);
-    let mut run = Run::new(crate::corpus::hex(&id), now_utc());
-    run.spends.push(spend);
-    book.record(&mc.fingerprint, run.clone());
-    write_file(&path, book.to_json().as_bytes())?;
-    Ok(VocabStage { vocabulary, run })
+    Run::new(crate::corpus::hex(&id), now_utc())
+}
+
+/// The KDE stage's parameters, checked before any data is read, and its ledger handling.
+struct Plan {
+    sampler: Sampler,
+    eps_kde: f64,
+    len: usize,
+    features: Option<usize>,
+    kde_terms_per_doc: usize,
+    per_class: usize,
+    ledger: LedgerArgs,
+    /// ε spent by earlier stages of the same run (the pipeline's ε_voc).
+    extra_epsilon: f64,
+    /// Terms to keep per document for earlier stages (the pipeline's S).
+    min_keep: usize,
+}
+
+impl Plan {
+    fn new(k: &KdeArgs, ledger: LedgerArgs) -> Result<Plan, CliError> {
+        let sampler = Sampler::parse(&k.sampler).ok_or_else(|| CliError::Input {
+            path: "--sampler".into(),
+            message: format!("unknown sampler {:?}; use independent, iterative-linear or iterative-log", k.sampler),
+        })?;
+        let plan = Plan {
+            sampler,
+            eps_kde: k.eps_kde,
+            len: k.len,
+            features: k.features,
+            kde_terms_per_doc: k.kde_terms_per_doc,
+            per_class: k.per_class,
+            ledger,
+            extra_epsilon: 0.0,
+            min_keep: 0,
+        };
+        plan.params(1000).validate().map_err(DpError::from)?;
+        if plan.per_class == 0 {
+            return Err(DpError::from(crate::dp::ParamError::new("sequences per class", 0, "must be at least 1")).into());
+        }
+        if let Some(b) = plan.ledger.budget {
+            crate::dp::check_epsilon("the budget", b).map_err(DpError::from)?;
+        }
+        Ok(plan)
+    }
+
+    fn keep(&self) -> usize {
+        self.len.max(self.kde_terms_per_doc).max(self.min_keep)
+    }
+
+    /// `n_docs`: the mean number of documents per class (each class has its own KDEs).
+    fn params(&self, n_docs: usize) -> KdeParams {
+        let ensemble = crate::kde::Ensemble { sampler: self.sampler, len: self.len };
+        let features =
+            self.features.unwrap_or_else(|| crate::kde::suggest_features(n_docs, ensemble.epsilon_per_member(self.eps_kde)));
+        KdeParams { epsilon: self.eps_kde, sampler: self.sampler, len: self.len, features, terms_per_doc: self.kde_terms_per_doc }
+    }
+
+    /// Reads the ledger, says what this run will add, refuses to exceed the budget.
+    fn open_ledger(&self, mc: &MatchedCorpus) -> Result<LedgerBook, CliError> {
+        let path = ledger_path(&self.ledger);
+        let book = read_ledger(&path)?;
+        let spent = book.ledger(&mc.fingerprint).total_epsilon();
+        let planned = self.eps_kde + self.extra_epsilon;
+        eprintln!(
+            "privacy ledger {}: this corpus has spent ε = {spent:.4} before; this run spends ε = {planned}, total after: {:.4}",
+            path.display(),
+            spent + planned
+        );
+        book.check_budget(&mc.fingerprint, planned, self.ledger.budget)?;
+        Ok(book)
+    }
+
+    fn commit(&self, book: &mut LedgerBook, mc: &MatchedCorpus, run: Run) -> Result<(), CliError> {
+        book.record(&mc.fingerprint, run);
+        write_file(&ledger_path(&self.ledger), book.to_json().as_bytes())
+    }
+}
+
+/// Embeds what the KDEs need, builds them (ε_kde-DP), and bundles the release.
+fn kde_stage(
+    mc: &MatchedCorpus,
+    public: &PublicVocabulary,
+    pv: PrivateVocabulary,
+    plan: &Plan,
+    model: &ModelArgs,
+    run: &mut Run,
+    rng: &mut SecureRng,
+) -> Result<Release, CliError> {
+    let classes = mc.stats.classes.len() + usize::from(mc.stats.unlabelled > 0 || mc.stats.classes.is_empty());
+    let params = plan.params(mc.docs.len() / classes.max(1));
+    let take = if params.sampler == Sampler::Independent { params.terms_per_doc } else { params.len };
+    let mut ids = mc.distinct_terms(take);
+    ids.extend(pv.terms.iter().map(|t| t.id));
+    let mut embedder = load_model(model)?;
+    let t0 = Instant::now();
+    let emb = crate::embed::embed_terms(public, &ids, embedder.as_mut(), 32, &mut |done, total| {
+        if done == total || done % 1024 == 0 {
+            eprint!("\rembedding terms: {done}/{total}");
+        }
+    })?;
+    eprintln!(" ({:.1} s)", t0.elapsed().as_secs_f64());
+    let t1 = Instant::now();
+    let (kde, spends) = crate::kde::build(&mc.kde_docs(take), &emb, &params, rng)?;
+    eprintln!(
+        "built {} DP-KDE(s) for each of {} class(es), I = {}, ε_kde = {} ({:.1} s)",
+        params.ensemble().members(),
+        kde.classes.len(),
+        params.features,
+        params.epsilon,
+        t1.elapsed().as_secs_f64()
+    );
+    run.spends.extend(spends);
+    Ok(Release { format: Release::FORMAT.into(), vocabulary: pv, kde, model_checksum: embedder.checksum().to_string() })
+}
+
+/// Samples `per_class` sequences per class from a release and writes them as JSONL.
+fn write_sequences(
+    out: &Path,
+    rel: &Release,
+    public: &PublicVocabulary,
+    model: &ModelArgs,
+    per_class: usize,
+    rng: &mut SecureRng,
+) -> Result<(), CliError> {
+    let mut embedder = load_model(model)?;
+    if embedder.checksum() != rel.model_checksum {
+        return Err(CliError::Input {
+            path: "--model".into(),
+            message: "the release was built with another embedding model; sample with the same model".into(),
+        });
+    }
+    let ids = rel.candidate_ids();
+    let emb = crate::embed::embed_terms(public, &ids, embedder.as_mut(), 32, &mut |_, _| {})?;
+    let cands = Candidates::new(&ids, &emb)?;
+    let seqs = crate::sample::sample(&rel.kde, &cands, per_class, rng)?;
+    let mut lines = String::new();
+    for s in &seqs {
+        let keyphrases: Vec<&str> = s.keyphrases.iter().map(|&t| public.term(t)).collect();
+        lines.push_str(&serde_json::json!({"label": s.label, "keyphrases": keyphrases}).to_string());
+        lines.push('\n');
+    }
+    write_file(out, lines.as_bytes())?;
+    eprintln!("wrote {} keyphrase sequences to {}", seqs.len(), out.display());
+    Ok(())
+}
+
+/// The embedding model: the bundled one unless the user names another.
+pub(crate) fn load_model(args: &ModelArgs) -> Result<Box<dyn crate::embed::Embed>, CliError> {
+    let bundled = |f: &str| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models")).join(f);
+    let model = args.model.clone().unwrap_or_else(|| bundled(crate::embed::onnx::BUNDLED_MODEL));
+    let tok = args.tokenizer.clone().unwrap_or_else(|| bundled("tokenizer.json"));
+    let read = |p: &Path| std::fs::read(p).map_err(|e| CliError::Input { path: p.display().to_string(), message: format!("cannot read: {e}") });
+    Ok(Box::new(crate::embed::onnx::OnnxEmbedder::from_bytes(&read(&model)?, &read(&tok)?)?))
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError> {
+    let bytes = std::fs::read(path).map_err(|e| CliError::Input { path: path.display().to_string(), message: format!("cannot read: {e}") })?;
+    serde_json::from_slice(&bytes).map_err(|e| CliError::Input { path: path.display().to_string(), message: format!("not a valid file of this kind: {e}") })
 }
 
 fn now_utc() -> String {

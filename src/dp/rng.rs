@@ -27,7 +27,7 @@ impl SecureRng {
         SecureRng(ChaCha20Rng::seed_from_u64(seed))
     }
 
-    pub(crate) fn next_u64(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
 

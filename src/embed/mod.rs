@@ -1,0 +1,106 @@
+//! Term embeddings: the table the DP-KDE and the samplers read.
+//!
+//! Filled by the sentence model (see issue 5) or, in tests and benchmarks, by synthetic
+//! vectors. Embeddings of public vocabulary terms are not private; a table built for the
+//! matched terms of a corpus reveals which terms occur and stays in memory.
+
+pub mod onnx;
+
+use std::collections::HashMap;
+
+use crate::vocab::TermId;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    #[error("an embedding has {got} dimensions, expected {expected}")]
+    Dimension { expected: usize, got: usize },
+    #[error("an embedding contains a value that is not a finite number")]
+    NotFinite,
+    #[error("the embedding model could not be used: {0}")]
+    Model(String),
+}
+
+/// Embeddings of vocabulary terms, `dim` floats each.
+#[derive(Debug, Clone, Default)]
+pub struct TermEmbeddings {
+    dim: usize,
+    data: Vec<f32>,
+    index: HashMap<TermId, u32>,
+}
+
+impl TermEmbeddings {
+    pub fn new(dim: usize) -> Self {
+        TermEmbeddings { dim, data: Vec::new(), index: HashMap::new() }
+    }
+
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// Adds (or replaces) the embedding of a term.
+    pub fn insert(&mut self, id: TermId, v: &[f32]) -> Result<(), EmbedError> {
+        if v.len() != self.dim {
+            return Err(EmbedError::Dimension { expected: self.dim, got: v.len() });
+        }
+        if v.iter().any(|x| !x.is_finite()) {
+            return Err(EmbedError::NotFinite);
+        }
+        match self.index.get(&id) {
+            Some(&row) => self.data[row as usize * self.dim..][..self.dim].copy_from_slice(v),
+            None => {
+                self.index.insert(id, (self.data.len() / self.dim.max(1)) as u32);
+                self.data.extend_from_slice(v);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, id: TermId) -> Option<&[f32]> {
+        self.index.get(&id).map(|&row| &self.data[row as usize * self.dim..][..self.dim])
+    }
+
+    pub fn contains(&self, id: TermId) -> bool {
+        self.index.contains_key(&id)
+    }
+}
+
+/// A sentence-embedding model: texts in, one `dim()`-float vector per text out.
+pub trait Embed {
+    fn dim(&self) -> usize;
+    /// A checksum identifying the model (for caches and the privacy report).
+    fn checksum(&self) -> &str;
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Embeds the given terms of `vocab`, `batch` at a time, calling `progress(done, total)`.
+pub fn embed_terms(
+    vocab: &crate::vocab::PublicVocabulary,
+    ids: &[TermId],
+    model: &mut dyn Embed,
+    batch: usize,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<TermEmbeddings, EmbedError> {
+    let mut out = TermEmbeddings::new(model.dim());
+    let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| (id as usize) < vocab.len()).collect();
+    todo.sort_unstable();
+    todo.dedup();
+    // Similar lengths together: less padding inside a batch.
+    todo.sort_by_key(|&id| vocab.term(id).len());
+    for (k, chunk) in todo.chunks(batch.max(1)).enumerate() {
+        let texts: Vec<&str> = chunk.iter().map(|&id| vocab.term(id)).collect();
+        let vecs = model.embed(&texts)?;
+        for (&id, v) in chunk.iter().zip(&vecs) {
+            out.insert(id, v)?;
+        }
+        progress(((k + 1) * batch).min(todo.len()), todo.len());
+    }
+    Ok(out)
+}

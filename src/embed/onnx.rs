@@ -1,0 +1,122 @@
+//! The sentence-embedding model: an ONNX graph run by `tract-onnx`, tokenised by `tokenizers`.
+//! Model → optimised plan (once) → run per batch, as tract intends. The same code runs natively
+//! and in wasm32.
+//!
+//! Expected graph (as `models/all-MiniLM-L6-v2.int8w.onnx`): inputs `input_ids`,
+//! `attention_mask`, `token_type_ids` (i64, [batch, seq], symbolic) and one output of shape
+//! [batch, dim] holding unit-length sentence embeddings (pooling and normalisation inside the
+//! graph). Anything else is refused with an error naming what was expected.
+//!
+//! Long inputs are truncated to 256 tokens (as sentence-transformers does); the tokenizer's own
+//! truncation setting is overridden to make sure of it.
+
+use sha2::{Digest, Sha256};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tract_onnx::prelude::*;
+
+use super::{Embed, EmbedError};
+
+/// File name of the bundled model under `models/`.
+pub const BUNDLED_MODEL: &str = "all-MiniLM-L6-v2.int8w.onnx";
+/// Longest input, in tokens, including [CLS] and [SEP].
+pub const MAX_TOKENS: usize = 256;
+const INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"];
+
+type Plan = Arc<TypedRunnableModel>;
+
+pub struct OnnxEmbedder {
+    plan: Plan,
+    tokenizer: Tokenizer,
+    /// reorder[k]: position in the graph's inputs of INPUTS[k].
+    reorder: Vec<usize>,
+    dim: usize,
+    checksum: String,
+}
+
+fn model_err(e: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Model(e.to_string())
+}
+
+impl OnnxEmbedder {
+    /// Loads and optimises the model (once per page or process).
+    pub fn from_bytes(model: &[u8], tokenizer: &[u8]) -> Result<OnnxEmbedder, EmbedError> {
+        let checksum = crate::corpus::hex(&Sha256::digest(model));
+        let mut tokenizer = Tokenizer::from_bytes(tokenizer).map_err(|e| EmbedError::Model(format!("tokenizer.json: {e}")))?;
+        tokenizer
+            .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
+            .map_err(model_err)?;
+        tokenizer.with_padding(Some(PaddingParams { strategy: PaddingStrategy::BatchLongest, ..Default::default() }));
+
+        let inference = tract_onnx::onnx()
+            .model_for_read(&mut std::io::Cursor::new(model))
+            .map_err(|e| EmbedError::Model(format!("not a readable ONNX model: {e}")))?;
+        let names: Vec<String> = inference.inputs.iter().map(|o| inference.node(o.node).name.clone()).collect();
+        if names.len() != INPUTS.len() || !INPUTS.iter().all(|want| names.iter().any(|n| n == want)) {
+            return Err(EmbedError::Model(format!(
+                "the model's inputs are {names:?}; expected {INPUTS:?} (a BERT-style sentence-embedding model)"
+            )));
+        }
+        if inference.outputs.len() != 1 {
+            return Err(EmbedError::Model(format!(
+                "the model has {} outputs; expected one [batch, dim] sentence embedding",
+                inference.outputs.len()
+            )));
+        }
+        let typed = inference.into_optimized().map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))?;
+        let order: Vec<usize> = INPUTS
+            .iter()
+            .map(|want| typed.inputs.iter().position(|o| typed.node(o.node).name == *want).unwrap_or(usize::MAX))
+            .collect();
+        let plan = typed.into_runnable().map_err(model_err)?;
+        let mut e = OnnxEmbedder { plan, tokenizer, reorder: order, dim: 0, checksum };
+        // The output dimension, read by running the model once on a probe.
+        let probe = e.run(&["dimension probe"])?;
+        e.dim = probe.first().map_or(0, Vec::len);
+        if e.dim == 0 {
+            return Err(EmbedError::Model("the model's output is empty; expected [batch, dim]".into()));
+        }
+        Ok(e)
+    }
+
+    fn run(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let enc = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(model_err)?;
+        let (b, s) = (enc.len(), enc.iter().map(|e| e.get_ids().len()).max().unwrap_or(0));
+        let mut columns = [vec![0i64; b * s], vec![0i64; b * s], vec![0i64; b * s]];
+        for (r, e) in enc.iter().enumerate() {
+            for (k, (&id, &m)) in e.get_ids().iter().zip(e.get_attention_mask()).enumerate() {
+                columns[0][r * s + k] = id as i64;
+                columns[1][r * s + k] = m as i64;
+            }
+        }
+        let mut inputs: TVec<TValue> = tvec![];
+        for _ in 0..3 {
+            inputs.push(Tensor::zero::<i64>(&[0]).map_err(model_err)?.into());
+        }
+        for (k, col) in columns.iter().enumerate() {
+            inputs[self.reorder[k]] = Tensor::from_shape(&[b, s], col).map_err(model_err)?.into();
+        }
+        let out = self.plan.run(inputs).map_err(model_err)?;
+        let view = out[0].to_plain_array_view::<f32>().map_err(model_err)?;
+        if view.ndim() != 2 || view.shape()[0] != b {
+            return Err(EmbedError::Model(format!("the model's output has shape {:?}; expected [batch, dim]", view.shape())));
+        }
+        Ok(view.outer_iter().map(|row| row.iter().copied().collect()).collect())
+    }
+}
+
+impl Embed for OnnxEmbedder {
+    fn dim(&self) -> usize {
+        self.dim
+    }
+
+    fn checksum(&self) -> &str {
+        &self.checksum
+    }
+
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.run(texts)
+    }
+}

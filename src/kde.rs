@@ -1,0 +1,675 @@
+//! DP kernel density estimates with random Fourier features (Wagner, Naamad & Mishra 2023;
+//! DP-KPS appendix B.2).
+//!
+//! # Features
+//! I features, each with ω_i ~ N(0, I) over all L embedding blocks and β_i ~ U[0, 2π):
+//! for a keyphrase prefix z = (z_1, …, z_ℓ) of unit embeddings,
+//!
+//! ```text
+//! θ_i(z) = β_i + s_ℓ · √2 · Σ_t ω_iᵗ·z_t,    f_i(z) = √2 · cos θ_i(z),    s_ℓ = 1/√ℓ
+//! ```
+//!
+//! so that E[f_i(x) f_i(y)] = exp(-‖s_ℓ x − s_ℓ y‖²) = exp(-‖x − y‖²/ℓ): a Gaussian kernel
+//! with bandwidth u = 1/ℓ per block, as in the paper. Every ensemble member uses the first
+//! blocks of the same ω (each member's features are still exactly N(0, I) in its own
+//! dimension; sharing is data-independent, so privacy is unaffected). Sharing lets the
+//! sampler update a prefix's phase in O(I) per chosen keyphrase (see `sample`). Zero-padding a
+//! prefix to a power of two adds nothing to θ, so the logarithmic ensemble needs no extra
+//! blocks. ω and β come from a ChaCha20 stream with a random, released, data-independent seed.
+//!
+//! # The mechanism and its privacy map
+//! Per class and per ensemble member m, release S̃_m = S_m + noise where
+//! S_m,i = Σ_documents c_i(doc) and c_i(doc) is the document's contribution: the mean of
+//! f_i over the prefixes it gives to member m (so a document's weight is 1 in total, however
+//! many keyphrases or prefixes it has). A query's score is (1/I) Σ_i S̃_m,i · f_i(y).
+//!
+//! Neighbouring relation: add or remove one document. It changes S_m by c(doc), with
+//! |c_i| ≤ √2 (a mean of values in [-√2, √2]), so the L1 sensitivity of the I-vector is
+//! √2·I. We make that exact in integer arithmetic: each c_i is clamped to [-C, C] with
+//! C = the f64 just above √2, and rounded to the grid 2^-20: q_i = round(c_i·2^20), so
+//! |q_i| ≤ Q = ⌈C·2^20⌉ = 1,482,911 and the per-document L1 change of the integer vector
+//! Σ q is at most Δ = I·Q (in grid units; ≈ √2·I + I·2^-20 in real units). The sums are
+//! exact integers (no floating-point accumulation that could depend on the data in
+//! unaccounted ways), and each gets discrete Laplace noise of scale Δ/ε_m (exact sampler,
+//! `dp::sampler`): ε_m-DP per member. Members of one class compose sequentially
+//! (Σ_m ε_m = ε_kde); classes are disjoint sets of documents, so they compose in parallel:
+//! the whole release is ε_kde-DP. Scores, clipping and sampling only read the release.
+//!
+//! # Choosing I
+//! The score's error has two parts: random-feature error, whose standard deviation grows like
+//! n/√I for n documents, and DP noise, like √(2I)·C/ε_m = 2√I/ε_m. Their variances n²/I and
+//! 4I/ε_m² sum to a minimum at I* = n·ε_m/2. [`suggest_features`] rounds I* to a power of
+//! two within [256, 4096] (4096 keeps memory within a browser tab). The CLI and the app use
+//! the mean class size (documents / classes) for n, since each class has its own KDEs. That
+//! n is not private-noised, so the released I reveals its power-of-two bucket (at most 5
+//! possible values); pass an explicit I to avoid even that.
+
+use std::collections::BTreeMap;
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
+use serde::{Deserialize, Serialize};
+
+use crate::dp::sampler::{discrete_laplace, Ratio};
+use crate::dp::{check_epsilon, DpError, ParamError, SecureRng};
+use crate::embed::TermEmbeddings;
+use crate::ledger::{Scope, Spend};
+use crate::linalg::{gemm, MatRef};
+use crate::vocab::TermId;
+
+/// Grid of the fixed-point sums: 2^-GRID_BITS.
+pub const GRID_BITS: i32 = 20;
+/// C: an upper bound on √2 (the f64 nearest √2 is above it).
+const C_BOUND: f64 = std::f64::consts::SQRT_2;
+/// Q = ⌈C·2^GRID_BITS⌉: the largest |q_i| of one document.
+pub const Q_BOUND: u64 = 1_482_911;
+
+/// The keyphrase samplers of DP-KPS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sampler {
+    /// One DP-KDE over single keyphrases; L i.i.d. draws.
+    Independent,
+    /// L DP-KDEs, member ℓ over length-ℓ prefixes.
+    IterativeLinear,
+    /// ⌈log₂L⌉+1 DP-KDEs, member j over prefixes of length (2^(j-1), 2^j], zero-padded.
+    IterativeLog,
+}
+
+impl Sampler {
+    pub fn name(self) -> &'static str {
+        match self {
+            Sampler::Independent => "independent",
+            Sampler::IterativeLinear => "iterative-linear",
+            Sampler::IterativeLog => "iterative-log",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Sampler> {
+        [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog].into_iter().find(|x| x.name() == s)
+    }
+}
+
+/// Which prefix lengths each ensemble member covers, for sequences of length `len` (L).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ensemble {
+    pub sampler: Sampler,
+    pub len: usize,
+}
+
+fn ceil_log2(x: usize) -> usize {
+    (usize::BITS - (x.max(1) - 1).leading_zeros()) as usize
+}
+
+impl Ensemble {
+    /// Number of DP-KDEs per class.
+    pub fn members(&self) -> usize {
+        match self.sampler {
+            Sampler::Independent => 1,
+            Sampler::IterativeLinear => self.len,
+            Sampler::IterativeLog => ceil_log2(self.len) + 1,
+        }
+    }
+
+    /// The member scoring a prefix of length ℓ (1-based). Independent: always 0.
+    pub fn member_for(&self, prefix_len: usize) -> usize {
+        match self.sampler {
+            Sampler::Independent => 0,
+            Sampler::IterativeLinear => prefix_len - 1,
+            Sampler::IterativeLog => ceil_log2(prefix_len),
+        }
+    }
+
+    /// Prefix lengths covered by member m (inclusive range).
+    pub fn covers(&self, m: usize) -> (usize, usize) {
+        match self.sampler {
+            Sampler::Independent => (1, 1),
+            Sampler::IterativeLinear => (m + 1, m + 1),
+            Sampler::IterativeLog if m == 0 => (1, 1),
+            Sampler::IterativeLog => ((1 << (m - 1)) + 1, (1usize << m).min(self.len)),
+        }
+    }
+
+    /// Blocks of the zero-padded input of member m (d·blocks is its dimension).
+    pub fn padded_blocks(&self, m: usize) -> usize {
+        match self.sampler {
+            Sampler::Independent => 1,
+            Sampler::IterativeLinear => m + 1,
+            Sampler::IterativeLog => 1 << m,
+        }
+    }
+
+    /// ε of each member: ε_kde split evenly (sequential composition within a class).
+    pub fn epsilon_per_member(&self, eps_kde: f64) -> f64 {
+        eps_kde / self.members() as f64
+    }
+}
+
+/// I, balancing random-feature error against DP noise (module docs).
+pub fn suggest_features(n_docs: usize, eps_member: f64) -> usize {
+    let ideal = (n_docs as f64 * eps_member / 2.0).max(1.0);
+    let pow = ideal.log2().round().clamp(8.0, 12.0) as u32;
+    1usize << pow
+}
+
+/// The random features: ω (I × blocks·d, row-major) and β.
+pub struct Features {
+    pub count: usize,
+    pub dim: usize,
+    pub blocks: usize,
+    omega: Vec<f32>,
+    beta: Vec<f32>,
+}
+
+impl Features {
+    /// Deterministic from `seed` (data-independent; released with the DP-KDEs).
+    pub fn generate(count: usize, dim: usize, blocks: usize, seed: [u8; 32]) -> Features {
+        let mut rng = ChaCha20Rng::from_seed(seed);
+        let unit = |rng: &mut ChaCha20Rng| ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+        let n = count * blocks * dim;
+        let mut omega = Vec::with_capacity(n + 1);
+        while omega.len() < n {
+            // Box–Muller: two independent standard normals per pair of uniforms.
+            let (u1, u2) = (unit(&mut rng), unit(&mut rng));
+            let r = (-2.0 * u1.ln()).sqrt();
+            let a = std::f64::consts::TAU * u2;
+            omega.push((r * a.cos()) as f32);
+            omega.push((r * a.sin()) as f32);
+        }
+        omega.truncate(n);
+        let beta = (0..count).map(|_| (std::f64::consts::TAU * unit(&mut rng)) as f32).collect();
+        Features { count, dim, blocks, omega, beta }
+    }
+
+    pub fn beta(&self) -> &[f32] {
+        &self.beta
+    }
+
+    /// Block t of ω (I × d view).
+    fn block(&self, t: usize) -> MatRef<'_> {
+        MatRef::rows(&self.omega, self.count, self.blocks * self.dim).cols_range(t * self.dim, self.dim)
+    }
+
+    /// out (n × I) = √2 · E · ωᵗᵀ for the n rows of E (n × d).
+    pub fn project(&self, t: usize, e: MatRef<'_>, out: &mut [f32]) {
+        gemm(std::f32::consts::SQRT_2, e, self.block(t).t(), 0.0, out);
+    }
+
+    /// Random unit vectors (rows of a Gaussian matrix, normalised): synthetic embeddings for
+    /// tests and benchmarks.
+    pub fn synthetic_unit_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        let mut s = [0u8; 32];
+        s[..8].copy_from_slice(&seed.to_le_bytes());
+        let g = Features::generate(n, dim, 1, s);
+        g.omega
+            .chunks_exact(dim)
+            .map(|v| {
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+                v.iter().map(|x| x / norm).collect()
+            })
+            .collect()
+    }
+
+    /// √2·ω_iᵗ·z for one feature (the naive path; for reference and tests).
+    pub fn project_one(&self, i: usize, t: usize, z: &[f32]) -> f32 {
+        let row = &self.omega[i * self.blocks * self.dim + t * self.dim..][..self.dim];
+        std::f32::consts::SQRT_2 * row.iter().zip(z).map(|(a, b)| a * b).sum::<f32>()
+    }
+}
+
+/// Parameters of the DP-KDE stage.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct KdeParams {
+    /// ε_kde for every class (classes compose in parallel).
+    pub epsilon: f64,
+    pub sampler: Sampler,
+    /// L: keyphrases per sequence.
+    pub len: usize,
+    /// I: random features.
+    pub features: usize,
+    /// M: keyphrases per document for the independent sampler's KDE.
+    pub terms_per_doc: usize,
+}
+
+impl KdeParams {
+    pub const MAX_LEN: usize = 64;
+    pub const MAX_FEATURES: usize = 16_384;
+
+    pub fn validate(&self) -> Result<(), ParamError> {
+        check_epsilon("ε_kde", self.epsilon)?;
+        if self.len == 0 || self.len > Self::MAX_LEN {
+            return Err(ParamError::new("L (keyphrases per sequence)", self.len, "must be between 1 and 64"));
+        }
+        if self.features == 0 || self.features > Self::MAX_FEATURES {
+            return Err(ParamError::new("I (random features)", self.features, "must be between 1 and 16384"));
+        }
+        if self.terms_per_doc == 0 || self.terms_per_doc > Self::MAX_LEN {
+            return Err(ParamError::new("M (keyphrases per document)", self.terms_per_doc, "must be between 1 and 64"));
+        }
+        Ok(())
+    }
+
+    pub fn ensemble(&self) -> Ensemble {
+        Ensemble { sampler: self.sampler, len: self.len }
+    }
+
+    /// Blocks of ω needed: one per position of a sequence.
+    pub fn blocks(&self) -> usize {
+        match self.sampler {
+            Sampler::Independent => 1,
+            _ => self.len,
+        }
+    }
+}
+
+/// One class's released sums, one I-vector per ensemble member.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassKde {
+    /// The class label (`None`: the corpus has no labels).
+    pub label: Option<String>,
+    /// The noisy sums exactly as released: integers in units of 2^-GRID_BITS.
+    pub sums: Vec<Vec<i64>>,
+}
+
+impl ClassKde {
+    /// Member m's noisy sums S̃ in real units.
+    pub fn member_sums(&self, m: usize) -> Vec<f64> {
+        self.sums[m].iter().map(|&v| v as f64 / (1u64 << GRID_BITS) as f64).collect()
+    }
+}
+
+/// The released DP-KDEs: a DP artefact. Sampling more sequences from it costs nothing more.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DpKdeSet {
+    pub params: KdeParams,
+    pub dim: usize,
+    /// Hex seed of ω and β (data-independent).
+    pub feature_seed: String,
+    pub epsilon_per_member: f64,
+    pub classes: Vec<ClassKde>,
+}
+
+impl DpKdeSet {
+    pub fn features(&self) -> Result<Features, KdeError> {
+        let seed = parse_seed(&self.feature_seed).ok_or(KdeError::BadArtefact("feature_seed"))?;
+        Ok(Features::generate(self.params.features, self.dim, self.params.blocks(), seed))
+    }
+
+    /// Checks the artefact's shape (after loading a file).
+    pub fn check(&self) -> Result<(), KdeError> {
+        self.params.validate().map_err(|e| KdeError::Dp(e.into()))?;
+        let m = self.params.ensemble().members();
+        let ok = self.classes.iter().all(|c| c.sums.len() == m && c.sums.iter().all(|s| s.len() == self.params.features));
+        if !ok || self.classes.is_empty() || self.dim == 0 {
+            return Err(KdeError::BadArtefact("sums"));
+        }
+        Ok(())
+    }
+}
+
+fn parse_seed(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KdeError {
+    #[error(transparent)]
+    Dp(#[from] DpError),
+    #[error("the term with id {0} has no embedding")]
+    MissingEmbedding(TermId),
+    #[error("no document has any keyphrase, so there is nothing to estimate")]
+    NoData,
+    #[error("the DP-KDE file is damaged or from another version ({0})")]
+    BadArtefact(&'static str),
+}
+
+/// One document as the KDE sees it: its label and its keyphrases in order.
+#[derive(Debug, Clone, Copy)]
+pub struct KdeDoc<'a> {
+    pub label: Option<&'a str>,
+    pub terms: &'a [TermId],
+}
+
+/// Whether the mechanism adds noise. Only unit tests can turn it off.
+pub(crate) enum Noise<'r> {
+    Laplace(&'r mut SecureRng),
+    #[cfg(test)]
+    Off,
+}
+
+/// Builds the DP-KDEs of every class: ε_kde-DP (module docs). Returns the release and one
+/// ledger spend per class and member.
+pub fn build(
+    docs: &[KdeDoc<'_>],
+    emb: &TermEmbeddings,
+    params: &KdeParams,
+    rng: &mut SecureRng,
+) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    let mut seed = [0u8; 32];
+    rng.fill(&mut seed);
+    build_with(docs, emb, params, seed, Noise::Laplace(rng))
+}
+
+pub(crate) fn build_with(
+    docs: &[KdeDoc<'_>],
+    emb: &TermEmbeddings,
+    params: &KdeParams,
+    seed: [u8; 32],
+    mut noise: Noise<'_>,
+) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    params.validate().map_err(DpError::from)?;
+    for d in docs {
+        if let Some(&t) = d.terms.iter().find(|&&t| !emb.contains(t)) {
+            return Err(KdeError::MissingEmbedding(t));
+        }
+    }
+    if docs.iter().all(|d| d.terms.is_empty()) {
+        return Err(KdeError::NoData);
+    }
+    let ensemble = params.ensemble();
+    let eps_m = ensemble.epsilon_per_member(params.epsilon);
+    let features = Features::generate(params.features, emb.dim(), params.blocks(), seed);
+    // Grid-unit noise scale Δ/ε_m with Δ = I·Q (module docs), exact.
+    let delta = params.features as u64 * Q_BOUND;
+    let scale = Ratio::int_over_f64(delta, eps_m)?;
+
+    let mut by_class: BTreeMap<Option<&str>, Vec<&KdeDoc<'_>>> = BTreeMap::new();
+    for d in docs {
+        by_class.entry(d.label).or_default().push(d);
+    }
+    let mut classes = Vec::new();
+    let mut spends = Vec::new();
+    for (label, class_docs) in by_class {
+        let totals = class_sums(&class_docs, emb, &features, params);
+        let sums = totals
+            .into_iter()
+            .map(|member| {
+                member
+                    .into_iter()
+                    .map(|t| {
+                        let z = match &mut noise {
+                            Noise::Laplace(rng) => discrete_laplace(rng, scale),
+                            #[cfg(test)]
+                            Noise::Off => 0,
+                        };
+                        t.saturating_add(z)
+                    })
+                    .collect()
+            })
+            .collect();
+        let partition = label.unwrap_or("(all documents)").to_string();
+        for m in 0..ensemble.members() {
+            let (lo, hi) = ensemble.covers(m);
+            spends.push(Spend {
+                stage: "kde".into(),
+                mechanism: "discrete Laplace on fixed-point random-Fourier-feature sums".into(),
+                epsilon: eps_m,
+                params: serde_json::json!({
+                    "sampler": params.sampler.name(),
+                    "member": m,
+                    "prefix_lengths": [lo, hi],
+                    "features_I": params.features,
+                    "l1_sensitivity": format!("I·Q·2^-{GRID_BITS} = {:.4}", delta as f64 / (1u64 << GRID_BITS) as f64),
+                    "noise_scale": scale.to_f64() / (1u64 << GRID_BITS) as f64,
+                }),
+                scope: Scope::Partition { label: partition.clone() },
+            });
+        }
+        classes.push(ClassKde { label: label.map(str::to_string), sums });
+    }
+    let set = DpKdeSet {
+        params: *params,
+        dim: emb.dim(),
+        feature_seed: crate::corpus::hex(&seed),
+        epsilon_per_member: eps_m,
+        classes,
+    };
+    Ok((set, spends))
+}
+
+/// Documents processed together (bounds memory: chunk × members × I floats).
+const DOC_CHUNK: usize = 64;
+
+/// Exact integer sums Σ_docs q(doc) for each member of one class.
+fn class_sums(docs: &[&KdeDoc<'_>], emb: &TermEmbeddings, features: &Features, params: &KdeParams) -> Vec<Vec<i64>> {
+    let ensemble = params.ensemble();
+    let (i_count, d) = (features.count, features.dim);
+    let members = ensemble.members();
+    let mut totals = vec![vec![0i64; i_count]; members];
+    let beta = features.beta();
+    let sqrt2 = std::f32::consts::SQRT_2;
+    let mut rows: Vec<f32> = Vec::new();
+    let mut proj: Vec<f32> = Vec::new();
+
+    for chunk in docs.chunks(DOC_CHUNK) {
+        // acc[doc][member] (I floats) and the number of prefixes added there.
+        let mut acc = vec![0f32; chunk.len() * members * i_count];
+        let mut count = vec![0u32; chunk.len() * members];
+        match params.sampler {
+            Sampler::Independent => {
+                // Every keyphrase (first M) is a length-1 "prefix" at block 0, weight 1/M_doc.
+                let mut owner = Vec::new();
+                rows.clear();
+                for (k, doc) in chunk.iter().enumerate() {
+                    for &t in doc.terms.iter().take(params.terms_per_doc) {
+                        rows.extend_from_slice(emb.get(t).unwrap_or(&[]));
+                        owner.push(k);
+                    }
+                }
+                proj.resize(owner.len() * i_count, 0.0);
+                features.project(0, MatRef::rows(&rows, owner.len(), d), &mut proj);
+                for (r, &k) in owner.iter().enumerate() {
+                    let a = &mut acc[k * i_count..][..i_count];
+                    for ((a, p), b) in a.iter_mut().zip(&proj[r * i_count..][..i_count]).zip(beta) {
+                        *a += sqrt2 * (b + p).cos();
+                    }
+                    count[k] += 1;
+                }
+            }
+            Sampler::IterativeLinear | Sampler::IterativeLog => {
+                // r[doc] = Σ_{t<ℓ} √2·ωᵗ·z_t, grown one position at a time.
+                let mut r = vec![0f32; chunk.len() * i_count];
+                for t in 0..params.len {
+                    let live: Vec<usize> = (0..chunk.len()).filter(|&k| chunk[k].terms.len() > t).collect();
+                    if live.is_empty() {
+                        break;
+                    }
+                    rows.clear();
+                    for &k in &live {
+                        rows.extend_from_slice(emb.get(chunk[k].terms[t]).unwrap_or(&[]));
+                    }
+                    proj.resize(live.len() * i_count, 0.0);
+                    features.project(t, MatRef::rows(&rows, live.len(), d), &mut proj);
+                    let len = t + 1;
+                    let s = 1.0 / (len as f32).sqrt();
+                    let m = ensemble.member_for(len);
+                    for (row, &k) in live.iter().enumerate() {
+                        let rk = &mut r[k * i_count..][..i_count];
+                        let a = &mut acc[(k * members + m) * i_count..][..i_count];
+                        for (((rv, p), a), b) in rk.iter_mut().zip(&proj[row * i_count..][..i_count]).zip(a.iter_mut()).zip(beta) {
+                            *rv += p;
+                            *a += sqrt2 * (b + s * *rv).cos();
+                        }
+                        count[k * members + m] += 1;
+                    }
+                }
+            }
+        }
+        // c = mean over the document's prefixes; clamp, round to the grid, add exactly.
+        let grid = (1u64 << GRID_BITS) as f64;
+        for k in 0..chunk.len() {
+            for (m, total) in totals.iter_mut().enumerate() {
+                let n = count[k * members + m];
+                if n == 0 {
+                    continue;
+                }
+                let a = &acc[(k * members + m) * i_count..][..i_count];
+                for (tot, &v) in total.iter_mut().zip(a) {
+                    let c = (v as f64 / n as f64).clamp(-C_BOUND, C_BOUND);
+                    *tot += (c * grid).round() as i64;
+                }
+            }
+        }
+    }
+    totals
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    #[test]
+    fn q_bound_covers_c() {
+        let q = (C_BOUND * (1u64 << GRID_BITS) as f64).ceil() as u64;
+        assert_eq!(q, Q_BOUND);
+        assert!(C_BOUND >= 2f64.sqrt());
+    }
+
+    #[test]
+    fn ensembles_have_the_stated_structure() {
+        let lin = Ensemble { sampler: Sampler::IterativeLinear, len: 10 };
+        assert_eq!(lin.members(), 10);
+        assert!((1..=10).all(|l| lin.member_for(l) == l - 1 && lin.covers(l - 1) == (l, l)));
+        assert_eq!(lin.epsilon_per_member(10.0), 1.0);
+
+        let log = Ensemble { sampler: Sampler::IterativeLog, len: 10 };
+        assert_eq!(log.members(), 5); // ⌈log₂10⌉ + 1
+        let want = [0, 1, 2, 2, 3, 3, 3, 3, 4, 4];
+        for l in 1..=10 {
+            assert_eq!(log.member_for(l), want[l - 1], "prefix length {l}");
+            let (lo, hi) = log.covers(want[l - 1]);
+            assert!(lo <= l && l <= hi, "member {} covers {lo}..={hi}, not {l}", want[l - 1]);
+            assert!(log.padded_blocks(want[l - 1]) >= l && log.padded_blocks(want[l - 1]) < 2 * l.max(1));
+        }
+        assert_eq!(log.covers(4), (9, 10));
+        assert_eq!(log.epsilon_per_member(10.0), 2.0);
+        for len in [1usize, 2, 3, 4, 5, 8, 9, 16, 17] {
+            let e = Ensemble { sampler: Sampler::IterativeLog, len };
+            assert_eq!(e.members(), (len as f64).log2().ceil() as usize + 1, "L = {len}");
+            assert_eq!(e.member_for(len), e.members() - 1);
+        }
+        let ind = Ensemble { sampler: Sampler::Independent, len: 10 };
+        assert_eq!((ind.members(), ind.epsilon_per_member(5.0)), (1, 5.0));
+    }
+
+    #[test]
+    fn suggested_features_follow_the_rule() {
+        assert_eq!(suggest_features(5000, 1.0), 2048); // 2500 → 2^11
+        assert_eq!(suggest_features(10, 0.1), 256);
+        assert_eq!(suggest_features(1_000_000, 10.0), 4096);
+    }
+
+    /// Random unit vectors in `dim` dimensions (test data).
+    pub(crate) fn unit_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
+        Features::synthetic_unit_vectors(n, dim, seed)
+    }
+
+    #[test]
+    fn noiseless_scores_match_the_exact_gaussian_kde() {
+        // 40 documents of 3 keyphrases over 30 terms in 8 dimensions; I = 16384 features.
+        let dim = 8;
+        let vecs = unit_vectors(30, dim, 3);
+        let mut emb = TermEmbeddings::new(dim);
+        for (i, v) in vecs.iter().enumerate() {
+            emb.insert(i as TermId, v).unwrap();
+        }
+        let term_lists: Vec<Vec<TermId>> = (0..40u32).map(|k| vec![k % 30, (k * 7 + 3) % 30, (k * 11 + 5) % 30]).collect();
+        let docs: Vec<KdeDoc<'_>> = term_lists.iter().map(|t| KdeDoc { label: None, terms: t }).collect();
+        for sampler in [Sampler::Independent, Sampler::IterativeLinear] {
+            let params = KdeParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3 };
+            let (set, _) = build_with(&docs, &emb, &params, [9; 32], Noise::Off).unwrap();
+            let f = set.features().unwrap();
+            let sums: Vec<Vec<f64>> = (0..set.classes[0].sums.len()).map(|m| set.classes[0].member_sums(m)).collect();
+            // Query: a pair of terms (or a single term for the independent KDE).
+            for q in 0..10u32 {
+                let (a, b) = (q % 30, (q * 13 + 1) % 30);
+                let (member, prefix): (usize, Vec<TermId>) =
+                    if sampler == Sampler::Independent { (0, vec![a]) } else { (1, vec![a, b]) };
+                let s = 1.0 / (prefix.len() as f32).sqrt();
+                let rff: f64 = (0..f.count)
+                    .map(|i| {
+                        let th = f.beta[i] + s * prefix.iter().enumerate().map(|(t, &p)| f.project_one(i, t, emb.get(p).unwrap())).sum::<f32>();
+                        sums[member][i] * std::f64::consts::SQRT_2 * (th as f64).cos()
+                    })
+                    .sum::<f64>()
+                    / f.count as f64;
+                // Exact: Σ_docs mean over the doc's prefixes/keyphrases of exp(-‖x−y‖²/ℓ).
+                let exact: f64 = term_lists
+                    .iter()
+                    .map(|doc| {
+                        let parts: Vec<Vec<TermId>> = if sampler == Sampler::Independent {
+                            doc.iter().map(|&t| vec![t]).collect()
+                        } else {
+                            vec![doc[..2].to_vec()]
+                        };
+                        parts
+                            .iter()
+                            .map(|x| {
+                                let d2: f32 = x.iter().zip(&prefix).map(|(&u, &v)| {
+                                    emb.get(u).unwrap().iter().zip(emb.get(v).unwrap()).map(|(p, q)| (p - q) * (p - q)).sum::<f32>()
+                                }).sum();
+                                (-(d2 as f64) / prefix.len() as f64).exp()
+                            })
+                            .sum::<f64>()
+                            / parts.len() as f64
+                    })
+                    .sum();
+                // Random-feature error: sd ≈ n/√I = 40/128 ≈ 0.31; tolerance 5 sd... tighter in practice.
+                assert!((rff - exact).abs() < 1.0, "{sampler:?} query {q}: rff {rff:.3} vs exact {exact:.3}");
+            }
+        }
+    }
+
+    #[test]
+    fn noise_scale_and_spends_follow_the_privacy_map() {
+        let dim = 4;
+        let mut emb = TermEmbeddings::new(dim);
+        for (i, v) in unit_vectors(5, dim, 1).iter().enumerate() {
+            emb.insert(i as TermId, v).unwrap();
+        }
+        let a = vec![0, 1, 2];
+        let b = vec![3, 4];
+        let docs = [KdeDoc { label: Some("x"), terms: &a }, KdeDoc { label: Some("y"), terms: &b }];
+        let params = KdeParams { epsilon: 6.0, sampler: Sampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3 };
+        let mut rng = SecureRng::seeded_for_tests(1);
+        let (set, spends) = build(&docs, &emb, &params, &mut rng).unwrap();
+        assert_eq!(set.classes.len(), 2);
+        assert_eq!(spends.len(), 2 * 3);
+        assert!(spends.iter().all(|s| (s.epsilon - 2.0).abs() < 1e-12));
+        let mut run = crate::ledger::Run::new("r".into(), "t".into());
+        run.spends = spends.clone();
+        assert!((run.epsilon() - 6.0).abs() < 1e-12, "classes must compose in parallel");
+        // scale = I·Q/ε_m grid units = 64·1482911/2 / 2^20 ≈ 45.25 ≈ √2·64/2
+        let scale = spends[0].params["noise_scale"].as_f64().unwrap();
+        assert!((scale - std::f64::consts::SQRT_2 * 64.0 / 2.0).abs() < 1e-3, "{scale}");
+        set.check().unwrap();
+        let json = serde_json::to_string(&set).unwrap();
+        let back: DpKdeSet = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, set);
+    }
+
+    #[test]
+    fn missing_embeddings_and_bad_parameters_are_refused() {
+        let emb = TermEmbeddings::new(4);
+        let t = vec![7];
+        let docs = [KdeDoc { label: None, terms: &t }];
+        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 3, features: 64, terms_per_doc: 3 };
+        let mut rng = SecureRng::seeded_for_tests(1);
+        assert!(matches!(build(&docs, &emb, &params, &mut rng), Err(KdeError::MissingEmbedding(7))));
+        for bad in [
+            KdeParams { epsilon: f64::NAN, ..params },
+            KdeParams { len: 0, ..params },
+            KdeParams { features: 0, ..params },
+            KdeParams { terms_per_doc: 0, ..params },
+        ] {
+            assert!(matches!(build(&docs, &emb, &bad, &mut rng), Err(KdeError::Dp(_))), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! Sampling keyphrase sequences from released DP-KDEs (DP-KPS section 2, appendix B.2).
+//! Everything here reads only DP outputs (Ṽ and the DP-KDEs): post-processing, no privacy cost.
+//!
+//! - independent: score every candidate w ∈ Ṽ once, p(w) ∝ max(score, 0); L i.i.d. draws;
+//! - iterative (linear or logarithmic ensemble): at step ℓ, score every candidate w as the
+//!   next keyphrase of each sequence's prefix with the member that covers length ℓ.
+//! If every score is ≤ 0 the draw is uniform over Ṽ.
+//!
+//! # Batched scoring
+//! The paper scores candidates one by one: O(N·I·d·ℓ) per step and sequence. Instead, with
+//! a = β + s_ℓ·r (the prefix's phase, r = Σ_{t<ℓ} √2·ωᵗ·y_t) and b(w) = s_ℓ·√2·ωˡ·w, the
+//! angle-addition identity gives
+//!
+//! ```text
+//! score(q, w) = (√2/I)·Σ_i S̃_i cos(a_qi + b_iw) = Σ_i A_qi·cos b_iw + B_qi·(−sin b_iw),
+//! A = (√2/I)·S̃·cos a,  B = (√2/I)·S̃·sin a
+//! ```
+//!
+//! so a step is one GEMM for the candidate projections (shared by every sequence and class),
+//! a cos/sin table, and one GEMM [A B]·[cos b; −sin b] per class. After a choice w*, r grows by
+//! the already computed projection of w*: O(I).
+
+use serde::{Deserialize, Serialize};
+
+use crate::dp::SecureRng;
+use crate::embed::TermEmbeddings;
+use crate::kde::{DpKdeSet, Features, KdeError, Sampler};
+use crate::linalg::{gemm, MatRef};
+use crate::vocab::TermId;
+
+/// A sampled sequence: a class label and L keyphrases (ids of Ṽ's terms).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sequence {
+    pub label: Option<String>,
+    pub keyphrases: Vec<TermId>,
+}
+
+/// The candidates Ṽ with their embeddings, as an N × d matrix.
+pub struct Candidates {
+    pub ids: Vec<TermId>,
+    pub matrix: Vec<f32>,
+    pub dim: usize,
+}
+
+impl Candidates {
+    pub fn new(ids: &[TermId], emb: &TermEmbeddings) -> Result<Candidates, KdeError> {
+        let mut matrix = Vec::with_capacity(ids.len() * emb.dim());
+        for &id in ids {
+            matrix.extend_from_slice(emb.get(id).ok_or(KdeError::MissingEmbedding(id))?);
+        }
+        Ok(Candidates { ids: ids.to_vec(), matrix, dim: emb.dim() })
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    fn view(&self) -> MatRef<'_> {
+        MatRef::rows(&self.matrix, self.ids.len(), self.dim)
+    }
+}
+
+/// Draws an index with probability ∝ max(score, 0); uniform if no score is positive.
+fn draw(scores: &[f32], rng: &mut SecureRng) -> usize {
+    let total: f64 = scores.iter().map(|&s| s.max(0.0) as f64).sum();
+    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    if !(total > 0.0) || !total.is_finite() {
+        return ((u * scores.len() as f64) as usize).min(scores.len() - 1);
+    }
+    let target = u * total;
+    let mut acc = 0.0;
+    for (i, &s) in scores.iter().enumerate() {
+        acc += s.max(0.0) as f64;
+        if acc > target {
+            return i;
+        }
+    }
+    // Rounding: the last candidate with a positive score.
+    scores.iter().rposition(|&s| s > 0.0).unwrap_or(0)
+}
+
+/// Samples `per_class` sequences for every class of `set`.
+pub fn sample(set: &DpKdeSet, cands: &Candidates, per_class: usize, rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+    set.check()?;
+    if cands.is_empty() || cands.dim != set.dim {
+        return Err(KdeError::BadArtefact("candidates"));
+    }
+    let features = set.features()?;
+    let mut out = Vec::with_capacity(per_class * set.classes.len());
+    match set.params.sampler {
+        Sampler::Independent => {
+            let table = PhaseTable::new(&features, cands, 0, 1.0);
+            for class in &set.classes {
+                let scores = table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(0));
+                for _ in 0..per_class {
+                    let keyphrases = (0..set.params.len).map(|_| cands.ids[draw(&scores, rng)]).collect();
+                    out.push(Sequence { label: class.label.clone(), keyphrases });
+                }
+            }
+        }
+        Sampler::IterativeLinear | Sampler::IterativeLog => {
+            let ensemble = set.params.ensemble();
+            let i_count = features.count;
+            // Per class: the raw phases r (per sequence × I) and the choices so far.
+            let mut state: Vec<(Vec<f32>, Vec<Vec<usize>>)> =
+                set.classes.iter().map(|_| (vec![0f32; per_class * i_count], vec![Vec::new(); per_class])).collect();
+            for len in 1..=set.params.len {
+                let s = 1.0 / (len as f32).sqrt();
+                let table = PhaseTable::new(&features, cands, len - 1, s);
+                let member = ensemble.member_for(len);
+                for (class, (r, chosen)) in set.classes.iter().zip(state.iter_mut()) {
+                    let scores = table.scores(&features, r, s, &class.member_sums(member));
+                    for (q, picks) in chosen.iter_mut().enumerate() {
+                        let w = draw(&scores[q * cands.len()..][..cands.len()], rng);
+                        picks.push(w);
+                        for (rv, p) in r[q * i_count..][..i_count].iter_mut().zip(&table.proj[w * i_count..][..i_count]) {
+                            *rv += p;
+                        }
+                    }
+                }
+            }
+            for (class, (_, chosen)) in set.classes.iter().zip(state) {
+                for picks in chosen {
+                    out.push(Sequence { label: class.label.clone(), keyphrases: picks.iter().map(|&w| cands.ids[w]).collect() });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// For one step: the candidates' projections through block t and their cos/sin table.
+pub(crate) struct PhaseTable {
+    /// N × I: √2·ωᵗ·w (unscaled; added to r after a choice).
+    proj: Vec<f32>,
+    /// N × 2I: [cos b | −sin b] with b = s·proj.
+    trig: Vec<f32>,
+    n: usize,
+    i_count: usize,
+}
+
+impl PhaseTable {
+    pub(crate) fn new(features: &Features, cands: &Candidates, block: usize, s: f32) -> PhaseTable {
+        let (n, i_count) = (cands.len(), features.count);
+        let mut proj = vec![0f32; n * i_count];
+        features.project(block, cands.view(), &mut proj);
+        let mut trig = vec![0f32; n * 2 * i_count];
+        for (row, p) in trig.chunks_exact_mut(2 * i_count).zip(proj.chunks_exact(i_count)) {
+            let (c, ms) = row.split_at_mut(i_count);
+            for ((c, ms), &p) in c.iter_mut().zip(ms.iter_mut()).zip(p) {
+                let (sin, cos) = (s * p).sin_cos();
+                *c = cos;
+                *ms = -sin;
+            }
+        }
+        PhaseTable { proj, trig, n, i_count }
+    }
+
+    /// Scores (nq × N) of every candidate after each prefix, r being nq × I raw phases.
+    pub(crate) fn scores(&self, features: &Features, r: &[f32], s: f32, sums: &[f64]) -> Vec<f32> {
+        let nq = r.len() / self.i_count;
+        let phases: Vec<Vec<f32>> = (0..nq)
+            .map(|q| r[q * self.i_count..][..self.i_count].iter().zip(features.beta()).map(|(&rv, &b)| b + s * rv).collect())
+            .collect();
+        self.scores_from_phases(&phases, sums)
+    }
+
+    /// Scores (nq × N) for prefix phases a (one I-vector per prefix).
+    pub(crate) fn scores_from_phases(&self, phases: &[Vec<f32>], sums: &[f64]) -> Vec<f32> {
+        let i_count = self.i_count;
+        let k = std::f64::consts::SQRT_2 / i_count as f64;
+        let mut ab = vec![0f32; phases.len() * 2 * i_count];
+        for (row, a) in ab.chunks_exact_mut(2 * i_count).zip(phases) {
+            let (ca, sa) = row.split_at_mut(i_count);
+            for (((ca, sa), &a), &sum) in ca.iter_mut().zip(sa.iter_mut()).zip(a).zip(sums) {
+                let (sin, cos) = a.sin_cos();
+                let w = (k * sum) as f32;
+                *ca = w * cos;
+                *sa = w * sin;
+            }
+        }
+        let mut scores = vec![0f32; phases.len() * self.n];
+        let trig = MatRef::rows(&self.trig, self.n, 2 * i_count).t();
+        gemm(1.0, MatRef::rows(&ab, phases.len(), 2 * i_count), trig, 0.0, &mut scores);
+        scores
+    }
+}
+
+/// The paper's scorer, one candidate at a time from the full prefix vectors: O(N·I·d·ℓ).
+/// A reference for tests and the benchmark's speed-up figure.
+pub fn naive_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, class: usize, prefix: &[TermId], emb: &TermEmbeddings) -> Vec<f32> {
+    let len = prefix.len() + 1;
+    let member = set.params.ensemble().member_for(len);
+    let sums = set.classes[class].member_sums(member);
+    let s = 1.0 / (len as f32).sqrt();
+    let block = if set.params.sampler == Sampler::Independent { 0 } else { len - 1 };
+    (0..cands.len())
+        .map(|w| {
+            let cand = &cands.matrix[w * cands.dim..][..cands.dim];
+            let mut total = 0f64;
+            for i in 0..features.count {
+                let mut z = features.project_one(i, block, cand);
+                for (t, &p) in prefix.iter().enumerate() {
+                    z += features.project_one(i, t, emb.get(p).unwrap_or(cand));
+                }
+                let theta = features.beta()[i] + s * z;
+                total += sums[i] * std::f64::consts::SQRT_2 * (theta as f64).cos();
+            }
+            (total / features.count as f64) as f32
+        })
+        .collect()
+}
+
+/// The batched scorer for one prefix (for tests and benchmarks).
+pub fn batched_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, class: usize, prefix: &[TermId], emb: &TermEmbeddings) -> Vec<f32> {
+    let len = prefix.len() + 1;
+    let member = set.params.ensemble().member_for(len);
+    let s = 1.0 / (len as f32).sqrt();
+    let block = if set.params.sampler == Sampler::Independent { 0 } else { len - 1 };
+    let mut r = vec![0f32; features.count];
+    for (t, &p) in prefix.iter().enumerate() {
+        let mut proj = vec![0f32; features.count];
+        if let Some(e) = emb.get(p) {
+            features.project(t, MatRef::rows(e, 1, cands.dim), &mut proj);
+        }
+        r.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
+    }
+    PhaseTable::new(features, cands, block, s).scores(features, &r, s, &set.classes[class].member_sums(member))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kde::tests::unit_vectors;
+    use crate::kde::{build, build_with, KdeDoc, KdeParams, Noise};
+
+    /// Three well-separated clusters of 20 terms in 16 dimensions (centres 120° apart, so
+    /// cross-cluster kernel values are ≈ e^-3); class c uses cluster c.
+    fn clustered() -> (TermEmbeddings, Vec<Vec<TermId>>, Vec<&'static str>) {
+        let dim = 16;
+        let centres: Vec<Vec<f32>> = (0..3)
+            .map(|c| {
+                let a = c as f32 * std::f32::consts::TAU / 3.0;
+                let mut v = vec![0f32; dim];
+                (v[0], v[1]) = (a.cos(), a.sin());
+                v
+            })
+            .collect();
+        let jitter = unit_vectors(60, dim, 43);
+        let mut emb = TermEmbeddings::new(dim);
+        for t in 0..60usize {
+            let v: Vec<f32> = centres[t / 20].iter().zip(&jitter[t]).map(|(c, j)| c + 0.2 * j).collect();
+            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            emb.insert(t as TermId, &v.iter().map(|x| x / n).collect::<Vec<_>>()).unwrap();
+        }
+        let mut docs = Vec::new();
+        let mut labels = Vec::new();
+        for k in 0..600u32 {
+            let c = k % 3;
+            docs.push((0..5u32).map(|j| c * 20 + (k * 7 + j * 3) % 20).collect::<Vec<_>>());
+            labels.push(["a", "b", "c"][c as usize]);
+        }
+        (emb, docs, labels)
+    }
+
+    #[test]
+    fn batched_scorer_equals_the_naive_scorer() {
+        let (emb, docs, labels) = clustered();
+        let kdocs: Vec<KdeDoc<'_>> = docs.iter().zip(&labels).map(|(t, l)| KdeDoc { label: Some(l), terms: t }).collect();
+        for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
+            let params = KdeParams { epsilon: 5.0, sampler, len: 5, features: 256, terms_per_doc: 5 };
+            let mut rng = SecureRng::seeded_for_tests(5);
+            let (set, _) = build(&kdocs, &emb, &params, &mut rng).unwrap();
+            let f = set.features().unwrap();
+            let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
+            let prefixes: &[&[TermId]] = if sampler == Sampler::Independent { &[&[]] } else { &[&[], &[3], &[3, 25, 41], &[1, 2, 3, 4]] };
+            for prefix in prefixes {
+                let fast = batched_scores(&set, &f, &cands, 1, prefix, &emb);
+                let slow = naive_scores(&set, &f, &cands, 1, prefix, &emb);
+                let scale = slow.iter().fold(0f32, |m, x| m.max(x.abs())).max(1.0);
+                for (a, b) in fast.iter().zip(&slow) {
+                    assert!((a - b).abs() <= 1e-3 * scale, "{sampler:?} {prefix:?}: {a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn each_class_samples_from_its_own_cluster_for_every_sampler() {
+        let (emb, docs, labels) = clustered();
+        let kdocs: Vec<KdeDoc<'_>> = docs.iter().zip(&labels).map(|(t, l)| KdeDoc { label: Some(l), terms: t }).collect();
+        let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
+        for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
+            let params = KdeParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5 };
+            let mut rng = SecureRng::seeded_for_tests(6);
+            let (set, _) = build(&kdocs, &emb, &params, &mut rng).unwrap();
+            let seqs = sample(&set, &cands, 100, &mut rng).unwrap();
+            assert_eq!(seqs.len(), 300);
+            let mut own = 0usize;
+            for s in &seqs {
+                assert_eq!(s.keyphrases.len(), 5, "sequences have exactly L terms");
+                assert!(s.keyphrases.iter().all(|k| cands.ids.contains(k)), "terms come from Ṽ");
+                let c = ["a", "b", "c"].iter().position(|l| Some(*l) == s.label.as_deref()).unwrap() as u32;
+                own += s.keyphrases.iter().filter(|&&k| k / 20 == c).count();
+            }
+            let frac = own as f64 / (300 * 5) as f64;
+            let per_pos: Vec<f64> = (0..5).map(|p| seqs.iter().filter(|s| {
+                let c = ["a", "b", "c"].iter().position(|l| Some(*l) == s.label.as_deref()).unwrap() as u32;
+                s.keyphrases[p] / 20 == c }).count() as f64 / 300.0).collect();
+            println!("{sampler:?}: own {frac:.3}, by position {per_pos:.2?}");
+            // Chance is 1/3. With bandwidth 1/ℓ a wrong-cluster keyphrase at position ℓ only
+            // costs a factor e^(-3/ℓ) in the kernel, so later positions are less selective
+            // (noise-free expectation at ℓ = 2: 0.69; in the log ensemble, length-4 queries
+            // also meet zero-padded length-3 prefixes, ≈ 0.40). Overall, 0.5 is more than 15
+            // standard errors above chance with 1,500 draws.
+            assert!(frac > 0.5, "{sampler:?}: only {frac:.2} of keyphrases from the class's own cluster");
+            assert!(per_pos[0] > 0.8, "{sampler:?}: by position {per_pos:?}");
+        }
+    }
+
+    #[test]
+    fn all_nonpositive_scores_sample_uniformly() {
+        let mut rng = SecureRng::seeded_for_tests(9);
+        let mut counts = [0usize; 4];
+        for _ in 0..4000 {
+            counts[draw(&[-1.0, 0.0, -3.0, -0.5], &mut rng)] += 1;
+        }
+        assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
+        for _ in 0..100 {
+            assert_eq!(draw(&[-1.0, 2.0, -3.0, 0.0], &mut rng), 1);
+        }
+    }
+
+    #[test]
+    fn noiseless_iterative_kde_follows_the_data() {
+        // With noise off, a class whose documents always pair term 0 with term 1 makes term 1
+        // the best second keyphrase after term 0.
+        let (emb, _, _) = clustered();
+        let docs: Vec<Vec<TermId>> = (0..50).map(|_| vec![0, 1]).chain((0..50).map(|_| vec![0, 15])).collect();
+        let kdocs: Vec<KdeDoc<'_>> = docs.iter().take(50).map(|t| KdeDoc { label: None, terms: t }).collect();
+        let params = KdeParams { epsilon: 1.0, sampler: Sampler::IterativeLinear, len: 2, features: 4096, terms_per_doc: 2 };
+        let (set, _) = build_with(&kdocs, &emb, &params, [1; 32], Noise::Off).unwrap();
+        let f = set.features().unwrap();
+        let cands = Candidates::new(&(0..20).collect::<Vec<_>>(), &emb).unwrap();
+        let scores = batched_scores(&set, &f, &cands, 0, &[0], &emb);
+        let best = scores.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0;
+        assert_eq!(best, 1, "{scores:?}");
+    }
+}
