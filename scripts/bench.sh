@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Benchmarks: they print figures; nothing here passes or fails on speed.
 #   scripts/bench.sh [CORPUS.csv TEXT_COLUMN]   native: matching, embeddings, DP-KDE + sampling
-#   scripts/bench.sh --wasm                      the same core in headless Chromium (simd128)
+#   scripts/bench.sh --wasm                      in headless Chromium (simd128): embeddings in the
+#                                                app's worker (release build), then DP-KDE + sampling
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$DPKPS_ROOT"
 if [[ ${1:-} == --wasm ]]; then
   scripts/setup.sh >/dev/null
-  WASM_BINDGEN_TEST_TIMEOUT=1200 cargo test --release --target wasm32-unknown-unknown --test web_bench -- --include-ignored --nocapture
+  [[ -f dist/index.html ]] || trunk build --release --config Trunk.toml
+  node tests/e2e/bench.mjs
+  WASM_BINDGEN_TEST_TIMEOUT=1200 cargo test --release --target wasm32-unknown-unknown --no-default-features --test web_bench -- --include-ignored --nocapture
   exit
 fi
 cargo build --release --locked

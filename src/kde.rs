@@ -10,7 +10,11 @@
 //! ```
 //!
 //! so that E[f_i(x) f_i(y)] = exp(-‖s_ℓ x − s_ℓ y‖²) = exp(-‖x − y‖²/ℓ): a Gaussian kernel
-//! with bandwidth u = 1/ℓ per block, as in the paper. Every ensemble member uses the first
+//! with bandwidth u = 1/ℓ per block, as in the paper. A global bandwidth h ([`KdeParams`])
+//! draws ω ~ N(0, I/h) instead, giving exp(-‖x − y‖²/(h·ℓ)): sentence embeddings of unrelated
+//! terms are all at ‖x − y‖² ≈ 1.2–1.6, so h = 1 barely tells them apart, and h ≈ 0.1 does
+//! (measured on MTSamples with `dpkps evaluate`). h does not touch the privacy map: every
+//! f_i stays in [-√2, √2], whatever ω is. Every ensemble member uses the first
 //! blocks of the same ω (each member's features are still exactly N(0, I) in its own
 //! dimension; sharing is data-independent, so privacy is unaffected). Sharing lets the
 //! sampler update a prefix's phase in O(I) per chosen keyphrase (see `sample`). Zero-padding a
@@ -162,8 +166,10 @@ pub struct Features {
 }
 
 impl Features {
-    /// Deterministic from `seed` (data-independent; released with the DP-KDEs).
-    pub fn generate(count: usize, dim: usize, blocks: usize, seed: [u8; 32]) -> Features {
+    /// Deterministic from `seed` (data-independent; released with the DP-KDEs). ω ~ N(0, I/h)
+    /// for bandwidth h.
+    pub fn generate(count: usize, dim: usize, blocks: usize, bandwidth: f64, seed: [u8; 32]) -> Features {
+        let sd = 1.0 / bandwidth.sqrt();
         let mut rng = ChaCha20Rng::from_seed(seed);
         let unit = |rng: &mut ChaCha20Rng| ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
         let n = count * blocks * dim;
@@ -173,8 +179,8 @@ impl Features {
             let (u1, u2) = (unit(&mut rng), unit(&mut rng));
             let r = (-2.0 * u1.ln()).sqrt();
             let a = std::f64::consts::TAU * u2;
-            omega.push((r * a.cos()) as f32);
-            omega.push((r * a.sin()) as f32);
+            omega.push((sd * r * a.cos()) as f32);
+            omega.push((sd * r * a.sin()) as f32);
         }
         omega.truncate(n);
         let beta = (0..count).map(|_| (std::f64::consts::TAU * unit(&mut rng)) as f32).collect();
@@ -200,7 +206,7 @@ impl Features {
     pub fn synthetic_unit_vectors(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
         let mut s = [0u8; 32];
         s[..8].copy_from_slice(&seed.to_le_bytes());
-        let g = Features::generate(n, dim, 1, s);
+        let g = Features::generate(n, dim, 1, 1.0, s);
         g.omega
             .chunks_exact(dim)
             .map(|v| {
@@ -229,11 +235,21 @@ pub struct KdeParams {
     pub features: usize,
     /// M: keyphrases per document for the independent sampler's KDE.
     pub terms_per_doc: usize,
+    /// h: kernel bandwidth relative to the paper's (module docs). Releases written before it
+    /// existed used 1.
+    #[serde(default = "default_bandwidth")]
+    pub bandwidth: f64,
+}
+
+fn default_bandwidth() -> f64 {
+    1.0
 }
 
 impl KdeParams {
     pub const MAX_LEN: usize = 64;
     pub const MAX_FEATURES: usize = 16_384;
+    /// The default h, chosen on MTSamples (README, "evaluate").
+    pub const DEFAULT_BANDWIDTH: f64 = 0.1;
 
     pub fn validate(&self) -> Result<(), ParamError> {
         check_epsilon("ε_kde", self.epsilon)?;
@@ -245,6 +261,9 @@ impl KdeParams {
         }
         if self.terms_per_doc == 0 || self.terms_per_doc > Self::MAX_LEN {
             return Err(ParamError::new("M (keyphrases per document)", self.terms_per_doc, "must be between 1 and 64"));
+        }
+        if !(self.bandwidth.is_finite() && (0.01..=100.0).contains(&self.bandwidth)) {
+            return Err(ParamError::new("h (kernel bandwidth)", self.bandwidth, "must be between 0.01 and 100"));
         }
         Ok(())
     }
@@ -292,7 +311,7 @@ pub struct DpKdeSet {
 impl DpKdeSet {
     pub fn features(&self) -> Result<Features, KdeError> {
         let seed = parse_seed(&self.feature_seed).ok_or(KdeError::BadArtefact("feature_seed"))?;
-        Ok(Features::generate(self.params.features, self.dim, self.params.blocks(), seed))
+        Ok(Features::generate(self.params.features, self.dim, self.params.blocks(), self.params.bandwidth, seed))
     }
 
     /// Checks the artefact's shape (after loading a file).
@@ -337,10 +356,14 @@ pub struct KdeDoc<'a> {
     pub terms: &'a [TermId],
 }
 
-/// Whether the mechanism adds noise. Only unit tests can turn it off.
+/// Whether the mechanism adds noise.
+///
+/// `Off` exists for unit tests and for the utility evaluation's noiseless comparison arms
+/// (`crate::eval`), whose outputs are never released. It is `pub(crate)` on purpose: the only
+/// public entry point, [`build`], always adds Laplace noise, so no caller outside this crate
+/// (the CLI's release paths, the app, a user of the library) can produce a noiseless release.
 pub(crate) enum Noise<'r> {
     Laplace(&'r mut SecureRng),
-    #[cfg(test)]
     Off,
 }
 
@@ -375,7 +398,7 @@ pub(crate) fn build_with(
     }
     let ensemble = params.ensemble();
     let eps_m = ensemble.epsilon_per_member(params.epsilon);
-    let features = Features::generate(params.features, emb.dim(), params.blocks(), seed);
+    let features = Features::generate(params.features, emb.dim(), params.blocks(), params.bandwidth, seed);
     // Grid-unit noise scale Δ/ε_m with Δ = I·Q (module docs), exact.
     let delta = params.features as u64 * Q_BOUND;
     let scale = Ratio::int_over_f64(delta, eps_m)?;
@@ -396,7 +419,6 @@ pub(crate) fn build_with(
                     .map(|t| {
                         let z = match &mut noise {
                             Noise::Laplace(rng) => discrete_laplace(rng, scale),
-                            #[cfg(test)]
                             Noise::Off => 0,
                         };
                         t.saturating_add(z)
@@ -583,7 +605,7 @@ pub(crate) mod tests {
         let term_lists: Vec<Vec<TermId>> = (0..40u32).map(|k| vec![k % 30, (k * 7 + 3) % 30, (k * 11 + 5) % 30]).collect();
         let docs: Vec<KdeDoc<'_>> = term_lists.iter().map(|t| KdeDoc { label: None, terms: t }).collect();
         for sampler in [Sampler::Independent, Sampler::IterativeLinear] {
-            let params = KdeParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3 };
+            let params = KdeParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3, bandwidth: 1.0 };
             let (set, _) = build_with(&docs, &emb, &params, [9; 32], Noise::Off).unwrap();
             let f = set.features().unwrap();
             let sums: Vec<Vec<f64>> = (0..set.classes[0].sums.len()).map(|m| set.classes[0].member_sums(m)).collect();
@@ -637,7 +659,7 @@ pub(crate) mod tests {
         let a = vec![0, 1, 2];
         let b = vec![3, 4];
         let docs = [KdeDoc { label: Some("x"), terms: &a }, KdeDoc { label: Some("y"), terms: &b }];
-        let params = KdeParams { epsilon: 6.0, sampler: Sampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3 };
+        let params = KdeParams { epsilon: 6.0, sampler: Sampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
         let (set, spends) = build(&docs, &emb, &params, &mut rng).unwrap();
         assert_eq!(set.classes.len(), 2);
@@ -660,7 +682,7 @@ pub(crate) mod tests {
         let emb = TermEmbeddings::new(4);
         let t = vec![7];
         let docs = [KdeDoc { label: None, terms: &t }];
-        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 3, features: 64, terms_per_doc: 3 };
+        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
         assert!(matches!(build(&docs, &emb, &params, &mut rng), Err(KdeError::MissingEmbedding(7))));
         for bad in [
@@ -668,6 +690,8 @@ pub(crate) mod tests {
             KdeParams { len: 0, ..params },
             KdeParams { features: 0, ..params },
             KdeParams { terms_per_doc: 0, ..params },
+            KdeParams { bandwidth: 0.0, ..params },
+            KdeParams { bandwidth: f64::INFINITY, ..params },
         ] {
             assert!(matches!(build(&docs, &emb, &bad, &mut rng), Err(KdeError::Dp(_))), "{bad:?}");
         }

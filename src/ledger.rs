@@ -156,6 +156,19 @@ impl LedgerBook {
         }
     }
 
+    /// Adds spends to a run already recorded (a run is recorded after its first DP stage, so
+    /// that a crash later cannot lose what was spent). Records a new run if there is none.
+    pub fn extend_run(&mut self, fingerprint: &str, run: &Run) {
+        let ledger = self
+            .ledgers
+            .entry(fingerprint.to_string())
+            .or_insert_with(|| Ledger::new(fingerprint.to_string()));
+        match ledger.runs.iter_mut().find(|r| r.id == run.id) {
+            Some(r) => *r = run.clone(),
+            None => ledger.runs.push(run.clone()),
+        }
+    }
+
     /// Records a finished run.
     pub fn record(&mut self, fingerprint: &str, run: Run) {
         self.ledgers
@@ -205,5 +218,14 @@ mod tests {
         let err = book.check_budget("fp", 1.5, Some(4.0)).unwrap_err();
         assert!(err.to_string().contains("4.5"), "{err}");
         assert!(LedgerBook::from_json("{").is_err());
+        // A run recorded after its first stage and completed later is counted once.
+        let mut run = Run::new("r9".into(), "t".into());
+        run.spends.push(spend("vocabulary", 1.0, Scope::AllDocuments));
+        let mut book = book;
+        book.extend_run("fp", &run);
+        run.spends.push(spend("kde", 2.0, part("a")));
+        book.extend_run("fp", &run);
+        assert_eq!(book.ledger("fp").runs.len(), 3);
+        assert_eq!(book.ledger("fp").total_epsilon(), 6.0);
     }
 }

@@ -12,16 +12,29 @@
 pub mod corpus;
 pub mod dp;
 pub mod embed;
+pub mod eval;
 pub mod kde;
 pub mod linalg;
+pub mod llm;
 pub mod ledger;
 pub mod pipeline;
 pub mod sample;
 pub mod text;
 pub mod vocab;
 
-#[cfg(not(target_arch = "wasm32"))]
+pub mod preview;
+pub mod prompt;
+pub mod protocol;
+pub mod report;
+
+#[cfg(all(not(target_arch = "wasm32"), feature = "embed"))]
 pub mod cli;
 
-#[cfg(target_arch = "wasm32")]
+/// The app's UI thread (Leptos). Built without the `embed` feature, so that the UI never
+/// carries the model and the worker never carries the UI.
+#[cfg(all(target_arch = "wasm32", not(feature = "embed")))]
 pub mod ui;
+
+/// The app's Web Worker: every long or private computation runs there.
+#[cfg(all(target_arch = "wasm32", feature = "embed"))]
+pub mod worker;

@@ -24,7 +24,7 @@ use crate::text::{normalize, normalize_into, push_normalized};
 pub type TermId = u32;
 
 /// The vocabularies bundled with the app.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Bundled {
     /// English words of the GloVe 6B vocabulary (PDDL).

@@ -1,11 +1,10 @@
 //! Benchmarks in headless Chromium (wasm32 + simd128). They print figures and assert nothing
 //! about speed; `#[ignore]`d so the test command skips them. Run them with
-//! `scripts/bench-wasm.sh` (release profile).
+//! `scripts/bench.sh --wasm` (release profile).
 #![cfg(target_arch = "wasm32")]
 
 use dpkps::dp::SecureRng;
-use dpkps::embed::onnx::OnnxEmbedder;
-use dpkps::embed::{Embed, TermEmbeddings};
+use dpkps::embed::TermEmbeddings;
 use dpkps::kde::{build, Features, KdeDoc, KdeParams, Sampler};
 use dpkps::sample::{sample, Candidates};
 use wasm_bindgen_test::*;
@@ -32,7 +31,7 @@ fn bench_kde_generation_wasm() {
     let docs: Vec<KdeDoc<'_>> = terms.iter().map(|t| KdeDoc { label: None, terms: t }).collect();
     let cands = Candidates::new(&(0..n_cands as u32).collect::<Vec<_>>(), &emb).unwrap();
     for sampler in [Sampler::IterativeLinear, Sampler::IterativeLog, Sampler::Independent] {
-        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m };
+        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0 };
         let t0 = now_ms();
         let (set, _) = build(&docs, &emb, &params, &mut rng).unwrap();
         let t1 = now_ms();
@@ -48,24 +47,4 @@ fn bench_kde_generation_wasm() {
     }
 }
 
-#[wasm_bindgen_test]
-#[ignore]
-fn bench_embedding_wasm() {
-    let t0 = now_ms();
-    let mut e = OnnxEmbedder::from_bytes(include_bytes!("../models/all-MiniLM-L6-v2.int8w.onnx"), include_bytes!("../models/tokenizer.json")).unwrap();
-    let load = now_ms() - t0;
-    let words = ["heart failure", "chest pain", "myocardial infarction", "pulmonary embolism", "atrial fibrillation", "pneumonia", "asthma", "diabetes mellitus"];
-    let terms: Vec<String> = (0..256).map(|k| format!("{} {}", words[k % 8], words[(k / 8) % 8])).collect();
-    let refs: Vec<&str> = terms.iter().map(String::as_str).collect();
-    let t1 = now_ms();
-    for t in &refs[..64] {
-        e.embed(&[t]).unwrap();
-    }
-    let b1 = 64.0 / ((now_ms() - t1) / 1000.0);
-    let t2 = now_ms();
-    for chunk in refs.chunks(32) {
-        e.embed(chunk).unwrap();
-    }
-    let b32 = 256.0 / ((now_ms() - t2) / 1000.0);
-    console_log!("wasm embedding: load+optimise {:.2} s; {b1:.0} terms/s at batch 1, {b32:.0} terms/s at batch 32", load / 1000.0);
-}
+// The embedding benchmark runs in the app's own worker (tests/e2e/bench.mjs).

@@ -173,7 +173,7 @@ fn bench_kde(
         let Some(sampler) = Sampler::parse(name) else {
             return Err(CliError::Input { path: name.clone(), message: "unknown sampler (independent, iterative-linear, iterative-log)".into() });
         };
-        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m };
+        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0 };
         let t0 = Instant::now();
         let (set, _) = kde::build(&kdocs, &emb, &params, &mut rng).map_err(kde_err)?;
         let build = t0.elapsed().as_secs_f64();

@@ -1,11 +1,24 @@
-//! The browser app: a thin Leptos (CSR) shell over the core. No pipeline logic lives here;
-//! components read signals and call into the core.
+//! The browser app: a thin Leptos (CSR) shell. Components read the signals of
+//! [`state::AppState`] and call its actions; the work happens in the Web Worker
+//! (`crate::worker`), reached through [`engine`].
 
 mod assets;
+mod download;
+mod engine;
+mod generate;
+mod jobstore;
+mod llm_view;
+mod state;
 
 use leptos::prelude::*;
 
 use assets::{AssetState, BundledAsset, BUNDLED};
+use state::{AppState, StageState};
+
+use crate::protocol::{FieldError, RunSettings};
+
+/// Largest S and L accepted by the app (the worker keeps this many terms per document).
+pub const MAX_TERMS: usize = 64;
 
 /// Mounts the app on `<body>`.
 pub fn mount() {
@@ -25,18 +38,40 @@ const STEPS: [(&str, &str, &str); 6] = [
 
 #[component]
 fn App() -> impl IntoView {
+    let app = AppState::new();
+    provide_context(app);
+    let gen = generate::GenState::new();
+    provide_context(gen);
+    engine::start(move |ev| app.apply(ev));
+    app.restore_last_run();
+    gen.restore();
+    let bench = web_sys::window()
+        .and_then(|w| w.location().search().ok())
+        .is_some_and(|q| q.contains("bench"));
     view! {
         <a class="skip" href="#main">"Skip to content"</a>
         <header class="top">
             <h1>"dpkps"</h1>
             <p class="tagline">"Differentially private synthetic text, made in your browser"</p>
         </header>
-        <main id="main">
+        <main id="main" data-worker-ready=move || app.worker_ready.get().to_string()>
             <p class="assurance" role="note">
                 "Your documents never leave this page. Only differentially private keyphrases are ever sent, "
                 "and only to the LLM endpoint you choose."
             </p>
             <Steps />
+            <llm_view::ResumeBanner />
+            <ErrorBanner />
+            <Upload />
+            <Columns />
+            <Summary />
+            <Privacy />
+            <Progress />
+            <Utility />
+            <Results />
+            <llm_view::Generate />
+            <ModelPanel />
+            {bench.then(|| view! { <BenchPanel /> })}
             <Bundled />
         </main>
         <footer>
@@ -44,6 +79,10 @@ fn App() -> impl IntoView {
             "document-level, add/remove-one-document neighbours."
         </footer>
     }
+}
+
+fn app() -> AppState {
+    expect_context::<AppState>()
 }
 
 #[component]
@@ -65,6 +104,529 @@ fn Steps() -> impl IntoView {
                     })
                     .collect_view()}
             </ol>
+        </section>
+    }
+}
+
+#[component]
+fn ErrorBanner() -> impl IntoView {
+    let app = app();
+    move || {
+        app.error.get().map(|e| {
+            view! {
+                <div class="error" role="alert" id="error">
+                    <strong>"Problem: "</strong>
+                    {e}
+                    <button class="link" on:click=move |_| app.error.set(None)>"Dismiss"</button>
+                </div>
+            }
+        })
+    }
+}
+
+fn files_of(list: Option<web_sys::FileList>) -> Vec<web_sys::File> {
+    let Some(list) = list else { return Vec::new() };
+    (0..list.length()).filter_map(|i| list.get(i)).collect()
+}
+
+#[component]
+fn Upload() -> impl IntoView {
+    let app = app();
+    let hover = RwSignal::new(false);
+    let on_pick = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        app.choose_files(files_of(input.files()));
+    };
+    let on_drop = move |ev: web_sys::DragEvent| {
+        ev.prevent_default();
+        hover.set(false);
+        if !app.busy() {
+            app.choose_files(files_of(ev.data_transfer().and_then(|d| d.files())));
+        }
+    };
+    view! {
+        <section aria-labelledby="upload-h" class="card">
+            <h2 id="upload-h">"1. Your corpus"</h2>
+            <div
+                class="drop"
+                class:hover=move || hover.get()
+                on:dragover=move |ev: web_sys::DragEvent| {
+                    ev.prevent_default();
+                    hover.set(true);
+                }
+                on:dragleave=move |_| hover.set(false)
+                on:drop=on_drop
+            >
+                <p>"Drop CSV, TSV, JSONL or .txt files here, or"</p>
+                <label class="button">
+                    "Choose files…"
+                    <input
+                        id="corpus-input"
+                        type="file"
+                        multiple
+                        accept=".csv,.tsv,.tab,.jsonl,.ndjson,.txt,.text"
+                        class="visually-hidden"
+                        on:change=on_pick
+                        prop:disabled=move || app.busy()
+                    />
+                </label>
+                <p class="hint">"The files are read inside this page. They are never uploaded or stored."</p>
+            </div>
+            <ul class="files">
+                {move || {
+                    app.files
+                        .get()
+                        .into_iter()
+                        .map(|f| view! { <li>{f.name} " · " {kilobytes(f.size)}</li> })
+                        .collect_view()
+                }}
+            </ul>
+        </section>
+    }
+}
+
+fn kilobytes(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1} MB", n as f64 / 1e6)
+    } else {
+        format!("{:.1} kB", n as f64 / 1e3)
+    }
+}
+
+#[component]
+fn Columns() -> impl IntoView {
+    let app = app();
+    move || {
+        app.preview.get().map(|p| {
+            let columns = p.columns.clone();
+            let has_columns = !columns.is_empty();
+            let col_opts = move |sel: RwSignal<String>, with_none: bool| {
+                let cols = columns.clone();
+                view! {
+                    {with_none.then(|| view! { <option value="" selected=move || sel.get().is_empty()>"(none: unlabelled)"</option> })}
+                    {cols
+                        .into_iter()
+                        .map(|c| {
+                            let c2 = c.clone();
+                            view! { <option value=c.clone() selected=move || sel.get() == c2>{c.clone()}</option> }
+                        })
+                        .collect_view()}
+                }
+            };
+            let text_opts = col_opts(app.text_col, false);
+            let label_opts = col_opts(app.label_col, true);
+            view! {
+                <section aria-labelledby="cols-h" class="card">
+                    <h2 id="cols-h">"2. Columns and vocabulary"</h2>
+                    <p class="hint">{format!("{} file · {} · first rows (shown here only):", p.file, p.format)}</p>
+                    <div class="table-wrap">
+                        <table class="preview">
+                            <thead>
+                                <tr>{p.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr>
+                            </thead>
+                            <tbody>
+                                {p.rows
+                                    .iter()
+                                    .map(|r| view! { <tr>{r.iter().map(|c| view! { <td>{c.clone()}</td> }).collect_view()}</tr> })
+                                    .collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                    <div class="fields">
+                        {has_columns
+                            .then(|| {
+                                view! {
+                                    <label>
+                                        "Text column"
+                                        <select id="text-col" on:change=move |ev| app.text_col.set(event_target_value(&ev))>
+                                            {text_opts}
+                                        </select>
+                                    </label>
+                                    <label>
+                                        "Label column"
+                                        <select id="label-col" on:change=move |ev| app.label_col.set(event_target_value(&ev))>
+                                            {label_opts}
+                                        </select>
+                                    </label>
+                                }
+                            })}
+                        <label>
+                            "Public vocabulary"
+                            <select id="vocab" on:change=move |ev| app.vocab.set(event_target_value(&ev))>
+                                <option value="medical" selected=move || app.vocab.get() == "medical">"Medical glossary (MeSH 2017, 28,469 terms)"</option>
+                                <option value="english" selected=move || app.vocab.get() == "english">"English dictionary (GloVe 6B, 340k words)"</option>
+                                <option value="custom" selected=move || app.vocab.get() == "custom">"My own term list…"</option>
+                            </select>
+                        </label>
+                        {move || {
+                            (app.vocab.get() == "custom")
+                                .then(|| {
+                                    view! {
+                                        <label>
+                                            "Term list (one per line, UTF-8)"
+                                            <input
+                                                id="vocab-file"
+                                                type="file"
+                                                accept=".txt"
+                                                on:change=move |ev| {
+                                                    let input: web_sys::HtmlInputElement = event_target(&ev);
+                                                    app.choose_vocab_file(files_of(input.files()).into_iter().next());
+                                                }
+                                            />
+                                        </label>
+                                    }
+                                })
+                        }}
+                    </div>
+                    <button id="load" class="primary" on:click=move |_| app.load() prop:disabled=move || app.busy()>
+                        "Read and match"
+                    </button>
+                </section>
+            }
+        })
+    }
+}
+
+#[component]
+fn Summary() -> impl IntoView {
+    let app = app();
+    move || {
+        app.summary.get().map(|s| {
+            let classes = if s.classes.is_empty() {
+                "no labels".to_string()
+            } else {
+                s.classes.iter().map(|(l, n)| format!("{l}: {n}")).collect::<Vec<_>>().join(" · ")
+            };
+            view! {
+                <section aria-labelledby="sum-h" class="card" id="summary">
+                    <h2 id="sum-h">"Your corpus (exact counts, for your eyes only)"</h2>
+                    <dl class="facts">
+                        <dt>"Documents"</dt><dd id="n-docs">{s.documents}</dd>
+                        <dt>"Empty, skipped"</dt><dd>{s.empty_skipped}</dd>
+                        <dt>"Without any vocabulary term"</dt><dd>{s.docs_without_terms}</dd>
+                        <dt>"Classes"</dt><dd id="classes">{classes}</dd>
+                        <dt>"Vocabulary"</dt><dd>{format!("{} ({} terms), {} distinct terms matched", s.vocabulary, s.vocabulary_terms, s.distinct_matched)}</dd>
+                    </dl>
+                </section>
+            }
+        })
+    }
+}
+
+#[component]
+fn NumberField(id: &'static str, label: &'static str, help: &'static str, value: RwSignal<String>, errors: Signal<Vec<FieldError>>) -> impl IntoView {
+    let error = move || errors.get().into_iter().find(|e| e.field == id).map(|e| e.message);
+    let err_id = format!("{id}-err");
+    view! {
+        <label class="field" class:invalid=move || error().is_some()>
+            <span class="name">{label}</span>
+            <input
+                id=id
+                type="text"
+                inputmode="decimal"
+                prop:value=move || value.get()
+                on:input=move |ev| value.set(event_target_value(&ev))
+                aria-invalid=move || error().is_some().to_string()
+                aria-describedby=err_id.clone()
+            />
+            <span class="help">{help}</span>
+            <span class="field-error" id=err_id role="status">{error}</span>
+        </label>
+    }
+}
+
+#[component]
+fn Privacy() -> impl IntoView {
+    let app = app();
+    let f = app.settings;
+    let vocab_len = move || app.summary.get().map(|s| s.vocabulary_terms);
+    let parsed = Memo::new(move |_| f.parse(vocab_len()));
+    let errors = Signal::derive(move || parsed.get().err().unwrap_or_default());
+    let preset = move |v: f64, k: f64| {
+        f.eps_voc.set(v.to_string());
+        f.eps_kde.set(k.to_string());
+    };
+    let ledger_note = move || {
+        let s = app.summary.get()?;
+        let planned = parsed.get().ok().map(|p: RunSettings| p.epsilon());
+        Some(match (s.earlier_runs, planned) {
+            (0, Some(p)) => format!("No earlier run on this corpus in this browser. This run spends ε = {p}."),
+            (n, Some(p)) => format!(
+                "This corpus already had {n} run(s) in this browser, spending ε = {:.3}. Running again adds ε = {p}: the total becomes ε = {:.3}.",
+                s.spent_before,
+                s.spent_before + p
+            ),
+            (n, None) => format!("Spent on this corpus so far: ε = {:.3} over {n} run(s).", s.spent_before),
+        })
+    };
+    view! {
+        <Show when=move || app.summary.get().is_some()>
+            <section aria-labelledby="priv-h" class="card">
+                <h2 id="priv-h">"3. Privacy settings"</h2>
+                <p class="hint">
+                    "ε (epsilon) bounds how much the output can depend on any one document: the smaller, the stronger the "
+                    "protection and the noisier the result. The whole run is (ε_voc + ε_kde)-differentially private."
+                </p>
+                <div class="presets" role="group" aria-label="Presets from the paper">
+                    <span>"Presets from the paper:"</span>
+                    <button on:click=move |_| preset(1.0, 5.0)>"ε_voc 1 · ε_kde 5"</button>
+                    <button on:click=move |_| preset(1.0, 10.0)>"ε_voc 1 · ε_kde 10"</button>
+                    <button on:click=move |_| preset(5.0, 5.0)>"ε_voc 5 · ε_kde 5"</button>
+                    <button on:click=move |_| preset(5.0, 10.0)>"ε_voc 5 · ε_kde 10"</button>
+                </div>
+                <div class="grid">
+                    <NumberField id="eps_voc" label="ε_voc" help="vocabulary selection" value=f.eps_voc errors=errors />
+                    <NumberField id="eps_kde" label="ε_kde" help="keyphrase sequences" value=f.eps_kde errors=errors />
+                    <NumberField id="terms_per_doc" label="S" help="terms per document counted" value=f.terms_per_doc errors=errors />
+                    <NumberField id="top_n" label="N" help="private vocabulary size" value=f.top_n errors=errors />
+                    <NumberField id="len" label="L" help="keyphrases per sequence" value=f.len errors=errors />
+                    <NumberField id="features" label="I" help="random features" value=f.features errors=errors />
+                    <NumberField id="per_class" label="Sequences per class" help="how many to sample" value=f.per_class errors=errors />
+                    <NumberField id="bandwidth" label="h" help="kernel bandwidth (smaller: sharper)" value=f.bandwidth errors=errors />
+                    <label class="field">
+                        <span class="name">"Sampler"</span>
+                        <select id="sampler" on:change=move |ev| f.sampler.set(event_target_value(&ev))>
+                            {["independent", "iterative-log", "iterative-linear"]
+                                .into_iter()
+                                .map(|s| view! { <option value=s selected=move || f.sampler.get() == s>{s}</option> })
+                                .collect_view()}
+                        </select>
+                        <span class="help">"iterative: each keyphrase depends on the ones before"</span>
+                    </label>
+                </div>
+                <p class="ledger" id="ledger-note" role="note">{ledger_note}</p>
+                <div class="actions">
+                    <button
+                        id="evaluate"
+                        title="Trains classifiers on DP sequences of each sampler and tests them on held-out documents"
+                        prop:disabled=move || {
+                            app.busy() || parsed.get().is_err() || app.summary.get().is_none_or(|s| s.classes.len() < 2)
+                        }
+                        on:click=move |_| {
+                            if let Ok(s) = parsed.get_untracked() {
+                                app.evaluate(s)
+                            }
+                        }
+                    >
+                        "Check utility first (no ε spent, not DP)"
+                    </button>
+                    <button
+                        id="run"
+                        class="primary"
+                        prop:disabled=move || app.busy() || parsed.get().is_err()
+                        on:click=move |_| {
+                            if let Ok(s) = parsed.get_untracked() {
+                                app.run(s)
+                            }
+                        }
+                    >
+                        "Run (spends ε)"
+                    </button>
+                </div>
+            </section>
+        </Show>
+    }
+}
+
+#[component]
+fn Progress() -> impl IntoView {
+    let app = app();
+    let rows = move || {
+        app.stages
+            .get()
+            .into_iter()
+            .map(|(stage, st)| {
+                let (value, max, text) = match &st {
+                    StageState::Waiting => (0.0, 1.0, "waiting".to_string()),
+                    StageState::Running { done, total } if *total > 0 => {
+                        (*done as f64, *total as f64, format!("{}%", (100 * done / total).min(100)))
+                    }
+                    StageState::Running { .. } => (0.0, 1.0, "working…".to_string()),
+                    StageState::Done { seconds, note } => (1.0, 1.0, format!("done in {seconds:.1} s: {note}")),
+                    StageState::Failed => (0.0, 1.0, "stopped".to_string()),
+                };
+                let key = serde_json::to_string(&stage).unwrap_or_default().replace('"', "");
+                view! {
+                    <li class="stage" data-stage=key data-state=format!("{st:?}").split([' ', '{']).next().unwrap_or("").to_lowercase()>
+                        <span class="name">{stage.title()}</span>
+                        <progress max=max value=value aria-label=stage.title()></progress>
+                        <span class="status">{text}</span>
+                    </li>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <Show when=move || !app.stages.get().is_empty()>
+            <section aria-labelledby="prog-h" class="card" aria-live="polite">
+                <h2 id="prog-h">"4. Progress"</h2>
+                <ul class="stages">{rows}</ul>
+                <Show when=move || app.busy()>
+                    <button id="cancel" on:click=move |_| app.cancel()>"Cancel"</button>
+                </Show>
+            </section>
+        </Show>
+    }
+}
+
+/// The utility check: accuracy of each arm as a bar, with the warning that these figures are
+/// not differentially private.
+#[component]
+fn Utility() -> impl IntoView {
+    let app = app();
+    move || {
+        app.evaluation.get().map(|r| {
+            let rows = r
+                .arms
+                .iter()
+                .map(|a| {
+                    let w = format!("width: {:.1}%", 100.0 * a.accuracy_mean.clamp(0.0, 1.0));
+                    view! {
+                        <li>
+                            <span class="term">{format!("{} · {}", a.arm, a.view)}</span>
+                            <span class="bar"><span style=w></span></span>
+                            <span class="count">{format!("{:.2} ± {:.2}", a.accuracy_mean, a.accuracy_std)}</span>
+                            <span class="f1">{format!("macro-F1 {:.2}", a.macro_f1_mean)}</span>
+                        </li>
+                    }
+                })
+                .collect_view();
+            view! {
+                <section aria-labelledby="util-h" class="card" id="utility">
+                    <h2 id="util-h">"Utility check"</h2>
+                    <p class="warning" role="note">
+                        <strong>"Not differentially private. "</strong>
+                        "These figures are computed on your private documents: they are for your eyes only. "
+                        "They are not in any download or report, and this check spent no ε (nothing was released)."
+                    </p>
+                    <p class="hint">
+                        {format!(
+                            "Accuracy on {} held-out documents (20%, 3 repetitions) of a classifier trained on each kind of sequence.                              dp-…: DP keyphrase sequences of each sampler; nonprivate: the documents' own sequences (upper bound);                              majority: always the largest class (floor). Pick the sampler that keeps the most.",
+                            r.arms.first().map_or(0, |a| a.n_test)
+                        )}
+                    </p>
+                    <ol class="bars utility" id="utility-arms">{rows}</ol>
+                </section>
+            }
+        })
+    }
+}
+
+#[component]
+fn Results() -> impl IntoView {
+    let app = app();
+    move || {
+        app.result.get().map(|r| {
+            let max = r.vocabulary.iter().map(|(_, c)| *c).max().unwrap_or(1).max(1) as f64;
+            let bars = r
+                .vocabulary
+                .iter()
+                .take(20)
+                .map(|(t, c)| {
+                    let w = format!("width: {:.1}%", 100.0 * (*c).max(0) as f64 / max);
+                    view! {
+                        <li>
+                            <span class="term">{t.clone()}</span>
+                            <span class="bar"><span style=w></span></span>
+                            <span class="count">{*c}</span>
+                        </li>
+                    }
+                })
+                .collect_view();
+            let mut labels: Vec<Option<String>> = r.sequences.iter().map(|s| s.label.clone()).collect();
+            labels.dedup();
+            let examples = labels
+                .into_iter()
+                .map(|l| {
+                    let items = r
+                        .sequences
+                        .iter()
+                        .filter(|s| s.label == l)
+                        .take(4)
+                        .map(|s| view! { <li>{s.keyphrases.join(" · ")}</li> })
+                        .collect_view();
+                    view! {
+                        <h4>{l.clone().unwrap_or_else(|| "(unlabelled)".into())}</h4>
+                        <ul class="sequences">{items}</ul>
+                    }
+                })
+                .collect_view();
+            let r2 = r.clone();
+            let r3 = r.clone();
+            let r4 = r.clone();
+            view! {
+                <section aria-labelledby="res-h" class="card" id="results">
+                    <h2 id="res-h">"5. Private keyphrases"</h2>
+                    <p class="ledger" id="spent">
+                        {format!(
+                            "This run spent ε = {:.3}; total on this corpus in this browser: ε = {:.3}. {} terms embedded, {} from this browser's cache.",
+                            r.epsilon_run, r.epsilon_total, r.embedded_fresh, r.embedded_from_cache
+                        )}
+                    </p>
+                    <div class="two">
+                        <div>
+                            <h3>"Top private vocabulary terms (noisy counts)"</h3>
+                            <ol class="bars" id="top-terms">{bars}</ol>
+                        </div>
+                        <div>
+                            <h3>"Example sequences per class"</h3>
+                            {examples}
+                        </div>
+                    </div>
+                    <h3>"Download (DP outputs only)"</h3>
+                    <div class="actions">
+                        <button id="dl-jsonl" on:click=move |_| download::sequences_jsonl(&r2)>"Keyphrase sequences (JSONL)"</button>
+                        <button id="dl-csv" on:click=move |_| download::sequences_csv(&r3)>"Keyphrase sequences (CSV)"</button>
+                        <button id="dl-report" on:click=move |_| download::report(&r4)>"Privacy report (JSON)"</button>
+                    </div>
+                </section>
+            }
+        })
+    }
+}
+
+#[component]
+fn ModelPanel() -> impl IntoView {
+    let app = app();
+    let pick = move |which: usize| {
+        move |ev: leptos::ev::Event| {
+            let input: web_sys::HtmlInputElement = event_target(&ev);
+            app.choose_model_file(which, files_of(input.files()).into_iter().next());
+        }
+    };
+    view! {
+        <section aria-labelledby="model-h" class="card">
+            <h2 id="model-h">"Embedding model"</h2>
+            <p id="model-status">{move || app.model.get()}</p>
+            <div class="actions">
+                <button id="model-check" prop:disabled=move || app.busy() on:click=move |_| app.model_check()>
+                    "Check the bundled model against reference vectors"
+                </button>
+            </div>
+            <p id="model-check-result" role="status">{move || app.model_check.get()}</p>
+            <details id="own-model">
+                <summary>"Use my own model (ONNX sentence-embedding model + tokenizer.json)"</summary>
+                <div class="fields">
+                    <label>"Model (.onnx)" <input id="model-file" type="file" accept=".onnx" on:change=pick(0) /></label>
+                    <label>"Tokenizer (tokenizer.json)" <input id="tokenizer-file" type="file" accept=".json" on:change=pick(1) /></label>
+                </div>
+                <div class="actions">
+                    <button id="use-model" prop:disabled=move || app.busy() on:click=move |_| app.use_own_model()>"Use this model"</button>
+                    <button prop:disabled=move || app.busy() on:click=move |_| app.use_bundled_model()>"Back to the bundled model"</button>
+                </div>
+            </details>
+        </section>
+    }
+}
+
+#[component]
+fn BenchPanel() -> impl IntoView {
+    let app = app();
+    view! {
+        <section class="card" aria-labelledby="bench-h">
+            <h2 id="bench-h">"Benchmark"</h2>
+            <button id="bench" prop:disabled=move || app.busy() on:click=move |_| app.bench(256)>"Embed 256 terms at batch 1 and 32"</button>
+            <pre id="bench-result">{move || app.bench.get().map(|b| serde_json::to_string_pretty(&b).unwrap_or_default())}</pre>
         </section>
     }
 }

@@ -48,15 +48,27 @@ export async function launch() {
   return { context, close: async () => { await context.close(); fs.rmSync(userDataDir, { recursive: true, force: true }); } };
 }
 
-/** Records console errors, page errors and requests to other origins on `page`. */
-export function guard(page, origin) {
+/**
+ * Records console errors, page errors and requests to other origins on `page`.
+ * `allow.origins`: extra origins the page may call (the test LLM endpoint the user configured);
+ * `allow.console`: a RegExp of console errors expected in this test (e.g. injected HTTP 500s).
+ * Requests are also kept in `problems.requests`, so tests can inspect what was sent where.
+ */
+export function guard(page, origin, allow = {}) {
   const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
+  problems.requests = [];
+  const origins = new Set([origin, ...(allow.origins ?? [])]);
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (allow.console && allow.console.test(m.text())) return;
+    problems.push(`console error: ${m.text()}`);
+  });
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('request', (r) => {
     const u = r.url();
     if (u.startsWith('data:') || u.startsWith('blob:')) return;
-    if (new URL(u).origin !== origin) problems.push(`request to another origin: ${u}`);
+    problems.requests.push({ url: u, method: r.method(), body: r.postData() ?? '' });
+    if (!origins.has(new URL(u).origin)) problems.push(`request to another origin: ${u}`);
   });
   page.on('requestfailed', (r) => {
     if (new URL(r.url()).origin === origin) problems.push(`request failed: ${r.url()} (${r.failure()?.errorText})`);
@@ -82,3 +94,35 @@ export async function runTests(tests) {
 }
 
 export function assert(cond, msg) { if (!cond) throw new Error(msg); }
+
+/**
+ * Starts the local OpenAI-compatible test server (built by `cargo test` as
+ * target/debug/dpkps-llm-test-server); resolves to { url, origin, control, requests, close }.
+ */
+export async function startLlmServer() {
+  const { spawn } = await import('node:child_process');
+  const bin = path.join(ROOT, 'target', 'debug', 'dpkps-llm-test-server');
+  assert(fs.existsSync(bin), `${bin} is missing: run \`cargo test\` (or cargo build --bin dpkps-llm-test-server) first`);
+  const child = spawn(bin, ['--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const base = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening (http:\/\/[0-9.:]+)/);
+      if (m) resolve(m[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`test server exited (${code})`)));
+  });
+  const call = async (p, body) => {
+    const r = await fetch(base + p, body === undefined ? {} : { method: 'POST', body: JSON.stringify(body) });
+    return r.json();
+  };
+  return {
+    url: `${base}/v1`,
+    origin: new URL(base).origin,
+    control: (c) => call('/_control', c),
+    reset: () => call('/_reset', {}),
+    requests: () => call('/_requests'),
+    close: () => { child.kill(); },
+  };
+}

@@ -1,0 +1,264 @@
+//! `dpkps evaluate`: the utility evaluation of issue 7 (core in [`crate::eval`]).
+//!
+//! Reads the corpus, shapes the task, holds out a stratified part, runs the DP pipeline on
+//! the rest once per seed and sampler, and prints accuracy and macro-F1 per arm. With
+//! `--synthetic`, also scores synthetic documents (e.g. LLM output) by their text embeddings.
+//!
+//! Nothing is released and nothing is recorded in the privacy ledger: the DP artefacts built
+//! inside the evaluation are dropped, and the figures it prints are computed on private data
+//! (so they are NOT differentially private; the output says so).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::BufReader;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+
+use super::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_json, CliError, CorpusArgs, PipelineInputs};
+use crate::corpus::{self, Fields, Format, Ingest};
+use crate::dp::vocabulary::VocabParams;
+use crate::dp::SecureRng;
+use crate::eval::classifier::SoftmaxParams;
+use crate::eval::{EvalParams, EvalReport, Evaluation, Task};
+use crate::kde::Sampler;
+use crate::vocab::Matcher;
+
+/// Sequences per class for the sampler arms unless `--per-class` says otherwise: enough
+/// training examples for the classifier, cheap enough to sample (see the README).
+const EVAL_PER_CLASS: &str = "300";
+
+#[derive(Args)]
+#[command(mut_arg("sampler", |a| a
+    .default_value("all")
+    .help("Samplers to evaluate: \"all\", or a comma-separated list of independent, iterative-linear, iterative-log")))]
+#[command(mut_arg("per_class", |a| a.default_value(EVAL_PER_CLASS).help("Sequences sampled per class for each sampler arm")))]
+pub(crate) struct EvaluateArgs {
+    #[command(flatten)]
+    inputs: PipelineInputs,
+    /// Fraction of every class held out for testing (stratified), strictly between 0 and 1.
+    #[arg(long, default_value_t = 0.2)]
+    holdout: f64,
+    /// Repetitions, each with a fresh split and fresh DP noise (mean and spread are reported).
+    #[arg(long, default_value_t = 3)]
+    seeds: usize,
+    /// Seed of the first repetition's split (repetition r uses SEED + r).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Task: this label against all the others, the others subsampled to its size.
+    #[arg(long, conflicts_with = "top_classes")]
+    one_vs_rest: Option<String>,
+    /// With --one-vs-rest: keep every other document instead of subsampling to balance.
+    #[arg(long, requires = "one_vs_rest")]
+    no_balance: bool,
+    /// Task: the K most frequent labels (other documents are left out) [default: all labels].
+    #[arg(long)]
+    top_classes: Option<usize>,
+    /// Also run the samplers with the noise switched off (exact top-N vocabulary, noiseless
+    /// KDE): the "no DP" comparison.
+    #[arg(long)]
+    no_dp: bool,
+    /// L2 penalty of the classifier (the same for every arm).
+    #[arg(long, default_value_t = SoftmaxParams::default().l2)]
+    l2: f64,
+    /// Synthetic documents to score (JSONL with fields "text" and "label"): a classifier on
+    /// their text embeddings, tested on the held-out documents' text embeddings.
+    #[arg(long)]
+    synthetic: Option<PathBuf>,
+    /// Write the report (one object per arm and view, the parameters, the task) here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+fn samplers(spec: &str) -> Result<Vec<Sampler>, CliError> {
+    if spec.trim() == "all" {
+        return Ok(vec![Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog]);
+    }
+    let mut out = Vec::new();
+    for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let s = Sampler::parse(name).ok_or_else(|| CliError::Input {
+            path: "--sampler".into(),
+            message: format!("unknown sampler {name:?}; use all, or a list of independent, iterative-linear, iterative-log"),
+        })?;
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
+    let t0 = Instant::now();
+    if args.inputs.corpus.label_col.is_none() && !args.inputs.corpus.label_from_dir {
+        return Err(CliError::Input {
+            path: "--label-col".into(),
+            message: "the evaluation needs class labels: give the label column (or --label-from-dir)".into(),
+        });
+    }
+    let task = match (&args.one_vs_rest, args.top_classes) {
+        (Some(positive), _) => Task::OneVsRest { positive: positive.clone(), balance: !args.no_balance },
+        (None, Some(k)) => Task::TopClasses { k },
+        (None, None) => Task::AllClasses,
+    };
+    let params = EvalParams {
+        task,
+        holdout: args.holdout,
+        seeds: (0..args.seeds as u64).map(|r| args.seed.wrapping_add(r)).collect(),
+        vocab: VocabParams { epsilon: args.inputs.dp.eps_voc, top_n: args.inputs.dp.top_n, terms_per_doc: args.inputs.dp.terms_per_doc },
+        eps_kde: args.inputs.kde.eps_kde,
+        len: args.inputs.kde.len,
+        features: args.inputs.kde.features,
+        kde_terms_per_doc: args.inputs.kde.kde_terms_per_doc,
+        per_class: args.inputs.kde.per_class,
+        samplers: samplers(&args.inputs.kde.sampler)?,
+        no_dp_arms: args.no_dp,
+        bandwidth: args.inputs.kde.bandwidth,
+        classifier: SoftmaxParams { l2: args.l2, ..SoftmaxParams::default() },
+    };
+    let public = load_vocabulary(&args.inputs.vocab.vocabulary)?;
+    // Check everything that does not need the data before reading it.
+    params.validate(public.len()).map_err(crate::eval::EvalError::from)?;
+    let matcher = Matcher::new(&public)?;
+    let mc = read_corpus(&args.inputs.corpus, Some(&matcher), params.keep())?;
+    print_stats(&mc);
+
+    let mut rng = SecureRng::from_os()?;
+    let mut progress = |what: &str, done: usize, total: usize| eprint!("\r\x1b[K{what}: {done}/{total}");
+    let ev = Evaluation::prepare(&mc, &public, params, &mut rng, &mut progress)?;
+    eprintln!();
+    let s = ev.summary();
+    eprintln!(
+        "task: {} classes, {} documents ({} unlabelled and {} of other classes left out); {} train / {} test per seed",
+        s.classes.len(),
+        s.documents,
+        s.unlabelled_left_out,
+        s.other_left_out,
+        s.train_docs,
+        s.test_docs
+    );
+
+    let mut embedder = load_model(&args.inputs.model)?;
+    let ids = ev.terms_to_embed();
+    let t1 = Instant::now();
+    let emb = crate::embed::embed_terms(&public, &ids, embedder.as_mut(), 32, &mut |done, total| {
+        if done == total || done % 1024 == 0 {
+            eprint!("\r\x1b[Kembedding terms: {done}/{total}");
+        }
+    })?;
+    eprintln!(" ({:.1} s)", t1.elapsed().as_secs_f64());
+    let mut report = ev.run(&emb, &mut rng, &mut progress)?;
+    eprintln!();
+
+    if let Some(path) = &args.synthetic {
+        let synthetic = read_synthetic(path)?;
+        let texts = document_texts(&args.inputs.corpus, ev.documents())?;
+        let t2 = Instant::now();
+        let doc_emb = embed_texts(embedder.as_mut(), &texts, "embedding held-out and training texts")?;
+        let syn_texts: Vec<String> = synthetic.iter().map(|s| s.0.clone()).collect();
+        let syn_emb = embed_texts(embedder.as_mut(), &syn_texts, "embedding synthetic texts")?;
+        eprintln!("embedded {} texts ({:.1} s)", texts.len() + syn_texts.len(), t2.elapsed().as_secs_f64());
+        let pairs: Vec<(Vec<f32>, String)> = syn_emb.into_iter().zip(synthetic.into_iter().map(|s| s.1)).collect();
+        let (arms, summary) = ev.text_view(&doc_emb, &pairs, &mut progress)?;
+        eprintln!();
+        report.arms.extend(arms);
+        report.synthetic = Some(summary);
+    }
+
+    print_table(&report);
+    let secs = t0.elapsed().as_secs_f64();
+    eprintln!("evaluation took {secs:.1} s; nothing was released and the privacy ledger was not touched");
+    if let Some(path) = &args.json {
+        let mut value = serde_json::to_value(&report).unwrap_or_default();
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("public_vocabulary".into(), public.name.clone().into());
+            obj.insert("model_checksum".into(), embedder.checksum().into());
+            obj.insert("wall_seconds".into(), secs.into());
+        }
+        write_json(path, &value)?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// The table on stdout (one row per arm and view), then the privacy note.
+fn print_table(r: &EvalReport) {
+    let s = &r.task;
+    let classes: Vec<String> = s.classes.iter().zip(&s.class_docs).map(|(c, n)| format!("{c}: {n}")).collect();
+    println!("task: {} ({} documents); {} seed(s)", classes.join(", "), s.documents, r.params.seeds.len());
+    println!(
+        "held out {:.0}%: {} train / {} test documents; test documents without a matched term (left out of the sequence views): {:.1}",
+        r.params.holdout * 100.0,
+        s.train_docs,
+        s.test_docs,
+        s.test_docs_without_terms
+    );
+    println!(
+        "ε_voc = {}, ε_kde = {}, N = {}, S = {}, L = {}, M = {}, sequences per class = {}",
+        r.params.vocab.epsilon,
+        r.params.eps_kde,
+        r.params.vocab.top_n,
+        r.params.vocab.terms_per_doc,
+        r.params.len,
+        r.params.kde_terms_per_doc,
+        r.params.per_class
+    );
+    println!("{:<24} {:<10} {:>15} {:>15} {:>8} {:>7} {:>6}", "arm", "view", "accuracy", "macro-F1", "n_train", "n_test", "I");
+    for a in &r.arms {
+        let i = a.runs.first().and_then(|x| x.features).map_or("-".to_string(), |i| i.to_string());
+        println!(
+            "{:<24} {:<10} {:>7.3} ± {:<5.3} {:>7.3} ± {:<5.3} {:>8} {:>7} {:>6}",
+            a.arm, a.view, a.accuracy_mean, a.accuracy_std, a.macro_f1_mean, a.macro_f1_std, a.n_train, a.n_test, i
+        );
+    }
+    println!("NOTE: {}", r.note);
+}
+
+/// (text, label) of every synthetic document; documents without a label are kept with an
+/// empty label (the evaluation counts them as having an unknown label).
+fn read_synthetic(path: &PathBuf) -> Result<Vec<(String, String)>, CliError> {
+    let name = path.display().to_string();
+    let format = Format::from_path(&name).unwrap_or(Format::Jsonl);
+    let fields = Fields { text: Some("text".into()), label: Some("label".into()) };
+    let file = File::open(path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
+    let mut ingest = Ingest::new(true);
+    let mut out = Vec::new();
+    corpus::stream(BufReader::new(file), &name, format, &fields, None, &mut ingest, &mut |d| {
+        out.push((d.text.to_string(), d.label.unwrap_or("").to_string()));
+    })?;
+    ingest.finish(&name)?;
+    Ok(out)
+}
+
+/// The texts of the corpus documents at `indices` (document order as in the matched corpus:
+/// the same readers, so the same documents in the same order), in the order of `indices`.
+fn document_texts(args: &CorpusArgs, indices: &[usize]) -> Result<Vec<String>, CliError> {
+    let want: HashMap<usize, usize> = indices.iter().enumerate().map(|(k, &i)| (i, k)).collect();
+    let mut out = vec![String::new(); indices.len()];
+    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone() };
+    let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
+    let mut next = 0usize;
+    for input in inputs(args)? {
+        let name = input.path.display().to_string();
+        let file = File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
+        corpus::stream(BufReader::with_capacity(1 << 20, file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest, &mut |d| {
+            if let Some(&k) = want.get(&next) {
+                out[k] = d.text.to_string();
+            }
+            next += 1;
+        })?;
+    }
+    Ok(out)
+}
+
+/// Sentence embeddings of whole texts (the model truncates long ones), 16 at a time.
+fn embed_texts(model: &mut dyn crate::embed::Embed, texts: &[String], what: &str) -> Result<Vec<Vec<f32>>, CliError> {
+    let mut out = Vec::with_capacity(texts.len());
+    for chunk in texts.chunks(16) {
+        let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
+        out.extend(model.embed(&refs)?);
+        eprint!("\r\x1b[K{what}: {}/{}", out.len(), texts.len());
+    }
+    eprintln!();
+    Ok(out)
+}

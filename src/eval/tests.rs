@@ -1,0 +1,200 @@
+//! End-to-end tests of the evaluation core on a small synthetic corpus with synthetic
+//! embeddings (no model).
+
+use super::*;
+use crate::corpus::IngestStats;
+use crate::pipeline::MatchedDoc;
+
+const DIM: usize = 8;
+
+/// 60 terms in three clusters of 20 (cluster c around axis c), unit length.
+fn embeddings() -> TermEmbeddings {
+    let mut emb = TermEmbeddings::new(DIM);
+    for t in 0..60u32 {
+        let c = (t / 20) as usize;
+        let mut v = vec![0f32; DIM];
+        v[c] = 1.0;
+        v[3 + (t as usize % 5)] = 0.3;
+        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        v.iter_mut().for_each(|x| *x /= n);
+        emb.insert(t, &v).unwrap();
+    }
+    emb
+}
+
+fn vocab() -> PublicVocabulary {
+    let list: String = (0..60).map(|i| format!("term{i}\n")).collect();
+    PublicVocabulary::parse("v", list.as_bytes()).unwrap()
+}
+
+/// `sizes[c]` documents of class "c{c}", each with 6 distinct terms of cluster c; plus two
+/// documents without terms and one without a label.
+fn corpus(sizes: &[usize]) -> MatchedCorpus {
+    let mut docs = Vec::new();
+    for (c, &n) in sizes.iter().enumerate() {
+        for k in 0..n {
+            let terms = (0..6u32).map(|j| c as u32 * 20 + ((k as u32 * 7 + j * 3) % 20)).collect::<Vec<_>>();
+            let mut t = terms.clone();
+            t.dedup();
+            docs.push(MatchedDoc { label: Some(format!("c{c}")), terms });
+        }
+    }
+    docs.push(MatchedDoc { label: Some("c0".into()), terms: vec![] });
+    docs.push(MatchedDoc { label: Some("c1".into()), terms: vec![] });
+    docs.push(MatchedDoc { label: None, terms: vec![1, 2] });
+    MatchedCorpus { docs, stats: IngestStats::default(), fingerprint: "f".into(), keep: 10, docs_without_terms: 2 }
+}
+
+fn params(task: Task) -> EvalParams {
+    EvalParams {
+        task,
+        holdout: 0.25,
+        seeds: vec![1, 2],
+        vocab: VocabParams { epsilon: 5.0, top_n: 60, terms_per_doc: 6 },
+        eps_kde: 10.0,
+        len: 4,
+        features: Some(256),
+        kde_terms_per_doc: 6,
+        per_class: 40,
+        samplers: vec![Sampler::Independent, Sampler::IterativeLinear],
+        no_dp_arms: true,
+        bandwidth: 1.0,
+        classifier: SoftmaxParams::default(),
+    }
+}
+
+fn run(mc: &MatchedCorpus, p: EvalParams) -> Result<EvalReport, EvalError> {
+    let mut rng = SecureRng::seeded_for_tests(3);
+    let ev = Evaluation::prepare(mc, &vocab(), p, &mut rng, &mut |_, _, _| {})?;
+    let emb = embeddings();
+    assert!(ev.terms_to_embed().iter().all(|&t| emb.contains(t)));
+    ev.run(&emb, &mut rng, &mut |_, _, _| {})
+}
+
+fn arm<'r>(r: &'r EvalReport, name: &str, view: &str) -> &'r ArmReport {
+    r.arms.iter().find(|a| a.arm == name && a.view == view).unwrap_or_else(|| panic!("no arm {name}/{view}"))
+}
+
+#[test]
+fn arms_views_and_counts() {
+    let mc = corpus(&[30, 20, 10]);
+    let r = run(&mc, params(Task::AllClasses)).unwrap();
+    assert_eq!(r.task.classes, ["c0", "c1", "c2"]);
+    assert_eq!(r.task.class_docs, [31, 21, 10]);
+    assert_eq!((r.task.unlabelled_left_out, r.task.other_left_out), (1, 0));
+    // round(0.25·31) + round(0.25·21) + round(0.25·10) = 8 + 5 + 3 (2.5 rounds away from 0)
+    assert_eq!(r.task.test_docs, 16);
+    let names: Vec<(&str, &str)> = r.arms.iter().map(|a| (a.arm.as_str(), a.view.as_str())).collect();
+    for want in [
+        ("majority", "none"),
+        ("nonprivate", "embedding"),
+        ("nonprivate", "bag"),
+        ("dp-independent", "embedding"),
+        ("dp-iterative-linear", "bag"),
+        ("nodp-independent", "embedding"),
+        ("nodp-iterative-linear", "bag"),
+    ] {
+        assert!(names.contains(&want), "{want:?} missing from {names:?}");
+    }
+    assert_eq!(r.arms.len(), 1 + 2 * 5);
+    for a in &r.arms {
+        assert_eq!(a.runs.len(), 2);
+        assert!((0.0..=1.0).contains(&a.accuracy_mean) && (0.0..=1.0).contains(&a.macro_f1_mean));
+    }
+    // Sampler arms train on per_class sequences per class.
+    assert_eq!(arm(&r, "dp-independent", "embedding").n_train, 3 * 40);
+    assert_eq!(arm(&r, "nodp-iterative-linear", "embedding").runs[0].features, Some(256));
+    assert!(r.note.contains("NOT differentially private"));
+}
+
+#[test]
+fn majority_is_the_test_prior_and_separable_classes_are_learned() {
+    let mc = corpus(&[30, 20, 10]);
+    let r = run(&mc, params(Task::AllClasses)).unwrap();
+    let maj = arm(&r, "majority", "none");
+    // Test docs with terms: c0 has 8 held out of which the empty one may be one.
+    for run in &maj.runs {
+        assert!(run.n_test >= 14 && run.n_test <= 16);
+        let c0_with_terms = run.accuracy * run.n_test as f64;
+        assert!((c0_with_terms - c0_with_terms.round()).abs() < 1e-9);
+        assert!(c0_with_terms.round() >= 7.0 && c0_with_terms.round() <= 8.0, "{run:?}");
+    }
+    // Clusters are disjoint: the real sequences and the noiseless samplers separate them.
+    for name in ["nonprivate", "nodp-independent", "nodp-iterative-linear"] {
+        let a = arm(&r, name, "embedding");
+        assert!(a.accuracy_mean > 0.95, "{name}: {a:?}");
+        assert!(a.accuracy_mean > maj.accuracy_mean);
+    }
+    // With ε = 5 + 10 on this easy task the DP arms must beat the floor too.
+    assert!(arm(&r, "dp-independent", "embedding").accuracy_mean > maj.accuracy_mean + 0.2, "{:#?}", r.arms.iter().map(|a| (&a.arm, &a.view, a.accuracy_mean)).collect::<Vec<_>>());
+}
+
+#[test]
+fn tasks_shape_the_classes() {
+    let mc = corpus(&[30, 20, 10]);
+    let mut p = params(Task::OneVsRest { positive: "c1".into(), balance: true });
+    p.samplers.clear();
+    let r = run(&mc, p.clone()).unwrap();
+    assert_eq!(r.task.classes, ["c1", REST]);
+    assert_eq!(r.task.class_docs, [21, 21], "the rest is subsampled to the positive class");
+    assert_eq!(r.task.other_left_out, 62 - 42);
+    assert_eq!(r.arms.len(), 3, "majority and nonprivate in two views");
+
+    p.task = Task::TopClasses { k: 2 };
+    let r = run(&mc, p.clone()).unwrap();
+    assert_eq!((r.task.classes.clone(), r.task.other_left_out), (vec!["c0".to_string(), "c1".to_string()], 10));
+}
+
+#[test]
+fn bad_inputs_are_explained() {
+    let mc = corpus(&[30, 20, 4]);
+    let err = |p: EvalParams| run(&mc, p).unwrap_err().to_string();
+    let e = err(params(Task::AllClasses));
+    assert!(e.contains("\"c2\" has only 4 document(s)"), "{e}");
+    for h in [0.0, 1.0, f64::NAN] {
+        let mut p = params(Task::TopClasses { k: 2 });
+        p.holdout = h;
+        assert!(err(p).contains("held-out fraction"));
+    }
+    let e = err(params(Task::OneVsRest { positive: "nope".into(), balance: true }));
+    assert!(e.contains("no document has the label \"nope\"") && e.contains("\"c0\""), "{e}");
+    assert!(err(params(Task::TopClasses { k: 9 })).contains("needs at least 2"));
+    let mut p = params(Task::TopClasses { k: 2 });
+    p.len = 20;
+    assert!(err(p).contains("keeping 10 terms"));
+    let unlabelled = MatchedCorpus { docs: vec![MatchedDoc { label: None, terms: vec![1] }], ..corpus(&[]) };
+    assert!(matches!(run(&unlabelled, params(Task::AllClasses)), Err(EvalError::NoLabels)));
+}
+
+#[test]
+fn text_view_scores_synthetic_and_real_texts() {
+    let mc = corpus(&[30, 20, 10]);
+    let mut p = params(Task::AllClasses);
+    p.samplers.clear();
+    let mut rng = SecureRng::seeded_for_tests(3);
+    let ev = Evaluation::prepare(&mc, &vocab(), p, &mut rng, &mut |_, _, _| {}).unwrap();
+    let emb = embeddings();
+    // A document's "text embedding": its cluster's axis plus a little of its first term.
+    let text = |c: usize, t: u32| {
+        let mut v = emb.get(t).unwrap().to_vec();
+        v[c] += 1.0;
+        v
+    };
+    let docs: Vec<Vec<f32>> = ev
+        .documents()
+        .iter()
+        .map(|&i| {
+            let d = &mc.docs[i];
+            let c = d.label.as_deref().unwrap()[1..].parse::<usize>().unwrap();
+            text(c, c as u32 * 20 + d.terms.first().map_or(0, |t| t % 20))
+        })
+        .collect();
+    let synthetic: Vec<(Vec<f32>, String)> =
+        (0..30u32).map(|k| (text((k % 3) as usize, (k % 3) * 20 + k % 20), format!("c{}", k % 3))).chain([(vec![0.0; DIM], "zz".into())]).collect();
+    let (arms, summary) = ev.text_view(&docs, &synthetic, &mut |_, _, _| {}).unwrap();
+    assert_eq!((summary.used, summary.unknown_label_left_out), (30, 1));
+    let find = |n: &str| arms.iter().find(|a| a.arm == n).unwrap();
+    assert!(find("synthetic").accuracy_mean > 0.95 && find("real-text").accuracy_mean > 0.95);
+    assert_eq!(find("majority").n_test, 16);
+    assert!(matches!(ev.text_view(&docs[1..], &synthetic, &mut |_, _, _| {}), Err(EvalError::TextCount { .. })));
+}

@@ -1,0 +1,165 @@
+//! Prompts: the only text that leaves the page. Built from a template, the DP keyphrase
+//! sequences, the document type and class label (public by assumption, see `report`), and
+//! few-shot examples that the curator has marked as public. Nothing else goes in.
+
+use serde::{Deserialize, Serialize};
+
+/// The default template, after the paper's prompt.
+pub const DEFAULT_TEMPLATE: &str = "Write a realistic {doc_type} ({label}). It must mention these keyphrases, in any order: {keyphrases}.\nWrite only the document.";
+pub const DEFAULT_SYSTEM: &str = "You write realistic, fictional {doc_type}s. Invent every name, date and detail.";
+
+/// An example pair the curator marks as public (never a private document).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FewShot {
+    pub keyphrases: Vec<String>,
+    pub label: Option<String>,
+    pub text: String,
+}
+
+/// How prompts are written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PromptSettings {
+    pub doc_type: String,
+    pub system: String,
+    pub template: String,
+    pub few_shot: Vec<FewShot>,
+}
+
+impl Default for PromptSettings {
+    fn default() -> Self {
+        PromptSettings {
+            doc_type: "clinical note".into(),
+            system: DEFAULT_SYSTEM.into(),
+            template: DEFAULT_TEMPLATE.into(),
+            few_shot: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PromptError {
+    #[error("the prompt template must contain {{keyphrases}}, where the private keyphrases go")]
+    NoKeyphrases,
+    #[error("the document type is empty")]
+    NoDocType,
+    #[error("few-shot example {0} has no text")]
+    EmptyExample(usize),
+    #[error("few-shot example {0} must start with a line \"keyphrases: a, b, c\"")]
+    ExampleFormat(usize),
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: String,
+    pub content: String,
+}
+
+impl PromptSettings {
+    pub fn check(&self) -> Result<(), PromptError> {
+        if !self.template.contains("{keyphrases}") {
+            return Err(PromptError::NoKeyphrases);
+        }
+        if self.doc_type.trim().is_empty() {
+            return Err(PromptError::NoDocType);
+        }
+        if let Some(i) = self.few_shot.iter().position(|f| f.text.trim().is_empty()) {
+            return Err(PromptError::EmptyExample(i + 1));
+        }
+        Ok(())
+    }
+
+    fn fill(&self, text: &str, keyphrases: &[String], label: Option<&str>) -> String {
+        text.replace("{keyphrases}", &keyphrases.join(", "))
+            .replace("{doc_type}", self.doc_type.trim())
+            .replace("{label}", label.unwrap_or(self.doc_type.trim()))
+    }
+
+    /// The messages of one chat completion: system, few-shot pairs, the request.
+    pub fn messages(&self, keyphrases: &[String], label: Option<&str>) -> Vec<Message> {
+        let mut out = Vec::with_capacity(2 + 2 * self.few_shot.len());
+        if !self.system.trim().is_empty() {
+            out.push(Message { role: "system".into(), content: self.fill(&self.system, &[], label) });
+        }
+        for ex in &self.few_shot {
+            out.push(Message { role: "user".into(), content: self.fill(&self.template, &ex.keyphrases, ex.label.as_deref()) });
+            out.push(Message { role: "assistant".into(), content: ex.text.clone() });
+        }
+        out.push(Message { role: "user".into(), content: self.fill(&self.template, keyphrases, label) });
+        out
+    }
+}
+
+/// Parses few-shot examples typed by the curator: blocks separated by a blank line, each
+/// `keyphrases: a, b, c`, optionally `label: x`, then the example text.
+pub fn parse_examples(text: &str) -> Result<Vec<FewShot>, PromptError> {
+    let mut out = Vec::new();
+    for (n, block) in text.split("\n\n").map(str::trim).filter(|b| !b.is_empty()).enumerate() {
+        let mut keyphrases = None;
+        let mut label = None;
+        let mut body = Vec::new();
+        for line in block.lines() {
+            let lower = line.trim_start().to_ascii_lowercase();
+            if body.is_empty() && lower.starts_with("keyphrases:") {
+                let list = &line.trim_start()["keyphrases:".len()..];
+                keyphrases = Some(list.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect());
+            } else if body.is_empty() && lower.starts_with("label:") {
+                label = Some(line.trim_start()["label:".len()..].trim().to_string());
+            } else {
+                body.push(line);
+            }
+        }
+        let keyphrases: Vec<String> = keyphrases.ok_or(PromptError::ExampleFormat(n + 1))?;
+        let text = body.join("\n").trim().to_string();
+        if text.is_empty() {
+            return Err(PromptError::EmptyExample(n + 1));
+        }
+        out.push(FewShot { keyphrases, label, text });
+    }
+    Ok(out)
+}
+
+/// A rough token count (≈ 4 characters per token for English BPE vocabularies), for the
+/// estimate shown before anything is sent. Not used for any limit.
+pub fn estimate_tokens(messages: &[Message]) -> usize {
+    messages.iter().map(|m| m.content.chars().count().div_ceil(4) + 4).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_the_template_and_orders_messages() {
+        let mut p = PromptSettings::default();
+        p.few_shot.push(FewShot { keyphrases: vec!["cough".into()], label: Some("pulmo".into()), text: "Ex.".into() });
+        let m = p.messages(&["heart failure".into(), "edema".into()], Some("cardio"));
+        assert_eq!(m.iter().map(|m| m.role.as_str()).collect::<Vec<_>>(), ["system", "user", "assistant", "user"]);
+        assert!(m[0].content.contains("clinical notes"), "{}", m[0].content);
+        assert!(m[1].content.contains("(pulmo)") && m[1].content.contains(": cough."), "{}", m[1].content);
+        assert!(m[3].content.contains("(cardio)") && m[3].content.contains("heart failure, edema"), "{}", m[3].content);
+        assert!(estimate_tokens(&m) > 30);
+    }
+
+    #[test]
+    fn parses_examples() {
+        let ex = parse_examples("keyphrases: cough, fever\nlabel: pulmo\nA short note.\nSecond line.\n\n\nkeyphrases: edema\nText two.").unwrap();
+        assert_eq!(ex.len(), 2);
+        assert_eq!(ex[0].keyphrases, vec!["cough", "fever"]);
+        assert_eq!(ex[0].label.as_deref(), Some("pulmo"));
+        assert_eq!(ex[0].text, "A short note.\nSecond line.");
+        assert_eq!(ex[1].label, None);
+        assert_eq!(parse_examples("just text"), Err(PromptError::ExampleFormat(1)));
+        assert_eq!(parse_examples("keyphrases: a\n"), Err(PromptError::EmptyExample(1)));
+        assert_eq!(parse_examples("  \n"), Ok(vec![]));
+    }
+
+    #[test]
+    fn refuses_templates_without_keyphrases() {
+        let p = PromptSettings { template: "Write a note.".into(), ..Default::default() };
+        assert_eq!(p.check(), Err(PromptError::NoKeyphrases));
+        let p = PromptSettings { doc_type: " ".into(), ..Default::default() };
+        assert_eq!(p.check(), Err(PromptError::NoDocType));
+        assert!(PromptSettings::default().check().is_ok());
+    }
+}

@@ -1,0 +1,326 @@
+//! Messages between the app's UI thread and its Web Worker.
+//!
+//! The UI never touches a private document's content beyond the preview it shows the curator;
+//! everything that reads the corpus, embeds, or adds noise runs in the worker (`src/worker/`),
+//! so the page stays responsive and the work can be cancelled. Messages are JSON (serde); the
+//! files a request refers to travel next to it as `File` objects (structured clone), in the
+//! order of its `files` list.
+//!
+//! This module is plain Rust so that the settings checks are tested natively.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dp::vocabulary::VocabParams;
+use crate::kde::{KdeParams, Sampler};
+use crate::vocab::Bundled;
+
+/// A file the host attaches to a request (name and size, for messages and progress).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileInfo {
+    pub name: String,
+    pub size: u64,
+}
+
+/// Which public vocabulary to match against.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum VocabChoice {
+    Bundled { which: Bundled },
+    /// The user's own list: one term per line, attached as the last file of the request.
+    Custom { name: String },
+}
+
+/// UI → worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Request {
+    /// Show the format, the columns and the first rows of the first file.
+    Inspect { files: Vec<FileInfo> },
+    /// Read every file, match each document, keep only term ids (the text is dropped).
+    Load { files: Vec<FileInfo>, text_col: Option<String>, label_col: Option<String>, vocabulary: VocabChoice },
+    /// DP vocabulary → embed → DP-KDE → sample.
+    Run { settings: RunSettings },
+    /// Stop the running job at its next checkpoint.
+    Cancel,
+    /// Use the user's ONNX model and tokenizer.json (attached in that order).
+    UseModel { model: FileInfo, tokenizer: FileInfo },
+    /// Go back to the bundled model.
+    UseBundledModel,
+    /// Embed the reference terms shipped with the bundled model and compare.
+    ModelCheck,
+    /// Embedding throughput at batch 1 and 32 on `terms` vocabulary terms (benchmark page).
+    Bench { terms: usize },
+    /// The utility check (`crate::eval`) on the loaded corpus with these settings: NOT DP,
+    /// for the curator's eyes only, nothing recorded or released.
+    Evaluate { settings: RunSettings },
+}
+
+/// The long stages, each with its own progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Read,
+    Vocabulary,
+    Model,
+    Embed,
+    Kde,
+    Sample,
+    Evaluate,
+}
+
+impl Stage {
+    pub const RUN: [Stage; 5] = [Stage::Vocabulary, Stage::Model, Stage::Embed, Stage::Kde, Stage::Sample];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Stage::Read => "Read and match documents",
+            Stage::Vocabulary => "DP vocabulary (ε_voc)",
+            Stage::Model => "Load the embedding model",
+            Stage::Embed => "Embed terms",
+            Stage::Kde => "DP kernel density estimates (ε_kde)",
+            Stage::Sample => "Sample keyphrase sequences",
+            Stage::Evaluate => "Train and test classifiers (not DP)",
+        }
+    }
+}
+
+/// Worker → UI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Event {
+    /// The worker has loaded its wasm and listens.
+    Ready,
+    Progress { stage: Stage, done: u64, total: u64 },
+    StageDone { stage: Stage, seconds: f64, note: String },
+    Inspected(Preview),
+    Loaded(CorpusSummary),
+    Finished(RunResult),
+    Cancelled,
+    Failed { stage: Option<Stage>, message: String },
+    ModelLoaded { name: String, dim: usize, checksum: String, seconds: f64 },
+    ModelChecked { terms: usize, worst_cosine: f64, worst_term: String, passed: bool },
+    Benched(BenchFigures),
+    Evaluated(crate::eval::EvalReport),
+}
+
+/// What the curator sees before choosing columns. Stays in the page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preview {
+    pub file: String,
+    pub format: String,
+    /// Empty for .txt (one document per file).
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub suggested_text: Option<String>,
+    pub suggested_label: Option<String>,
+}
+
+/// Counts of the loaded corpus, for the curator's eyes only (exact counts are not DP).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorpusSummary {
+    pub documents: u64,
+    pub empty_skipped: u64,
+    pub docs_without_terms: u64,
+    /// (label, documents); empty when there is no label column.
+    pub classes: Vec<(String, u64)>,
+    pub unlabelled: u64,
+    pub vocabulary: String,
+    pub vocabulary_terms: usize,
+    pub distinct_matched: usize,
+    /// ε already spent on this corpus (same fingerprint) by earlier runs in this browser.
+    pub spent_before: f64,
+    pub earlier_runs: usize,
+}
+
+/// Everything the curator sets before a run. Checked field by field ([`RunSettings::check`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSettings {
+    pub eps_voc: f64,
+    pub eps_kde: f64,
+    /// S: terms per document counted in the vocabulary histogram.
+    pub terms_per_doc: usize,
+    /// N: size of the private vocabulary.
+    pub top_n: usize,
+    /// L: keyphrases per sequence.
+    pub len: usize,
+    /// I: random Fourier features.
+    pub features: usize,
+    pub per_class: usize,
+    pub sampler: Sampler,
+    /// h: kernel bandwidth of the DP-KDEs.
+    pub bandwidth: f64,
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        RunSettings {
+            eps_voc: 1.0,
+            eps_kde: 5.0,
+            terms_per_doc: 10,
+            // Tuned on MTSamples (README, "evaluate"): N = 100, the independent sampler and
+            // h = 0.1 kept the most utility under DP.
+            top_n: 100,
+            len: 10,
+            features: 2048,
+            per_class: 50,
+            sampler: Sampler::Independent,
+            bandwidth: KdeParams::DEFAULT_BANDWIDTH,
+        }
+    }
+}
+
+/// A setting the worker would refuse, with why, for the field that holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl RunSettings {
+    /// Most sequences per class a run may ask for.
+    pub const MAX_PER_CLASS: usize = 100_000;
+
+    pub fn vocab_params(&self) -> VocabParams {
+        VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc }
+    }
+
+    pub fn kde_params(&self) -> KdeParams {
+        KdeParams {
+            epsilon: self.eps_kde,
+            sampler: self.sampler,
+            len: self.len,
+            features: self.features,
+            terms_per_doc: self.len,
+            bandwidth: self.bandwidth,
+        }
+    }
+
+    /// Terms kept per document while matching: enough for S and for L.
+    pub fn keep(&self) -> usize {
+        self.terms_per_doc.max(self.len)
+    }
+
+    /// Every problem, one per field, in the words the core uses. `vocab_len`: size of the
+    /// public vocabulary, if known (N cannot exceed it).
+    pub fn check(&self, vocab_len: Option<usize>) -> Vec<FieldError> {
+        let mut out = Vec::new();
+        let vp = self.vocab_params();
+        if let Err(e) = crate::dp::check_epsilon("ε_voc", self.eps_voc) {
+            out.push(FieldError { field: "eps_voc", message: e.to_string() });
+        }
+        if let Err(e) = crate::dp::check_epsilon("ε_kde", self.eps_kde) {
+            out.push(FieldError { field: "eps_kde", message: e.to_string() });
+        }
+        // The vocabulary checks, with a valid ε so that only N and S are judged here.
+        let vp_fields = VocabParams { epsilon: 1.0, ..vp };
+        if let Err(e) = vp_fields.validate(vocab_len.unwrap_or(usize::MAX)) {
+            let field = if e.name.starts_with("N ") { "top_n" } else { "terms_per_doc" };
+            out.push(FieldError { field, message: e.to_string() });
+        }
+        let kp = KdeParams { epsilon: 1.0, ..self.kde_params() };
+        if let Err(e) = kp.validate() {
+            let field = if e.name.starts_with("I ") {
+                "features"
+            } else if e.name.starts_with("h ") {
+                "bandwidth"
+            } else {
+                "len"
+            };
+            out.push(FieldError { field, message: e.to_string() });
+        }
+        if self.per_class == 0 || self.per_class > Self::MAX_PER_CLASS {
+            out.push(FieldError {
+                field: "per_class",
+                message: format!("sequences per class = {}: must be between 1 and {}", self.per_class, Self::MAX_PER_CLASS),
+            });
+        }
+        out
+    }
+
+    /// ε this run will spend: ε_voc + ε_kde (sequential composition; classes in parallel).
+    pub fn epsilon(&self) -> f64 {
+        self.eps_voc + self.eps_kde
+    }
+}
+
+/// One sampled keyphrase sequence, as shown and downloaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequenceOut {
+    pub label: Option<String>,
+    pub keyphrases: Vec<String>,
+}
+
+/// The outcome of a run: DP outputs only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Ṽ with noisy counts, in decreasing noisy count.
+    pub vocabulary: Vec<(String, i64)>,
+    pub sequences: Vec<SequenceOut>,
+    pub epsilon_run: f64,
+    pub epsilon_total: f64,
+    /// Terms whose embedding came from this browser's cache (no model run).
+    pub embedded_from_cache: usize,
+    pub embedded_fresh: usize,
+    /// The privacy report (JSON), ready to download.
+    pub report: String,
+}
+
+/// Embedding throughput measured in the worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchFigures {
+    pub model_load_seconds: f64,
+    pub terms: usize,
+    pub batch1_terms_per_second: f64,
+    pub batch32_terms_per_second: f64,
+    /// Size of the worker's wasm memory after the run.
+    pub wasm_memory_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_settings_are_valid() {
+        assert!(RunSettings::default().check(Some(28_469)).is_empty());
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let s = RunSettings {
+            eps_voc: 0.0,
+            eps_kde: f64::NAN,
+            terms_per_doc: 0,
+            top_n: 10,
+            len: 65,
+            features: 0,
+            per_class: 0,
+            sampler: Sampler::Independent,
+            bandwidth: 0.1,
+        };
+        let fields: Vec<&str> = s.check(Some(100)).iter().map(|e| e.field).collect();
+        assert_eq!(fields, vec!["eps_voc", "eps_kde", "terms_per_doc", "len", "per_class"]);
+        let s = RunSettings { top_n: 200, features: 0, bandwidth: -1.0, ..RunSettings::default() };
+        let errs = s.check(Some(100));
+        assert_eq!(errs.iter().map(|e| e.field).collect::<Vec<_>>(), vec!["top_n", "features"]);
+        assert!(errs[0].message.contains("cannot exceed"), "{}", errs[0].message);
+        // One error per field and check: the bandwidth is reported once I is fixed.
+        let errs = RunSettings { bandwidth: -1.0, ..RunSettings::default() }.check(None);
+        assert_eq!(errs.iter().map(|e| e.field).collect::<Vec<_>>(), vec!["bandwidth"]);
+    }
+
+    #[test]
+    fn messages_round_trip_as_json() {
+        let r = Request::Load {
+            files: vec![FileInfo { name: "a.csv".into(), size: 3 }],
+            text_col: Some("text".into()),
+            label_col: None,
+            vocabulary: VocabChoice::Bundled { which: Bundled::Medical },
+        };
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(j.contains("\"kind\":\"load\""), "{j}");
+        assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
+        let e = Event::Progress { stage: Stage::Embed, done: 3, total: 9 };
+        assert_eq!(serde_json::from_str::<Event>(&serde_json::to_string(&e).unwrap()).unwrap(), e);
+    }
+}

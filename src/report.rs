@@ -1,0 +1,184 @@
+//! The privacy report: what a run released, under which guarantee, with which parameters.
+//!
+//! It holds parameters, the ε ledger and checksums: nothing computed from the private corpus
+//! except DP outputs' sizes that the curator chose (N, sequences per class). Exact document
+//! counts are deliberately left out: they are not differentially private. Class labels are
+//! treated as public (DP-KPS generates per class, so the label set is part of the output).
+
+use serde::{Deserialize, Serialize};
+
+use crate::ledger::{Ledger, Run, Spend};
+use crate::protocol::RunSettings;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checked {
+    pub name: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrivacyReport {
+    pub format: String,
+    pub generated: String,
+    pub method: String,
+    pub neighbouring_relation: String,
+    pub guarantee: String,
+    pub epsilon_vocabulary: f64,
+    pub epsilon_kde: f64,
+    /// ε of this run (sequential composition of its stages; classes in parallel).
+    pub epsilon_run: f64,
+    /// ε spent on this corpus in this browser, this run included.
+    pub epsilon_corpus_total: f64,
+    pub runs_on_corpus: usize,
+    pub settings: RunSettings,
+    pub vocabulary: Checked,
+    pub model: Checked,
+    pub classes: Vec<String>,
+    pub sequences: usize,
+    pub spends: Vec<Spend>,
+    pub not_included: String,
+}
+
+impl PrivacyReport {
+    pub const FORMAT: &'static str = "dpkps-privacy-report-v1";
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        generated: String,
+        settings: &RunSettings,
+        run: &Run,
+        ledger: &Ledger,
+        vocabulary: Checked,
+        model: Checked,
+        classes: Vec<String>,
+        sequences: usize,
+    ) -> PrivacyReport {
+        PrivacyReport {
+            format: Self::FORMAT.into(),
+            generated,
+            method: "DP-KPS: differentially private keyphrase prompt seeding (Nagesh, Chen, Mishra & Wagner, 2024)".into(),
+            neighbouring_relation: "Two corpora are neighbours when one is the other with one document (and its label) \
+                added or removed. The privacy unit is the document."
+                .into(),
+            guarantee: format!(
+                "The keyphrase sequences, the private vocabulary and everything generated from them (prompts, LLM \
+                 output) are ({:.4})-differentially private: ε_voc = {} (noisy top-N vocabulary, discrete Laplace of \
+                 scale S/ε_voc) plus ε_kde = {} (per-class DP-KDEs with random Fourier features; classes are \
+                 disjoint and compose in parallel). Later steps are post-processing.",
+                run.epsilon(),
+                settings.eps_voc,
+                settings.eps_kde
+            ),
+            epsilon_vocabulary: settings.eps_voc,
+            epsilon_kde: settings.eps_kde,
+            epsilon_run: run.epsilon(),
+            epsilon_corpus_total: ledger.total_epsilon(),
+            runs_on_corpus: ledger.runs.len(),
+            settings: settings.clone(),
+            vocabulary,
+            model,
+            classes,
+            sequences,
+            spends: run.spends.clone(),
+            not_included: "Exact counts of documents, classes or matched terms are not in this report: they are not \
+                differentially private. Class labels are treated as public."
+                .into(),
+        }
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+impl PrivacyReport {
+    /// A self-contained, printable HTML page (no script, no external resource).
+    pub fn to_html(&self) -> String {
+        let s = &self.settings;
+        let row = |k: &str, v: String| format!("<tr><th scope=\"row\">{}</th><td>{}</td></tr>", esc(k), esc(&v));
+        let params = [
+            row("ε_voc", s.eps_voc.to_string()),
+            row("ε_kde", s.eps_kde.to_string()),
+            row("S (terms per document counted)", s.terms_per_doc.to_string()),
+            row("N (private vocabulary size)", s.top_n.to_string()),
+            row("L (keyphrases per sequence)", s.len.to_string()),
+            row("I (random features)", s.features.to_string()),
+            row("Sequences per class", s.per_class.to_string()),
+            row("Sampler", s.sampler.name().to_string()),
+        ]
+        .concat();
+        let spends: String = self
+            .spends
+            .iter()
+            .map(|sp| {
+                let scope = match &sp.scope {
+                    crate::ledger::Scope::AllDocuments => "all documents".to_string(),
+                    crate::ledger::Scope::Partition { label } => format!("class {label}"),
+                };
+                format!(
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.4}</td></tr>",
+                    esc(&sp.stage),
+                    esc(&sp.mechanism),
+                    esc(&scope),
+                    sp.epsilon
+                )
+            })
+            .collect();
+        format!(
+            "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>dpkps privacy report</title>\
+<style>body{{font:16px/1.5 system-ui,sans-serif;max-width:46rem;margin:2rem auto;color:#17202a}}\
+table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-align:left;border-bottom:1px solid #ccd;padding:.3rem .5rem}}\
+.big{{font-size:1.3rem;font-weight:600}}</style></head><body>\
+<h1>Privacy report</h1><p>{generated} · {format}</p>\
+<p class=\"big\">This run: ε = {eps_run:.4} (document-level). All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).</p>\
+<h2>Guarantee</h2><p>{guarantee}</p><h2>Neighbouring relation</h2><p>{relation}</p>\
+<h2>Parameters</h2><table>{params}</table>\
+<h2>Privacy ledger of this run</h2><table><tr><th>stage</th><th>mechanism</th><th>data</th><th>ε</th></tr>{spends}</table>\
+<h2>Inputs</h2><table>{vocab}{model}{classes}{seqs}</table>\
+<h2>Not in this report</h2><p>{not_included}</p><p>Method: {method}</p></body></html>",
+            generated = esc(&self.generated),
+            format = esc(&self.format),
+            eps_run = self.epsilon_run,
+            eps_total = self.epsilon_corpus_total,
+            runs = self.runs_on_corpus,
+            guarantee = esc(&self.guarantee),
+            relation = esc(&self.neighbouring_relation),
+            vocab = row("Public vocabulary", format!("{} (SHA-256 {})", self.vocabulary.name, self.vocabulary.sha256)),
+            model = row("Embedding model", format!("{} (SHA-256 {})", self.model.name, self.model.sha256)),
+            classes = row("Classes (public)", self.classes.join(", ")),
+            seqs = row("Keyphrase sequences", self.sequences.to_string()),
+            not_included = esc(&self.not_included),
+            method = esc(&self.method),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::{Ledger, Run, Scope, Spend};
+
+    #[test]
+    fn html_report_escapes_and_states_the_guarantee() {
+        let mut run = Run::new("r".into(), "t".into());
+        run.spends.push(Spend { stage: "vocabulary".into(), mechanism: "m".into(), epsilon: 1.0, params: serde_json::Value::Null, scope: Scope::AllDocuments });
+        run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 5.0, params: serde_json::Value::Null, scope: Scope::Partition { label: "<b>".into() } });
+        let mut ledger = Ledger::new("fp".into());
+        ledger.runs.push(run.clone());
+        let r = PrivacyReport::new(
+            "now".into(),
+            &RunSettings::default(),
+            &run,
+            &ledger,
+            Checked { name: "medical".into(), sha256: "a".repeat(64) },
+            Checked { name: "model".into(), sha256: "b".repeat(64) },
+            vec!["<b>".into()],
+            100,
+        );
+        assert_eq!(r.epsilon_run, 6.0);
+        let html = r.to_html();
+        assert!(html.contains("ε = 6.0000") && html.contains("one document"), "{html}");
+        assert!(!html.contains("<b>") && html.contains("&lt;b&gt;"));
+        assert!(!html.contains("<script") && !html.contains("http"));
+    }
+}

@@ -1,0 +1,79 @@
+//! Downloads: a Blob, an object URL, a click. Only DP outputs are offered.
+
+use wasm_bindgen::JsCast;
+
+use crate::protocol::RunResult;
+
+fn save(name: &str, mime: &str, text: &str) {
+    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    let opts = web_sys::BlobPropertyBag::new();
+    opts.set_type(mime);
+    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else { return };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
+    if let Some(a) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.create_element("a").ok())
+        .and_then(|a| a.dyn_into::<web_sys::HtmlAnchorElement>().ok())
+    {
+        a.set_href(&url);
+        a.set_download(name);
+        a.click();
+    }
+    // Revoke later: revoking at once can cancel the download in some browsers.
+    let revoke = wasm_bindgen::closure::Closure::once_into_js(move || {
+        let _ = web_sys::Url::revoke_object_url(&url);
+    });
+    if let Some(w) = web_sys::window() {
+        let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(revoke.unchecked_ref(), 60_000);
+    }
+}
+
+/// One JSON object per line: {"label", "keyphrases"}.
+pub fn sequences_jsonl(r: &RunResult) {
+    let mut out = String::new();
+    for s in &r.sequences {
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
+        out.push('\n');
+    }
+    save("dpkps-sequences.jsonl", "application/x-ndjson", &out);
+}
+
+/// Columns label, keyphrases (joined with "; ").
+pub fn sequences_csv(r: &RunResult) {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record(["label", "keyphrases"]);
+    for s in &r.sequences {
+        let _ = w.write_record([s.label.clone().unwrap_or_default(), s.keyphrases.join("; ")]);
+    }
+    let bytes = w.into_inner().unwrap_or_default();
+    save("dpkps-sequences.csv", "text/csv", &String::from_utf8_lossy(&bytes));
+}
+
+pub fn report(r: &RunResult) {
+    save("dpkps-privacy-report.json", "application/json", &r.report);
+}
+
+pub fn corpus_jsonl(job: &crate::llm::Job) {
+    save("dpkps-synthetic.jsonl", "application/x-ndjson", &job.corpus_jsonl());
+}
+
+pub fn corpus_csv(job: &crate::llm::Job) {
+    save("dpkps-synthetic.csv", "text/csv", &job.corpus_csv());
+}
+
+/// The printable privacy report of the run the job's keyphrases came from.
+pub fn report_html(job: &crate::llm::Job) {
+    match serde_json::from_str::<crate::report::PrivacyReport>(&job.report) {
+        Ok(r) => save("dpkps-privacy-report.html", "text/html", &r.to_html()),
+        Err(e) => web_sys::console::warn_1(&format!("report unreadable: {e}").into()),
+    }
+}
+
+pub fn audit_log() {
+    leptos::task::spawn_local(async {
+        match super::jobstore::audit_jsonl().await {
+            Ok(text) => save("dpkps-llm-audit.jsonl", "application/x-ndjson", &text),
+            Err(e) => web_sys::console::warn_1(&e.into()),
+        }
+    });
+}

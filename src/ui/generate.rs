@@ -1,0 +1,403 @@
+//! The LLM step in the page: settings, the review of what will be sent, generation with
+//! retries and backoff, saving each document as it arrives, resuming after a reload.
+//! Request building, reply parsing and the retry policy are in `crate::llm` (tested natively);
+//! this module only sends with `fetch` and keeps state in signals.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use leptos::prelude::*;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use crate::llm::{backoff_ms, parse_reply, AuditEntry, Job, LlmError, LlmSettings, Outcome};
+use crate::prompt::{parse_examples, PromptSettings};
+use crate::protocol::RunResult;
+
+use super::jobstore;
+
+thread_local! {
+    static JOB: RefCell<Option<Job>> = const { RefCell::new(None) };
+    static STOP: Cell<bool> = const { Cell::new(false) };
+    /// The API key, in memory only (unless the user asked to remember it).
+    static KEY: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+const REMEMBER_KEY: &str = "dpkps.llm.key";
+
+/// Progress of the current job, for the views.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct JobInfo {
+    pub id: String,
+    pub total: usize,
+    pub done: usize,
+    pub failed: usize,
+    pub running: bool,
+    pub tokens: usize,
+}
+
+#[derive(Clone, Copy)]
+pub struct GenState {
+    pub endpoint: RwSignal<String>,
+    pub model: RwSignal<String>,
+    pub key: RwSignal<String>,
+    pub remember_key: RwSignal<bool>,
+    pub temperature: RwSignal<String>,
+    pub max_tokens: RwSignal<String>,
+    pub concurrency: RwSignal<String>,
+    pub timeout_s: RwSignal<String>,
+    pub attempts: RwSignal<String>,
+    pub doc_type: RwSignal<String>,
+    pub system: RwSignal<String>,
+    pub template: RwSignal<String>,
+    pub examples: RwSignal<String>,
+    pub examples_public: RwSignal<bool>,
+    pub reviewed: RwSignal<bool>,
+    pub connection: RwSignal<Option<String>>,
+    pub job: RwSignal<Option<JobInfo>>,
+    /// (index, label, text) of the latest documents.
+    pub recent: RwSignal<Vec<(usize, String, String)>>,
+    /// A job from an earlier visit with documents left: (done, total).
+    pub resumable: RwSignal<Option<(usize, usize)>>,
+    pub error: RwSignal<Option<String>>,
+}
+
+fn local_storage() -> Option<web_sys::Storage> {
+    web_sys::window().and_then(|w| w.local_storage().ok().flatten())
+}
+
+impl GenState {
+    pub fn new() -> Self {
+        let d = LlmSettings::default();
+        let p = PromptSettings::default();
+        let remembered = local_storage().and_then(|s| s.get_item(REMEMBER_KEY).ok().flatten());
+        GenState {
+            endpoint: RwSignal::new(d.endpoint),
+            model: RwSignal::new(String::new()),
+            key: RwSignal::new(remembered.clone().unwrap_or_default()),
+            remember_key: RwSignal::new(remembered.is_some()),
+            temperature: RwSignal::new(d.temperature.to_string()),
+            max_tokens: RwSignal::new(d.max_tokens.to_string()),
+            concurrency: RwSignal::new(d.concurrency.to_string()),
+            timeout_s: RwSignal::new(d.timeout_s.to_string()),
+            attempts: RwSignal::new(d.max_attempts.to_string()),
+            doc_type: RwSignal::new(p.doc_type),
+            system: RwSignal::new(p.system),
+            template: RwSignal::new(p.template),
+            examples: RwSignal::new(String::new()),
+            examples_public: RwSignal::new(false),
+            reviewed: RwSignal::new(false),
+            connection: RwSignal::new(None),
+            job: RwSignal::new(None),
+            recent: RwSignal::new(Vec::new()),
+            resumable: RwSignal::new(None),
+            error: RwSignal::new(None),
+        }
+    }
+
+    pub fn llm_settings(&self) -> Result<LlmSettings, String> {
+        let num = |name: &str, s: RwSignal<String>| -> Result<f64, String> {
+            s.get().trim().parse::<f64>().map_err(|_| format!("{name}: {:?} is not a number", s.get()))
+        };
+        let s = LlmSettings {
+            endpoint: self.endpoint.get().trim().to_string(),
+            model: self.model.get().trim().to_string(),
+            temperature: num("temperature", self.temperature)?,
+            max_tokens: num("max tokens", self.max_tokens)?.clamp(0.0, u32::MAX as f64) as u32,
+            concurrency: num("concurrency", self.concurrency)?.max(0.0) as usize,
+            timeout_s: num("timeout", self.timeout_s)?,
+            max_attempts: num("attempts", self.attempts)?.clamp(0.0, 1000.0) as u32,
+        };
+        s.check().map_err(|e| e.to_string())?;
+        Ok(s)
+    }
+
+    pub fn prompt_settings(&self) -> Result<PromptSettings, String> {
+        let few_shot = parse_examples(&self.examples.get()).map_err(|e| e.to_string())?;
+        if !few_shot.is_empty() && !self.examples_public.get() {
+            return Err("Confirm that the few-shot examples are public (not taken from the private corpus).".into());
+        }
+        let p = PromptSettings { doc_type: self.doc_type.get(), system: self.system.get(), template: self.template.get(), few_shot };
+        p.check().map_err(|e| e.to_string())?;
+        Ok(p)
+    }
+
+    /// The job that would be sent for `result`, or why not.
+    pub fn plan(&self, result: &RunResult) -> Result<Job, String> {
+        let llm = self.llm_settings()?;
+        let prompts = self.prompt_settings()?;
+        let id = format!("{:08x}", (js_sys::Math::random() * f64::from(u32::MAX)) as u32);
+        let created = js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default();
+        Ok(Job::new(id, created, llm, prompts, &result.sequences, result.report.clone()))
+    }
+
+    pub fn set_key(&self, key: String) {
+        KEY.with(|k| *k.borrow_mut() = key.clone());
+        self.key.set(key);
+        self.store_key();
+    }
+
+    pub fn set_remember(&self, on: bool) {
+        self.remember_key.set(on);
+        self.store_key();
+    }
+
+    fn store_key(&self) {
+        if let Some(s) = local_storage() {
+            if self.remember_key.get_untracked() {
+                let _ = s.set_item(REMEMBER_KEY, &self.key.get_untracked());
+            } else {
+                let _ = s.remove_item(REMEMBER_KEY);
+            }
+        }
+    }
+
+    fn refresh(&self) {
+        let info = JOB.with(|j| {
+            j.borrow().as_ref().map(|j| JobInfo {
+                id: j.id.clone(),
+                total: j.items.len(),
+                done: j.done(),
+                failed: j.failed(),
+                running: self.job.get_untracked().is_some_and(|i| i.running),
+                tokens: j.estimated_tokens(),
+            })
+        });
+        self.job.set(info);
+    }
+
+    fn set_running(&self, running: bool) {
+        self.job.update(|j| {
+            if let Some(j) = j {
+                j.running = running;
+            }
+        });
+    }
+
+    /// Test connection: `GET …/models` with the key.
+    pub fn test_connection(&self) {
+        let this = *self;
+        this.connection.set(Some("Connecting…".into()));
+        let settings = match self.llm_settings() {
+            Ok(s) => s,
+            Err(e) => return this.connection.set(Some(format!("Not tried: {e}"))),
+        };
+        leptos::task::spawn_local(async move {
+            let msg = match http(&settings.models_url(), "GET", None, &this.key.get_untracked(), settings.timeout_s.min(20.0)).await {
+                Ok((200..=299, body, _)) => {
+                    let ids: Vec<String> = serde_json::from_str::<serde_json::Value>(&body)
+                        .ok()
+                        .and_then(|v| v["data"].as_array().cloned())
+                        .map(|a| a.iter().filter_map(|m| m["id"].as_str().map(str::to_string)).collect())
+                        .unwrap_or_default();
+                    format!("Connected. Models offered: {}", if ids.is_empty() { "(none listed)".into() } else { ids.join(", ") })
+                }
+                Ok((status, body, _)) => format!("The endpoint answered HTTP {status}: {}", body.chars().take(200).collect::<String>()),
+                Err(e) => format!("Could not connect: {e}"),
+            };
+            this.connection.set(Some(msg));
+        });
+    }
+
+    /// Sends a reviewed job: saved first, then generated.
+    pub fn start(&self, job: Job) {
+        let this = *self;
+        this.error.set(None);
+        this.recent.set(Vec::new());
+        // The previous job's progress must not show while the new one is being saved.
+        this.job.set(None);
+        leptos::task::spawn_local(async move {
+            if let Err(e) = jobstore::save_new_job(&job).await {
+                this.error.set(Some(format!("{e}. Nothing was sent: without storage a crash would lose documents.")));
+                return;
+            }
+            JOB.with(|j| *j.borrow_mut() = Some(job));
+            this.reviewed.set(false);
+            this.run(false);
+        });
+    }
+
+    /// Looks for a job left by an earlier visit (called once at start).
+    pub fn restore(&self) {
+        let this = *self;
+        leptos::task::spawn_local(async move {
+            match jobstore::load_job().await {
+                Ok(Some(job)) => {
+                    let left = job.pending(true).len();
+                    let (done, total) = (job.done(), job.items.len());
+                    JOB.with(|j| *j.borrow_mut() = Some(job));
+                    this.refresh();
+                    if left > 0 {
+                        this.resumable.set(Some((done, total)));
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => this.error.set(Some(e)),
+            }
+        });
+    }
+
+    pub fn resume(&self) {
+        self.resumable.set(None);
+        self.run(true);
+    }
+
+    pub fn discard(&self) {
+        let this = *self;
+        STOP.set(true);
+        leptos::task::spawn_local(async move {
+            let _ = jobstore::discard_job().await;
+            JOB.with(|j| *j.borrow_mut() = None);
+            this.job.set(None);
+            this.resumable.set(None);
+            this.recent.set(Vec::new());
+        });
+    }
+
+    pub fn stop(&self) {
+        STOP.set(true);
+    }
+
+    pub fn retry_failed(&self) {
+        self.run(true);
+    }
+
+    /// Generates every pending document with `concurrency` requests in flight.
+    fn run(&self, retry_failed: bool) {
+        let Some((settings, pending)) = JOB.with(|j| j.borrow().as_ref().map(|j| (j.llm.clone(), j.pending(retry_failed))))
+        else {
+            return;
+        };
+        STOP.set(false);
+        self.refresh();
+        self.set_running(true);
+        let queue = Rc::new(RefCell::new(VecDeque::from(pending)));
+        let lanes = settings.concurrency.clamp(1, 64).min(queue.borrow().len().max(1));
+        let live = Rc::new(Cell::new(lanes));
+        let key = self.key.get_untracked();
+        for _ in 0..lanes {
+            let (queue, live, settings, key, this) = (queue.clone(), live.clone(), settings.clone(), key.clone(), *self);
+            leptos::task::spawn_local(async move {
+                while !STOP.get() {
+                    let Some(index) = queue.borrow_mut().pop_front() else { break };
+                    let outcome = generate_one(&settings, index, &key).await;
+                    // Saved before it counts: a reload after this point will not send it again.
+                    if let Err(e) = jobstore::save_outcome(index, &outcome).await {
+                        this.error.set(Some(e));
+                    }
+                    if let Outcome::Done { text, .. } = &outcome {
+                        let label = JOB.with(|j| j.borrow().as_ref().and_then(|j| j.items[index].label.clone())).unwrap_or_default();
+                        this.recent.update(|r| {
+                            r.insert(0, (index, label, text.clone()));
+                            r.truncate(5);
+                        });
+                    }
+                    JOB.with(|j| {
+                        if let Some(j) = j.borrow_mut().as_mut() {
+                            j.outcomes.insert(index, outcome);
+                        }
+                    });
+                    this.refresh();
+                }
+                live.set(live.get() - 1);
+                if live.get() == 0 {
+                    this.set_running(false);
+                }
+            });
+        }
+    }
+
+    pub fn with_job<T>(&self, f: impl FnOnce(&Job) -> T) -> Option<T> {
+        JOB.with(|j| j.borrow().as_ref().map(f))
+    }
+}
+
+/// One document: attempts with backoff until success, a non-retryable error, or the limit.
+async fn generate_one(settings: &LlmSettings, index: usize, key: &str) -> Outcome {
+    let Some((job_id, body)) = JOB.with(|j| j.borrow().as_ref().map(|j| (j.id.clone(), settings.body(&j.items[index].messages))))
+    else {
+        return Outcome::Failed { error: "the job is gone".into(), attempts: 0 };
+    };
+    let url = settings.completions_url();
+    let mut attempt = 1;
+    loop {
+        let sent = http(&url, "POST", Some(&body), key, settings.timeout_s).await;
+        let (status, response, retry_after) = match &sent {
+            Ok((s, b, r)) => (Some(*s), b.clone(), *r),
+            Err(_) => (None, String::new(), None),
+        };
+        let result = match sent {
+            Ok((s, b, _)) => parse_reply(s, &b),
+            Err(e) => Err(e),
+        };
+        let entry = AuditEntry {
+            time: js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default(),
+            job: job_id.clone(),
+            index,
+            attempt,
+            url: url.clone(),
+            request: body.clone(),
+            status,
+            response,
+            error: result.as_ref().err().map(ToString::to_string),
+        };
+        let _ = jobstore::audit(&entry).await;
+        match result {
+            Ok(text) => return Outcome::Done { text, attempts: attempt },
+            Err(e) if e.retryable() && attempt < settings.max_attempts && !STOP.get() => {
+                attempt += 1;
+                sleep_ms(backoff_ms(attempt, retry_after)).await;
+            }
+            Err(e) => return Outcome::Failed { error: e.to_string(), attempts: attempt },
+        }
+    }
+}
+
+async fn sleep_ms(ms: f64) {
+    let p = js_sys::Promise::new(&mut |resolve, _| {
+        if let Some(w) = web_sys::window() {
+            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms as i32);
+        }
+    });
+    let _ = JsFuture::from(p).await;
+}
+
+fn js_error(e: &JsValue) -> String {
+    e.dyn_ref::<js_sys::Error>().map(|e| String::from(e.message())).unwrap_or_else(|| format!("{e:?}"))
+}
+
+/// One HTTP exchange with a timeout: (status, body, Retry-After seconds).
+async fn http(url: &str, method: &str, body: Option<&str>, key: &str, timeout_s: f64) -> Result<(u16, String, Option<f64>), LlmError> {
+    let window = web_sys::window().ok_or_else(|| LlmError::Network("no window".into()))?;
+    let ctrl = web_sys::AbortController::new().map_err(|e| LlmError::Network(js_error(&e)))?;
+    let init = web_sys::RequestInit::new();
+    init.set_method(method);
+    let headers = web_sys::Headers::new().map_err(|e| LlmError::Network(js_error(&e)))?;
+    if let Some(b) = body {
+        let _ = headers.set("content-type", "application/json");
+        init.set_body(&JsValue::from_str(b));
+    }
+    if !key.trim().is_empty() {
+        let _ = headers.set("authorization", &format!("Bearer {}", key.trim()));
+    }
+    init.set_headers(&headers);
+    init.set_signal(Some(&ctrl.signal()));
+    let abort = {
+        let ctrl = ctrl.clone();
+        wasm_bindgen::closure::Closure::once_into_js(move || ctrl.abort())
+    };
+    let timer = window
+        .set_timeout_with_callback_and_timeout_and_arguments_0(abort.unchecked_ref(), (timeout_s * 1000.0) as i32)
+        .unwrap_or(0);
+    let outcome = async {
+        let resp = JsFuture::from(window.fetch_with_str_and_init(url, &init)).await?;
+        let resp: web_sys::Response = resp.dyn_into()?;
+        let retry_after = resp.headers().get("retry-after").ok().flatten().and_then(|v| v.trim().parse::<f64>().ok());
+        let text = JsFuture::from(resp.text()?).await?;
+        Ok::<_, JsValue>((resp.status(), text.as_string().unwrap_or_default(), retry_after))
+    }
+    .await;
+    window.clear_timeout_with_handle(timer);
+    outcome.map_err(|e| if ctrl.signal().aborted() { LlmError::Timeout(timeout_s) } else { LlmError::Network(js_error(&e)) })
+}

@@ -1,0 +1,179 @@
+//! Views of the LLM step: settings, "what leaves this browser", progress, downloads.
+
+use leptos::prelude::*;
+
+use super::download;
+use super::generate::GenState;
+use super::state::AppState;
+
+fn gen() -> GenState {
+    expect_context::<GenState>()
+}
+
+#[component]
+fn Text(id: &'static str, label: &'static str, value: RwSignal<String>, #[prop(optional)] kind: Option<&'static str>) -> impl IntoView {
+    view! {
+        <label class="field">
+            <span class="name">{label}</span>
+            <input id=id type=kind.unwrap_or("text") prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev)) />
+        </label>
+    }
+}
+
+#[component]
+pub fn ResumeBanner() -> impl IntoView {
+    let g = gen();
+    move || {
+        g.resumable.get().map(|(done, total)| {
+            view! {
+                <div class="resume" role="alert" id="resume">
+                    <p>
+                        {format!("A generation was interrupted: {done} of {total} documents are saved. ")}
+                        "Resuming sends only the documents that are missing."
+                    </p>
+                    <div class="actions">
+                        <button id="resume-btn" class="primary" on:click=move |_| g.resume()>"Resume"</button>
+                        <button on:click=move |_| g.discard()>"Discard it"</button>
+                    </div>
+                </div>
+            }
+        })
+    }
+}
+
+#[component]
+pub fn Generate() -> impl IntoView {
+    let app = expect_context::<AppState>();
+    let g = gen();
+    let plan = Memo::new(move |_| app.result.get().map(|r| g.plan(&r)));
+    let review = move || {
+        plan.get().map(|p| match p {
+            Err(e) => view! { <p class="field-error" id="llm-error">{e}</p> }.into_any(),
+            Ok(job) => {
+                let first: Vec<String> = job
+                    .items
+                    .iter()
+                    .take(3)
+                    .map(|i| i.messages.iter().map(|m| format!("[{}] {}", m.role, m.content)).collect::<Vec<_>>().join("\n"))
+                    .collect();
+                let all: String = job
+                    .items
+                    .iter()
+                    .map(|i| format!("#{} {}", i.index + 1, i.messages.last().map(|m| m.content.as_str()).unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let n = job.items.len();
+                let tokens = job.estimated_tokens();
+                let url = job.llm.completions_url();
+                let job2 = job.clone();
+                view! {
+                    <div class="leaves" id="leaves">
+                        <h3>"What leaves this browser"</h3>
+                        <p id="leaves-summary">
+                            {format!("{n} requests to {url}, about {tokens} prompt tokens in all. Each holds only the DP keyphrases, the label, your template")}
+                            {if job.prompts.few_shot.is_empty() { " and settings." } else { ", your public examples and settings." }}
+                        </p>
+                        <p class="hint">"The first prompts, exactly as they will be sent:"</p>
+                        <pre id="prompt-sample">{first.join("\n\n")}</pre>
+                        <details>
+                            <summary>{format!("All {n} prompts")}</summary>
+                            <pre id="prompt-all">{all}</pre>
+                        </details>
+                        <label class="check">
+                            <input id="reviewed" type="checkbox" prop:checked=move || g.reviewed.get() on:change=move |ev| g.reviewed.set(event_target_checked(&ev)) />
+                            "I have reviewed what will be sent."
+                        </label>
+                        <div class="actions">
+                            <button
+                                id="send"
+                                class="primary"
+                                prop:disabled=move || !g.reviewed.get() || g.job.get().is_some_and(|j| j.running)
+                                on:click=move |_| g.start(job2.clone())
+                            >
+                                {format!("Send {n} prompts")}
+                            </button>
+                        </div>
+                    </div>
+                }
+                .into_any()
+            }
+        })
+    };
+    let progress = move || {
+        g.job.get().map(|j| {
+            let value = j.done as f64;
+            view! {
+                <div class="gen-progress" id="gen-progress" data-done=j.done data-total=j.total data-running=j.running.to_string()>
+                    <progress max=j.total value=value aria-label="documents generated"></progress>
+                    <span>{format!("{} of {} documents generated, {} failed{}", j.done, j.total, j.failed, if j.running { "…" } else { "." })}</span>
+                    <div class="actions">
+                        {j.running.then(|| view! { <button id="stop" on:click=move |_| g.stop()>"Stop"</button> })}
+                        {(!j.running && j.failed > 0).then(|| view! { <button id="retry" on:click=move |_| g.retry_failed()>"Retry failed documents"</button> })}
+                        <button id="dl-corpus-jsonl" on:click=move |_| { g.with_job(download::corpus_jsonl); }>"Synthetic corpus (JSONL)"</button>
+                        <button id="dl-corpus-csv" on:click=move |_| { g.with_job(download::corpus_csv); }>"Synthetic corpus (CSV)"</button>
+                        <button id="dl-audit" on:click=move |_| download::audit_log()>"Audit log (JSONL)"</button>
+                        <button id="dl-report-html" on:click=move |_| { g.with_job(download::report_html); }>"Privacy report (printable HTML)"</button>
+                    </div>
+                    <ul class="recent">
+                        {move || g.recent.get().into_iter().map(|(i, l, t)| view! { <li><strong>{format!("#{} {l}: ", i + 1)}</strong>{t}</li> }).collect_view()}
+                    </ul>
+                </div>
+            }
+        })
+    };
+    view! {
+        <Show when=move || app.result.get().is_some() || g.job.get().is_some()>
+            <section aria-labelledby="llm-h" class="card" id="llm">
+                <h2 id="llm-h">"6. Generate documents with your LLM"</h2>
+                <p class="hint">
+                    "Any OpenAI-compatible chat-completions endpoint: vLLM, llama.cpp server, Ollama, or a hosted API. "
+                    "This is post-processing of DP outputs: it costs no privacy."
+                </p>
+                <div class="grid">
+                    <Text id="llm-endpoint" label="Endpoint (base URL)" value=g.endpoint />
+                    <Text id="llm-model" label="Model" value=g.model />
+                    <label class="field">
+                        <span class="name">"API key (optional)"</span>
+                        <input id="llm-key" type="password" autocomplete="off" prop:value=move || g.key.get() on:input=move |ev| g.set_key(event_target_value(&ev)) />
+                        <label class="check">
+                            <input type="checkbox" prop:checked=move || g.remember_key.get() on:change=move |ev| g.set_remember(event_target_checked(&ev)) />
+                            "Remember it in this browser"
+                        </label>
+                    </label>
+                    <Text id="llm-temperature" label="Temperature" value=g.temperature />
+                    <Text id="llm-max-tokens" label="Max tokens" value=g.max_tokens />
+                    <Text id="llm-concurrency" label="Requests at once" value=g.concurrency />
+                    <Text id="llm-timeout" label="Timeout (s)" value=g.timeout_s />
+                    <Text id="llm-attempts" label="Attempts per document" value=g.attempts />
+                    <Text id="llm-doctype" label="Document type" value=g.doc_type />
+                </div>
+                <div class="actions">
+                    <button id="test-connection" on:click=move |_| g.test_connection()>"Test connection"</button>
+                    <span id="connection" role="status">{move || g.connection.get()}</span>
+                </div>
+                <label class="field wide">
+                    <span class="name">"Prompt template (must contain {keyphrases}; may use {label} and {doc_type})"</span>
+                    <textarea id="llm-template" rows="3" prop:value=move || g.template.get() on:input=move |ev| g.template.set(event_target_value(&ev))></textarea>
+                </label>
+                <label class="field wide">
+                    <span class="name">"System message"</span>
+                    <textarea id="llm-system" rows="2" prop:value=move || g.system.get() on:input=move |ev| g.system.set(event_target_value(&ev))></textarea>
+                </label>
+                <details>
+                    <summary>"Few-shot examples (public only)"</summary>
+                    <label class="field wide">
+                        <span class="name">"Blocks separated by a blank line: “keyphrases: a, b”, optional “label: x”, then the text"</span>
+                        <textarea id="llm-examples" rows="5" prop:value=move || g.examples.get() on:input=move |ev| g.examples.set(event_target_value(&ev))></textarea>
+                    </label>
+                    <label class="check">
+                        <input id="examples-public" type="checkbox" prop:checked=move || g.examples_public.get() on:change=move |ev| g.examples_public.set(event_target_checked(&ev)) />
+                        "These examples are public: none is taken from the private corpus."
+                    </label>
+                </details>
+                {review}
+                {move || g.error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+                {progress}
+            </section>
+        </Show>
+    }
+}

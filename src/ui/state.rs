@@ -1,0 +1,391 @@
+//! The app's state as signals, and how worker events change it. Views only read these.
+
+use std::cell::RefCell;
+
+use leptos::prelude::*;
+use web_sys::File;
+
+use crate::protocol::{
+    BenchFigures, CorpusSummary, Event, FieldError, FileInfo, Preview, Request, RunResult, RunSettings, Stage, VocabChoice,
+};
+use crate::vocab::Bundled;
+
+use super::engine;
+
+thread_local! {
+    /// The curator's files: in this tab's memory only, never stored.
+    static CORPUS_FILES: RefCell<Vec<File>> = const { RefCell::new(Vec::new()) };
+    static VOCAB_FILE: RefCell<Option<File>> = const { RefCell::new(None) };
+    static MODEL_FILES: RefCell<(Option<File>, Option<File>)> = const { RefCell::new((None, None)) };
+}
+
+/// What the worker is busy with (one job at a time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Job {
+    Inspect,
+    Load,
+    Run,
+    Model,
+    Bench,
+    Evaluate,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StageState {
+    Waiting,
+    Running { done: u64, total: u64 },
+    Done { seconds: f64, note: String },
+    Failed,
+}
+
+/// The raw text of every settings field, as typed.
+#[derive(Clone, Copy)]
+pub struct SettingsFields {
+    pub eps_voc: RwSignal<String>,
+    pub eps_kde: RwSignal<String>,
+    pub terms_per_doc: RwSignal<String>,
+    pub top_n: RwSignal<String>,
+    pub len: RwSignal<String>,
+    pub features: RwSignal<String>,
+    pub per_class: RwSignal<String>,
+    pub sampler: RwSignal<String>,
+    pub bandwidth: RwSignal<String>,
+}
+
+impl SettingsFields {
+    fn new(d: &RunSettings) -> Self {
+        SettingsFields {
+            eps_voc: RwSignal::new(d.eps_voc.to_string()),
+            eps_kde: RwSignal::new(d.eps_kde.to_string()),
+            terms_per_doc: RwSignal::new(d.terms_per_doc.to_string()),
+            top_n: RwSignal::new(d.top_n.to_string()),
+            len: RwSignal::new(d.len.to_string()),
+            features: RwSignal::new(d.features.to_string()),
+            per_class: RwSignal::new(d.per_class.to_string()),
+            sampler: RwSignal::new(d.sampler.name().to_string()),
+            bandwidth: RwSignal::new(d.bandwidth.to_string()),
+        }
+    }
+
+    /// The settings, or every field that is wrong with why.
+    pub fn parse(&self, vocab_len: Option<usize>) -> Result<RunSettings, Vec<FieldError>> {
+        let mut errs = Vec::new();
+        let float = |field: &'static str, s: RwSignal<String>, errs: &mut Vec<FieldError>| -> f64 {
+            s.get().trim().parse::<f64>().unwrap_or_else(|_| {
+                errs.push(FieldError { field, message: format!("{:?} is not a number", s.get()) });
+                1.0
+            })
+        };
+        let int = |field: &'static str, s: RwSignal<String>, errs: &mut Vec<FieldError>| -> usize {
+            s.get().trim().parse::<usize>().unwrap_or_else(|_| {
+                errs.push(FieldError { field, message: format!("{:?} is not a whole number", s.get()) });
+                1
+            })
+        };
+        let sampler = crate::kde::Sampler::parse(&self.sampler.get()).unwrap_or(crate::kde::Sampler::Independent);
+        let s = RunSettings {
+            eps_voc: float("eps_voc", self.eps_voc, &mut errs),
+            eps_kde: float("eps_kde", self.eps_kde, &mut errs),
+            terms_per_doc: int("terms_per_doc", self.terms_per_doc, &mut errs),
+            top_n: int("top_n", self.top_n, &mut errs),
+            len: int("len", self.len, &mut errs),
+            features: int("features", self.features, &mut errs),
+            per_class: int("per_class", self.per_class, &mut errs),
+            sampler,
+            bandwidth: float("bandwidth", self.bandwidth, &mut errs),
+        };
+        for e in s.check(vocab_len) {
+            if !errs.iter().any(|x| x.field == e.field) {
+                errs.push(e);
+            }
+        }
+        if s.terms_per_doc > crate::ui::MAX_TERMS && !errs.iter().any(|x| x.field == "terms_per_doc") {
+            errs.push(FieldError { field: "terms_per_doc", message: format!("S must be at most {} in the app", crate::ui::MAX_TERMS) });
+        }
+        if errs.is_empty() {
+            Ok(s)
+        } else {
+            Err(errs)
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+pub struct AppState {
+    pub worker_ready: RwSignal<bool>,
+    pub job: RwSignal<Option<Job>>,
+    pub error: RwSignal<Option<String>>,
+    pub files: RwSignal<Vec<FileInfo>>,
+    pub preview: RwSignal<Option<Preview>>,
+    pub text_col: RwSignal<String>,
+    pub label_col: RwSignal<String>,
+    /// "english", "medical" or "custom".
+    pub vocab: RwSignal<String>,
+    pub vocab_file: RwSignal<Option<String>>,
+    pub summary: RwSignal<Option<CorpusSummary>>,
+    pub settings: SettingsFields,
+    pub stages: RwSignal<Vec<(Stage, StageState)>>,
+    pub result: RwSignal<Option<RunResult>>,
+    pub model: RwSignal<String>,
+    pub model_check: RwSignal<Option<String>>,
+    pub model_files: RwSignal<(Option<String>, Option<String>)>,
+    pub bench: RwSignal<Option<BenchFigures>>,
+    /// The utility check's result: NOT DP, shown to the curator only, never downloaded.
+    pub evaluation: RwSignal<Option<crate::eval::EvalReport>>,
+}
+
+impl AppState {
+    pub fn new() -> Self {
+        AppState {
+            worker_ready: RwSignal::new(false),
+            job: RwSignal::new(None),
+            error: RwSignal::new(None),
+            files: RwSignal::new(Vec::new()),
+            preview: RwSignal::new(None),
+            text_col: RwSignal::new(String::new()),
+            label_col: RwSignal::new(String::new()),
+            vocab: RwSignal::new("medical".into()),
+            vocab_file: RwSignal::new(None),
+            summary: RwSignal::new(None),
+            settings: SettingsFields::new(&RunSettings::default()),
+            stages: RwSignal::new(Vec::new()),
+            result: RwSignal::new(None),
+            model: RwSignal::new("all-MiniLM-L6-v2 (bundled; loaded when first needed)".into()),
+            model_check: RwSignal::new(None),
+            model_files: RwSignal::new((None, None)),
+            bench: RwSignal::new(None),
+            evaluation: RwSignal::new(None),
+        }
+    }
+
+    /// Shows the last run's DP outputs again after a reload.
+    pub fn restore_last_run(&self) {
+        let this = *self;
+        leptos::task::spawn_local(async move {
+            if let Ok(Some(json)) = super::jobstore::load_last_run().await {
+                if let Ok(r) = serde_json::from_str::<RunResult>(&json) {
+                    if this.result.get_untracked().is_none() {
+                        this.result.set(Some(r));
+                    }
+                }
+            }
+        });
+    }
+
+    pub fn busy(&self) -> bool {
+        self.job.get().is_some()
+    }
+
+    fn begin(&self, job: Job) {
+        self.error.set(None);
+        self.job.set(Some(job));
+    }
+
+    // ---- actions (called by views) ----
+
+    pub fn choose_files(&self, list: Vec<File>) {
+        if list.is_empty() {
+            return;
+        }
+        let infos: Vec<FileInfo> = list.iter().map(|f| FileInfo { name: f.name(), size: f.size() as u64 }).collect();
+        CORPUS_FILES.with(|c| *c.borrow_mut() = list);
+        self.files.set(infos.clone());
+        self.preview.set(None);
+        self.summary.set(None);
+        self.result.set(None);
+        self.begin(Job::Inspect);
+        let files = CORPUS_FILES.with(|c| c.borrow().clone());
+        engine::send(&Request::Inspect { files: infos }, &files[..1]);
+    }
+
+    pub fn choose_vocab_file(&self, f: Option<File>) {
+        self.vocab_file.set(f.as_ref().map(File::name));
+        VOCAB_FILE.with(|v| *v.borrow_mut() = f);
+        self.summary.set(None);
+    }
+
+    pub fn load(&self) {
+        let mut files = CORPUS_FILES.with(|c| c.borrow().clone());
+        let vocabulary = match self.vocab.get().as_str() {
+            "custom" => match VOCAB_FILE.with(|v| v.borrow().clone()) {
+                Some(f) => {
+                    let name = f.name();
+                    files.push(f);
+                    VocabChoice::Custom { name }
+                }
+                None => {
+                    self.error.set(Some("Choose a term list file for your own vocabulary (one term per line).".into()));
+                    return;
+                }
+            },
+            "english" => VocabChoice::Bundled { which: Bundled::English },
+            _ => VocabChoice::Bundled { which: Bundled::Medical },
+        };
+        let text = self.text_col.get();
+        let label = self.label_col.get();
+        self.summary.set(None);
+        self.result.set(None);
+        self.begin(Job::Load);
+        self.stages.set(vec![(Stage::Read, StageState::Running { done: 0, total: 0 })]);
+        engine::send(
+            &Request::Load {
+                files: self.files.get(),
+                text_col: (!text.is_empty()).then_some(text),
+                label_col: (!label.is_empty()).then_some(label),
+                vocabulary,
+            },
+            &files,
+        );
+    }
+
+    pub fn run(&self, settings: RunSettings) {
+        self.result.set(None);
+        self.begin(Job::Run);
+        self.stages.set(Stage::RUN.iter().map(|s| (*s, StageState::Waiting)).collect());
+        engine::send(&Request::Run { settings }, &[]);
+    }
+
+    pub fn evaluate(&self, settings: RunSettings) {
+        self.evaluation.set(None);
+        self.begin(Job::Evaluate);
+        self.stages.set([Stage::Model, Stage::Embed, Stage::Evaluate].iter().map(|s| (*s, StageState::Waiting)).collect());
+        engine::send(&Request::Evaluate { settings }, &[]);
+    }
+
+    pub fn cancel(&self) {
+        if self.job.get() == Some(Job::Load) {
+            // Reading is one synchronous pass: stop the worker itself (see `engine`).
+            engine::restart();
+            self.job.set(None);
+            self.stages.set(Vec::new());
+            self.error.set(Some("Cancelled. Nothing was kept; load the corpus again when ready.".into()));
+        } else {
+            engine::send(&Request::Cancel, &[]);
+        }
+    }
+
+    pub fn model_check(&self) {
+        self.model_check.set(None);
+        self.begin(Job::Model);
+        engine::send(&Request::ModelCheck, &[]);
+    }
+
+    pub fn choose_model_file(&self, which: usize, f: Option<File>) {
+        let name = f.as_ref().map(File::name);
+        MODEL_FILES.with(|m| {
+            let mut m = m.borrow_mut();
+            if which == 0 { m.0 = f } else { m.1 = f }
+        });
+        self.model_files.update(|m| if which == 0 { m.0 = name } else { m.1 = name });
+    }
+
+    pub fn use_own_model(&self) {
+        let (m, t) = MODEL_FILES.with(|m| m.borrow().clone());
+        match (m, t) {
+            (Some(m), Some(t)) => {
+                self.begin(Job::Model);
+                let info = |f: &File| FileInfo { name: f.name(), size: f.size() as u64 };
+                engine::send(&Request::UseModel { model: info(&m), tokenizer: info(&t) }, &[m, t]);
+            }
+            _ => self.error.set(Some("Choose both the .onnx model and its tokenizer.json.".into())),
+        }
+    }
+
+    pub fn use_bundled_model(&self) {
+        self.begin(Job::Model);
+        engine::send(&Request::UseBundledModel, &[]);
+    }
+
+    pub fn bench(&self, terms: usize) {
+        self.begin(Job::Bench);
+        engine::send(&Request::Bench { terms }, &[]);
+    }
+
+    // ---- events from the worker ----
+
+    pub fn apply(&self, ev: Event) {
+        match ev {
+            Event::Ready => self.worker_ready.set(true),
+            Event::Progress { stage, done, total } => self.set_stage(stage, StageState::Running { done, total }),
+            Event::StageDone { stage, seconds, note } => self.set_stage(stage, StageState::Done { seconds, note }),
+            Event::Inspected(p) => {
+                self.text_col.set(p.suggested_text.clone().unwrap_or_default());
+                self.label_col.set(p.suggested_label.clone().unwrap_or_default());
+                self.preview.set(Some(p));
+                self.job.set(None);
+            }
+            Event::Loaded(s) => {
+                self.stages.set(Vec::new());
+                self.summary.set(Some(s));
+                self.job.set(None);
+            }
+            Event::Finished(r) => {
+                // DP outputs only: kept so that a reload does not lose them.
+                if let Ok(json) = serde_json::to_string(&r) {
+                    leptos::task::spawn_local(async move {
+                        let _ = super::jobstore::save_last_run(&json).await;
+                    });
+                }
+                self.result.set(Some(r));
+                self.job.set(None);
+                if let Some(s) = self.summary.get_untracked() {
+                    // The ledger moved on: show what was spent so far.
+                    let spent = self.result.get_untracked().map_or(s.spent_before, |r| r.epsilon_total);
+                    self.summary.set(Some(CorpusSummary { spent_before: spent, earlier_runs: s.earlier_runs + 1, ..s }));
+                }
+            }
+            Event::Cancelled => {
+                self.job.set(None);
+                self.mark_running_failed();
+                self.error.set(Some("Cancelled. ε already spent by finished DP stages stays in the ledger.".into()));
+            }
+            Event::Failed { stage, message } => {
+                if let Some(stage) = stage {
+                    self.set_stage(stage, StageState::Failed);
+                }
+                self.mark_running_failed();
+                self.error.set(Some(message));
+                self.job.set(None);
+            }
+            Event::ModelLoaded { name, dim, checksum, seconds } => {
+                self.model.set(format!("{name}: {dim} dimensions, loaded in {seconds:.1} s (SHA-256 {}…)", &checksum[..12.min(checksum.len())]));
+                self.model_check.set(None);
+                self.job.set(None);
+            }
+            Event::ModelChecked { terms, worst_cosine, worst_term, passed } => {
+                self.model_check.set(Some(if passed {
+                    format!("Passed: {terms} reference terms, lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).")
+                } else {
+                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).")
+                }));
+                self.job.set(None);
+            }
+            Event::Benched(b) => {
+                self.bench.set(Some(b));
+                self.job.set(None);
+            }
+            Event::Evaluated(r) => {
+                self.stages.set(Vec::new());
+                self.evaluation.set(Some(r));
+                self.job.set(None);
+            }
+        }
+    }
+
+    fn set_stage(&self, stage: Stage, st: StageState) {
+        self.stages.update(|v| match v.iter_mut().find(|(s, _)| *s == stage) {
+            Some(slot) => slot.1 = st,
+            None => v.push((stage, st)),
+        });
+    }
+
+    fn mark_running_failed(&self) {
+        self.stages.update(|v| {
+            for (_, st) in v.iter_mut() {
+                if matches!(st, StageState::Running { .. }) {
+                    *st = StageState::Failed;
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,549 @@
+//! The app's Web Worker: reads the corpus, matches, adds DP noise, embeds, builds the DP-KDEs
+//! and samples, so the page never freezes. It answers the requests of [`crate::protocol`] and
+//! sends progress as it goes.
+//!
+//! Cancelling: long loops call [`checkpoint`], which yields to the worker's event loop every
+//! ~40 ms so that a `Cancel` message can be handled, then stops the job if it was asked to.
+//! Reading files is one synchronous pass per file; the UI cancels that stage by terminating
+//! the worker and starting a fresh one (nothing is lost: the files are still in the page).
+//!
+//! Privacy: the worker holds the matched corpus (term ids and labels, never the text after
+//! matching) in memory only. What it stores in IndexedDB is listed in [`store`].
+
+mod files;
+mod store;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::fmt::Display;
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::{spawn_local, JsFuture};
+use web_sys::{DedicatedWorkerGlobalScope, File, MessageEvent};
+
+use crate::corpus::{Fields, Format};
+use crate::dp::SecureRng;
+use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
+use crate::embed::{Embed, TermEmbeddings};
+use crate::ledger::Run;
+use crate::pipeline::{MatchedCorpus, MatchingSink};
+use crate::protocol::{
+    BenchFigures, CorpusSummary, Event, FileInfo, Request, RunResult, RunSettings, SequenceOut, Stage, VocabChoice,
+};
+use crate::report::{Checked, PrivacyReport};
+use crate::sample::Candidates;
+use crate::kde::Sampler;
+use crate::vocab::{Bundled, Matcher, PublicVocabulary, TermId};
+
+use store::Store;
+
+/// Terms kept per document while matching: the largest S and L the app accepts.
+pub const KEEP: usize = 64;
+/// Bytes of the first file shown in the preview.
+const PREVIEW_BYTES: f64 = 64.0 * 1024.0;
+/// Terms per model call.
+const BATCH: usize = 32;
+
+struct Loaded {
+    corpus: MatchedCorpus,
+    vocab: Rc<PublicVocabulary>,
+}
+
+struct Model {
+    embedder: OnnxEmbedder,
+    name: String,
+}
+
+#[derive(Default)]
+struct State {
+    loaded: Option<Loaded>,
+    model: Option<Model>,
+    vocabs: HashMap<Bundled, Rc<PublicVocabulary>>,
+}
+
+thread_local! {
+    static STATE: Rc<RefCell<State>> = Rc::default();
+    static CANCEL: Cell<bool> = const { Cell::new(false) };
+    static BUSY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Why a job ended early.
+enum Stop {
+    Cancelled,
+    Failed(Option<Stage>, String),
+}
+
+fn at<E: Display>(stage: Stage) -> impl Fn(E) -> Stop {
+    move |e| Stop::Failed(Some(stage), e.to_string())
+}
+
+fn scope() -> DedicatedWorkerGlobalScope {
+    js_sys::global().unchecked_into()
+}
+
+fn post(ev: &Event) {
+    let json = serde_json::to_string(ev)
+        .unwrap_or_else(|e| format!(r#"{{"kind":"failed","stage":null,"message":"internal: {e}"}}"#));
+    let _ = scope().post_message(&JsValue::from_str(&json));
+}
+
+fn progress(stage: Stage, done: u64, total: u64) {
+    post(&Event::Progress { stage, done, total });
+}
+
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+fn seconds_since(t0: f64) -> f64 {
+    (now_ms() - t0) / 1000.0
+}
+
+/// Entry point (called by the `dpkps-worker` binary's `main`).
+pub fn start() {
+    console_error_panic_hook::set_once();
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(on_message);
+    scope().set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    onmessage.forget();
+    post(&Event::Ready);
+}
+
+fn on_message(ev: MessageEvent) {
+    let data = ev.data();
+    let (json, files): (Option<String>, Vec<File>) = match data.dyn_ref::<js_sys::Array>() {
+        Some(arr) => (
+            arr.get(0).as_string(),
+            (1..arr.length()).filter_map(|i| arr.get(i).dyn_into::<File>().ok()).collect(),
+        ),
+        None => (data.as_string(), Vec::new()),
+    };
+    let req = match json.as_deref().map(serde_json::from_str::<Request>) {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return post(&Event::Failed { stage: None, message: format!("unreadable request: {e}") }),
+        None => return post(&Event::Failed { stage: None, message: "unreadable request".into() }),
+    };
+    if req == Request::Cancel {
+        CANCEL.set(true);
+        return;
+    }
+    if BUSY.get() {
+        return post(&Event::Failed { stage: None, message: "still working on the previous step; wait or cancel it".into() });
+    }
+    BUSY.set(true);
+    CANCEL.set(false);
+    spawn_local(async move {
+        let outcome = handle(req, files).await;
+        BUSY.set(false);
+        match outcome {
+            Ok(ev) => post(&ev),
+            Err(Stop::Cancelled) => post(&Event::Cancelled),
+            Err(Stop::Failed(stage, message)) => post(&Event::Failed { stage, message }),
+        }
+    });
+}
+
+/// Lets the event loop run (so `Cancel` can arrive) at most every 40 ms; stops if cancelled.
+async fn checkpoint(last_yield: &mut f64) -> Result<(), Stop> {
+    if now_ms() - *last_yield >= 40.0 {
+        let p = js_sys::Promise::new(&mut |resolve, _| {
+            let _ = scope().set_timeout_with_callback(&resolve);
+        });
+        let _ = JsFuture::from(p).await;
+        *last_yield = now_ms();
+    }
+    if CANCEL.get() {
+        Err(Stop::Cancelled)
+    } else {
+        Ok(())
+    }
+}
+
+async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
+    let state = STATE.with(Rc::clone);
+    let mut state = state.borrow_mut();
+    match req {
+        Request::Inspect { files: infos } => inspect(&infos, &files),
+        Request::Load { files: infos, text_col, label_col, vocabulary } => {
+            load(&mut state, &infos, &files, text_col, label_col, vocabulary).await
+        }
+        Request::Run { settings } => run(&mut state, &settings).await,
+        Request::UseModel { model, tokenizer } => {
+            let (m, t) = match (files.first(), files.get(1)) {
+                (Some(m), Some(t)) => (m, t),
+                _ => return Err(Stop::Failed(Some(Stage::Model), "attach the model and its tokenizer.json".into())),
+            };
+            let t0 = now_ms();
+            let mb = files::all(m).map_err(at(Stage::Model))?;
+            let tb = files::all(t).map_err(at(Stage::Model))?;
+            let embedder = OnnxEmbedder::from_bytes(&mb, &tb)
+                .map_err(|e| Stop::Failed(Some(Stage::Model), format!("{}: {e}", model.name)))?;
+            let ev = model_loaded(&embedder, format!("{} + {}", model.name, tokenizer.name), t0);
+            state.model = Some(Model { embedder, name: model.name });
+            Ok(ev)
+        }
+        Request::UseBundledModel => {
+            state.model = None;
+            let m = ensure_model(&mut state.model).await?;
+            Ok(model_loaded(&m.embedder, m.name.clone(), now_ms()))
+        }
+        Request::ModelCheck => model_check(&mut state.model).await,
+        Request::Bench { terms } => bench(&mut state, terms).await,
+        Request::Evaluate { settings } => evaluate(&mut state, &settings).await,
+        Request::Cancel => Ok(Event::Cancelled),
+    }
+}
+
+fn model_loaded(e: &OnnxEmbedder, name: String, t0: f64) -> Event {
+    Event::ModelLoaded { name, dim: e.dim(), checksum: e.checksum().to_string(), seconds: seconds_since(t0) }
+}
+
+fn format_of(name: &str) -> Result<Format, Stop> {
+    Format::from_path(name).ok_or_else(|| {
+        Stop::Failed(
+            Some(Stage::Read),
+            format!("{name}: unknown kind of file; use .csv, .tsv, .jsonl or .txt (UTF-8 text)"),
+        )
+    })
+}
+
+fn inspect(infos: &[FileInfo], files: &[File]) -> Result<Event, Stop> {
+    let (Some(info), Some(file)) = (infos.first(), files.first()) else {
+        return Err(Stop::Failed(Some(Stage::Read), "no file was given".into()));
+    };
+    let format = format_of(&info.name)?;
+    let (bytes, complete) = files::head(file, PREVIEW_BYTES).map_err(at(Stage::Read))?;
+    let preview = crate::preview::preview(&bytes, &info.name, format, complete).map_err(at(Stage::Read))?;
+    Ok(Event::Inspected(preview))
+}
+
+async fn fetch_bytes(path: &str) -> Result<Vec<u8>, String> {
+    let resp = JsFuture::from(scope().fetch_with_str(path))
+        .await
+        .map_err(|e| format!("{path}: could not be loaded from this page's address ({e:?})"))?;
+    let resp: web_sys::Response = resp.dyn_into().map_err(|_| format!("{path}: not a response"))?;
+    if !resp.ok() {
+        return Err(format!("{path}: HTTP {}", resp.status()));
+    }
+    let buf = JsFuture::from(resp.array_buffer().map_err(|e| format!("{e:?}"))?).await.map_err(|e| format!("{e:?}"))?;
+    Ok(js_sys::Uint8Array::new(&buf).to_vec())
+}
+
+async fn bundled_vocab(state: &mut State, which: Bundled) -> Result<Rc<PublicVocabulary>, Stop> {
+    if let Some(v) = state.vocabs.get(&which) {
+        return Ok(v.clone());
+    }
+    let bytes = fetch_bytes(&format!("vocab/{}", which.file_name())).await.map_err(at(Stage::Read))?;
+    let v = Rc::new(PublicVocabulary::parse(which.name(), &bytes).map_err(at(Stage::Read))?);
+    state.vocabs.insert(which, v.clone());
+    Ok(v)
+}
+
+async fn load(
+    state: &mut State,
+    infos: &[FileInfo],
+    files: &[File],
+    text_col: Option<String>,
+    label_col: Option<String>,
+    vocabulary: VocabChoice,
+) -> Result<Event, Stop> {
+    if infos.is_empty() || files.len() < infos.len() {
+        return Err(Stop::Failed(Some(Stage::Read), "no file was given".into()));
+    }
+    state.loaded = None;
+    let vocab = match vocabulary {
+        VocabChoice::Bundled { which } => bundled_vocab(state, which).await?,
+        VocabChoice::Custom { name } => {
+            let file = files.get(infos.len()).ok_or_else(|| Stop::Failed(Some(Stage::Read), "attach the term list".into()))?;
+            let bytes = files::all(file).map_err(at(Stage::Read))?;
+            Rc::new(PublicVocabulary::parse(&name, &bytes).map_err(at(Stage::Read))?)
+        }
+    };
+    let matcher = Matcher::new(&vocab).map_err(at(Stage::Read))?;
+    let fields = Fields { text: text_col.filter(|s| !s.is_empty()), label: label_col.filter(|s| !s.is_empty()) };
+    let mut sink = MatchingSink::new(Some(&matcher), KEEP, fields.label.is_some());
+    let total: f64 = files.iter().take(infos.len()).map(|f| f.size()).sum();
+    let mut base = 0.0;
+    for (info, file) in infos.iter().zip(files) {
+        let format = format_of(&info.name)?;
+        let mut report = |pos: f64| progress(Stage::Read, (base + pos) as u64, total as u64);
+        let reader = files::BlobReader::new(file.clone(), &mut report).map_err(at(Stage::Read))?;
+        sink.read(reader, &info.name, format, &fields, None).map_err(at(Stage::Read))?;
+        base += file.size();
+    }
+    let name = if infos.len() == 1 { infos[0].name.clone() } else { format!("{} files", infos.len()) };
+    let corpus = sink.finish(&name).map_err(at(Stage::Read))?;
+    let (spent_before, earlier_runs) = match Store::open().await {
+        Ok(store) => {
+            let ledger = store.ledger().await.map_err(at(Stage::Read))?.ledger(&corpus.fingerprint);
+            (ledger.total_epsilon(), ledger.runs.len())
+        }
+        Err(e) => return Err(Stop::Failed(Some(Stage::Read), e)),
+    };
+    let summary = CorpusSummary {
+        documents: corpus.stats.documents,
+        empty_skipped: corpus.stats.empty_skipped,
+        docs_without_terms: corpus.docs_without_terms,
+        classes: corpus.stats.classes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        unlabelled: corpus.stats.unlabelled,
+        vocabulary: vocab.name.clone(),
+        vocabulary_terms: vocab.len(),
+        distinct_matched: corpus.distinct_terms(KEEP).len(),
+        spent_before,
+        earlier_runs,
+    };
+    state.loaded = Some(Loaded { corpus, vocab });
+    Ok(Event::Loaded(summary))
+}
+
+async fn ensure_model(slot: &mut Option<Model>) -> Result<&mut Model, Stop> {
+    if slot.is_none() {
+        progress(Stage::Model, 0, 2);
+        let model = fetch_bytes(&format!("models/{BUNDLED_MODEL}")).await.map_err(at(Stage::Model))?;
+        let tok = fetch_bytes("models/tokenizer.json").await.map_err(at(Stage::Model))?;
+        progress(Stage::Model, 1, 2);
+        let embedder = OnnxEmbedder::from_bytes(&model, &tok).map_err(at(Stage::Model))?;
+        *slot = Some(Model { embedder, name: "all-MiniLM-L6-v2 (bundled)".into() });
+    }
+    slot.as_mut().ok_or_else(|| Stop::Failed(Some(Stage::Model), "no model".into()))
+}
+
+fn iso_now() -> String {
+    js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default()
+}
+
+async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
+    let State { loaded, model, .. } = state;
+    let Some(Loaded { corpus, vocab }) = loaded.as_ref() else {
+        return Err(Stop::Failed(None, "load a corpus first".into()));
+    };
+    let problems = settings.check(Some(vocab.len()));
+    if let Some(p) = problems.first() {
+        return Err(Stop::Failed(None, p.message.clone()));
+    }
+    if settings.keep() > KEEP {
+        return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
+    }
+    let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was run")))?;
+    let mut book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
+    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
+    let mut id = [0u8; 8];
+    rng.fill(&mut id);
+    let mut run = Run::new(crate::corpus::hex(&id), iso_now());
+    let fp = corpus.fingerprint.clone();
+    let mut clock = now_ms();
+
+    // 1. DP vocabulary (ε_voc). The spend is saved before anything is shown.
+    let t0 = now_ms();
+    progress(Stage::Vocabulary, 0, 1);
+    let (pv, spend) = corpus.dp_vocabulary(vocab, &settings.vocab_params(), &mut rng).map_err(at(Stage::Vocabulary))?;
+    run.spends.push(spend);
+    book.extend_run(&fp, &run);
+    store.save_ledger(&book).await.map_err(at(Stage::Vocabulary))?;
+    post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note: format!("{} terms selected", pv.terms.len()) });
+    checkpoint(&mut clock).await?;
+
+    // 2. The model.
+    let t0 = now_ms();
+    let m = ensure_model(model).await?;
+    post(&Event::StageDone { stage: Stage::Model, seconds: seconds_since(t0), note: m.name.clone() });
+    checkpoint(&mut clock).await?;
+
+    // 3. Embeddings: cached (Ṽ terms from earlier runs) or computed in memory.
+    let t0 = now_ms();
+    let take = settings.len;
+    let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
+    let mut ids = corpus.distinct_terms(take);
+    ids.extend(&released);
+    ids.sort_unstable();
+    ids.dedup();
+    let checksum = m.embedder.checksum().to_string();
+    let (emb, from_cache, todo) = embed_all(m, vocab, &ids, Some(&store), &mut clock).await?;
+    let fresh: std::collections::HashSet<TermId> = todo.iter().copied().collect();
+    let fresh_released: Vec<TermId> = released.iter().copied().filter(|id| fresh.contains(id)).collect();
+    store.put_embeddings(&checksum, vocab, &fresh_released, &emb).await.map_err(at(Stage::Embed))?;
+    post(&Event::StageDone {
+        stage: Stage::Embed,
+        seconds: seconds_since(t0),
+        note: format!("{} terms embedded, {} from this browser's cache", todo.len(), from_cache),
+    });
+
+    // 4. DP-KDEs (ε_kde, classes in parallel). Saved to the ledger before sampling.
+    let t0 = now_ms();
+    progress(Stage::Kde, 0, 1);
+    checkpoint(&mut clock).await?;
+    let (kde, spends) =
+        crate::kde::build(&corpus.kde_docs(take), &emb, &settings.kde_params(), &mut rng).map_err(at(Stage::Kde))?;
+    run.spends.extend(spends);
+    book.extend_run(&fp, &run);
+    store.save_ledger(&book).await.map_err(at(Stage::Kde))?;
+    post(&Event::StageDone {
+        stage: Stage::Kde,
+        seconds: seconds_since(t0),
+        note: format!("{} class(es), I = {}", kde.classes.len(), settings.features),
+    });
+    checkpoint(&mut clock).await?;
+
+    // 5. Sampling (post-processing of the DP-KDEs).
+    let t0 = now_ms();
+    progress(Stage::Sample, 0, 1);
+    let cands = Candidates::new(&released, &emb).map_err(at(Stage::Sample))?;
+    let seqs = crate::sample::sample(&kde, &cands, settings.per_class, &mut rng).map_err(at(Stage::Sample))?;
+    post(&Event::StageDone { stage: Stage::Sample, seconds: seconds_since(t0), note: format!("{} sequences", seqs.len()) });
+
+    let ledger = book.ledger(&fp);
+    let classes: Vec<String> = kde.classes.iter().map(|c| c.label.clone().unwrap_or_default()).collect();
+    let report = PrivacyReport::new(
+        iso_now(),
+        settings,
+        &run,
+        &ledger,
+        Checked { name: vocab.name.clone(), sha256: vocab.checksum.clone() },
+        Checked { name: m.name.clone(), sha256: checksum },
+        classes,
+        seqs.len(),
+    );
+    Ok(Event::Finished(RunResult {
+        vocabulary: pv.terms.iter().map(|t| (t.term.clone(), t.noisy_count)).collect(),
+        sequences: seqs
+            .iter()
+            .map(|s| SequenceOut {
+                label: s.label.clone(),
+                keyphrases: s.keyphrases.iter().map(|&id| vocab.term(id).to_string()).collect(),
+            })
+            .collect(),
+        epsilon_run: run.epsilon(),
+        epsilon_total: ledger.total_epsilon(),
+        embedded_from_cache: from_cache,
+        embedded_fresh: todo.len(),
+        report: serde_json::to_string_pretty(&report).unwrap_or_default(),
+    }))
+}
+
+/// Embeddings of `ids`: from this browser's cache where present (reading it reveals nothing),
+/// else computed in batches of similar length, with progress and cancellation. Returns the
+/// table, how many came from the cache, and the ids computed here.
+async fn embed_all(
+    m: &mut Model,
+    vocab: &PublicVocabulary,
+    ids: &[TermId],
+    store: Option<&Store>,
+    clock: &mut f64,
+) -> Result<(TermEmbeddings, usize, Vec<TermId>), Stop> {
+    let mut emb = TermEmbeddings::new(m.embedder.dim());
+    let from_cache = match store {
+        Some(s) => s.cached_embeddings(m.embedder.checksum(), vocab, ids, &mut emb).await.map_err(at(Stage::Embed))?,
+        None => 0,
+    };
+    let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| !emb.contains(id)).collect();
+    todo.sort_by_key(|&id| vocab.term(id).len());
+    progress(Stage::Embed, 0, todo.len() as u64);
+    for (k, chunk) in todo.chunks(BATCH).enumerate() {
+        let texts: Vec<&str> = chunk.iter().map(|&id| vocab.term(id)).collect();
+        let vecs = m.embedder.embed(&texts).map_err(at(Stage::Embed))?;
+        for (&id, v) in chunk.iter().zip(&vecs) {
+            emb.insert(id, v).map_err(at(Stage::Embed))?;
+        }
+        progress(Stage::Embed, ((k + 1) * BATCH).min(todo.len()) as u64, todo.len() as u64);
+        checkpoint(clock).await?;
+    }
+    Ok((emb, from_cache, todo))
+}
+
+/// The utility check of `crate::eval` on the loaded corpus: all three samplers, 3 seeds,
+/// 20% held out. Its figures are NOT differentially private (they are computed on the private
+/// documents); nothing is stored, released, or recorded in the ledger (see `crate::eval`).
+async fn evaluate(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
+    use crate::eval::classifier::SoftmaxParams;
+    use crate::eval::{EvalParams, Evaluation, Task};
+    let State { loaded, model, .. } = state;
+    let Some(Loaded { corpus, vocab }) = loaded.as_ref() else {
+        return Err(Stop::Failed(None, "load a corpus first".into()));
+    };
+    if corpus.stats.classes.len() < 2 {
+        return Err(Stop::Failed(Some(Stage::Evaluate), "the utility check needs a label column with at least two classes".into()));
+    }
+    if let Some(p) = settings.check(Some(vocab.len())).first() {
+        return Err(Stop::Failed(None, p.message.clone()));
+    }
+    let params = EvalParams {
+        task: Task::AllClasses,
+        holdout: 0.2,
+        seeds: vec![0, 1, 2],
+        vocab: settings.vocab_params(),
+        eps_kde: settings.eps_kde,
+        len: settings.len,
+        features: Some(settings.features),
+        kde_terms_per_doc: settings.len,
+        per_class: settings.per_class,
+        samplers: vec![Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog],
+        no_dp_arms: false,
+        bandwidth: settings.bandwidth,
+        classifier: SoftmaxParams::default(),
+    };
+    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
+    let mut clock = now_ms();
+    progress(Stage::Evaluate, 0, 1);
+    let ev = Evaluation::prepare(corpus, vocab, params, &mut rng, &mut |_, _, _| {}).map_err(at(Stage::Evaluate))?;
+    let m = ensure_model(model).await?;
+    let store = Store::open().await.ok();
+    let (emb, _, _) = embed_all(m, vocab, &ev.terms_to_embed(), store.as_ref(), &mut clock).await?;
+    checkpoint(&mut clock).await?;
+    let report = ev
+        .run(&emb, &mut rng, &mut |_, done, total| progress(Stage::Evaluate, done as u64, total as u64))
+        .map_err(at(Stage::Evaluate))?;
+    Ok(Event::Evaluated(report))
+}
+
+/// Embeds the 20 reference terms shipped with the bundled model and compares with
+/// sentence-transformers' vectors (`models/reference_embeddings.json`).
+async fn model_check(slot: &mut Option<Model>) -> Result<Event, Stop> {
+    #[derive(serde::Deserialize)]
+    struct Reference {
+        terms: Vec<String>,
+        emb: Vec<Vec<f32>>,
+    }
+    let bytes = fetch_bytes("models/reference_embeddings.json").await.map_err(at(Stage::Model))?;
+    let r: Reference = serde_json::from_slice(&bytes).map_err(at(Stage::Model))?;
+    let m = ensure_model(slot).await?;
+    let texts: Vec<&str> = r.terms.iter().map(String::as_str).collect();
+    let got = m.embedder.embed(&texts).map_err(at(Stage::Model))?;
+    let mut worst = (f64::INFINITY, String::new());
+    for ((term, want), have) in r.terms.iter().zip(&r.emb).zip(&got) {
+        let dot: f64 = want.iter().zip(have).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum();
+        let na: f64 = want.iter().map(|a| f64::from(*a).powi(2)).sum::<f64>().sqrt();
+        let nb: f64 = have.iter().map(|a| f64::from(*a).powi(2)).sum::<f64>().sqrt();
+        let cos = if want.len() == have.len() { dot / (na * nb) } else { f64::NAN };
+        if !(cos >= worst.0) {
+            worst = (cos, term.clone());
+        }
+    }
+    Ok(Event::ModelChecked { terms: r.terms.len(), worst_cosine: worst.0, worst_term: worst.1, passed: worst.0 >= 0.999 })
+}
+
+/// Terms/s at batch 1 and 32 on the first `terms` medical-glossary terms, plus load time.
+async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
+    let vocab = bundled_vocab(state, Bundled::Medical).await?;
+    state.model = None;
+    let t0 = now_ms();
+    let m = ensure_model(&mut state.model).await?;
+    let model_load_seconds = seconds_since(t0);
+    let texts: Vec<&str> = (0..terms.min(vocab.len())).map(|i| vocab.term(i as TermId)).collect();
+    let mut rate = |batch: usize| -> Result<f64, Stop> {
+        let t0 = now_ms();
+        for chunk in texts.chunks(batch) {
+            m.embedder.embed(chunk).map_err(at(Stage::Embed))?;
+        }
+        Ok(texts.len() as f64 / seconds_since(t0))
+    };
+    let b1 = rate(1)?;
+    let b32 = rate(32)?;
+    Ok(Event::Benched(BenchFigures {
+        model_load_seconds,
+        terms: texts.len(),
+        batch1_terms_per_second: b1,
+        batch32_terms_per_second: b32,
+        wasm_memory_bytes: wasm_bindgen::memory().unchecked_into::<js_sys::WebAssembly::Memory>().buffer().unchecked_into::<js_sys::ArrayBuffer>().byte_length() as u64,
+    }))
+}

@@ -1,0 +1,233 @@
+// The curator's flow in the built app (dist/), in headless Chromium: pick a corpus through the
+// real file input, choose columns, read and match, set privacy parameters (with a refused bad
+// value), run the whole DP pipeline in the Web Worker, download the outputs, run again (the
+// ledger adds up, cached embeddings are reused), cancel a run, check the bundled model against
+// sentence-transformers' reference vectors, and refuse a wrong model. Throughout: no request to
+// any other origin, no console error, and no private canary in anything downloaded.
+// Screenshots of each step go to target/screenshots/app-*.png.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, startLlmServer } from './harness.mjs';
+
+const dist = path.join(ROOT, 'dist');
+assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
+fs.mkdirSync(SHOTS, { recursive: true });
+
+// A small labelled corpus. Every document carries a fake patient name (a canary that is in no
+// vocabulary) and a unique five-word span; neither may appear in any output.
+const CANARY = 'Zorbelina Quathmore';
+const cardio = ['Heart Failure', 'Hypertension', 'Chest Pain', 'Atrial Fibrillation', 'Tachycardia', 'Angina Pectoris', 'Edema'];
+const pulmo = ['Asthma', 'Cough', 'Pneumonia', 'Dyspnea', 'Bronchitis', 'Emphysema', 'Fever'];
+const rows = [['id', 'label', 'text']];
+for (let i = 0; i < 40; i++) {
+  const terms = i % 2 ? pulmo : cardio;
+  const pick = [0, 1, 2, 3].map((k) => terms[(i + k * 3) % terms.length]);
+  const text = `Patient ${CANARY} record ${i} seen today, unique span kappa${i} lambda${i} mu${i} nu${i} xi${i}. ` +
+    `History of ${pick[0].toLowerCase()} and ${pick[1].toLowerCase()}; now ${pick[2]} with ${pick[3]}.`;
+  rows.push([String(i), i % 2 ? 'pulmonary' : 'cardiology', `"${text}"`]);
+}
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-e2e-'));
+const corpusPath = path.join(tmp, 'notes.csv');
+fs.writeFileSync(corpusPath, rows.map((r) => r.join(',')).join('\n') + '\n');
+const spans = rows.slice(1).map((r) => r[2].match(/kappa\d+ lambda\d+ mu\d+ nu\d+ xi\d+/)[0]);
+
+const server = await serveStatic(dist);
+const llm = await startLlmServer();
+const browser = await launch();
+const origin = new URL(server.url).origin;
+let page;
+let problems;
+
+const shot = (name) => page.screenshot({ path: path.join(SHOTS, `app-${name}.png`), fullPage: true });
+
+async function download(selector) {
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+  return fs.readFileSync(await dl.path(), 'utf8');
+}
+
+function assertClean(text, what) {
+  assert(!text.includes(CANARY), `${what} contains the canary name`);
+  for (const s of spans) assert(!text.includes(s), `${what} contains a private 5-word span: ${s}`);
+}
+
+async function settle(timeout = 240_000) {
+  await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout });
+}
+
+await runTests([
+  ['upload, columns, read and match', async () => {
+    page = await browser.context.newPage();
+    // The LLM endpoint the curator configures is the one other origin allowed; the HTTP 429
+    // and 500 replies injected below make Chromium log "Failed to load resource".
+    problems = guard(page, origin, { origins: [llm.origin], console: /Failed to load resource: the server responded with a status of (429|500)/ });
+    await page.goto(server.url);
+    await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+    await page.setInputFiles('#corpus-input', corpusPath);
+    await page.waitForSelector('table.preview', { timeout: 30_000 });
+    assert(await page.locator('#text-col').inputValue() === 'text', 'text column not suggested');
+    assert(await page.locator('#label-col').inputValue() === 'label', 'label column not suggested');
+    await shot('1-preview');
+    await page.click('#load');
+    await page.waitForSelector('#summary', { timeout: 60_000 });
+    assert((await page.textContent('#n-docs')).trim() === '40', 'document count');
+    assert(/cardiology: 20/.test(await page.textContent('#classes')), 'class counts');
+    assert(/No earlier run/.test(await page.textContent('#ledger-note')), 'ledger note before the first run');
+  }],
+  ['a bad value is refused at its field', async () => {
+    await page.fill('#eps_voc', '0');
+    await page.waitForSelector('#eps_voc-err:not(:empty)');
+    assert(/greater than 0/.test(await page.textContent('#eps_voc-err')), 'ε error text');
+    assert(await page.isDisabled('#run'), 'run must be disabled with a bad value');
+    await page.fill('#top_n', 'ten');
+    assert(/not a whole number/.test(await page.textContent('#top_n-err')), 'N error text');
+    await shot('2-invalid');
+    // ε_voc = 20: noise of scale S/ε = 0.5, so the 14 terms that really occur win over the
+    // 28k others, and a second run selects (mostly) the same terms: the cache is exercised.
+    await page.fill('#eps_voc', '20');
+    await page.fill('#eps_kde', '5');
+    await page.fill('#top_n', '12');
+    await page.fill('#len', '4');
+    await page.fill('#features', '256');
+    await page.fill('#per_class', '6');
+    assert(!(await page.isDisabled('#run')), 'run enabled once the values are valid');
+    assert(/spends ε = 25/.test(await page.textContent('#ledger-note')), 'planned ε shown');
+  }],
+  ['the utility check compares the samplers and says it is not DP', async () => {
+    await page.click('#evaluate');
+    await page.waitForSelector('#utility-arms li', { timeout: 240_000 });
+    await settle();
+    const arms = await page.locator('#utility-arms .term').allTextContents();
+    for (const a of ['dp-independent', 'dp-iterative-linear', 'dp-iterative-log', 'nonprivate', 'majority']) {
+      assert(arms.some((x) => x.startsWith(a)), `arm ${a} missing: ${arms}`);
+    }
+    assert(/Not differentially private/.test(await page.textContent('#utility')), 'the not-DP warning');
+    assert(/No earlier run/.test(await page.textContent('#ledger-note')), 'the check spent nothing');
+    await shot('2b-utility');
+  }],
+  ['run the DP pipeline in the worker and download DP outputs only', async () => {
+    await page.click('#run');
+    await page.waitForSelector('#results', { timeout: 240_000 });
+    await settle();
+    await shot('3-results');
+    const spent = await page.textContent('#spent');
+    assert(/spent ε = 25\.000; total .* ε = 25\.000/.test(spent), `ledger after run 1: ${spent}`);
+    assert((await page.locator('#top-terms li').count()) === 12, 'N = 12 terms shown');
+    const jsonl = await download('#dl-jsonl');
+    const seqs = jsonl.trim().split('\n').map((l) => JSON.parse(l));
+    assert(seqs.length === 12, `6 sequences per class × 2 classes, got ${seqs.length}`);
+    assert(seqs.every((s) => s.keyphrases.length === 4 && ['cardiology', 'pulmonary'].includes(s.label)), 'sequence shape');
+    assertClean(jsonl, 'sequences JSONL');
+    const csv = await download('#dl-csv');
+    assert(csv.startsWith('label,keyphrases'), 'CSV header');
+    assertClean(csv, 'sequences CSV');
+    const report = JSON.parse(await download('#dl-report'));
+    assert(report.format === 'dpkps-privacy-report-v1' && report.epsilon_run === 25, 'report ε');
+    assert(/one document/.test(report.neighbouring_relation), 'neighbouring relation stated');
+    assert(report.model.sha256.length === 64 && report.vocabulary.sha256.length === 64, 'checksums');
+    assertClean(JSON.stringify(report), 'privacy report');
+  }],
+  ['a second run adds to the ledger and reuses cached embeddings of released terms', async () => {
+    assert(/already had 1 run\(s\).*ε = 25\.000.*total becomes ε = 50\.000/.test(await page.textContent('#ledger-note')), 'ledger warning before run 2');
+    await page.click('#run');
+    await page.waitForFunction(() => /total on this corpus in this browser: ε = 50\.000/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
+    await settle();
+    const m = (await page.textContent('#spent')).match(/(\d+) terms embedded, (\d+) from this browser's cache/);
+    assert(m && Number(m[2]) > 0, `no cached embeddings used: ${m}`);
+  }],
+  ['LLM: test connection, review what leaves, generate through injected faults', async () => {
+    await llm.reset();
+    await page.fill('#llm-endpoint', llm.url);
+    await page.fill('#llm-model', 'test-model');
+    await page.fill('#llm-timeout', '2');
+    await page.fill('#llm-attempts', '6');
+    await page.fill('#llm-concurrency', '2');
+    await page.click('#test-connection');
+    await page.waitForFunction(() => /Connected/.test(document.querySelector('#connection')?.textContent ?? ''), null, { timeout: 20_000 });
+    assert(/test-model/.test(await page.textContent('#connection')), 'models listed');
+    const summary = await page.textContent('#leaves-summary');
+    assert(/^12 requests to http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/.test(summary), summary);
+    const sample = await page.textContent('#prompt-sample');
+    assertClean(sample, 'prompt preview');
+    assert(/\[user\] Write a realistic clinical note \((cardiology|pulmonary)\)/.test(sample), sample);
+    assert(await page.isDisabled('#send'), 'sending needs the review box ticked');
+    await page.check('#reviewed');
+    await shot('6-review');
+    await llm.control({ faults: ['429', '500', 'garbage', 'timeout', 'empty'], hold_ms: 10_000 });
+    await page.click('#send');
+    await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 120_000 });
+    await shot('7-generated');
+    const corpus = (await download('#dl-corpus-jsonl')).trim().split('\n').map((l) => JSON.parse(l));
+    assert(corpus.length === 12, `12 documents, got ${corpus.length}`);
+    for (const d of corpus) {
+      assert(d.keyphrases.length === 4 && d.keyphrases.every((k) => d.text.includes(k)), `document does not use its keyphrases: ${JSON.stringify(d)}`);
+    }
+    const reqs = await llm.requests();
+    assert(reqs.length === 17, `12 documents + 5 injected faults = 17 requests, got ${reqs.length}`);
+    for (const r of reqs) assertClean(r.body, 'a request body sent to the LLM');
+    for (const r of problems.requests.filter((q) => q.url.startsWith(llm.origin))) assertClean(r.body, 'a request seen by the browser');
+    const audit = (await download('#dl-audit')).trim().split('\n').map((l) => JSON.parse(l));
+    assert(audit.length >= 17 && audit.some((a) => a.status === 429) && audit.some((a) => /no reply within/.test(a.error ?? '')), 'audit log records faults');
+    const html = await download('#dl-report-html');
+    assert(/Privacy report/.test(html) && /one document/.test(html) && !/<script/i.test(html), 'printable report');
+    assertClean(html, 'HTML report');
+  }],
+  ['LLM: a reload in the middle resumes and finishes with every document exactly once', async () => {
+    await llm.reset();
+    await llm.control({ faults: [], delay_ms: 400 });
+    await page.fill('#llm-concurrency', '1');
+    await page.check('#reviewed');
+    await page.click('#send');
+    await page.waitForFunction(() => Number(document.querySelector('#gen-progress')?.dataset.done) >= 4, null, { timeout: 60_000 });
+    await page.reload();
+    await page.waitForSelector('#resume', { timeout: 60_000 });
+    const saved = Number((await page.textContent('#resume')).match(/(\d+) of 12 documents are saved/)[1]);
+    assert(saved >= 4 && saved < 12, `saved before reload: ${saved}`);
+    await shot('8-resume');
+    await page.click('#resume-btn');
+    await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 120_000 });
+    const corpus = (await download('#dl-corpus-jsonl')).trim().split('\n');
+    assert(corpus.length === 12, `12 documents after resume, got ${corpus.length}`);
+    const reqs = await llm.requests();
+    // Finished documents are not sent again; at most the one in flight at the reload is.
+    assert(reqs.length >= 12 && reqs.length <= 13, `requests: ${reqs.length}`);
+    await llm.control({ faults: [], delay_ms: 0 });
+  }],
+  ['cancel stops a run; the page stays usable', async () => {
+    // The reload above emptied the page's memory: the corpus must be given again.
+    await page.setInputFiles('#corpus-input', corpusPath);
+    await page.waitForSelector('table.preview', { timeout: 30_000 });
+    await page.selectOption('#vocab', 'english');
+    await page.click('#load');
+    await page.waitForSelector('#summary', { timeout: 120_000 });
+    await page.click('#run');
+    await page.waitForSelector('li[data-stage="embed"][data-state="running"]', { timeout: 240_000 });
+    await page.click('#cancel');
+    await page.waitForSelector('#error', { timeout: 60_000 });
+    assert(/Cancelled/.test(await page.textContent('#error')), 'cancel message');
+    await shot('4-cancelled');
+    assert(!(await page.isDisabled('#run')), 'run is possible again after cancel');
+  }],
+  ['the bundled model matches sentence-transformers in the worker', async () => {
+    await page.click('#model-check');
+    await page.waitForSelector('#model-check-result:not(:empty)', { timeout: 120_000 });
+    const text = await page.textContent('#model-check-result');
+    assert(/^Passed: 20 reference terms/.test(text), text);
+  }],
+  ['a model with the wrong inputs is refused with a clear error', async () => {
+    await page.click('#own-model summary');
+    await page.setInputFiles('#model-file', path.join(ROOT, 'tests/fixtures/wrong_inputs.onnx'));
+    await page.setInputFiles('#tokenizer-file', path.join(ROOT, 'models/tokenizer.json'));
+    await page.click('#use-model');
+    await page.waitForFunction(() => /expected/.test(document.querySelector('#error')?.textContent ?? ''), null, { timeout: 60_000 });
+    const err = await page.textContent('#error');
+    assert(/wrong_inputs\.onnx/.test(err) && /input_ids/.test(err), err);
+    await shot('5-wrong-model');
+    assert(problems.length === 0, problems.join('\n'));
+  }],
+]);
+
+await browser.close();
+await server.close();
+llm.close();
+fs.rmSync(tmp, { recursive: true, force: true });

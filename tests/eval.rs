@@ -1,0 +1,161 @@
+//! `dpkps evaluate` (README, "evaluate"): the report's shape, the floor and ceiling arms on an
+//! easy corpus, the text view, and the errors for bad inputs. Uses the bundled model.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dpkps-eval-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs the CLI with a private ledger path, which an evaluation must never create.
+fn dpkps(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).env("DPKPS_LEDGER", dir.join("ledger.json")).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const TERMS: [(&str, [&str; 6]); 3] = [
+    ("Cardio", ["Heart Failure", "Hypertension", "Chest Pain", "Myocardial Infarction", "Atrial Fibrillation", "Angina Pectoris"]),
+    ("Pulmo", ["Asthma", "Cough", "Pneumonia", "Dyspnea", "Bronchitis", "Emphysema"]),
+    ("Derm", ["Psoriasis", "Eczema", "Acne Vulgaris", "Dermatitis", "Pruritus", "Melanoma"]),
+];
+
+/// An easy corpus: `sizes[c]` notes of class c, each naming three of its class's six terms.
+fn corpus(dir: &Path, sizes: [usize; 3]) -> String {
+    let mut csv = String::from("id,note,specialty\n");
+    let mut id = 0;
+    for ((label, terms), n) in TERMS.iter().zip(sizes) {
+        for k in 0..n {
+            id += 1;
+            let pick: Vec<&str> = (0..3).map(|j| terms[(k + 2 * j) % 6]).collect();
+            csv.push_str(&format!("{id},\"Patient seen for {}, with {} and {}.\",{label}\n", pick[0], pick[1], pick[2]));
+        }
+    }
+    let p = dir.join("notes.csv");
+    std::fs::write(&p, csv).unwrap();
+    p.display().to_string()
+}
+
+fn base(c: &str) -> Vec<&str> {
+    vec![
+        "evaluate", "--corpus", c, "--text-col", "note", "--label-col", "specialty", "--vocabulary", "medical",
+        "--eps-voc", "5", "--eps-kde", "10", "--top-n", "30", "--terms-per-doc", "3", "--len", "3",
+        "--kde-terms-per-doc", "3", "--per-class", "20", "--holdout", "0.25", "--seeds", "2", "--features", "256",
+    ]
+}
+
+#[test]
+fn report_has_every_arm_the_floor_and_the_ceiling() {
+    let dir = tmpdir("report");
+    let c = corpus(&dir, [16, 12, 8]);
+    let json = dir.join("out.json").display().to_string();
+    let mut args = base(&c);
+    args.extend(["--sampler", "independent,iterative-log", "--no-dp", "--json", &json]);
+    let o = dpkps(&dir, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("NOT differentially private") && table.contains("dp-iterative-log"), "{table}");
+    assert!(!dir.join("ledger.json").exists(), "an evaluation must not touch the privacy ledger");
+
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(v["note"].as_str().unwrap().contains("NOT differentially private"));
+    assert_eq!(v["params"]["holdout"], 0.25);
+    assert_eq!(v["params"]["vocab"]["epsilon"], 5.0);
+    assert_eq!(v["params"]["eps_kde"], 10.0);
+    assert_eq!(v["task"]["classes"], serde_json::json!(["Cardio", "Derm", "Pulmo"]));
+    let arms = v["arms"].as_array().unwrap();
+    let names: Vec<String> = arms.iter().map(|a| format!("{}/{}", a["arm"].as_str().unwrap(), a["view"].as_str().unwrap())).collect();
+    for want in ["majority/none", "nonprivate/embedding", "nonprivate/bag", "dp-independent/embedding", "dp-iterative-log/bag", "nodp-independent/embedding", "nodp-iterative-log/bag"] {
+        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+    }
+    assert_eq!(arms.len(), 1 + 2 * 5, "{names:?}");
+    for a in arms {
+        for key in ["arm", "view", "accuracy_mean", "accuracy_std", "macro_f1_mean", "macro_f1_std", "n_train", "n_test", "runs"] {
+            assert!(a.get(key).is_some(), "{key} missing in {a}");
+        }
+        assert_eq!(a["runs"].as_array().unwrap().len(), 2);
+    }
+    let arm = |n: &str, view: &str| arms.iter().find(|a| a["arm"] == n && a["view"] == view).unwrap();
+    // Test part: 4 Cardio, 2 Derm, 3 Pulmo; the training majority is Cardio: accuracy 4/9.
+    let maj = arm("majority", "none");
+    assert_eq!((maj["n_train"].as_u64(), maj["n_test"].as_u64()), (Some(27), Some(9)));
+    for run in maj["runs"].as_array().unwrap() {
+        assert!((run["accuracy"].as_f64().unwrap() - 4.0 / 9.0).abs() < 1e-12, "{run}");
+    }
+    assert_eq!(arm("dp-independent", "embedding")["n_train"], 3 * 20);
+    let non = arm("nonprivate", "embedding")["accuracy_mean"].as_f64().unwrap();
+    assert!(non >= maj["accuracy_mean"].as_f64().unwrap() + 0.3, "nonprivate {non} should beat the majority class clearly");
+}
+
+#[test]
+fn synthetic_texts_are_scored_next_to_real_texts() {
+    let dir = tmpdir("synthetic");
+    let c = corpus(&dir, [8, 8, 8]);
+    let syn = dir.join("synthetic.jsonl");
+    let mut lines = String::new();
+    for (label, terms) in TERMS {
+        for t in terms {
+            lines.push_str(&serde_json::json!({"text": format!("A note about {t}."), "label": label}).to_string());
+            lines.push('\n');
+        }
+    }
+    lines.push_str("{\"text\": \"unrelated\", \"label\": \"Other\"}\n");
+    std::fs::write(&syn, lines).unwrap();
+    let json = dir.join("out.json").display().to_string();
+    let mut args = base(&c);
+    let syn = syn.display().to_string();
+    args.extend(["--sampler", "independent", "--synthetic", &syn, "--json", &json]);
+    let o = dpkps(&dir, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(v["synthetic"], serde_json::json!({"documents": 19, "used": 18, "unknown_label_left_out": 1}));
+    let arms = v["arms"].as_array().unwrap();
+    let text = |n: &str| arms.iter().find(|a| a["arm"] == n && a["view"] == "text").unwrap_or_else(|| panic!("{n}/text missing"));
+    assert_eq!(text("synthetic")["n_train"], 18);
+    assert_eq!(text("real-text")["n_test"], 6);
+    assert!(text("synthetic")["accuracy_mean"].as_f64().unwrap() > text("majority")["accuracy_mean"].as_f64().unwrap());
+}
+
+#[test]
+fn bad_inputs_get_clear_errors() {
+    let dir = tmpdir("errors");
+    let c = corpus(&dir, [16, 12, 8]);
+    let check = |extra: &[&str], replace_label: Option<&str>, want: &str| {
+        let mut args = base(&c);
+        if let Some(l) = replace_label {
+            let k = args.iter().position(|a| *a == "--label-col").unwrap();
+            if l.is_empty() {
+                args.drain(k..k + 2);
+            } else {
+                args[k + 1] = l;
+            }
+        }
+        // An option given in `extra` replaces the base's.
+        if let Some(k) = extra.first().and_then(|o| args.iter().position(|a| a == o)) {
+            args.drain(k..k + 2);
+        }
+        args.extend_from_slice(extra);
+        let o = dpkps(&dir, &args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{extra:?}: expected {want:?} in {}", stderr(&o));
+    };
+    check(&["--holdout", "1.5"], None, "held-out fraction must be strictly between 0 and 1");
+    check(&["--holdout", "0"], None, "held-out fraction");
+    check(&[], Some("nope"), "no column named \"nope\"");
+    check(&[], Some(""), "needs class labels");
+    check(&["--one-vs-rest", "Neuro"], None, "no document has the label \"Neuro\"");
+    check(&["--sampler", "fastest"], None, "unknown sampler");
+    let small = corpus(&dir, [16, 12, 3]);
+    let mut args = base(&small);
+    args.extend(["--sampler", "independent"]);
+    let o = dpkps(&dir, &args);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("the class \"Derm\" has only 3 document(s)"), "{}", stderr(&o));
+}

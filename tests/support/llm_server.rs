@@ -1,0 +1,193 @@
+//! `dpkps-llm-test-server`: a local OpenAI-compatible chat-completions server for the browser
+//! tests. It writes a sentence from the keyphrases it receives, records every request, and can
+//! be told to misbehave. Standard library only; one thread per connection; loopback only.
+//!
+//! ```text
+//! dpkps-llm-test-server [--port N]      prints "listening http://127.0.0.1:PORT" on stdout
+//! POST /v1/chat/completions             the model ("test-model")
+//! GET  /v1/models                       {"data":[{"id":"test-model"}]}
+//! POST /_control {"faults":["429","500","timeout","garbage","empty","ok"],"delay_ms":0,"hold_ms":30000}
+//!                                       faults are used up one per completion request, in order
+//! GET  /_requests                       every completion request so far (body, fault applied)
+//! POST /_reset                          forget requests and faults
+//! ```
+//! Every response carries permissive CORS headers: the app calls from another origin (port).
+
+#[cfg(not(target_arch = "wasm32"))]
+mod server {
+    use std::collections::VecDeque;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+
+    #[derive(Default)]
+    struct Shared {
+        requests: Vec<Value>,
+        faults: VecDeque<String>,
+        delay_ms: u64,
+        hold_ms: u64,
+    }
+
+    type State = Arc<Mutex<Shared>>;
+
+    struct Request {
+        method: String,
+        path: String,
+        headers: Vec<(String, String)>,
+        body: String,
+    }
+
+    fn read_request(stream: &mut TcpStream) -> Option<Request> {
+        let mut reader = BufReader::new(stream.try_clone().ok()?);
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        let mut parts = line.split_whitespace();
+        let method = parts.next()?.to_string();
+        let path = parts.next()?.to_string();
+        let mut headers = Vec::new();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).ok()? == 0 {
+                break;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':') {
+                headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+            }
+        }
+        let len: usize = headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
+        let mut body = vec![0u8; len];
+        reader.read_exact(&mut body).ok()?;
+        Some(Request { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() })
+    }
+
+    fn respond(stream: &mut TcpStream, status: u16, reason: &str, content_type: &str, body: &str, extra: &str) {
+        let head = format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+             Access-Control-Allow-Origin: *\r\nAccess-Control-Allow-Headers: authorization, content-type\r\n\
+             Access-Control-Allow-Methods: GET, POST, OPTIONS\r\nAccess-Control-Expose-Headers: retry-after\r\n\
+             {extra}Connection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        let _ = stream.write_all(body.as_bytes());
+        let _ = stream.flush();
+    }
+
+    /// The "model": a sentence that uses every keyphrase of the last user message.
+    fn write_document(body: &Value) -> String {
+        let last_user = body["messages"]
+            .as_array()
+            .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
+        let line = last_user.lines().find(|l| l.to_lowercase().contains("keyphrase")).unwrap_or(last_user);
+        let list = line.rsplit_once(':').map_or(line, |(_, r)| r).trim().trim_end_matches('.');
+        let phrases: Vec<&str> = list.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+        match phrases.split_last() {
+            Some((last, rest)) if !rest.is_empty() => {
+                format!("The patient was seen for {} and {last}; a plan was agreed.", rest.join(", "))
+            }
+            Some((last, _)) => format!("The patient was seen for {last}; a plan was agreed."),
+            None => "The patient was seen; a plan was agreed.".into(),
+        }
+    }
+
+    fn completion(stream: &mut TcpStream, req: &Request, state: &State) {
+        let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+        let (fault, delay, hold) = {
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            let fault = s.faults.pop_front().unwrap_or_else(|| "ok".into());
+            let authorization = req.headers.iter().any(|(k, _)| k == "authorization");
+            s.requests.push(json!({ "body": req.body, "fault": fault, "authorization": authorization }));
+            (fault, s.delay_ms, s.hold_ms)
+        };
+        std::thread::sleep(Duration::from_millis(delay));
+        match fault.as_str() {
+            "429" => respond(stream, 429, "Too Many Requests", "application/json", r#"{"error":"slow down"}"#, "Retry-After: 0\r\n"),
+            "500" => respond(stream, 500, "Internal Server Error", "text/plain", "boom", ""),
+            "garbage" => respond(stream, 200, "OK", "application/json", "<html>not a completion", ""),
+            "empty" => respond(stream, 200, "OK", "application/json", r#"{"choices":[]}"#, ""),
+            "timeout" => std::thread::sleep(Duration::from_millis(hold)),
+            _ => {
+                let text = write_document(&body);
+                let reply = json!({
+                    "id": "chatcmpl-test", "object": "chat.completion", "model": body["model"],
+                    "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": text } }],
+                    "usage": { "prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0 }
+                });
+                respond(stream, 200, "OK", "application/json", &reply.to_string(), "");
+            }
+        }
+    }
+
+    fn handle(mut stream: TcpStream, state: State) {
+        let Some(req) = read_request(&mut stream) else { return };
+        let path = req.path.split('?').next().unwrap_or("").to_string();
+        match (req.method.as_str(), path.as_str()) {
+            ("OPTIONS", _) => respond(&mut stream, 204, "No Content", "text/plain", "", ""),
+            ("POST", "/v1/chat/completions") => completion(&mut stream, &req, &state),
+            ("GET", "/v1/models") => respond(
+                &mut stream,
+                200,
+                "OK",
+                "application/json",
+                r#"{"object":"list","data":[{"id":"test-model","object":"model"}]}"#,
+                "",
+            ),
+            ("POST", "/_control") => {
+                let v: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+                let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+                s.faults = v["faults"].as_array().map_or_else(VecDeque::new, |a| {
+                    a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect()
+                });
+                s.delay_ms = v["delay_ms"].as_u64().unwrap_or(0);
+                s.hold_ms = v["hold_ms"].as_u64().unwrap_or(30_000);
+                respond(&mut stream, 200, "OK", "application/json", "{}", "");
+            }
+            ("GET", "/_requests") => {
+                let s = state.lock().unwrap_or_else(|e| e.into_inner());
+                respond(&mut stream, 200, "OK", "application/json", &Value::from(s.requests.clone()).to_string(), "");
+            }
+            ("POST", "/_reset") => {
+                *state.lock().unwrap_or_else(|e| e.into_inner()) = Shared { hold_ms: 30_000, ..Shared::default() };
+                respond(&mut stream, 200, "OK", "application/json", "{}", "");
+            }
+            _ => respond(&mut stream, 404, "Not Found", "text/plain", "not found", ""),
+        }
+    }
+
+    pub fn main() {
+        let args: Vec<String> = std::env::args().collect();
+        let port = args.iter().position(|a| a == "--port").and_then(|i| args.get(i + 1)).and_then(|p| p.parse::<u16>().ok()).unwrap_or(0);
+        let listener = match TcpListener::bind(("127.0.0.1", port)) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("cannot listen on 127.0.0.1:{port}: {e}");
+                std::process::exit(1);
+            }
+        };
+        let addr = listener.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        println!("listening http://{addr}");
+        let _ = std::io::stdout().flush();
+        let state: State = Arc::new(Mutex::new(Shared { hold_ms: 30_000, ..Shared::default() }));
+        for stream in listener.incoming().flatten() {
+            let state = state.clone();
+            std::thread::spawn(move || handle(stream, state));
+        }
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn main() {
+    server::main();
+}
+
+#[cfg(target_arch = "wasm32")]
+fn main() {}
