@@ -70,7 +70,15 @@ impl PromptSettings {
     }
 
     fn fill(&self, text: &str, keyphrases: &[String], label: Option<&str>) -> String {
-        text.replace("{keyphrases}", &keyphrases.join(", "))
+        // A sampled sequence may repeat a keyphrase (DP-KPS samples with replacement, which
+        // measured better on MTSamples than forbidding repeats); the prompt names each once.
+        let mut distinct: Vec<&str> = Vec::with_capacity(keyphrases.len());
+        for k in keyphrases {
+            if !distinct.contains(&k.as_str()) {
+                distinct.push(k);
+            }
+        }
+        text.replace("{keyphrases}", &distinct.join(", "))
             .replace("{doc_type}", self.doc_type.trim())
             .replace("{label}", label.unwrap_or(self.doc_type.trim()))
     }
@@ -133,11 +141,11 @@ mod tests {
     fn fills_the_template_and_orders_messages() {
         let mut p = PromptSettings::default();
         p.few_shot.push(FewShot { keyphrases: vec!["cough".into()], label: Some("pulmo".into()), text: "Ex.".into() });
-        let m = p.messages(&["heart failure".into(), "edema".into()], Some("cardio"));
+        let m = p.messages(&["heart failure".into(), "edema".into(), "heart failure".into()], Some("cardio"));
         assert_eq!(m.iter().map(|m| m.role.as_str()).collect::<Vec<_>>(), ["system", "user", "assistant", "user"]);
         assert!(m[0].content.contains("clinical notes"), "{}", m[0].content);
         assert!(m[1].content.contains("(pulmo)") && m[1].content.contains(": cough."), "{}", m[1].content);
-        assert!(m[3].content.contains("(cardio)") && m[3].content.contains("heart failure, edema"), "{}", m[3].content);
+        assert!(m[3].content.contains("(cardio)") && m[3].content.contains(": heart failure, edema."), "{}", m[3].content);
         assert!(estimate_tokens(&m) > 30);
     }
 

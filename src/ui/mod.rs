@@ -625,7 +625,7 @@ fn BenchPanel() -> impl IntoView {
     view! {
         <section class="card" aria-labelledby="bench-h">
             <h2 id="bench-h">"Benchmark"</h2>
-            <button id="bench" prop:disabled=move || app.busy() on:click=move |_| app.bench(256)>"Embed 256 terms at batch 1 and 32"</button>
+            <button id="bench" prop:disabled=move || app.busy() on:click=move |_| app.bench(512)>"Embed 512 terms at batch 1 and 32"</button>
             <pre id="bench-result">{move || app.bench.get().map(|b| serde_json::to_string_pretty(&b).unwrap_or_default())}</pre>
         </section>
     }

@@ -15,7 +15,7 @@ await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 }
 await page.click('#bench');
 await page.waitForSelector('#bench-result:not(:empty)', { timeout: 600_000 });
 const b = JSON.parse(await page.textContent('#bench-result'));
-console.log(`benchmark: sentence embeddings in the app's Web Worker (wasm32 +simd128, release), ${b.terms} MeSH terms`);
+console.log(`benchmark: sentence embeddings in the app's Web Worker (wasm32 +simd128, release), ${b.terms} MeSH terms, sorted by length`);
 console.log(`  model load + optimise: ${b.model_load_seconds.toFixed(2)} s`);
 console.log(`  batch 1:  ${b.batch1_terms_per_second.toFixed(1)} terms/s`);
 console.log(`  batch 32: ${b.batch32_terms_per_second.toFixed(1)} terms/s`);
