@@ -30,6 +30,8 @@ for (let i = 0; i < 40; i++) {
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-e2e-'));
 const corpusPath = path.join(tmp, 'notes.csv');
 fs.writeFileSync(corpusPath, rows.map((r) => r.join(',')).join('\n') + '\n');
+const badPath = path.join(tmp, 'broken.jsonl');
+fs.writeFileSync(badPath, '{"text": "fine", "label": "a"}\n{"text": "also fine", "label": "b"}\n{"text": "cut off\n');
 const spans = rows.slice(1).map((r) => r[2].match(/kappa\d+ lambda\d+ mu\d+ nu\d+ xi\d+/)[0]);
 
 const server = await serveStatic(dist);
@@ -56,6 +58,19 @@ async function settle(timeout = 240_000) {
 }
 
 await runTests([
+  ['a broken file gets a plain-words error that names the line', async () => {
+    page = await browser.context.newPage();
+    problems = guard(page, origin, { origins: [llm.origin], console: /Failed to load resource: the server responded with a status of (429|500)/ });
+    await page.goto(server.url);
+    await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+    await page.setInputFiles('#corpus-input', badPath);
+    await page.waitForSelector('#error', { timeout: 30_000 });
+    const err = await page.textContent('#error');
+    assert(/broken\.jsonl, line 3: not a valid JSON object/.test(err), err);
+    await shot('0-bad-file');
+    assert(problems.length === 0, problems.join('\n'));
+    await page.close();
+  }],
   ['upload, columns, read and match', async () => {
     page = await browser.context.newPage();
     // The LLM endpoint the curator configures is the one other origin allowed; the HTTP 429
