@@ -53,16 +53,23 @@ function assertClean(text, what) {
   for (const s of spans) assert(!text.includes(s), `${what} contains a private 5-word span: ${s}`);
 }
 
+/** A fresh tab on the app, guarded, once its worker is ready. */
+async function openApp() {
+  page = await browser.context.newPage();
+  // The LLM endpoint the curator configures is the one other origin allowed; the HTTP 429
+  // and 500 replies injected below make Chromium log "Failed to load resource".
+  problems = guard(page, origin, { origins: [llm.origin], console: /Failed to load resource: the server responded with a status of (429|500)/ });
+  await page.goto(server.url);
+  await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+}
+
 async function settle(timeout = 240_000) {
   await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout });
 }
 
 await runTests([
   ['a broken file gets a plain-words error that names the line', async () => {
-    page = await browser.context.newPage();
-    problems = guard(page, origin, { origins: [llm.origin], console: /Failed to load resource: the server responded with a status of (429|500)/ });
-    await page.goto(server.url);
-    await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+    await openApp();
     await page.setInputFiles('#corpus-input', badPath);
     await page.waitForSelector('#error', { timeout: 30_000 });
     const err = await page.textContent('#error');
@@ -72,12 +79,7 @@ await runTests([
     await page.close();
   }],
   ['upload, columns, read and match', async () => {
-    page = await browser.context.newPage();
-    // The LLM endpoint the curator configures is the one other origin allowed; the HTTP 429
-    // and 500 replies injected below make Chromium log "Failed to load resource".
-    problems = guard(page, origin, { origins: [llm.origin], console: /Failed to load resource: the server responded with a status of (429|500)/ });
-    await page.goto(server.url);
-    await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+    await openApp();
     await page.setInputFiles('#corpus-input', corpusPath);
     await page.waitForSelector('table.preview', { timeout: 30_000 });
     assert(await page.locator('#text-col').inputValue() === 'text', 'text column not suggested');
