@@ -58,6 +58,12 @@ impl Run {
 
     /// ε of this run under the composition rules in the module docs.
     pub fn epsilon(&self) -> f64 {
+        self.epsilon_by_stage().values().fold(0.0, |a, b| a + b)
+    }
+
+    /// ε of each stage of this run: whole-corpus spends add up; spends on disjoint
+    /// partitions (classes) take the maximum over partitions.
+    pub fn epsilon_by_stage(&self) -> BTreeMap<&str, f64> {
         let mut stages: BTreeMap<&str, (f64, BTreeMap<&str, f64>)> = BTreeMap::new();
         for s in &self.spends {
             let entry = stages.entry(s.stage.as_str()).or_default();
@@ -67,9 +73,9 @@ impl Run {
             }
         }
         stages
-            .values()
-            .map(|(whole, parts)| whole + parts.values().copied().fold(0.0, f64::max))
-            .fold(0.0, |a, b| a + b)
+            .into_iter()
+            .map(|(stage, (whole, parts))| (stage, whole + parts.values().copied().fold(0.0, f64::max)))
+            .collect()
     }
 }
 
@@ -95,13 +101,8 @@ impl Ledger {
     pub fn epsilon_by_stage(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
         for run in &self.runs {
-            for stage in run.spends.iter().map(|s| s.stage.clone()).collect::<std::collections::BTreeSet<_>>() {
-                let only = Run {
-                    id: String::new(),
-                    started: String::new(),
-                    spends: run.spends.iter().filter(|s| s.stage == stage).cloned().collect(),
-                };
-                *out.entry(stage).or_insert(0.0) += only.epsilon();
+            for (stage, eps) in run.epsilon_by_stage() {
+                *out.entry(stage.to_string()).or_insert(0.0) += eps;
             }
         }
         out

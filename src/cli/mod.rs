@@ -358,9 +358,10 @@ fn run(command: Command) -> Result<(), CliError> {
             let mut book = plan.open_ledger(&mc)?;
             let mut rng = SecureRng::from_os()?;
             let mut run = new_run(&mut rng);
-            let rel = kde_stage(&mc, &public, pv, &plan, &model, &mut run, &mut rng)?;
+            let mut embedder = load_model(&model)?;
+            let rel = kde_stage(&mc, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
             plan.commit(&mut book, &mc, run)?;
-            write_sequences(&out, &rel, &public, &model, plan.per_class, &mut rng)?;
+            write_sequences(&out, &rel, &public, embedder.as_mut(), plan.per_class, &mut rng)?;
             if let Some(path) = release {
                 write_json(&path, &rel)?;
             }
@@ -376,7 +377,7 @@ fn run(command: Command) -> Result<(), CliError> {
                 });
             }
             let mut rng = SecureRng::from_os()?;
-            write_sequences(&out, &rel, &public, &model, per_class, &mut rng)
+            write_sequences(&out, &rel, &public, load_model(&model)?.as_mut(), per_class, &mut rng)
         }
         Command::Pipeline { inputs: PipelineInputs { corpus, vocab, dp, kde, model }, ledger, out_dir } => {
             std::fs::create_dir_all(&out_dir)
@@ -396,11 +397,12 @@ fn run(command: Command) -> Result<(), CliError> {
             let (pv, spend) = mc.dp_vocabulary(&public, &params, &mut rng)?;
             run.spends.push(spend);
             write_json(&out_dir.join("vocabulary.json"), &pv)?;
-            let rel = kde_stage(&mc, &public, pv, &plan, &model, &mut run, &mut rng)?;
+            let mut embedder = load_model(&model)?;
+            let rel = kde_stage(&mc, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
             write_json(&out_dir.join("release.json"), &rel)?;
             write_json(&out_dir.join("run.json"), &run)?;
             plan.commit(&mut book, &mc, run)?;
-            write_sequences(&out_dir.join("sequences.jsonl"), &rel, &public, &model, plan.per_class, &mut rng)?;
+            write_sequences(&out_dir.join("sequences.jsonl"), &rel, &public, embedder.as_mut(), plan.per_class, &mut rng)?;
             eprintln!("wrote vocabulary.json, release.json, sequences.jsonl and run.json to {}", out_dir.display());
             Ok(())
         }
@@ -557,7 +559,7 @@ fn kde_stage(
     public: &PublicVocabulary,
     pv: PrivateVocabulary,
     plan: &Plan,
-    model: &ModelArgs,
+    embedder: &mut dyn crate::embed::Embed,
     run: &mut Run,
     rng: &mut SecureRng,
 ) -> Result<Release, CliError> {
@@ -566,9 +568,8 @@ fn kde_stage(
     let take = if params.sampler == Sampler::Independent { params.terms_per_doc } else { params.len };
     let mut ids = mc.distinct_terms(take);
     ids.extend(pv.terms.iter().map(|t| t.id));
-    let mut embedder = load_model(model)?;
     let t0 = Instant::now();
-    let emb = crate::embed::embed_terms(public, &ids, embedder.as_mut(), 32, &mut |done, total| {
+    let emb = crate::embed::embed_terms(public, &ids, embedder, 32, &mut |done, total| {
         if done == total || done % 1024 == 0 {
             eprint!("\rembedding terms: {done}/{total}");
         }
@@ -593,11 +594,10 @@ fn write_sequences(
     out: &Path,
     rel: &Release,
     public: &PublicVocabulary,
-    model: &ModelArgs,
+    embedder: &mut dyn crate::embed::Embed,
     per_class: usize,
     rng: &mut SecureRng,
 ) -> Result<(), CliError> {
-    let mut embedder = load_model(model)?;
     if embedder.checksum() != rel.model_checksum {
         return Err(CliError::Input {
             path: "--model".into(),
@@ -605,7 +605,7 @@ fn write_sequences(
         });
     }
     let ids = rel.candidate_ids();
-    let emb = crate::embed::embed_terms(public, &ids, embedder.as_mut(), 32, &mut |_, _| {})?;
+    let emb = crate::embed::embed_terms(public, &ids, embedder, 32, &mut |_, _| {})?;
     let cands = Candidates::new(&ids, &emb)?;
     let seqs = crate::sample::sample(&rel.kde, &cands, per_class, rng)?;
     let mut lines = String::new();

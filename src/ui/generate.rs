@@ -194,6 +194,10 @@ impl GenState {
                     format!("Connected. Models offered: {}", if ids.is_empty() { "(none listed)".into() } else { ids.join(", ") })
                 }
                 Ok((status, body, _)) => format!("The endpoint answered HTTP {status}: {}", body.chars().take(200).collect::<String>()),
+                Err(LlmError::Network(e)) => format!(
+                    "Could not connect ({e}). Check that the server runs and that it allows requests from this page \
+                     (CORS: vLLM --allowed-origins, Ollama OLLAMA_ORIGINS, llama.cpp allows all by default)."
+                ),
                 Err(e) => format!("Could not connect: {e}"),
             };
             this.connection.set(Some(msg));

@@ -48,7 +48,8 @@ pub fn Generate() -> impl IntoView {
     let plan = Memo::new(move |_| app.result.get().map(|r| g.plan(&r)));
     let review = move || {
         plan.get().map(|p| match p {
-            Err(e) => view! { <p class="field-error" id="llm-error">{e}</p> }.into_any(),
+            // Not an error yet: what is missing before anything can be sent.
+            Err(e) => view! { <p class="todo" id="llm-error" role="status">"Before sending: " {e}</p> }.into_any(),
             Ok(job) => {
                 let first: Vec<String> = job
                     .items

@@ -59,8 +59,8 @@ fn App() -> impl IntoView {
                 "Your documents never leave this page. Only differentially private keyphrases are ever sent, "
                 "and only to the LLM endpoint you choose."
             </p>
-            <Steps />
             <llm_view::ResumeBanner />
+            <Steps />
             <ErrorBanner />
             <Upload />
             <Columns />
