@@ -185,6 +185,14 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// serde_json's message without its own "at line 1 column N" (each JSONL line is parsed
+/// alone, so its line would always be 1): the column, said plainly.
+pub(crate) fn json_problem(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    let what = msg.split(" at line ").next().unwrap_or(&msg);
+    format!("{what}, at character {}", e.column())
+}
+
 /// Streams the documents of one input to `sink`, updating `ingest`.
 ///
 /// `file` is only used in error messages. For [`Format::Txt`] the whole input is one document
@@ -343,7 +351,7 @@ fn stream_jsonl<R: Read>(
             continue;
         }
         let value: serde_json::Value = serde_json::from_str(line)
-            .map_err(|e| CorpusError::BadJson { file: file.to_string(), line: line_no, message: e.to_string() })?;
+            .map_err(|e| CorpusError::BadJson { file: file.to_string(), line: line_no, message: json_problem(&e) })?;
         let obj = value.as_object().ok_or_else(|| CorpusError::BadJson {
             file: file.to_string(),
             line: line_no,

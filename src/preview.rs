@@ -98,7 +98,11 @@ fn jsonl(text: &str, file: &str, complete: bool) -> Result<Table, CorpusError> {
             Ok(v) => v,
             Err(_) if cut_off => break,
             Err(e) => {
-                return Err(CorpusError::BadJson { file: file.to_string(), line: i as u64 + 1, message: e.to_string() })
+                return Err(CorpusError::BadJson {
+                    file: file.to_string(),
+                    line: i as u64 + 1,
+                    message: crate::corpus::json_problem(&e),
+                })
             }
         };
         let Some(obj) = value.as_object() else {
@@ -173,7 +177,7 @@ mod tests {
         assert_eq!(p.suggested_label.as_deref(), Some("label"));
         let bad = "{\"text\":1}\nnot json\n";
         let e = preview(bad.as_bytes(), "b.jsonl", Format::Jsonl, true).unwrap_err().to_string();
-        assert!(e.contains("b.jsonl, line 2"), "{e}");
+        assert!(e.contains("b.jsonl, line 2") && e.contains("at character 2") && !e.contains("line 1"), "{e}");
         let t = preview("x".repeat(500).as_bytes(), "n.txt", Format::Txt, true).unwrap();
         assert_eq!(t.rows[0][0].chars().count(), CELL_CHARS + 1);
         assert!(matches!(preview(b"  \n", "e.csv", Format::Csv, true), Err(CorpusError::EmptyFile { .. })));

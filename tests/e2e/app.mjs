@@ -73,7 +73,7 @@ await runTests([
     await page.setInputFiles('#corpus-input', badPath);
     await page.waitForSelector('#error', { timeout: 30_000 });
     const err = await page.textContent('#error');
-    assert(/broken\.jsonl, line 3: not a valid JSON object/.test(err), err);
+    assert(/broken\.jsonl, line 3: not a valid JSON object \(EOF while parsing a string, at character \d+\)/.test(err), err);
     await shot('0-bad-file');
     assert(problems.length === 0, problems.join('\n'));
     await page.close();
