@@ -9,7 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { ROOT, serveStatic, launch, assert } from './harness.mjs';
 
-const dist = path.join(ROOT, 'dist');
+// DPKPS_DIST: benchmark another build of the app (e.g. with other target features).
+const dist = process.env.DPKPS_DIST ?? path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
 const server = await serveStatic(dist);
 const browser = await launch();
