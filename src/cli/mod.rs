@@ -352,12 +352,7 @@ fn run(command: Command) -> Result<(), CliError> {
                 });
             }
             let plan = Plan::new(&kde, ledger.clone())?;
-            let matcher = Matcher::new(&public)?;
-            let mc = read_corpus(&corpus, Some(&matcher), plan.keep())?;
-            print_stats(&mc);
-            let mut book = plan.open_ledger(&mc)?;
-            let mut rng = SecureRng::from_os()?;
-            let mut run = new_run(&mut rng);
+            let (mc, mut book, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
             let mut embedder = load_model(&model)?;
             let rel = kde_stage(&mc, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
             plan.commit(&mut book, &mc, run)?;
@@ -388,12 +383,7 @@ fn run(command: Command) -> Result<(), CliError> {
             let mut plan = Plan::new(&kde, ledger.clone())?;
             plan.extra_epsilon = params.epsilon;
             plan.min_keep = params.terms_per_doc;
-            let matcher = Matcher::new(&public)?;
-            let mc = read_corpus(&corpus, Some(&matcher), plan.keep())?;
-            print_stats(&mc);
-            let mut book = plan.open_ledger(&mc)?;
-            let mut rng = SecureRng::from_os()?;
-            let mut run = new_run(&mut rng);
+            let (mc, mut book, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
             let (pv, spend) = mc.dp_vocabulary(&public, &params, &mut rng)?;
             run.spends.push(spend);
             write_json(&out_dir.join("vocabulary.json"), &pv)?;
@@ -554,6 +544,22 @@ impl Plan {
 }
 
 /// Embeds what the KDEs need, builds them (ε_kde-DP), and bundles the release.
+/// Reads and matches the corpus, opens its ledger (saying what the run will add, refusing to
+/// exceed the budget) and starts a run.
+fn start_run(
+    plan: &Plan,
+    public: &PublicVocabulary,
+    corpus: &CorpusArgs,
+) -> Result<(MatchedCorpus, LedgerBook, SecureRng, Run), CliError> {
+    let matcher = Matcher::new(public)?;
+    let mc = read_corpus(corpus, Some(&matcher), plan.keep())?;
+    print_stats(&mc);
+    let book = plan.open_ledger(&mc)?;
+    let mut rng = SecureRng::from_os()?;
+    let run = new_run(&mut rng);
+    Ok((mc, book, rng, run))
+}
+
 fn kde_stage(
     mc: &MatchedCorpus,
     public: &PublicVocabulary,
