@@ -272,6 +272,9 @@ pub struct BenchFigures {
     pub terms: usize,
     pub batch1_terms_per_second: f64,
     pub batch32_terms_per_second: f64,
+    /// One batch of 32 terms of the same length, embedded 8 times: the same input shape every
+    /// call (against `batch32_terms_per_second`, shows what changing shapes cost).
+    pub batch32_same_shape_terms_per_second: f64,
     /// Size of the worker's wasm memory after the run.
     pub wasm_memory_bytes: u64,
 }

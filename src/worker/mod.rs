@@ -541,7 +541,23 @@ async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
     };
     let b1 = rate(1)?;
     let b32 = rate(32)?;
+    // The longest run of equal-length terms (at most 32), embedded 8 times as one batch.
+    let same: Vec<&str> = {
+        let mut best: &[&str] = &[];
+        for group in texts.chunk_by(|a, b| a.len() == b.len()) {
+            if group.len() > best.len() {
+                best = group;
+            }
+        }
+        best.iter().take(32).copied().collect()
+    };
+    let t0 = now_ms();
+    for _ in 0..8 {
+        m.embedder.embed(&same).map_err(at(Stage::Embed))?;
+    }
+    let same_shape = (8 * same.len()) as f64 / seconds_since(t0);
     Ok(Event::Benched(BenchFigures {
+        batch32_same_shape_terms_per_second: same_shape,
         model_load_seconds,
         terms: texts.len(),
         batch1_terms_per_second: b1,

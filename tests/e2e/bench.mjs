@@ -25,6 +25,7 @@ console.log(`benchmark: sentence embeddings in the app's Web Worker (wasm32 +sim
 console.log(`  model load + optimise: ${b.model_load_seconds.toFixed(2)} s`);
 console.log(`  batch 1:  ${b.batch1_terms_per_second.toFixed(1)} terms/s`);
 console.log(`  batch 32: ${b.batch32_terms_per_second.toFixed(1)} terms/s`);
+console.log(`  batch 32, one input shape repeated: ${b.batch32_same_shape_terms_per_second.toFixed(1)} terms/s`);
 console.log(`  worker wasm memory: ${(b.wasm_memory_bytes / 1e6).toFixed(1)} MB`);
 
 // A synthetic 200 MB corpus: sentences of MeSH terms and filler words, two labels.
