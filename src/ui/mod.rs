@@ -554,6 +554,7 @@ fn Results() -> impl IntoView {
             let r2 = r.clone();
             let r3 = r.clone();
             let r4 = r.clone();
+            let r5 = r.report.clone();
             view! {
                 <section aria-labelledby="res-h" class="card" id="results">
                     <h2 id="res-h">"5. Private keyphrases"</h2>
@@ -578,6 +579,7 @@ fn Results() -> impl IntoView {
                         <button id="dl-jsonl" on:click=move |_| download::sequences_jsonl(&r2)>"Keyphrase sequences (JSONL)"</button>
                         <button id="dl-csv" on:click=move |_| download::sequences_csv(&r3)>"Keyphrase sequences (CSV)"</button>
                         <button id="dl-report" on:click=move |_| download::report(&r4)>"Privacy report (JSON)"</button>
+                        <button id="dl-report-html-run" on:click=move |_| download::report_html_of(&r5)>"Privacy report (printable HTML)"</button>
                     </div>
                 </section>
             }

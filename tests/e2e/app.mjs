@@ -143,6 +143,8 @@ await runTests([
     assert(/one document/.test(report.neighbouring_relation), 'neighbouring relation stated');
     assert(report.model.sha256.length === 64 && report.vocabulary.sha256.length === 64, 'checksums');
     assertClean(JSON.stringify(report), 'privacy report');
+    const html = await download('#dl-report-html-run');
+    assert(/Privacy report/.test(html) && /ε = 25\.0000/.test(html) && !/<script/i.test(html), 'printable report without an LLM');
   }],
   ['a second run adds to the ledger and reuses cached embeddings of released terms', async () => {
     assert(/already had 1 run\(s\).*ε = 25\.000.*total becomes ε = 50\.000/.test(await page.textContent('#ledger-note')), 'ledger warning before run 2');
