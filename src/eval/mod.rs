@@ -147,13 +147,11 @@ impl EvalParams {
             }
             _ => {}
         }
-        if !(self.bandwidth.is_finite() && self.bandwidth >= 1e-3 && self.bandwidth <= 1e3) {
-            return Err(ParamError::new("the kernel bandwidth", self.bandwidth, "must be between 0.001 and 1000"));
-        }
         if !(self.classifier.l2.is_finite() && self.classifier.l2 >= 0.0) {
             return Err(ParamError::new("the L2 penalty", self.classifier.l2, "must be a finite number ≥ 0"));
         }
         self.vocab.validate(public_len)?;
+        // The KDE parameters (ε_kde, L, I, M, bandwidth h) are judged by the pipeline's own check.
         for &sampler in &self.samplers {
             self.kde_params(sampler, 1, false).validate()?;
         }
