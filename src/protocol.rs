@@ -98,7 +98,8 @@ pub enum Event {
     Cancelled,
     Failed { stage: Option<Stage>, message: String },
     ModelLoaded { name: String, dim: usize, checksum: String, seconds: f64 },
-    ModelChecked { terms: usize, worst_cosine: f64, worst_term: String, passed: bool },
+    /// `by_helpers` of the `terms` were embedded by the `helpers` helper workers.
+    ModelChecked { terms: usize, worst_cosine: f64, worst_term: String, passed: bool, helpers: usize, by_helpers: usize },
     Benched(BenchFigures),
     Evaluated(crate::eval::EvalReport),
 }
@@ -275,6 +276,13 @@ pub struct BenchFigures {
     /// One batch of 32 terms of the same length, embedded 8 times: the same input shape every
     /// call (against `batch32_terms_per_second`, shows what changing shapes cost).
     pub batch32_same_shape_terms_per_second: f64,
+    /// Helper workers that started and loaded the model (see `worker::pool`), and how long that took.
+    pub helpers: usize,
+    pub helpers_start_seconds: f64,
+    /// Batches of 32 shared between the worker and its helpers: the app's own path.
+    pub batch32_with_helpers_terms_per_second: f64,
+    /// The same, one term per batch.
+    pub batch1_with_helpers_terms_per_second: f64,
     /// Size of the worker's wasm memory after the run.
     pub wasm_memory_bytes: u64,
 }

@@ -77,3 +77,20 @@ fn a_model_with_the_wrong_inputs_is_refused_in_plain_words() {
     let err = OnnxEmbedder::from_bytes(&wrong, &tok).err().unwrap().to_string();
     assert!(err.contains("[\"pixels\"]") && err.contains("input_ids"), "{err}");
 }
+
+#[test]
+fn batches_group_texts_by_token_count_not_bytes() {
+    let e = embedder();
+    // [CLS] + tokens + [SEP]; a long input counts as the 256 tokens it is truncated to.
+    assert_eq!(e.batch_key("cough"), 3);
+    assert_eq!(e.batch_key(""), 2);
+    assert_eq!(e.batch_key(&"cardiac ".repeat(1500)), 256);
+    // A chemical name is many tokens for its bytes; an English phrase of the same length, few.
+    let chemical = "1,2-Dimethylhydrazine";
+    let phrase = "shortness of breath!!";
+    assert_eq!(chemical.len(), phrase.len());
+    assert!(e.batch_key(chemical) > e.batch_key(phrase));
+    let mut texts = vec![chemical, "cough", phrase];
+    dpkps::embed::sort_for_batching(&e, &mut texts, |t| *t);
+    assert_eq!(texts, ["cough", phrase, chemical]);
+}

@@ -79,6 +79,19 @@ pub trait Embed {
     /// A checksum identifying the model (for caches and the privacy report).
     fn checksum(&self) -> &str;
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// What a text costs the model, for grouping texts of equal cost into a batch: every text in
+    /// a batch is padded to the longest, so the key must be the padded quantity. The default is
+    /// the byte length; a model that tokenises says how many tokens it will see (a chemical name
+    /// is many more tokens per byte than an English phrase, so bytes group badly).
+    fn batch_key(&self, text: &str) -> usize {
+        text.len()
+    }
+}
+
+/// Puts `items` in batching order: ascending `model.batch_key` of their text, so that a batch
+/// of consecutive items wastes little on padding. Stable, hence deterministic.
+pub fn sort_for_batching<'a, T>(model: &dyn Embed, items: &mut [T], text: impl Fn(&T) -> &'a str) {
+    items.sort_by_cached_key(|t| model.batch_key(text(t)));
 }
 
 /// Embeds the given terms of `vocab`, `batch` at a time, calling `progress(done, total)`.
@@ -94,7 +107,7 @@ pub fn embed_terms(
     todo.sort_unstable();
     todo.dedup();
     // Similar lengths together: less padding inside a batch.
-    todo.sort_by_key(|&id| vocab.term(id).len());
+    sort_for_batching(model, &mut todo, |&id| vocab.term(id));
     for (k, chunk) in todo.chunks(batch.max(1)).enumerate() {
         let texts: Vec<&str> = chunk.iter().map(|&id| vocab.term(id)).collect();
         let vecs = model.embed(&texts)?;

@@ -119,4 +119,10 @@ impl Embed for OnnxEmbedder {
     fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.run(texts)
     }
+
+    /// The number of tokens the model will see (after truncation), the length a batch pads to.
+    /// A text the tokenizer refuses sorts last; `embed` reports the error.
+    fn batch_key(&self, text: &str) -> usize {
+        self.tokenizer.encode(text, true).map_or(usize::MAX, |e| e.len())
+    }
 }

@@ -352,9 +352,14 @@ impl AppState {
                 self.model_check.set(None);
                 self.job.set(None);
             }
-            Event::ModelChecked { terms, worst_cosine, worst_term, passed } => {
+            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers } => {
+                let workers = match helpers {
+                    0 => "this worker alone".to_string(),
+                    1 => format!("{by_helpers} of them by 1 helper worker"),
+                    n => format!("{by_helpers} of them by {n} helper workers"),
+                };
                 self.model_check.set(Some(if passed {
-                    format!("Passed: {terms} reference terms, lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).")
+                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).")
                 } else {
                     format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).")
                 }));

@@ -227,11 +227,17 @@ await runTests([
     await shot('4-cancelled');
     assert(!(await page.isDisabled('#run')), 'run is possible again after cancel');
   }],
-  ['the bundled model matches sentence-transformers in the worker', async () => {
+  ['the bundled model matches sentence-transformers in the worker and its helpers', async () => {
     await page.click('#model-check');
     await page.waitForSelector('#model-check-result:not(:empty)', { timeout: 120_000 });
     const text = await page.textContent('#model-check-result');
     assert(/^Passed: 20 reference terms/.test(text), text);
+    // With a spare core the worker starts helper workers (worker/pool.rs); the check sends the
+    // terms through them too, so they must have embedded some, correctly.
+    if (await page.evaluate(() => navigator.hardwareConcurrency) >= 2) {
+      const m = text.match(/\((\d+) of them by (\d+) helper worker/);
+      assert(m && Number(m[1]) > 0 && Number(m[2]) > 0, `no helper worker embedded a term: ${text}`);
+    }
   }],
   ['a model with the wrong inputs is refused with a clear error', async () => {
     await page.click('#own-model summary');

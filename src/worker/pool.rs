@@ -1,0 +1,308 @@
+//! Helpers: more Web Workers running the same model, so that embedding uses more than one core.
+//!
+//! Why workers and not threads: tract can spread its matrix products over a rayon pool, but in
+//! wasm that needs shared memory, which browsers grant only to cross-origin-isolated pages (a
+//! server sending COOP/COEP headers, which a curator's plain file server may not), a std built
+//! with atomics (nightly `-Zbuild-std`), and a second, unthreaded build for every page served
+//! without those headers. Embedding terms needs none of that: batches are independent, so K
+//! workers, each with its own copy of the model, embed K batches at once and share nothing. The
+//! price is memory, one model per helper (about 145 MB of wasm memory each), hence the cap.
+//!
+//! A helper is this same worker binary (same script URL). It becomes a helper when its first
+//! request is a helper message: a JS array whose first element is [`LOAD`] or [`EMBED`].
+//!
+//! Privacy: the batches are private (which vocabulary terms occur in the corpus is), and they
+//! stay inside this page: helpers are dedicated workers of the page's own origin, started by
+//! this worker; they never fetch, store nothing, and post only to this worker. They live, with
+//! the last terms they embedded in their memory, until the model changes or the page closes,
+//! like this worker. Determinism: batches are formed before they are handed out and every
+//! worker runs the same single-threaded wasm on the same batch, so an embedding does not depend
+//! on which worker made it.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{MessageEvent, Worker};
+
+use crate::embed::onnx::OnnxEmbedder;
+use crate::embed::Embed;
+
+/// Most helpers started, whatever the core count: each holds its own model.
+pub const MAX_HELPERS: usize = 3;
+/// First element of a helper request carrying model and tokenizer bytes.
+pub const LOAD: &str = "dpkps-helper-load";
+/// First element of a helper request carrying a batch of texts (a JSON array of strings).
+pub const EMBED: &str = "dpkps-helper-embed";
+
+/// A finished batch: its sequence number, the helper that answered, and the flat embeddings
+/// or why there are none.
+pub struct Reply {
+    pub seq: u64,
+    pub slot: usize,
+    pub result: Result<Vec<f32>, String>,
+}
+
+/// What a helper said, as the pool sees it.
+enum Said {
+    Loaded,
+    Embedded(u64, Vec<f32>),
+    Failed(Option<u64>, String),
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum SlotState {
+    /// Started; its wasm is not running yet (a message now could be lost).
+    Starting,
+    Loading,
+    Idle,
+    Busy(u64),
+    /// Crashed or refused the model: never used again.
+    Dead,
+}
+
+struct Slot {
+    worker: Worker,
+    state: SlotState,
+    _on_message: Closure<dyn FnMut(MessageEvent)>,
+    _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
+}
+
+/// Helper workers holding one model (identified by its checksum).
+pub struct Pool {
+    slots: Vec<Slot>,
+    inbox: Rc<RefCell<VecDeque<(usize, Said)>>>,
+    /// Model and tokenizer bytes for helpers still starting; dropped once none is.
+    bytes: Option<(js_sys::Uint8Array, js_sys::Uint8Array)>,
+    checksum: String,
+    next_seq: u64,
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        for s in &self.slots {
+            // Unhook first: an event already queued must not reach a freed closure.
+            s.worker.set_onmessage(None);
+            s.worker.set_onerror(None);
+            s.worker.terminate();
+        }
+    }
+}
+
+/// How many helpers this machine should get: one per core beyond the one this worker uses (the
+/// page's own thread is mostly idle meanwhile), at most [`MAX_HELPERS`].
+pub fn helpers_for_this_machine() -> usize {
+    let scope: web_sys::WorkerGlobalScope = js_sys::global().unchecked_into();
+    let cores = scope.navigator().hardware_concurrency() as usize;
+    cores.saturating_sub(1).min(MAX_HELPERS)
+}
+
+impl Pool {
+    /// Starts `count` helpers for the model in `model`/`tokenizer` (bytes as loaded by this
+    /// worker). They load it in the background; [`Pool::poll`] moves them along.
+    pub fn start(count: usize, model: &[u8], tokenizer: &[u8], checksum: &str) -> Result<Pool, String> {
+        let scope: web_sys::WorkerGlobalScope = js_sys::global().unchecked_into();
+        let url = scope.location().href();
+        let mut pool = Pool {
+            slots: Vec::with_capacity(count),
+            inbox: Rc::default(),
+            bytes: Some((js_sys::Uint8Array::from(model), js_sys::Uint8Array::from(tokenizer))),
+            checksum: checksum.to_string(),
+            next_seq: 0,
+        };
+        let inbox = &pool.inbox;
+        for k in 0..count {
+            // On an error, dropping `pool` terminates the helpers started so far.
+            let worker = Worker::new(&url).map_err(|e| format!("cannot start a helper worker: {e:?}"))?;
+            let q = Rc::clone(inbox);
+            let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+                if let Some(said) = read_reply(&ev.data()) {
+                    q.borrow_mut().push_back((k, said));
+                }
+            });
+            let q = Rc::clone(inbox);
+            let on_error = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(move |ev: web_sys::ErrorEvent| {
+                // Handled here: unhandled, the error would also reach the page as this worker's.
+                ev.prevent_default();
+                q.borrow_mut().push_back((k, Said::Failed(None, format!("helper crashed: {}", ev.message()))));
+            });
+            worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+            worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+            pool.slots.push(Slot { worker, state: SlotState::Starting, _on_message: on_message, _on_error: on_error });
+        }
+        Ok(pool)
+    }
+
+    pub fn checksum(&self) -> &str {
+        &self.checksum
+    }
+
+    /// Helpers that have loaded the model and can take a batch.
+    pub fn idle(&self) -> usize {
+        self.slots.iter().filter(|s| s.state == SlotState::Idle).count()
+    }
+
+    /// Helpers still starting, loading, or busy (perhaps with a batch of a cancelled job).
+    pub fn pending(&self) -> usize {
+        self.slots.iter().filter(|s| matches!(s.state, SlotState::Starting | SlotState::Loading | SlotState::Busy(_))).count()
+    }
+
+    /// Helpers that are not dead.
+    pub fn alive(&self) -> usize {
+        self.slots.iter().filter(|s| s.state != SlotState::Dead).count()
+    }
+
+    /// Hands `texts` to an idle helper; returns the batch's sequence number, or None if no
+    /// helper is idle (or posting failed, which kills that helper).
+    pub fn send(&mut self, texts: &[&str]) -> Option<u64> {
+        let k = self.slots.iter().position(|s| s.state == SlotState::Idle)?;
+        let json = serde_json::to_string(texts).ok()?;
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        let msg = js_sys::Array::of3(&EMBED.into(), &JsValue::from_f64(seq as f64), &json.into());
+        match self.slots[k].worker.post_message(&msg) {
+            Ok(()) => {
+                self.slots[k].state = SlotState::Busy(seq);
+                Some(seq)
+            }
+            Err(_) => {
+                self.kill(k);
+                None
+            }
+        }
+    }
+
+    /// Stops using helper `k` (e.g. it answered with the wrong number of floats).
+    pub fn retire(&mut self, k: usize) {
+        self.kill(k);
+    }
+
+    fn kill(&mut self, k: usize) {
+        self.slots[k].state = SlotState::Dead;
+        self.slots[k].worker.terminate();
+    }
+
+    /// Handles what the helpers said since the last call. Returns finished batches; a batch
+    /// whose helper died is returned as an error, so the caller can embed it itself.
+    pub fn poll(&mut self) -> Vec<Reply> {
+        let mut done = Vec::new();
+        let said: Vec<(usize, Said)> = self.inbox.borrow_mut().drain(..).collect();
+        for (k, s) in said {
+            let state = self.slots[k].state;
+            match s {
+                Said::Loaded if state == SlotState::Loading => self.slots[k].state = SlotState::Idle,
+                Said::Loaded if state == SlotState::Starting => {
+                    // The helper's wasm is running: now it can take the model.
+                    let sent = self.bytes.as_ref().map(|(m, t)| {
+                        self.slots[k].worker.post_message(&js_sys::Array::of3(&LOAD.into(), m, t))
+                    });
+                    match sent {
+                        Some(Ok(())) => self.slots[k].state = SlotState::Loading,
+                        _ => self.kill(k),
+                    }
+                }
+                Said::Loaded => {}
+                Said::Embedded(seq, flat) => {
+                    if state == SlotState::Busy(seq) {
+                        self.slots[k].state = SlotState::Idle;
+                    }
+                    done.push(Reply { seq, slot: k, result: Ok(flat) });
+                }
+                Said::Failed(seq, message) => {
+                    if let SlotState::Busy(b) = state {
+                        done.push(Reply { seq: b, slot: k, result: Err(message) });
+                    } else if let Some(seq) = seq {
+                        done.push(Reply { seq, slot: k, result: Err(message) });
+                    }
+                    self.kill(k);
+                }
+            }
+        }
+        if !self.slots.iter().any(|s| s.state == SlotState::Starting) {
+            self.bytes = None;
+        }
+        done
+    }
+}
+
+/// A helper's reply: the worker's `Ready` event (a JSON string) counts as `Loaded` from a
+/// starting helper; arrays carry the rest.
+fn read_reply(data: &JsValue) -> Option<Said> {
+    if let Some(s) = data.as_string() {
+        return s.contains(r#""kind":"ready""#).then_some(Said::Loaded);
+    }
+    let arr = data.dyn_ref::<js_sys::Array>()?;
+    match arr.get(0).as_string()?.as_str() {
+        "loaded" => Some(Said::Loaded),
+        "embedded" => {
+            let seq = arr.get(1).as_f64()? as u64;
+            let flat = arr.get(2).dyn_into::<js_sys::Float32Array>().ok()?.to_vec();
+            Some(Said::Embedded(seq, flat))
+        }
+        "failed" => Some(Said::Failed(arr.get(1).as_f64().map(|s| s as u64), arr.get(2).as_string().unwrap_or_default())),
+        _ => None,
+    }
+}
+
+thread_local! {
+    /// The model, when this worker is a helper.
+    static HELPER_MODEL: RefCell<Option<OnnxEmbedder>> = const { RefCell::new(None) };
+}
+
+fn reply(parts: &[JsValue]) {
+    let arr = js_sys::Array::new();
+    for p in parts {
+        arr.push(p);
+    }
+    let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let _ = scope.post_message(&arr);
+}
+
+/// If `data` is a helper request, serves it (this worker is then a helper) and returns true.
+pub fn serve(data: &JsValue) -> bool {
+    let Some(arr) = data.dyn_ref::<js_sys::Array>() else { return false };
+    match arr.get(0).as_string().as_deref() {
+        Some(LOAD) => {
+            let model = arr.get(1).dyn_into::<js_sys::Uint8Array>().map(|a| a.to_vec());
+            let tok = arr.get(2).dyn_into::<js_sys::Uint8Array>().map(|a| a.to_vec());
+            let loaded = match (model, tok) {
+                (Ok(m), Ok(t)) => OnnxEmbedder::from_bytes(&m, &t).map_err(|e| e.to_string()),
+                _ => Err("the helper was sent no model".to_string()),
+            };
+            match loaded {
+                Ok(e) => {
+                    HELPER_MODEL.with(|h| *h.borrow_mut() = Some(e));
+                    reply(&["loaded".into()]);
+                }
+                Err(e) => reply(&["failed".into(), JsValue::NULL, e.into()]),
+            }
+            true
+        }
+        Some(EMBED) => {
+            let seq = arr.get(1);
+            let texts: Result<Vec<String>, String> = arr
+                .get(2)
+                .as_string()
+                .ok_or_else(|| "no texts".to_string())
+                .and_then(|j| serde_json::from_str(&j).map_err(|e| e.to_string()));
+            let out = texts.and_then(|texts| {
+                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+                HELPER_MODEL.with(|h| match h.borrow_mut().as_mut() {
+                    Some(m) => m.embed(&refs).map_err(|e| e.to_string()),
+                    None => Err("the helper has no model".to_string()),
+                })
+            });
+            match out {
+                Ok(vecs) => {
+                    let flat: Vec<f32> = vecs.concat();
+                    reply(&["embedded".into(), seq, js_sys::Float32Array::from(flat.as_slice()).into()]);
+                }
+                Err(e) => reply(&["failed".into(), seq, e.into()]),
+            }
+            true
+        }
+        _ => false,
+    }
+}
