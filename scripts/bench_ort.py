@@ -58,6 +58,8 @@ def main():
     threads = "one thread" if THREADS == 1 else f"{THREADS} threads"
     print(f"reference: onnxruntime {ort.__version__}, {threads}, {len(terms)} MeSH terms, sorted by token count")
     print(f"  model load + optimise: {load:.2f} s")
+    tokens = sum(len(tok.encode(t).ids) for t in terms)
+    print(f"  tokens per term: {tokens / len(terms):.1f} on average (with [CLS] and [SEP])")
     for batch in (1, 32):
         t = time.perf_counter()
         for i in range(0, len(terms), batch):

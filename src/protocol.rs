@@ -276,6 +276,11 @@ pub struct BenchFigures {
     /// One batch of 32 terms of the same length, embedded 8 times: the same input shape every
     /// call (against `batch32_terms_per_second`, shows what changing shapes cost).
     pub batch32_same_shape_terms_per_second: f64,
+    /// Tokens per term (with [CLS] and [SEP]) over all the terms, and in that one batch: the
+    /// batch is the longest run of equal length, usually of short terms, so terms/s alone
+    /// overstates what a fixed shape gains.
+    pub mean_tokens: f64,
+    pub same_shape_tokens: f64,
     /// Helper workers that started and loaded the model (see `worker::pool`), and how long that took.
     pub helpers: usize,
     pub helpers_start_seconds: f64,

@@ -118,6 +118,8 @@ pub fn run(which: Bench) -> Result<(), CliError> {
                 texts.len()
             );
             println!("  model load + optimise: {load:.2} s");
+            let tokens: usize = texts.iter().map(|t| model.batch_key(t)).sum();
+            println!("  tokens per term: {:.1} on average (with [CLS] and [SEP])", tokens as f64 / texts.len().max(1) as f64);
             for batch in [1usize, 32] {
                 let t = Instant::now();
                 for chunk in texts.chunks(batch) {

@@ -714,6 +714,8 @@ async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
         m.embedder.embed(&same).map_err(at(Stage::Embed))?;
     }
     let same_shape = (8 * same.len()) as f64 / seconds_since(t0);
+    let tokens = |t: &[&str]| t.iter().map(|t| m.embedder.batch_key(t)).sum::<usize>() as f64 / t.len().max(1) as f64;
+    let (mean_tokens, same_shape_tokens) = (tokens(&texts), tokens(&same));
     // The app's own path: batches of 32 shared between this worker and the helpers, once they
     // have started and loaded the model (that time is reported apart).
     let t0 = now_ms();
@@ -740,6 +742,8 @@ async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
         batch32_with_helpers_terms_per_second: with_helpers,
         batch1_with_helpers_terms_per_second: b1_with_helpers,
         batch32_same_shape_terms_per_second: same_shape,
+        mean_tokens,
+        same_shape_tokens,
         model_load_seconds,
         terms: texts.len(),
         batch1_terms_per_second: b1,

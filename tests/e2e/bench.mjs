@@ -26,7 +26,7 @@ console.log(`benchmark: sentence embeddings in the app's Web Worker (wasm32 +sim
 console.log(`  model load + optimise: ${b.model_load_seconds.toFixed(2)} s`);
 console.log(`  batch 1:  ${b.batch1_terms_per_second.toFixed(1)} terms/s`);
 console.log(`  batch 32: ${b.batch32_terms_per_second.toFixed(1)} terms/s`);
-console.log(`  batch 32, one input shape repeated: ${b.batch32_same_shape_terms_per_second.toFixed(1)} terms/s`);
+console.log(`  batch 32, one input shape repeated: ${b.batch32_same_shape_terms_per_second.toFixed(1)} terms/s (${b.same_shape_tokens.toFixed(0)} tokens per term there, ${b.mean_tokens.toFixed(1)} on average over all terms)`);
 console.log(`  helper workers: ${b.helpers} (started and loaded the model in ${b.helpers_start_seconds.toFixed(2)} s; this machine reports ${await page.evaluate(() => navigator.hardwareConcurrency)} cores)`);
 console.log(`  batch 1, this worker + its helpers: ${b.batch1_with_helpers_terms_per_second.toFixed(1)} terms/s`);
 console.log(`  batch 32, this worker + its helpers (the app's path): ${b.batch32_with_helpers_terms_per_second.toFixed(1)} terms/s`);
