@@ -543,7 +543,6 @@ impl Plan {
     }
 }
 
-/// Embeds what the KDEs need, builds them (ε_kde-DP), and bundles the release.
 /// Reads and matches the corpus, opens its ledger (saying what the run will add, refusing to
 /// exceed the budget) and starts a run.
 fn start_run(
@@ -560,6 +559,7 @@ fn start_run(
     Ok((mc, book, rng, run))
 }
 
+/// Embeds what the KDEs need, builds them (ε_kde-DP), and bundles the release.
 fn kde_stage(
     mc: &MatchedCorpus,
     public: &PublicVocabulary,
