@@ -58,6 +58,23 @@ pub enum LlmError {
     Timeout(f64),
     #[error("network error: {0}")]
     Network(String),
+    /// The endpoint carries a secret (userinfo, a query, the key itself): URLs end up in
+    /// logs, the job record and the audit log; a key belongs in the API key field only.
+    #[error("{0}")]
+    SecretInUrl(String),
+    /// A key would travel in clear text over the network.
+    #[error(
+        "the API key would be sent unencrypted: {0} is plain http:// to a host that is not this machine. \
+         Use https://, or a loopback address (127.0.0.1, localhost, [::1]) for a server on this machine"
+    )]
+    KeyOverPlainHttp(String),
+    /// The endpoint is not among the origins the page's Content-Security-Policy allows.
+    #[error(
+        "this page may not contact {origin}: the endpoints it may call are {allowed}. \
+         Whoever serves the page sets them in allowed-endpoints.txt, next to index.html \
+         (then runs scripts/csp.py on that folder, or restarts scripts/serve.sh); see the README"
+    )]
+    NotAllowed { origin: String, allowed: String },
 }
 
 impl LlmError {
@@ -72,12 +89,232 @@ impl LlmError {
     }
 }
 
+/// Query parameter names that carry credentials (compared without case, `-`/`_`).
+const SECRET_PARAMS: &[&str] = &[
+    "key", "apikey", "apitoken", "token", "accesstoken", "authtoken", "auth", "authorization", "bearer", "secret",
+    "clientsecret", "password", "passwd", "pwd", "sig", "signature", "code", "session", "sessionid", "credential",
+    "credentials", "jwt",
+];
+
+/// The parts of an endpoint URL that the checks read. The parser is deliberately narrow: a
+/// scheme (`http`/`https`), a host made of letters, digits, `.` and `-` (or a bracketed IPv6
+/// literal), an optional port, then a path. Anything a browser might read differently (`\`,
+/// `@`, `%` in the authority, spaces) is refused rather than guessed at, so what the checks
+/// see is what `fetch` would contact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointUrl {
+    /// `http` or `https`, lower case.
+    pub scheme: String,
+    /// Lower case; an IPv6 literal keeps its brackets (`[::1]`).
+    pub host: String,
+    /// As written; `None` means the scheme's default.
+    pub port: Option<u16>,
+    /// What follows the authority up to `?`/`#` (may be empty).
+    pub path: String,
+    /// Everything after `?` up to `#`, `None` when there is no `?`.
+    pub query: Option<String>,
+    pub has_fragment: bool,
+}
+
+impl EndpointUrl {
+    pub fn parse(url: &str) -> Result<EndpointUrl, LlmError> {
+        let bad = || LlmError::BadEndpoint(url.to_string());
+        let u = url.trim();
+        let (scheme, rest) = u.split_once("://").ok_or_else(bad)?;
+        let scheme = scheme.to_ascii_lowercase();
+        if scheme != "http" && scheme != "https" {
+            return Err(bad());
+        }
+        let end = rest.find(['/', '?', '#', '\\']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        if authority.contains('@') {
+            return Err(LlmError::SecretInUrl(format!(
+                "the endpoint {url:?} has a user name or password in it (user:pass@host): URLs are kept in the job \
+                 and the audit log. Put a key in the API key field; remove the part before @"
+            )));
+        }
+        if tail.starts_with('\\') {
+            return Err(bad());
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let (inner, after) = v6.split_once(']').ok_or_else(bad)?;
+            if inner.is_empty() || !inner.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.') {
+                return Err(bad());
+            }
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':').ok_or_else(bad)?),
+            };
+            (format!("[{}]", inner.to_ascii_lowercase()), port)
+        } else {
+            match authority.split_once(':') {
+                Some((h, p)) => (h.to_ascii_lowercase(), Some(p)),
+                None => (authority.to_ascii_lowercase(), None),
+            }
+        };
+        if !host.starts_with('[')
+            && (host.is_empty()
+                || host.starts_with(['.', '-'])
+                || !host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        {
+            return Err(bad());
+        }
+        let port = match port {
+            None => None,
+            Some(p) if !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit()) => {
+                Some(p.parse::<u16>().map_err(|_| bad())?)
+            }
+            Some(_) => return Err(bad()),
+        };
+        let (before_frag, has_fragment) = match tail.split_once('#') {
+            Some((b, _)) => (b, true),
+            None => (tail, false),
+        };
+        let (path, query) = match before_frag.split_once('?') {
+            Some((p, q)) => (p.to_string(), Some(q.to_string())),
+            None => (before_frag.to_string(), None),
+        };
+        if path.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(bad());
+        }
+        Ok(EndpointUrl { scheme, host, port, path, query, has_fragment })
+    }
+
+    fn default_port(scheme: &str) -> u16 {
+        if scheme == "https" { 443 } else { 80 }
+    }
+
+    pub fn effective_port(&self) -> u16 {
+        self.port.unwrap_or_else(|| Self::default_port(&self.scheme))
+    }
+
+    /// `scheme://host[:port]`, the port only when it is not the scheme's default (as a
+    /// browser's `URL.origin` writes it).
+    pub fn origin(&self) -> String {
+        match self.port {
+            Some(p) if p != Self::default_port(&self.scheme) => format!("{}://{}:{p}", self.scheme, self.host),
+            _ => format!("{}://{}", self.scheme, self.host),
+        }
+    }
+
+    /// This machine: `localhost` (and `*.localhost`), 127.0.0.0/8 in dotted decimal, `[::1]`.
+    pub fn is_loopback(&self) -> bool {
+        let h = self.host.as_str();
+        if h == "localhost" || h.ends_with(".localhost") || h == "[::1]" || h == "[0:0:0:0:0:0:0:1]" {
+            return true;
+        }
+        let parts: Vec<&str> = h.split('.').collect();
+        parts.len() == 4
+            && parts[0] == "127"
+            && parts.iter().all(|p| !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()))
+            && parts.iter().all(|p| p.parse::<u16>().is_ok_and(|v| v <= 255))
+    }
+
+    /// Does a CSP host-source (`scheme://host[:port|:*]`, host may be `*.example.org`) or
+    /// an origin allow this URL? Follows CSP Level 3 "does url match expression": an
+    /// `http:` source also allows `https:`, no port means the scheme's default port, `:*`
+    /// any port. A source that is not of that form (a keyword, a bare scheme) matches nothing.
+    pub fn matches_source(&self, source: &str) -> bool {
+        let Some((s_scheme, s_rest)) = source.trim().split_once("://") else { return false };
+        let s_scheme = s_scheme.to_ascii_lowercase();
+        let scheme_ok = s_scheme == self.scheme || (s_scheme == "http" && self.scheme == "https");
+        if !scheme_ok {
+            return false;
+        }
+        let s_rest = s_rest.trim_end_matches('/');
+        // Chromium ignores IPv6 literals in a policy ("contains an invalid source").
+        if s_rest.starts_with('[') {
+            return false;
+        }
+        let (s_host, s_port) = match s_rest.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (s_rest.to_string(), None),
+        };
+        let s_host = s_host.to_ascii_lowercase();
+        let host_ok = match s_host.strip_prefix("*.") {
+            Some(suffix) => self.host.len() > suffix.len() + 1 && self.host.ends_with(&format!(".{suffix}")),
+            None => s_host == "*" || s_host == self.host,
+        };
+        if !host_ok {
+            return false;
+        }
+        let port = self.effective_port();
+        match s_port {
+            Some("*") => true,
+            Some(p) => p.parse::<u16>().is_ok_and(|p| p == port || (p == 80 && port == 443 && self.scheme == "https")),
+            None => {
+                port == Self::default_port(&self.scheme) || (s_scheme == "http" && self.scheme == "https" && port == 443)
+            }
+        }
+    }
+}
+
 impl LlmSettings {
+    /// The endpoint, parsed; with the rules that hold whatever the key: no credentials in
+    /// the URL, no query or fragment (the request path is appended to the base URL).
+    pub fn endpoint_url(&self) -> Result<EndpointUrl, LlmError> {
+        let u = EndpointUrl::parse(&self.endpoint)?;
+        if let Some(q) = &u.query {
+            let secret = q.split('&').filter_map(|kv| kv.split('=').next()).find(|name| {
+                let n: String =
+                    name.chars().filter(|c| *c != '-' && *c != '_').collect::<String>().to_ascii_lowercase();
+                SECRET_PARAMS.contains(&n.as_str()) || n.ends_with("key") || n.ends_with("token") || n.ends_with("secret")
+            });
+            return Err(LlmError::SecretInUrl(match secret {
+                Some(name) => format!(
+                    "the endpoint carries a credential in its query ({name}=…): URLs are kept in the job and the audit \
+                     log. Remove ?{name}=… and put the key in the API key field"
+                ),
+                None => "the endpoint must not have a query (?…): give the base URL, e.g. https://host/v1 \
+                         (…/chat/completions is appended to it)"
+                    .to_string(),
+            }));
+        }
+        if u.has_fragment {
+            return Err(LlmError::BadEndpoint(self.endpoint.clone()));
+        }
+        Ok(u)
+    }
+
+    /// The rules for the API key: it goes only in the `authorization` header, so it must not
+    /// appear in the endpoint, and it is not sent over plain `http://` except to this machine.
+    pub fn check_key(&self, key: &str) -> Result<(), LlmError> {
+        let key = key.trim();
+        if key.is_empty() {
+            return Ok(());
+        }
+        // Short "keys" (a placeholder like "x") would match any URL by chance.
+        if key.len() >= 8 && self.endpoint.to_lowercase().contains(&key.to_lowercase()) {
+            return Err(LlmError::SecretInUrl(
+                "the API key appears in the endpoint URL: URLs are kept in the job and the audit log. Remove it from the URL; \
+                 the API key field is enough"
+                    .into(),
+            ));
+        }
+        let u = self.endpoint_url()?;
+        if u.scheme == "http" && !u.is_loopback() {
+            return Err(LlmError::KeyOverPlainHttp(u.origin()));
+        }
+        Ok(())
+    }
+
+    /// Is the endpoint among `allowed` (CSP host-sources or origins, e.g. the page's own
+    /// origin and the list in the page's `dpkps-allowed-endpoints` meta)?
+    pub fn check_allowed(&self, allowed: &[String]) -> Result<(), LlmError> {
+        let u = self.endpoint_url()?;
+        if allowed.iter().any(|s| u.matches_source(s)) {
+            return Ok(());
+        }
+        let list = if allowed.is_empty() { "none".to_string() } else { allowed.join(" ") };
+        Err(LlmError::NotAllowed { origin: u.origin(), allowed: list })
+    }
+
     pub fn check(&self) -> Result<(), LlmError> {
         let e = self.endpoint.trim();
         if !(e.starts_with("http://") || e.starts_with("https://")) || e.len() < "http://x".len() {
             return Err(LlmError::BadEndpoint(self.endpoint.clone()));
         }
+        self.endpoint_url()?;
         let bad = |field, value: String, why| Err(LlmError::Setting { field, value, why });
         if self.model.trim().is_empty() {
             return bad("model", "(empty)".into(), "name the model the endpoint serves");
@@ -303,6 +540,93 @@ mod tests {
         assert!(e.contains("temperature"), "{e}");
         assert!(LlmSettings { model: " ".into(), ..settings() }.check().is_err());
         assert!(LlmSettings { concurrency: 0, ..settings() }.check().is_err());
+    }
+
+    fn at(endpoint: &str) -> LlmSettings {
+        LlmSettings { endpoint: endpoint.into(), ..settings() }
+    }
+
+    #[test]
+    fn endpoint_urls_are_parsed_narrowly() {
+        let u = EndpointUrl::parse("HTTP://LocalHost:8000/v1").unwrap();
+        assert_eq!((u.scheme.as_str(), u.host.as_str(), u.port, u.path.as_str()), ("http", "localhost", Some(8000), "/v1"));
+        assert_eq!(u.origin(), "http://localhost:8000");
+        assert_eq!(EndpointUrl::parse("https://api.example.org:443/v1").unwrap().origin(), "https://api.example.org");
+        let v6 = EndpointUrl::parse("http://[::1]:11434/v1").unwrap();
+        assert_eq!((v6.host.as_str(), v6.port), ("[::1]", Some(11434)));
+        for bad in [
+            "ftp://x/v1", "http://", "http://:80/v1", "http://host:/v1", "http://host:99999/v1", "http://host:8a/v1",
+            "http://ho st/v1", "http://host%2e/v1", "http://127.0.0.1\\@evil.org/v1", "http://[::1/v1", "http://h/v 1",
+        ] {
+            assert!(EndpointUrl::parse(bad).is_err(), "{bad}");
+        }
+        for (url, loopback) in [
+            ("http://127.0.0.1:8000", true), ("http://127.1.2.3", true), ("http://localhost", true),
+            ("http://a.localhost", true), ("http://[::1]:1", true), ("http://127.0.0.1.evil.org", false),
+            ("http://128.0.0.1", false), ("http://127.0.0.256", false), ("http://0x7f.0.0.1", false),
+            ("http://localhost.evil.org", false), ("http://10.0.0.5", false),
+        ] {
+            assert_eq!(EndpointUrl::parse(url).unwrap().is_loopback(), loopback, "{url}");
+        }
+    }
+
+    #[test]
+    fn the_api_key_rules() {
+        let key = "sk-0123456789abcdef";
+        // Loopback over http, and https anywhere, may carry a key.
+        for ok in ["http://127.0.0.1:8000/v1", "http://localhost:11434/v1", "http://[::1]:8080/v1", "https://api.example.org/v1"] {
+            assert!(at(ok).check().is_ok() && at(ok).check_key(key).is_ok(), "{ok}");
+        }
+        // Plain http to another host: no key, but without a key it is fine.
+        let e = at("http://10.0.0.5:8000/v1").check_key(key).unwrap_err();
+        assert!(matches!(e, LlmError::KeyOverPlainHttp(_)) && e.to_string().contains("http://10.0.0.5:8000"), "{e}");
+        assert!(at("http://10.0.0.5:8000/v1").check_key("").is_ok());
+        assert!(at("http://10.0.0.5:8000/v1").check_key("   ").is_ok());
+        // Credentials in the URL are refused whether or not a key is given.
+        for (url, word) in [
+            ("https://api.example.org/v1?key=abc", "key="), ("https://api.example.org/v1?api_key=abc", "api_key="),
+            ("https://api.example.org/v1?x=1&Access-Token=abc", "Access-Token="), ("https://x.org/v1?token=t", "token="),
+            ("https://x.org/v1?subscription-key=t", "subscription-key="),
+        ] {
+            let e = at(url).check().unwrap_err();
+            assert!(matches!(e, LlmError::SecretInUrl(_)) && e.to_string().contains(word), "{url}: {e}");
+        }
+        let e = at("https://user:pass@api.example.org/v1").check().unwrap_err();
+        assert!(matches!(e, LlmError::SecretInUrl(_)) && e.to_string().contains("user:pass@"), "{e}");
+        assert!(matches!(at("https://x.org/v1?api-version=1").check(), Err(LlmError::SecretInUrl(_))));
+        assert!(at("https://x.org/v1#frag").check().is_err());
+        // The key itself inside the URL (path or host), any case.
+        let e = at(&format!("https://x.org/{}/v1", key.to_uppercase())).check_key(key).unwrap_err();
+        assert!(matches!(e, LlmError::SecretInUrl(_)), "{e}");
+        assert!(at("https://x.org/v1").check_key("x").is_ok(), "a one-letter placeholder is not looked for");
+    }
+
+    #[test]
+    fn endpoints_are_matched_against_the_pages_allowlist() {
+        let loopback: Vec<String> = ["http://127.0.0.1:*", "http://localhost:*"].map(String::from).to_vec();
+        for ok in ["http://127.0.0.1:8000/v1", "http://localhost/v1", "https://127.0.0.1:8443/v1"] {
+            assert!(at(ok).check_allowed(&loopback).is_ok(), "{ok}");
+        }
+        // Chromium refuses IPv6 literals in a policy, so a listed one allows nothing.
+        assert!(at("http://[::1]:1234/v1").check_allowed(&["http://[::1]:*".into()]).is_err());
+        for no in ["http://127.0.0.2:8000/v1", "https://api.example.org/v1", "http://localhost.example.org/v1", "http://[::1]:8000/v1"] {
+            let e = at(no).check_allowed(&loopback).unwrap_err();
+            assert!(matches!(e, LlmError::NotAllowed { .. }) && e.to_string().contains("allowed-endpoints.txt"), "{e}");
+        }
+        let e = at("http://127.0.0.2:8000/v1").check_allowed(&loopback).unwrap_err().to_string();
+        assert!(e.contains("http://127.0.0.2:8000") && e.contains("http://127.0.0.1:*"), "{e}");
+        let site: Vec<String> = vec!["https://llm.example.org".into(), "https://*.corp.example".into(), "http://10.0.0.5:8000".into()];
+        assert!(at("https://llm.example.org/v1").check_allowed(&site).is_ok());
+        assert!(at("https://llm.example.org:443/v1").check_allowed(&site).is_ok());
+        assert!(at("https://llm.example.org:8443/v1").check_allowed(&site).is_err());
+        assert!(at("http://llm.example.org/v1").check_allowed(&site).is_err(), "https: does not allow http:");
+        assert!(at("https://a.b.corp.example/v1").check_allowed(&site).is_ok());
+        assert!(at("https://corp.example/v1").check_allowed(&site).is_err(), "*. needs a subdomain");
+        assert!(at("http://10.0.0.5:8000/v1").check_allowed(&site).is_ok());
+        assert!(at("http://10.0.0.5:8001/v1").check_allowed(&site).is_err());
+        // The page's own origin (no port: the default one).
+        assert!(at("http://intranet.example/v1").check_allowed(&["http://intranet.example".into()]).is_ok());
+        assert!(at("http://127.0.0.1/v1").check_allowed(&[]).is_err());
     }
 
     #[test]
