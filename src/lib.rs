@@ -13,6 +13,7 @@ pub mod corpus;
 pub mod dp;
 pub mod embed;
 pub mod eval;
+pub mod export;
 pub mod kde;
 pub mod linalg;
 pub mod llm;

@@ -493,12 +493,13 @@ impl Job {
         out
     }
 
-    /// The synthetic corpus as CSV: text, label, keyphrases ("; "-joined).
+    /// The synthetic corpus as CSV: text, label, keyphrases ("; "-joined). Cells that a
+    /// spreadsheet would run as a formula are neutralised ([`crate::export::csv_cell`]).
     pub fn corpus_csv(&self) -> String {
         let mut w = csv::Writer::from_writer(Vec::new());
         let _ = w.write_record(["text", "label", "keyphrases"]);
         for (i, text) in self.rows() {
-            let _ = w.write_record([text, i.label.as_deref().unwrap_or(""), &i.keyphrases.join("; ")]);
+            let _ = crate::export::write_record(&mut w, [text, i.label.as_deref().unwrap_or(""), &i.keyphrases.join("; ")]);
         }
         String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
     }
@@ -662,7 +663,7 @@ mod tests {
         ];
         let mut job = Job::new("j".into(), "t".into(), settings(), PromptSettings::default(), &seqs, "{}".into());
         assert_eq!(job.pending(false), vec![0, 1, 2]);
-        assert!(job.items[0].messages.last().unwrap().content.contains("x, y"));
+        assert!(job.items[0].messages.last().unwrap().content.contains("x; y"));
         job.outcomes.insert(1, Outcome::Done { text: "B, \"quoted\"".into(), attempts: 2 });
         job.outcomes.insert(2, Outcome::Failed { error: "e".into(), attempts: 5 });
         assert_eq!(job.pending(false), vec![0]);
@@ -676,5 +677,16 @@ mod tests {
         let csv = job.corpus_csv();
         assert!(csv.starts_with("text,label,keyphrases\n\"B, \"\"quoted\"\"\",b,z\n"), "{csv}");
         assert!(job.estimated_tokens() > 0);
+    }
+
+    #[test]
+    fn corpus_csv_neutralises_formula_cells() {
+        let seqs = vec![SequenceOut { label: Some("=HYPERLINK(\"http://x\",\"y\")".into()), keyphrases: vec!["-x".into(), "y".into()] }];
+        let mut job = Job::new("j".into(), "t".into(), settings(), PromptSettings::default(), &seqs, "{}".into());
+        job.outcomes.insert(0, Outcome::Done { text: "+1 said the note".into(), attempts: 1 });
+        let csv = job.corpus_csv();
+        assert_eq!(csv, "text,label,keyphrases\n'+1 said the note,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'-x; y\n");
+        // The JSONL carries the exact text.
+        assert!(job.corpus_jsonl().contains("\"text\":\"+1 said the note\""));
     }
 }

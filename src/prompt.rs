@@ -4,8 +4,17 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The default template, after the paper's prompt.
-pub const DEFAULT_TEMPLATE: &str = "Write a realistic {doc_type} ({label}). It must mention these keyphrases, in any order: {keyphrases}.\nWrite only the document.";
+/// The default template, after the paper's prompt. The keyphrases are separated by
+/// [`KEYPHRASE_SEPARATOR`], which the template names so that the model reads each keyphrase
+/// whole.
+pub const DEFAULT_TEMPLATE: &str = "Write a realistic {doc_type} ({label}). It must mention each of these keyphrases (separated by semicolons), in any order: {keyphrases}.\nWrite only the document.";
+
+/// What `{keyphrases}` puts between keyphrases. Not a comma: vocabulary terms may contain
+/// commas (MeSH chemical names such as "Amino Acids, Peptides, and Proteins"), and a
+/// comma-joined list would read as more, shorter keyphrases. The bundled vocabularies have no
+/// semicolon in any term; a user's own list might, and the few-shot parser below then splits
+/// only on semicolons.
+pub const KEYPHRASE_SEPARATOR: &str = "; ";
 pub const DEFAULT_SYSTEM: &str = "You write realistic, fictional {doc_type}s. Invent every name, date and detail.";
 
 /// An example pair the curator marks as public (never a private document).
@@ -78,9 +87,9 @@ impl PromptSettings {
                 distinct.push(k);
             }
         }
-        text.replace("{keyphrases}", &distinct.join(", "))
-            .replace("{doc_type}", self.doc_type.trim())
-            .replace("{label}", label.unwrap_or(self.doc_type.trim()))
+        let keyphrases = distinct.join(KEYPHRASE_SEPARATOR);
+        let doc_type = self.doc_type.trim();
+        substitute(text, &[("{keyphrases}", &keyphrases), ("{doc_type}", doc_type), ("{label}", label.unwrap_or(doc_type))])
     }
 
     /// The messages of one chat completion: system, few-shot pairs, the request.
@@ -98,8 +107,34 @@ impl PromptSettings {
     }
 }
 
+/// Replaces each placeholder of `text` with its value in ONE pass over the template: what a
+/// value brings in is never scanned again. Chained `str::replace` calls would expand a
+/// keyphrase, document type or label that itself contains `{label}` (a user's vocabulary
+/// term or class name can be any text).
+fn substitute(text: &str, values: &[(&str, &str)]) -> String {
+    let mut out = String::with_capacity(text.len() + values.iter().map(|(_, v)| v.len()).sum::<usize>());
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let tail = &rest[open..];
+        match values.iter().find(|(name, _)| tail.starts_with(name)) {
+            Some((name, value)) => {
+                out.push_str(value);
+                rest = &tail[name.len()..];
+            }
+            None => {
+                out.push('{');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Parses few-shot examples typed by the curator: blocks separated by a blank line, each
-/// `keyphrases: a, b, c`, optionally `label: x`, then the example text.
+/// `keyphrases: a, b, c` (or `a; b; c` when a keyphrase has a comma: a list with a semicolon
+/// is split on semicolons only), optionally `label: x`, then the example text.
 pub fn parse_examples(text: &str) -> Result<Vec<FewShot>, PromptError> {
     let mut out = Vec::new();
     for (n, block) in text.split("\n\n").map(str::trim).filter(|b| !b.is_empty()).enumerate() {
@@ -110,7 +145,8 @@ pub fn parse_examples(text: &str) -> Result<Vec<FewShot>, PromptError> {
             let lower = line.trim_start().to_ascii_lowercase();
             if body.is_empty() && lower.starts_with("keyphrases:") {
                 let list = &line.trim_start()["keyphrases:".len()..];
-                keyphrases = Some(list.split(',').map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect());
+                let sep = if list.contains(';') { ';' } else { ',' };
+                keyphrases = Some(list.split(sep).map(|k| k.trim().to_string()).filter(|k| !k.is_empty()).collect());
             } else if body.is_empty() && lower.starts_with("label:") {
                 label = Some(line.trim_start()["label:".len()..].trim().to_string());
             } else {
@@ -145,8 +181,33 @@ mod tests {
         assert_eq!(m.iter().map(|m| m.role.as_str()).collect::<Vec<_>>(), ["system", "user", "assistant", "user"]);
         assert!(m[0].content.contains("clinical notes"), "{}", m[0].content);
         assert!(m[1].content.contains("(pulmo)") && m[1].content.contains(": cough."), "{}", m[1].content);
-        assert!(m[3].content.contains("(cardio)") && m[3].content.contains(": heart failure, edema."), "{}", m[3].content);
+        assert!(m[3].content.contains("(cardio)") && m[3].content.contains(": heart failure; edema."), "{}", m[3].content);
         assert!(estimate_tokens(&m) > 30);
+    }
+
+    #[test]
+    fn keyphrases_with_commas_stay_whole() {
+        let p = PromptSettings::default();
+        let m = p.messages(&["Amino Acids, Peptides, and Proteins".into(), "Cough".into()], None);
+        let user = &m[1].content;
+        assert!(user.contains("separated by semicolons"), "{user}");
+        assert!(user.contains(": Amino Acids, Peptides, and Proteins; Cough."), "{user}");
+    }
+
+    #[test]
+    fn placeholders_are_substituted_in_one_pass() {
+        // Values that contain placeholders come out literally: a keyphrase "{label}", a
+        // document type "{keyphrases}", a label "{doc_type}".
+        let p = PromptSettings {
+            doc_type: "note {keyphrases}".into(),
+            template: "[{doc_type}] [{label}] [{keyphrases}] {unknown} {".into(),
+            ..Default::default()
+        };
+        let m = p.messages(&["{label}".into(), "x {doc_type}".into()], Some("L {label}"));
+        let user = &m[m.len() - 1].content;
+        assert_eq!(user, "[note {keyphrases}] [L {label}] [{label}; x {doc_type}] {unknown} {");
+        assert_eq!(substitute("{a}{b}", &[("{a}", "{b}"), ("{b}", "B")]), "{b}B");
+        assert_eq!(substitute("é{a}ü", &[("{a}", "ß")]), "éßü");
     }
 
     #[test]
@@ -160,6 +221,8 @@ mod tests {
         assert_eq!(parse_examples("just text"), Err(PromptError::ExampleFormat(1)));
         assert_eq!(parse_examples("keyphrases: a\n"), Err(PromptError::EmptyExample(1)));
         assert_eq!(parse_examples("  \n"), Ok(vec![]));
+        let semi = parse_examples("keyphrases: Amino Acids, Peptides, and Proteins; cough\nText.").unwrap();
+        assert_eq!(semi[0].keyphrases, vec!["Amino Acids, Peptides, and Proteins", "cough"]);
     }
 
     #[test]

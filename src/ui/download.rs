@@ -43,7 +43,7 @@ pub fn sequences_csv(r: &RunResult) {
     let mut w = csv::Writer::from_writer(Vec::new());
     let _ = w.write_record(["label", "keyphrases"]);
     for s in &r.sequences {
-        let _ = w.write_record([s.label.clone().unwrap_or_default(), s.keyphrases.join("; ")]);
+        let _ = crate::export::write_record(&mut w, [s.label.clone().unwrap_or_default(), s.keyphrases.join("; ")]);
     }
     let bytes = w.into_inner().unwrap_or_default();
     save("dpkps-sequences.csv", "text/csv", &String::from_utf8_lossy(&bytes));

@@ -89,7 +89,10 @@ mod server {
             .unwrap_or("");
         let line = last_user.lines().find(|l| l.to_lowercase().contains("keyphrase")).unwrap_or(last_user);
         let list = line.rsplit_once(':').map_or(line, |(_, r)| r).trim().trim_end_matches('.');
-        let phrases: Vec<&str> = list.split(',').map(str::trim).filter(|p| !p.is_empty()).collect();
+        // The app's template separates keyphrases with "; " (a keyphrase may hold a comma); a
+        // custom template without a semicolon is read as a comma-separated list.
+        let sep = if list.contains(';') { ';' } else { ',' };
+        let phrases: Vec<&str> = list.split(sep).map(str::trim).filter(|p| !p.is_empty()).collect();
         match phrases.split_last() {
             Some((last, rest)) if !rest.is_empty() => {
                 format!("The patient was seen for {} and {last}; a plan was agreed.", rest.join(", "))
@@ -180,6 +183,22 @@ mod server {
         for stream in listener.incoming().flatten() {
             let state = state.clone();
             std::thread::spawn(move || handle(stream, state));
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn reads_every_keyphrase_of_the_apps_prompt_whole() {
+            let p = dpkps::prompt::PromptSettings::default();
+            let keyphrases = vec!["Amino Acids, Peptides, and Proteins".to_string(), "Cough".into(), "Rheumatoid Arthritis".into()];
+            let messages = p.messages(&keyphrases, Some("cardiology"));
+            let doc = write_document(&json!({ "messages": messages }));
+            assert_eq!(doc, "The patient was seen for Amino Acids, Peptides, and Proteins, Cough and Rheumatoid Arthritis; a plan was agreed.");
+            let custom = json!({ "messages": [{ "role": "user", "content": "keyphrases: a, b" }] });
+            assert_eq!(write_document(&custom), "The patient was seen for a and b; a plan was agreed.");
         }
     }
 }
