@@ -54,6 +54,26 @@ impl Bundled {
     pub fn parse_name(s: &str) -> Option<Bundled> {
         Bundled::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(s))
     }
+
+    /// File name of the stop list under `www/vocab/` (also served at `vocab/<file>`).
+    pub fn stoplist_file_name(self) -> &'static str {
+        match self {
+            Bundled::English => "stoplist_english.txt",
+            Bundled::Medical => "stoplist_medical.txt",
+        }
+    }
+
+    /// The stop list: terms of the bundled list that name nothing about a document's class
+    /// (generic words, places, time, publication types, named groups; criteria in
+    /// `www/vocab/README.md`). Chosen by those public criteria, never from a corpus, so the
+    /// filtered vocabulary is as public as the list. Compiled in, so that the CLI, the
+    /// worker and the UI's asset check cannot disagree about it.
+    pub fn stoplist(self) -> &'static str {
+        match self {
+            Bundled::English => include_str!("../www/vocab/stoplist_english.txt"),
+            Bundled::Medical => include_str!("../www/vocab/stoplist_medical.txt"),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +139,41 @@ impl PublicVocabulary {
             return Err(VocabError::TooLarge { name: name.to_string(), count: terms.len(), max: Self::MAX_TERMS });
         }
         Ok(PublicVocabulary { name: name.to_string(), terms, checksum, duplicates_dropped })
+    }
+
+    /// A bundled vocabulary as the app and the CLI use it: the list (`bytes`, the file
+    /// `which.file_name()`) without the terms of its stop list. The checksum covers both: it
+    /// is the SHA-256 of the list file followed by the stop list file
+    /// (`cat medical_mesh2017.txt stoplist_medical.txt | sha256sum`), so a release made with
+    /// another stop list does not pass for one made with this one.
+    pub fn parse_bundled(which: Bundled, bytes: &[u8]) -> Result<PublicVocabulary, VocabError> {
+        let stop = which.stoplist();
+        let mut v = Self::parse(which.name(), bytes)?.without(stop);
+        let mut hash = Sha256::new();
+        hash.update(bytes);
+        hash.update(stop.as_bytes());
+        v.checksum = crate::corpus::hex(&hash.finalize());
+        if v.terms.is_empty() {
+            return Err(VocabError::Empty { name: v.name });
+        }
+        Ok(v)
+    }
+
+    /// The vocabulary without the terms listed in `stop` (same format as a vocabulary: one
+    /// term per line, `#` comments). Terms are compared by their normalised form, as matching
+    /// compares them. The checksum is left as it is: the caller says what it covers.
+    pub fn without(mut self, stop: &str) -> PublicVocabulary {
+        let mut key = String::new();
+        let mut stopped: HashMap<String, ()> = HashMap::new();
+        for line in stop.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            normalize_into(line, &mut key);
+            stopped.insert(key.clone(), ());
+        }
+        self.terms.retain(|t| {
+            normalize_into(t, &mut key);
+            !stopped.contains_key(&key)
+        });
+        self
     }
 
     pub fn len(&self) -> usize {
@@ -295,6 +350,51 @@ mod tests {
         assert_eq!(m.find_all("ΩΜΈΓΑ 心不全 x", &mut s).len(), 3);
         let long = "x ".repeat(100_000);
         assert_eq!(m.find_all(&long, &mut s).len(), 100_000);
+    }
+
+    #[test]
+    fn without_drops_stop_listed_terms_by_normalised_form() {
+        let v = vocab(&["Time", "Heart Failure", "History", "Nose"]).without("# generic\n time \nHISTORY\n\nabsent\n");
+        assert_eq!(v.terms, ["Heart Failure", "Nose"]);
+    }
+
+    #[test]
+    fn bundled_medical_vocabulary_is_filtered_and_in_natural_order() {
+        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/www/vocab/medical_mesh2017.txt")).unwrap();
+        let plain = PublicVocabulary::parse("medical", &bytes).unwrap();
+        let v = PublicVocabulary::parse_bundled(Bundled::Medical, &bytes).unwrap();
+        assert_ne!(v.checksum, plain.checksum);
+        assert!(v.len() < plain.len());
+        let has = |t: &str| v.terms.iter().any(|x| x == t);
+        for generic in ["Time", "Work", "Family", "Review", "History", "Attention", "Patients", "Texas"] {
+            assert!(plain.terms.iter().any(|x| x == generic), "{generic} is in MeSH");
+            assert!(!has(generic), "{generic} is stop-listed");
+        }
+        for clinical in ["Nose", "Diet", "Heart", "Pain", "Anxiety", "General Anesthesia", "Rheumatoid Arthritis", "1,2-Dimethylhydrazine", "Amino Acids, Peptides, and Proteins"] {
+            assert!(has(clinical), "{clinical} stays");
+        }
+        assert!(!has("Anesthesia, General"));
+        // Every stop-list entry names a term of the list (no typos that silently keep one).
+        let keys: HashMap<String, ()> = plain.terms.iter().map(|t| (normalize(t), ())).collect();
+        for line in Bundled::Medical.stoplist().lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
+            assert!(keys.contains_key(&normalize(line)), "{line:?} is not in the medical list");
+        }
+    }
+
+    #[test]
+    fn bundled_english_vocabulary_is_filtered() {
+        let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/www/vocab/english_glove6b.txt")).unwrap();
+        let v = PublicVocabulary::parse_bundled(Bundled::English, &bytes).unwrap();
+        let has = |t: &str| v.terms.iter().any(|x| x == t);
+        for generic in ["year", "time", "patient", "history", "monday", "percent"] {
+            assert!(!has(generic), "{generic} is stop-listed");
+        }
+        for kept in ["heart", "nose", "diet", "fever"] {
+            assert!(has(kept), "{kept} stays");
+        }
+        let stop = Bundled::English.stoplist().lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#')).count();
+        let plain = PublicVocabulary::parse("english", &bytes).unwrap();
+        assert_eq!(plain.len() - v.len(), stop, "every stop-list word is in the list");
     }
 
     #[test]

@@ -659,7 +659,7 @@ fn print_stats(mc: &MatchedCorpus) {
 /// Loads a bundled vocabulary by name, or a user's list from a file.
 pub fn load_vocabulary(spec: &str) -> Result<PublicVocabulary, CliError> {
     if let Some(b) = Bundled::parse_name(spec) {
-        return Ok(PublicVocabulary::parse(b.name(), bundled_bytes(b))?);
+        return Ok(PublicVocabulary::parse_bundled(b, bundled_bytes(b))?);
     }
     let bytes = std::fs::read(spec).map_err(|e| CliError::Input {
         path: spec.to_string(),

@@ -73,7 +73,7 @@ async fn check_inner(asset: BundledAsset) -> Result<String, String> {
         }
         Check::Vocabulary(which) => {
             let bytes = bytes(fetch(asset.path, "GET").await?).await?;
-            let v = PublicVocabulary::parse(which.name(), &bytes).map_err(|e| e.to_string())?;
+            let v = PublicVocabulary::parse_bundled(which, &bytes).map_err(|e| e.to_string())?;
             Ok(format!("ready, {} terms", group_thousands(v.len())))
         }
     }

@@ -251,7 +251,7 @@ async fn bundled_vocab(state: &mut State, which: Bundled) -> Result<Rc<PublicVoc
         return Ok(v.clone());
     }
     let bytes = fetch_bytes(&format!("vocab/{}", which.file_name())).await.map_err(at(Stage::Read))?;
-    let v = Rc::new(PublicVocabulary::parse(which.name(), &bytes).map_err(at(Stage::Read))?);
+    let v = Rc::new(PublicVocabulary::parse_bundled(which, &bytes).map_err(at(Stage::Read))?);
     state.vocabs.insert(which, v.clone());
     Ok(v)
 }
