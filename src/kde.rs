@@ -42,18 +42,29 @@
 //! # Choosing I
 //! The score's error has two parts: random-feature error, whose standard deviation grows like
 //! n/√I for n documents, and DP noise, like √(2I)·C/ε_m = 2√I/ε_m. Their variances n²/I and
-//! 4I/ε_m² sum to a minimum at I* = n·ε_m/2. [`suggest_features`] rounds I* to a power of
-//! two within [256, 4096] (4096 keeps memory within a browser tab). The CLI and the app use
-//! the mean class size (documents / classes) for n, since each class has its own KDEs. That
-//! n is not private-noised, so the released I reveals its power-of-two bucket (at most 5
-//! possible values); pass an explicit I to avoid even that.
-
-use std::collections::BTreeMap;
+//! 4I/ε_m² sum to a minimum at I* = n·ε_m/2 ([`suggest_features`]). But n is private: a default
+//! I computed from the exact class sizes and released would leak them un-noised. So the
+//! default is data-independent, [`KdeParams::DEFAULT_FEATURES`] (the rule at a few thousand
+//! documents and ε of a few), and a curator who knows their corpus size from public
+//! information may pass another I.
+//!
+//! # Classes
+//! The classes are the curator's declared, public set ([`crate::classes`]): every declared
+//! class gets its release, with no documents (noise only) if need be, so the release has the
+//! same shape on neighbouring corpora. A corpus in which no document has a keyphrase gives a
+//! noise-only release, not an error (an error would tell the two cases apart).
+//!
+//! # The histogram samplers
+//! [`Sampler::Histogram`] and [`Sampler::Markov`] release noisy keyphrase (transition)
+//! histograms over Ṽ instead of random-feature sums; their privacy map is in [`crate::hist`].
+//! They share this module's entry point, artefact and ledger entries so that every caller
+//! (CLI, app, evaluation) treats all five samplers alike.
 
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 use serde::{Deserialize, Serialize};
 
+use crate::classes::ClassSet;
 use crate::dp::sampler::{discrete_laplace, Ratio};
 use crate::dp::{check_epsilon, DpError, ParamError, SecureRng};
 use crate::embed::TermEmbeddings;
@@ -78,19 +89,56 @@ pub enum Sampler {
     IterativeLinear,
     /// ⌈log₂L⌉+1 DP-KDEs, member j over prefixes of length (2^(j-1), 2^j], zero-padded.
     IterativeLog,
+    /// A noisy histogram of the documents' keyphrases over Ṽ (L1 sensitivity 1, `crate::hist`);
+    /// L i.i.d. draws.
+    Histogram,
+    /// A noisy histogram of keyphrase transitions over Ṽ (`crate::hist`); Markov chains.
+    Markov,
 }
 
 impl Sampler {
+    /// Every sampler, in the order the CLI and the page list them.
+    pub const ALL: [Sampler; 5] =
+        [Sampler::Histogram, Sampler::Markov, Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog];
+
     pub fn name(self) -> &'static str {
         match self {
             Sampler::Independent => "independent",
             Sampler::IterativeLinear => "iterative-linear",
             Sampler::IterativeLog => "iterative-log",
+            Sampler::Histogram => "histogram",
+            Sampler::Markov => "markov",
         }
     }
 
     pub fn parse(s: &str) -> Option<Sampler> {
-        [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog].into_iter().find(|x| x.name() == s)
+        Sampler::ALL.into_iter().find(|x| x.name() == s.trim())
+    }
+
+    /// The histogram samplers' kind (`None`: a DP-KDE sampler).
+    pub fn hist_kind(self) -> Option<crate::hist::HistKind> {
+        match self {
+            Sampler::Histogram => Some(crate::hist::HistKind::Unigram),
+            Sampler::Markov => Some(crate::hist::HistKind::Transitions),
+            _ => None,
+        }
+    }
+
+    /// Whether the mechanism reads the embeddings of the documents' terms (the DP-KDEs do;
+    /// the histogram samplers read only Ṽ's, and only to smooth).
+    pub fn embeds_document_terms(self) -> bool {
+        self.hist_kind().is_none()
+    }
+
+    /// One sentence on what the sampler keeps (CLI help, the page).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Sampler::Histogram => "each class's keyphrase frequencies over Ṽ, with little noise (sensitivity 1); keyphrases drawn independently",
+            Sampler::Markov => "which keyphrase follows which in each class (noisy transition counts over Ṽ); sequences drawn as Markov chains",
+            Sampler::Independent => "the paper's DP-KDE over single keyphrases (random Fourier features, sensitivity √2·I); drawn independently",
+            Sampler::IterativeLinear => "the paper's DP-KDEs over keyphrase prefixes, one per length (ε split L ways)",
+            Sampler::IterativeLog => "the paper's DP-KDEs over keyphrase prefixes, one per power-of-two length (ε split ⌈log₂L⌉+1 ways)",
+        }
     }
 }
 
@@ -109,7 +157,7 @@ impl Ensemble {
     /// Number of DP-KDEs per class.
     pub fn members(&self) -> usize {
         match self.sampler {
-            Sampler::Independent => 1,
+            Sampler::Independent | Sampler::Histogram | Sampler::Markov => 1,
             Sampler::IterativeLinear => self.len,
             Sampler::IterativeLog => ceil_log2(self.len) + 1,
         }
@@ -118,7 +166,7 @@ impl Ensemble {
     /// The member scoring a prefix of length ℓ (1-based). Independent: always 0.
     pub fn member_for(&self, prefix_len: usize) -> usize {
         match self.sampler {
-            Sampler::Independent => 0,
+            Sampler::Independent | Sampler::Histogram | Sampler::Markov => 0,
             Sampler::IterativeLinear => prefix_len - 1,
             Sampler::IterativeLog => ceil_log2(prefix_len),
         }
@@ -127,7 +175,7 @@ impl Ensemble {
     /// Prefix lengths covered by member m (inclusive range).
     pub fn covers(&self, m: usize) -> (usize, usize) {
         match self.sampler {
-            Sampler::Independent => (1, 1),
+            Sampler::Independent | Sampler::Histogram | Sampler::Markov => (1, 1),
             Sampler::IterativeLinear => (m + 1, m + 1),
             Sampler::IterativeLog if m == 0 => (1, 1),
             Sampler::IterativeLog => ((1 << (m - 1)) + 1, (1usize << m).min(self.len)),
@@ -137,7 +185,7 @@ impl Ensemble {
     /// Blocks of the zero-padded input of member m (d·blocks is its dimension).
     pub fn padded_blocks(&self, m: usize) -> usize {
         match self.sampler {
-            Sampler::Independent => 1,
+            Sampler::Independent | Sampler::Histogram | Sampler::Markov => 1,
             Sampler::IterativeLinear => m + 1,
             Sampler::IterativeLog => 1 << m,
         }
@@ -239,6 +287,10 @@ pub struct KdeParams {
     /// existed used 1.
     #[serde(default = "default_bandwidth")]
     pub bandwidth: f64,
+    /// Kernel smoothing of the histogram samplers over Ṽ's embeddings (exp(−‖v−w‖²/smoothing));
+    /// 0: off. Ignored by the DP-KDE samplers.
+    #[serde(default)]
+    pub smoothing: f64,
 }
 
 fn default_bandwidth() -> f64 {
@@ -250,6 +302,10 @@ impl KdeParams {
     pub const MAX_FEATURES: usize = 16_384;
     /// The default h, chosen on MTSamples (README, "evaluate").
     pub const DEFAULT_BANDWIDTH: f64 = 0.1;
+    /// The default I: data-independent (module docs, "Choosing I").
+    pub const DEFAULT_FEATURES: usize = 2048;
+    /// The default sampler, chosen on MTSamples (README, "evaluate").
+    pub const DEFAULT_SAMPLER: Sampler = Sampler::Histogram;
 
     pub fn validate(&self) -> Result<(), ParamError> {
         check_epsilon("ε_kde", self.epsilon)?;
@@ -265,6 +321,9 @@ impl KdeParams {
         if !(self.bandwidth.is_finite() && (0.01..=100.0).contains(&self.bandwidth)) {
             return Err(ParamError::new("h (kernel bandwidth)", self.bandwidth, "must be between 0.01 and 100"));
         }
+        if !(self.smoothing == 0.0 || (self.smoothing.is_finite() && (0.01..=100.0).contains(&self.smoothing))) {
+            return Err(ParamError::new("the smoothing bandwidth", self.smoothing, "must be 0 (off) or between 0.01 and 100"));
+        }
         Ok(())
     }
 
@@ -272,19 +331,31 @@ impl KdeParams {
         Ensemble { sampler: self.sampler, len: self.len }
     }
 
+    /// How many of a document's first matched terms the mechanism reads: M for the
+    /// independent KDE, L for the iterative ones, and for the histogram samplers every kept
+    /// term (they look for the first M that are in Ṽ).
+    pub fn doc_terms_read(&self) -> usize {
+        match self.sampler {
+            Sampler::Independent => self.terms_per_doc,
+            Sampler::IterativeLinear | Sampler::IterativeLog => self.len,
+            Sampler::Histogram | Sampler::Markov => Self::MAX_LEN,
+        }
+    }
+
     /// Blocks of ω needed: one per position of a sequence.
     pub fn blocks(&self) -> usize {
         match self.sampler {
-            Sampler::Independent => 1,
+            Sampler::Independent | Sampler::Histogram | Sampler::Markov => 1,
             _ => self.len,
         }
     }
 }
 
-/// One class's released sums, one I-vector per ensemble member.
+/// One class's released sums: one I-vector per ensemble member (DP-KDE samplers), or one
+/// histogram over Ṽ (histogram samplers, `crate::hist`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClassKde {
-    /// The class label (`None`: the corpus has no labels).
+    /// The class name (`None`: the corpus has no labels).
     pub label: Option<String>,
     /// The noisy sums exactly as released: integers in units of 2^-GRID_BITS.
     pub sums: Vec<Vec<i64>>,
@@ -306,6 +377,10 @@ pub struct DpKdeSet {
     pub feature_seed: String,
     pub epsilon_per_member: f64,
     pub classes: Vec<ClassKde>,
+    /// The candidates the histogram samplers' entries refer to (Ṽ's term ids, in Ṽ's order);
+    /// empty for the DP-KDE samplers (their sums do not depend on the candidates).
+    #[serde(default)]
+    pub candidates: Vec<TermId>,
 }
 
 impl DpKdeSet {
@@ -318,7 +393,12 @@ impl DpKdeSet {
     pub fn check(&self) -> Result<(), KdeError> {
         self.params.validate().map_err(|e| KdeError::Dp(e.into()))?;
         let m = self.params.ensemble().members();
-        let ok = self.classes.iter().all(|c| c.sums.len() == m && c.sums.iter().all(|s| s.len() == self.params.features));
+        let width = match self.params.sampler.hist_kind() {
+            Some(kind) => kind.entries(self.candidates.len()),
+            None => self.params.features,
+        };
+        let ok = self.classes.iter().all(|c| c.sums.len() == m && c.sums.iter().all(|s| s.len() == width))
+            && (self.params.sampler.hist_kind().is_none() || !self.candidates.is_empty());
         if !ok || self.classes.is_empty() || self.dim == 0 {
             return Err(KdeError::BadArtefact("sums"));
         }
@@ -343,16 +423,15 @@ pub enum KdeError {
     Dp(#[from] DpError),
     #[error("the term with id {0} has no embedding")]
     MissingEmbedding(TermId),
-    #[error("no document has any keyphrase, so there is nothing to estimate")]
-    NoData,
     #[error("the DP-KDE file is damaged or from another version ({0})")]
     BadArtefact(&'static str),
 }
 
-/// One document as the KDE sees it: its label and its keyphrases in order.
+/// One document as the KDE sees it: its class (index in the [`ClassSet`]) and its keyphrases
+/// in order. Documents that the class set drops are not passed at all.
 #[derive(Debug, Clone, Copy)]
 pub struct KdeDoc<'a> {
-    pub label: Option<&'a str>,
+    pub class: usize,
     pub terms: &'a [TermId],
 }
 
@@ -367,50 +446,86 @@ pub(crate) enum Noise<'r> {
     Off,
 }
 
-/// Builds the DP-KDEs of every class: ε_kde-DP (module docs). Returns the release and one
-/// ledger spend per class and member.
+/// Builds the DP summaries of every declared class: ε_kde-DP (module docs; for the histogram
+/// samplers, `crate::hist`). `candidates` is Ṽ (term ids in Ṽ's order): the histogram
+/// samplers' entries; the DP-KDE samplers do not read it. Returns the release and one spend
+/// per class and member.
 pub fn build(
     docs: &[KdeDoc<'_>],
+    classes: &ClassSet,
     emb: &TermEmbeddings,
+    candidates: &[TermId],
     params: &KdeParams,
     rng: &mut SecureRng,
 ) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
     let mut seed = [0u8; 32];
     rng.fill(&mut seed);
-    build_with(docs, emb, params, seed, Noise::Laplace(rng))
+    build_with(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng))
 }
 
 pub(crate) fn build_with(
     docs: &[KdeDoc<'_>],
+    classes: &ClassSet,
     emb: &TermEmbeddings,
+    candidates: &[TermId],
     params: &KdeParams,
     seed: [u8; 32],
     mut noise: Noise<'_>,
 ) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
     params.validate().map_err(DpError::from)?;
-    for d in docs {
-        if let Some(&t) = d.terms.iter().find(|&&t| !emb.contains(t)) {
-            return Err(KdeError::MissingEmbedding(t));
-        }
+    if let Some(d) = docs.iter().find(|d| d.class >= classes.len()) {
+        let _ = d;
+        return Err(KdeError::BadArtefact("document class"));
     }
-    if docs.iter().all(|d| d.terms.is_empty()) {
-        return Err(KdeError::NoData);
+    let hist = params.sampler.hist_kind();
+    if hist.is_none() {
+        for d in docs {
+            if let Some(&t) = d.terms.iter().find(|&&t| !emb.contains(t)) {
+                return Err(KdeError::MissingEmbedding(t));
+            }
+        }
+    } else if candidates.is_empty() {
+        return Err(KdeError::BadArtefact("candidates"));
     }
     let ensemble = params.ensemble();
+    let members = ensemble.members();
     let eps_m = ensemble.epsilon_per_member(params.epsilon);
-    let features = Features::generate(params.features, emb.dim(), params.blocks(), params.bandwidth, seed);
-    // Grid-unit noise scale Δ/ε_m with Δ = I·Q (module docs), exact.
-    let delta = params.features as u64 * Q_BOUND;
-    let scale = Ratio::int_over_f64(delta, eps_m)?;
+    // Δ in grid units: I·Q for the random-feature sums, G for a histogram (one document's
+    // total weight). Noise scale Δ/ε_m = Δ·members/ε_kde, computed exactly.
+    let delta = match hist {
+        Some(_) => crate::hist::DOC_WEIGHT,
+        None => params.features as u64 * Q_BOUND,
+    };
+    let scale = Ratio::int_over_f64(delta * members as u64, params.epsilon)?;
+    let grid = (1u64 << GRID_BITS) as f64;
+    let (mechanism, sensitivity) = match hist {
+        Some(_) => (
+            format!("discrete Laplace on the fixed-point {} histogram over Ṽ", if params.sampler == Sampler::Markov { "transition" } else { "keyphrase" }),
+            format!("G·2^-{GRID_BITS} = 1 (a document's total weight)"),
+        ),
+        None => (
+            "discrete Laplace on fixed-point random-Fourier-feature sums".to_string(),
+            format!("I·Q·2^-{GRID_BITS} = {:.4}", delta as f64 / grid),
+        ),
+    };
+    let features = match hist {
+        Some(_) => None,
+        None => Some(Features::generate(params.features, emb.dim(), params.blocks(), params.bandwidth, seed)),
+    };
+    let index = crate::hist::CandidateIndex::new(candidates);
 
-    let mut by_class: BTreeMap<Option<&str>, Vec<&KdeDoc<'_>>> = BTreeMap::new();
+    let mut by_class: Vec<Vec<&KdeDoc<'_>>> = vec![Vec::new(); classes.len()];
     for d in docs {
-        by_class.entry(d.label).or_default().push(d);
+        by_class[d.class].push(d);
     }
-    let mut classes = Vec::new();
+    let mut out = Vec::with_capacity(classes.len());
     let mut spends = Vec::new();
-    for (label, class_docs) in by_class {
-        let totals = class_sums(&class_docs, emb, &features, params);
+    for (c, class_docs) in by_class.iter().enumerate() {
+        let totals = match (hist, &features) {
+            (Some(kind), _) => vec![crate::hist::class_sums(kind, class_docs, &index, params.terms_per_doc)],
+            (None, Some(f)) => class_sums(class_docs, emb, f, params),
+            (None, None) => unreachable!("features exist for every DP-KDE sampler"),
+        };
         let sums = totals
             .into_iter()
             .map(|member| {
@@ -426,32 +541,42 @@ pub(crate) fn build_with(
                     .collect()
             })
             .collect();
-        let partition = label.unwrap_or("(all documents)").to_string();
-        for m in 0..ensemble.members() {
+        let name = classes.name(c).to_string();
+        for m in 0..members {
             let (lo, hi) = ensemble.covers(m);
             spends.push(Spend {
                 stage: "kde".into(),
-                mechanism: "discrete Laplace on fixed-point random-Fourier-feature sums".into(),
+                mechanism: mechanism.clone(),
                 epsilon: eps_m,
-                params: serde_json::json!({
-                    "sampler": params.sampler.name(),
-                    "member": m,
-                    "prefix_lengths": [lo, hi],
-                    "features_I": params.features,
-                    "l1_sensitivity": format!("I·Q·2^-{GRID_BITS} = {:.4}", delta as f64 / (1u64 << GRID_BITS) as f64),
-                    "noise_scale": scale.to_f64() / (1u64 << GRID_BITS) as f64,
-                }),
-                scope: Scope::Partition { label: partition.clone() },
+                params: match hist {
+                    Some(kind) => serde_json::json!({
+                        "sampler": params.sampler.name(),
+                        "entries": kind.entries(candidates.len()),
+                        "keyphrases_per_doc_M": params.terms_per_doc,
+                        "l1_sensitivity": sensitivity,
+                        "noise_scale": scale.to_f64() / grid,
+                    }),
+                    None => serde_json::json!({
+                        "sampler": params.sampler.name(),
+                        "member": m,
+                        "prefix_lengths": [lo, hi],
+                        "features_I": params.features,
+                        "l1_sensitivity": sensitivity,
+                        "noise_scale": scale.to_f64() / grid,
+                    }),
+                },
+                scope: Scope::Partition { label: name.clone() },
             });
         }
-        classes.push(ClassKde { label: label.map(str::to_string), sums });
+        out.push(ClassKde { label: classes.is_labelled().then_some(name), sums });
     }
     let set = DpKdeSet {
         params: *params,
         dim: emb.dim(),
         feature_seed: crate::corpus::hex(&seed),
         epsilon_per_member: eps_m,
-        classes,
+        classes: out,
+        candidates: if hist.is_some() { candidates.to_vec() } else { Vec::new() },
     };
     Ok((set, spends))
 }
@@ -495,6 +620,7 @@ fn class_sums(docs: &[&KdeDoc<'_>], emb: &TermEmbeddings, features: &Features, p
                     count[k] += 1;
                 }
             }
+            Sampler::Histogram | Sampler::Markov => unreachable!("histogram samplers have no random features"),
             Sampler::IterativeLinear | Sampler::IterativeLog => {
                 // r[doc] = Σ_{t<ℓ} √2·ωᵗ·z_t, grown one position at a time.
                 let mut r = vec![0f32; chunk.len() * i_count];
@@ -603,10 +729,10 @@ pub(crate) mod tests {
             emb.insert(i as TermId, v).unwrap();
         }
         let term_lists: Vec<Vec<TermId>> = (0..40u32).map(|k| vec![k % 30, (k * 7 + 3) % 30, (k * 11 + 5) % 30]).collect();
-        let docs: Vec<KdeDoc<'_>> = term_lists.iter().map(|t| KdeDoc { label: None, terms: t }).collect();
+        let docs: Vec<KdeDoc<'_>> = term_lists.iter().map(|t| KdeDoc { class: 0, terms: t }).collect();
         for sampler in [Sampler::Independent, Sampler::IterativeLinear] {
-            let params = KdeParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3, bandwidth: 1.0 };
-            let (set, _) = build_with(&docs, &emb, &params, [9; 32], Noise::Off).unwrap();
+            let params = KdeParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+            let (set, _) = build_with(&docs, &ClassSet::unlabelled(), &emb, &[], &params, [9; 32], Noise::Off).unwrap();
             let f = set.features().unwrap();
             let sums: Vec<Vec<f64>> = (0..set.classes[0].sums.len()).map(|m| set.classes[0].member_sums(m)).collect();
             // Query: a pair of terms (or a single term for the independent KDE).
@@ -658,10 +784,11 @@ pub(crate) mod tests {
         }
         let a = vec![0, 1, 2];
         let b = vec![3, 4];
-        let docs = [KdeDoc { label: Some("x"), terms: &a }, KdeDoc { label: Some("y"), terms: &b }];
-        let params = KdeParams { epsilon: 6.0, sampler: Sampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0 };
+        let docs = [KdeDoc { class: 0, terms: &a }, KdeDoc { class: 1, terms: &b }];
+        let classes = ClassSet::declared(&["x", "y"], crate::classes::OtherLabels::Drop).unwrap();
+        let params = KdeParams { epsilon: 6.0, sampler: Sampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
-        let (set, spends) = build(&docs, &emb, &params, &mut rng).unwrap();
+        let (set, spends) = build(&docs, &classes, &emb, &[], &params, &mut rng).unwrap();
         assert_eq!(set.classes.len(), 2);
         assert_eq!(spends.len(), 2 * 3);
         assert!(spends.iter().all(|s| (s.epsilon - 2.0).abs() < 1e-12));
@@ -681,10 +808,13 @@ pub(crate) mod tests {
     fn missing_embeddings_and_bad_parameters_are_refused() {
         let emb = TermEmbeddings::new(4);
         let t = vec![7];
-        let docs = [KdeDoc { label: None, terms: &t }];
-        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0 };
+        let docs = [KdeDoc { class: 0, terms: &t }];
+        let cs = ClassSet::unlabelled();
+        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
-        assert!(matches!(build(&docs, &emb, &params, &mut rng), Err(KdeError::MissingEmbedding(7))));
+        assert!(matches!(build(&docs, &cs, &emb, &[], &params, &mut rng), Err(KdeError::MissingEmbedding(7))));
+        let outside = [KdeDoc { class: 1, terms: &t }];
+        assert!(matches!(build(&outside, &cs, &emb, &[1], &KdeParams { sampler: Sampler::Histogram, ..params }, &mut rng), Err(KdeError::BadArtefact(_))));
         for bad in [
             KdeParams { epsilon: f64::NAN, ..params },
             KdeParams { len: 0, ..params },
@@ -692,8 +822,10 @@ pub(crate) mod tests {
             KdeParams { terms_per_doc: 0, ..params },
             KdeParams { bandwidth: 0.0, ..params },
             KdeParams { bandwidth: f64::INFINITY, ..params },
+            KdeParams { smoothing: -1.0, ..params },
+            KdeParams { smoothing: 0.001, ..params },
         ] {
-            assert!(matches!(build(&docs, &emb, &bad, &mut rng), Err(KdeError::Dp(_))), "{bad:?}");
+            assert!(matches!(build(&docs, &cs, &emb, &[], &bad, &mut rng), Err(KdeError::Dp(_))), "{bad:?}");
         }
     }
 }

@@ -9,11 +9,13 @@
 //! one is obtained from the other by adding or removing ONE document (with its label).
 //! Every sensitivity stated next to a mechanism is derived from that relation.
 
+pub mod classes;
 pub mod corpus;
 pub mod dp;
 pub mod embed;
 pub mod eval;
 pub mod export;
+pub mod hist;
 pub mod kde;
 pub mod linalg;
 pub mod llm;

@@ -9,7 +9,8 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 
 use crate::corpus::{self, CorpusError, Fields, Format, Ingest, IngestStats};
-use crate::dp::vocabulary::{select_vocabulary, PrivateVocabulary, TermHistogram, VocabParams};
+use crate::classes::ClassSet;
+use crate::dp::vocabulary::{select_vocabulary, select_vocabulary_by_class, PrivateVocabulary, TermHistogram, VocabParams};
 use crate::dp::{DpError, SecureRng};
 use crate::ledger::Spend;
 use crate::vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
@@ -107,13 +108,15 @@ impl MatchedCorpus {
         h
     }
 
-    /// Stage 2: the DP vocabulary (ε_voc-DP).
+    /// Stage 2: the DP vocabulary (ε_voc-DP): over the whole corpus, or per class of the public
+    /// class set when `params.per_class` (then documents the class set drops count nowhere).
     pub fn dp_vocabulary(
         &self,
         vocab: &PublicVocabulary,
         params: &VocabParams,
+        classes: &ClassSet,
         rng: &mut SecureRng,
-    ) -> Result<(PrivateVocabulary, Spend), DpError> {
+    ) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
         params.validate(vocab.len())?;
         if params.terms_per_doc > self.keep {
             return Err(DpError::Param(crate::dp::ParamError::new(
@@ -122,8 +125,18 @@ impl MatchedCorpus {
                 "is larger than the number of terms kept per document while matching",
             )));
         }
+        if params.per_class {
+            let s = params.terms_per_doc;
+            let mut hists: Vec<TermHistogram> = (0..classes.len()).map(|_| TermHistogram::new(vocab.len(), s)).collect();
+            for d in &self.docs {
+                if let Some(c) = classes.assign(d.label.as_deref()) {
+                    hists[c].add_document(&d.terms[..d.terms.len().min(s)]);
+                }
+            }
+            return select_vocabulary_by_class(&hists, &classes.names(), vocab, params, rng);
+        }
         let h = self.histogram(vocab.len(), params.terms_per_doc);
-        select_vocabulary(&h, vocab, params, rng)
+        select_vocabulary(&h, vocab, params, rng).map(|(pv, spend)| (pv, vec![spend]))
     }
 }
 
@@ -136,6 +149,10 @@ pub struct Release {
     pub kde: crate::kde::DpKdeSet,
     /// Checksum of the embedding model the KDEs were built with (sampling must use the same).
     pub model_checksum: String,
+    /// DP class counts (`dp::counts`), in the classes' order: sequences are sampled in
+    /// proportion to them. `None`: the same number for every class.
+    #[serde(default)]
+    pub class_counts: Option<Vec<i64>>,
 }
 
 impl Release {
@@ -145,15 +162,36 @@ impl Release {
     pub fn candidate_ids(&self) -> Vec<TermId> {
         self.vocabulary.terms.iter().map(|t| t.id).collect()
     }
+
+    /// Sequences per class for `per_class` on average: in proportion to the DP class counts
+    /// when the release has them (at least one each), else `per_class` each.
+    pub fn sizes(&self, per_class: usize) -> Vec<usize> {
+        let k = self.kde.classes.len();
+        match &self.class_counts {
+            Some(c) if c.len() == k => crate::dp::counts::apportion(per_class * k, c, 1),
+            _ => vec![per_class; k],
+        }
+    }
 }
 
 impl MatchedCorpus {
-    /// The documents as the DP-KDE sees them: label and first `len` terms.
-    pub fn kde_docs(&self, len: usize) -> Vec<crate::kde::KdeDoc<'_>> {
+    /// The documents as the DP summaries see them: class (by the public class set; dropped
+    /// documents are left out) and first `len` terms.
+    pub fn kde_docs(&self, len: usize, classes: &ClassSet) -> Vec<crate::kde::KdeDoc<'_>> {
         self.docs
             .iter()
-            .map(|d| crate::kde::KdeDoc { label: d.label.as_deref(), terms: &d.terms[..d.terms.len().min(len)] })
+            .filter_map(|d| {
+                let class = classes.assign(d.label.as_deref())?;
+                Some(crate::kde::KdeDoc { class, terms: &d.terms[..d.terms.len().min(len)] })
+            })
             .collect()
+    }
+
+    /// Documents per class of the public class set (private: only for a DP mechanism).
+    pub fn class_counts(&self, classes: &ClassSet) -> Vec<u64> {
+        let mut counts = vec![0u64; classes.len()];
+        self.docs.iter().filter_map(|d| classes.assign(d.label.as_deref())).for_each(|c| counts[c] += 1);
+        counts
     }
 
     /// Distinct terms among the first `len` of every document (what must be embedded).

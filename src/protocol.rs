@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::classes::{ClassSet, OtherLabels};
 use crate::dp::vocabulary::VocabParams;
 use crate::kde::{KdeParams, Sampler};
 use crate::vocab::Bundled;
@@ -150,6 +151,23 @@ pub struct RunSettings {
     pub sampler: Sampler,
     /// h: kernel bandwidth of the DP-KDEs.
     pub bandwidth: f64,
+    /// The public class set (`crate::classes`): the label values the curator declared.
+    /// Required when the corpus has a label column; ignored without one.
+    #[serde(default)]
+    pub classes: Vec<String>,
+    /// Documents with other labels: `None` drops them; `Some(name)` gathers them in that class.
+    #[serde(default)]
+    pub other_class: Option<String>,
+    /// Ṽ from per-class noisy histograms (`dp::vocabulary`, "Per class").
+    #[serde(default = "yes")]
+    pub vocab_per_class: bool,
+    /// Smoothing of the histogram samplers (0: off).
+    #[serde(default)]
+    pub smoothing: f64,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for RunSettings {
@@ -164,8 +182,12 @@ impl Default for RunSettings {
             len: 10,
             features: 2048,
             per_class: 50,
-            sampler: Sampler::Independent,
+            sampler: KdeParams::DEFAULT_SAMPLER,
             bandwidth: KdeParams::DEFAULT_BANDWIDTH,
+            classes: Vec::new(),
+            other_class: None,
+            vocab_per_class: true,
+            smoothing: 0.0,
         }
     }
 }
@@ -182,7 +204,7 @@ impl RunSettings {
     pub const MAX_PER_CLASS: usize = 100_000;
 
     pub fn vocab_params(&self) -> VocabParams {
-        VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc }
+        VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class: self.vocab_per_class }
     }
 
     pub fn kde_params(&self) -> KdeParams {
@@ -193,12 +215,25 @@ impl RunSettings {
             features: self.features,
             terms_per_doc: self.len,
             bandwidth: self.bandwidth,
+            smoothing: self.smoothing,
         }
     }
 
-    /// Terms kept per document while matching: enough for S and for L.
+    /// The run's public class set; `labelled`: whether the corpus was read with a label column.
+    pub fn class_set(&self, labelled: bool) -> Result<ClassSet, FieldError> {
+        if !labelled {
+            return Ok(ClassSet::unlabelled());
+        }
+        let other = match &self.other_class {
+            Some(name) => OtherLabels::Class { name: name.clone() },
+            None => OtherLabels::Drop,
+        };
+        ClassSet::declared(&self.classes, other).map_err(|e| FieldError { field: "classes", message: e.to_string() })
+    }
+
+    /// Terms kept per document while matching: enough for S and for what the sampler reads.
     pub fn keep(&self) -> usize {
-        self.terms_per_doc.max(self.len)
+        self.terms_per_doc.max(self.kde_params().doc_terms_read())
     }
 
     /// Every problem, one per field, in the words the core uses. `vocab_len`: size of the
@@ -224,6 +259,8 @@ impl RunSettings {
                 "features"
             } else if e.name.starts_with("h ") {
                 "bandwidth"
+            } else if e.name.starts_with("the smoothing") {
+                "smoothing"
             } else {
                 "len"
             };
@@ -313,6 +350,7 @@ mod tests {
             per_class: 0,
             sampler: Sampler::Independent,
             bandwidth: 0.1,
+            ..RunSettings::default()
         };
         let fields: Vec<&str> = s.check(Some(100)).iter().map(|e| e.field).collect();
         assert_eq!(fields, vec!["eps_voc", "eps_kde", "terms_per_doc", "len", "per_class"]);

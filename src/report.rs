@@ -2,8 +2,8 @@
 //!
 //! It holds parameters, the ε ledger and checksums: nothing computed from the private corpus
 //! except DP outputs' sizes that the curator chose (N, sequences per class). Exact document
-//! counts are deliberately left out: they are not differentially private. Class labels are
-//! treated as public (DP-KPS generates per class, so the label set is part of the output).
+//! counts are deliberately left out: they are not differentially private. The classes are the
+//! curator's declared, public set (`crate::classes`), never the labels read from the data.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +34,9 @@ pub struct PrivacyReport {
     pub vocabulary: Checked,
     pub model: Checked,
     pub classes: Vec<String>,
+    /// How the class set was made and what happened to documents of other labels.
+    #[serde(default)]
+    pub class_rule: String,
     pub sequences: usize,
     pub spends: Vec<Spend>,
     pub not_included: String,
@@ -50,21 +53,34 @@ impl PrivacyReport {
         ledger: &Ledger,
         vocabulary: Checked,
         model: Checked,
-        classes: Vec<String>,
+        classes: &crate::classes::ClassSet,
         sequences: usize,
     ) -> PrivacyReport {
+        let summaries = match settings.sampler.hist_kind() {
+            Some(_) => format!(
+                "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
+                 has total weight 1)",
+                if settings.sampler == crate::kde::Sampler::Markov { "keyphrase-transition" } else { "keyphrase" }
+            ),
+            None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
+        };
+        let vocab = if settings.vocab_per_class {
+            "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"
+        } else {
+            "noisy top-N vocabulary, discrete Laplace of scale S/ε_voc"
+        };
         PrivacyReport {
             format: Self::FORMAT.into(),
             generated,
             method: "DP-KPS: differentially private keyphrase prompt seeding (Nagesh, Chen, Mishra & Wagner, 2024)".into(),
             neighbouring_relation: "Two corpora are neighbours when one is the other with one document (and its label) \
-                added or removed. The privacy unit is the document."
+                added or removed; labels come from a fixed public set of classes declared before the run, and every \
+                declared class is released whether or not documents fall into it. The privacy unit is the document."
                 .into(),
             guarantee: format!(
                 "The keyphrase sequences, the private vocabulary and everything generated from them (prompts, LLM \
-                 output) are ({:.4})-differentially private: ε_voc = {} (noisy top-N vocabulary, discrete Laplace of \
-                 scale S/ε_voc) plus ε_kde = {} (per-class DP-KDEs with random Fourier features; classes are \
-                 disjoint and compose in parallel). Later steps are post-processing.",
+                 output) are ({:.4})-differentially private: ε_voc = {} ({vocab}) plus ε_kde = {} ({summaries}; \
+                 classes are disjoint and compose in parallel). Later steps are post-processing.",
                 run.epsilon(),
                 settings.eps_voc,
                 settings.eps_kde
@@ -77,11 +93,12 @@ impl PrivacyReport {
             settings: settings.clone(),
             vocabulary,
             model,
-            classes,
+            classes: classes.names().into_iter().map(str::to_string).collect(),
+            class_rule: classes.describe(),
             sequences,
             spends: run.spends.clone(),
             not_included: "Exact counts of documents, classes or matched terms are not in this report: they are not \
-                differentially private. Class labels are treated as public."
+                differentially private. Class names are the curator's declared, public set."
                 .into(),
         }
     }
@@ -105,6 +122,8 @@ impl PrivacyReport {
             row("I (random features)", s.features.to_string()),
             row("Sequences per class", s.per_class.to_string()),
             row("Sampler", s.sampler.name().to_string()),
+            row("Vocabulary", if s.vocab_per_class { "per class (round robin)" } else { "global" }.to_string()),
+            row("Classes", self.class_rule.clone()),
         ]
         .concat();
         let spends: String = self
@@ -172,7 +191,7 @@ mod tests {
             &ledger,
             Checked { name: "medical".into(), sha256: "a".repeat(64) },
             Checked { name: "model".into(), sha256: "b".repeat(64) },
-            vec!["<b>".into()],
+            &crate::classes::ClassSet::declared(&["<b>"], crate::classes::OtherLabels::Drop).unwrap(),
             100,
         );
         assert_eq!(r.epsilon_run, 6.0);

@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
+use crate::hist::{sample_markov, sample_unigram, HistKind, Smoother};
 use crate::kde::{DpKdeSet, Features, KdeError, Sampler};
 use crate::linalg::{gemm, MatRef};
 use crate::vocab::TermId;
@@ -85,18 +86,28 @@ fn draw(scores: &[f32], rng: &mut SecureRng) -> usize {
 
 /// Samples `per_class` sequences for every class of `set`.
 pub fn sample(set: &DpKdeSet, cands: &Candidates, per_class: usize, rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+    sample_sized(set, cands, &vec![per_class; set.classes.len()], rng)
+}
+
+/// Samples `counts[c]` sequences for class c of `set` (e.g. in proportion to DP class counts,
+/// `dp::counts::apportion`).
+pub fn sample_sized(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
     set.check()?;
-    if cands.is_empty() || cands.dim != set.dim {
+    if cands.is_empty() || cands.dim != set.dim || counts.len() != set.classes.len() {
         return Err(KdeError::BadArtefact("candidates"));
     }
+    if let Some(kind) = set.params.sampler.hist_kind() {
+        return sample_histograms(set, kind, cands, counts, rng);
+    }
     let features = set.features()?;
-    let mut out = Vec::with_capacity(per_class * set.classes.len());
+    let mut out = Vec::with_capacity(counts.iter().sum());
     match set.params.sampler {
+        Sampler::Histogram | Sampler::Markov => unreachable!("handled above"),
         Sampler::Independent => {
             let table = PhaseTable::new(&features, cands, 0, 1.0);
-            for class in &set.classes {
+            for (class, &n) in set.classes.iter().zip(counts) {
                 let scores = table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(0));
-                for _ in 0..per_class {
+                for _ in 0..n {
                     let keyphrases = (0..set.params.len).map(|_| cands.ids[draw(&scores, rng)]).collect();
                     out.push(Sequence { label: class.label.clone(), keyphrases });
                 }
@@ -107,12 +118,15 @@ pub fn sample(set: &DpKdeSet, cands: &Candidates, per_class: usize, rng: &mut Se
             let i_count = features.count;
             // Per class: the raw phases r (per sequence × I) and the choices so far.
             let mut state: Vec<(Vec<f32>, Vec<Vec<usize>>)> =
-                set.classes.iter().map(|_| (vec![0f32; per_class * i_count], vec![Vec::new(); per_class])).collect();
+                counts.iter().map(|&n| (vec![0f32; n * i_count], vec![Vec::new(); n])).collect();
             for len in 1..=set.params.len {
                 let s = 1.0 / (len as f32).sqrt();
                 let table = PhaseTable::new(&features, cands, len - 1, s);
                 let member = ensemble.member_for(len);
                 for (class, (r, chosen)) in set.classes.iter().zip(state.iter_mut()) {
+                    if chosen.is_empty() {
+                        continue;
+                    }
                     let scores = table.scores(&features, r, s, &class.member_sums(member));
                     for (q, picks) in chosen.iter_mut().enumerate() {
                         let w = draw(&scores[q * cands.len()..][..cands.len()], rng);
@@ -129,6 +143,32 @@ pub fn sample(set: &DpKdeSet, cands: &Candidates, per_class: usize, rng: &mut Se
                 }
             }
         }
+    }
+    Ok(out)
+}
+
+/// The histogram samplers (`crate::hist`): the candidates must be the release's Ṽ, in order.
+fn sample_histograms(set: &DpKdeSet, kind: HistKind, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+    if cands.ids != set.candidates {
+        return Err(KdeError::BadArtefact("candidates"));
+    }
+    let smoother = if set.params.smoothing > 0.0 {
+        let mut emb = TermEmbeddings::new(cands.dim);
+        for (i, &id) in cands.ids.iter().enumerate() {
+            emb.insert(id, &cands.matrix[i * cands.dim..][..cands.dim]).map_err(|_| KdeError::BadArtefact("candidates"))?;
+        }
+        Some(Smoother::new(&cands.ids, &emb, set.params.smoothing)?)
+    } else {
+        None
+    };
+    let (eps, len, n) = (set.epsilon_per_member, set.params.len, cands.len());
+    let mut out = Vec::with_capacity(counts.iter().sum());
+    for (class, &count) in set.classes.iter().zip(counts) {
+        let picks = match kind {
+            HistKind::Unigram => sample_unigram(&class.sums[0], eps, smoother.as_ref(), len, count, rng),
+            HistKind::Transitions => sample_markov(&class.sums[0], n, eps, smoother.as_ref(), len, count, rng),
+        };
+        out.extend(picks.into_iter().map(|p| Sequence { label: class.label.clone(), keyphrases: p.into_iter().map(|w| cands.ids[w]).collect() }));
     }
     Ok(out)
 }
@@ -236,6 +276,7 @@ pub fn batched_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, c
 mod tests {
     use super::*;
     use crate::kde::tests::unit_vectors;
+    use crate::classes::ClassSet;
     use crate::kde::{build, build_with, KdeDoc, KdeParams, Noise};
 
     /// Three well-separated clusters of 20 terms in 16 dimensions (centres 120° apart, so
@@ -267,14 +308,23 @@ mod tests {
         (emb, docs, labels)
     }
 
+    fn abc() -> ClassSet {
+        ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap()
+    }
+
+    fn class_docs<'a>(docs: &'a [Vec<TermId>], labels: &[&str]) -> Vec<KdeDoc<'a>> {
+        let cs = abc();
+        docs.iter().zip(labels).map(|(t, l)| KdeDoc { class: cs.assign(Some(l)).unwrap(), terms: t }).collect()
+    }
+
     #[test]
     fn batched_scorer_equals_the_naive_scorer() {
         let (emb, docs, labels) = clustered();
-        let kdocs: Vec<KdeDoc<'_>> = docs.iter().zip(&labels).map(|(t, l)| KdeDoc { label: Some(l), terms: t }).collect();
+        let kdocs = class_docs(&docs, &labels);
         for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
-            let params = KdeParams { epsilon: 5.0, sampler, len: 5, features: 256, terms_per_doc: 5, bandwidth: 1.0 };
+            let params = KdeParams { epsilon: 5.0, sampler, len: 5, features: 256, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(5);
-            let (set, _) = build(&kdocs, &emb, &params, &mut rng).unwrap();
+            let (set, _) = build(&kdocs, &abc(), &emb, &[], &params, &mut rng).unwrap();
             let f = set.features().unwrap();
             let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
             let prefixes: &[&[TermId]] = if sampler == Sampler::Independent { &[&[]] } else { &[&[], &[3], &[3, 25, 41], &[1, 2, 3, 4]] };
@@ -292,12 +342,12 @@ mod tests {
     #[test]
     fn each_class_samples_from_its_own_cluster_for_every_sampler() {
         let (emb, docs, labels) = clustered();
-        let kdocs: Vec<KdeDoc<'_>> = docs.iter().zip(&labels).map(|(t, l)| KdeDoc { label: Some(l), terms: t }).collect();
+        let kdocs = class_docs(&docs, &labels);
         let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
-        for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
-            let params = KdeParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0 };
+        for sampler in Sampler::ALL {
+            let params = KdeParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(6);
-            let (set, _) = build(&kdocs, &emb, &params, &mut rng).unwrap();
+            let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
             let seqs = sample(&set, &cands, 100, &mut rng).unwrap();
             assert_eq!(seqs.len(), 300);
             let mut own = 0usize;
@@ -341,9 +391,9 @@ mod tests {
         // the best second keyphrase after term 0.
         let (emb, _, _) = clustered();
         let docs: Vec<Vec<TermId>> = (0..50).map(|_| vec![0, 1]).chain((0..50).map(|_| vec![0, 15])).collect();
-        let kdocs: Vec<KdeDoc<'_>> = docs.iter().take(50).map(|t| KdeDoc { label: None, terms: t }).collect();
-        let params = KdeParams { epsilon: 1.0, sampler: Sampler::IterativeLinear, len: 2, features: 4096, terms_per_doc: 2, bandwidth: 1.0 };
-        let (set, _) = build_with(&kdocs, &emb, &params, [1; 32], Noise::Off).unwrap();
+        let kdocs: Vec<KdeDoc<'_>> = docs.iter().take(50).map(|t| KdeDoc { class: 0, terms: t }).collect();
+        let params = KdeParams { epsilon: 1.0, sampler: Sampler::IterativeLinear, len: 2, features: 4096, terms_per_doc: 2, bandwidth: 1.0, smoothing: 0.0 };
+        let (set, _) = build_with(&kdocs, &ClassSet::unlabelled(), &emb, &[], &params, [1; 32], Noise::Off).unwrap();
         let f = set.features().unwrap();
         let cands = Candidates::new(&(0..20).collect::<Vec<_>>(), &emb).unwrap();
         let scores = batched_scores(&set, &f, &cands, 0, &[0], &emb);

@@ -38,8 +38,9 @@ fn vocab_writes_a_dp_vocabulary_and_the_ledger_adds_up() {
     let ledger = dir.join("ledger.json").display().to_string();
     let out = dir.join("vocab.json").display().to_string();
     let args = [
-        "vocab", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--vocabulary", "medical",
-        "--eps-voc", "1.5", "--top-n", "20", "--terms-per-doc", "3", "--out", &out, "--ledger", &ledger,
+        "vocab", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo",
+        "--vocabulary", "medical", "--eps-voc", "1.5", "--top-n", "20", "--terms-per-doc", "3", "--out", &out,
+        "--ledger", &ledger,
     ];
     let o = dpkps(&args);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -142,8 +143,8 @@ fn pipeline_writes_sequences_release_and_ledger_then_sample_costs_nothing() {
     let out = dir.join("out");
     let o = dpkps(&[
         "pipeline", "--corpus", c.to_str().unwrap(), "--text-col", "note", "--label-col", "specialty",
-        "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "30", "--terms-per-doc", "5",
-        "--eps-kde", "5", "--sampler", "iterative-log", "--len", "4", "--per-class", "7",
+        "--classes", "Cardio,Pulmo", "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "30", "--terms-per-doc", "5",
+        "--eps-kde", "5", "--sampler", "iterative-log", "--len", "4", "--per-class", "7", "--eps-counts", "off",
         "--ledger", &ledger, "--out-dir", out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -168,4 +169,82 @@ fn pipeline_writes_sequences_release_and_ledger_then_sample_costs_nothing() {
     assert_eq!(std::fs::read_to_string(&more).unwrap().lines().count(), 6);
     let o = dpkps(&["ledger", "--ledger", &ledger]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("1 run(s), total ε = 6.0000"));
+}
+
+/// A corpus of `n` notes alternating Cardio/Pulmo, plus `extra` rows.
+fn two_class_corpus(dir: &std::path::Path, name: &str, n: usize, extra: &str) -> String {
+    let mut csv = String::from("note,specialty\n");
+    for k in 0..n {
+        let (text, label) = if k % 2 == 0 {
+            ("Congestive heart failure, hypertension and chest pain; atrial fibrillation on warfarin.", "Cardio")
+        } else {
+            ("Asthma with cough and pneumonia; dyspnea treated with albuterol.", "Pulmo")
+        };
+        csv.push_str(&format!("\"{text} Visit {k}.\",{label}\n"));
+    }
+    csv.push_str(extra);
+    let c = dir.join(name);
+    std::fs::write(&c, csv).unwrap();
+    c.display().to_string()
+}
+
+#[test]
+fn the_class_set_is_declared_and_an_undeclared_label_changes_nothing_in_the_release_shape() {
+    let dir = tmpdir("classes");
+    let ledger = dir.join("ledger.json").display().to_string();
+    let d = two_class_corpus(&dir, "d.csv", 40, "");
+    // D′ = D plus one document whose label is new and rare (a private value).
+    let d2 = two_class_corpus(&dir, "d2.csv", 40, "\"Rare syndrome of the heart.\",Zebra-Clinic-17\n");
+
+    // Without a declared class set, a labelled release is refused, with why.
+    let o = dpkps(&["vocab", "--corpus", &d, "--text-col", "note", "--label-col", "specialty", "--eps-voc", "1", "--out", dir.join("v.json").to_str().unwrap(), "--ledger", &ledger]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--classes") && stderr(&o).contains("public"), "{}", stderr(&o));
+
+    for sampler in ["histogram", "markov", "independent"] {
+        let mut shapes = Vec::new();
+        for (k, c) in [&d, &d2].into_iter().enumerate() {
+            let out = dir.join(format!("out-{sampler}-{k}"));
+            let o = dpkps(&[
+                "pipeline", "--corpus", c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Neuro",
+                "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "20", "--eps-kde", "5", "--sampler", sampler,
+                "--len", "4", "--per-class", "5", "--features", "64", "--ledger", &ledger, "--out-dir", out.to_str().unwrap(),
+            ]);
+            assert!(o.status.success(), "{}", stderr(&o));
+            let rel: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("release.json")).unwrap()).unwrap();
+            let classes: Vec<String> = rel["kde"]["classes"].as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap().to_string()).collect();
+            let widths: Vec<Vec<usize>> = rel["kde"]["classes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["sums"].as_array().unwrap().iter().map(|m| m.as_array().unwrap().len()).collect())
+                .collect();
+            let seqs = std::fs::read_to_string(out.join("sequences.jsonl")).unwrap();
+            assert!(!seqs.contains("Zebra") && !std::fs::read_to_string(out.join("release.json")).unwrap().contains("Zebra"));
+            assert_eq!(seqs.lines().count(), 15, "5 per declared class on average, 3 classes");
+            shapes.push((classes, widths, rel["vocabulary"]["terms"].as_array().unwrap().len()));
+        }
+        // The declared class with no document (Neuro) is released too: noise only.
+        assert_eq!(shapes[0].0, vec!["Cardio", "Pulmo", "Neuro"], "{sampler}");
+        assert_eq!(shapes[0], shapes[1], "{sampler}: neighbouring corpora must give releases of the same shape");
+    }
+}
+
+#[test]
+fn pipeline_records_each_spend_before_writing_what_it_paid_for() {
+    let dir = tmpdir("ordering");
+    let c = two_class_corpus(&dir, "c.csv", 20, "");
+    let ledger = dir.join("ledger.json").display().to_string();
+    let out = dir.join("out");
+    // The model fails to load after the DP vocabulary was drawn: ε_voc must be on record.
+    let o = dpkps(&[
+        "pipeline", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo",
+        "--vocabulary", "medical", "--eps-voc", "0.7", "--top-n", "20", "--eps-kde", "5",
+        "--model", dir.join("missing.onnx").to_str().unwrap(), "--ledger", &ledger, "--out-dir", out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let o = dpkps(&["ledger", "--ledger", &ledger]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("1 run(s), total ε = 0.7000"), "{text}");
+    assert!(out.join("vocabulary.json").exists() && !out.join("release.json").exists());
 }

@@ -83,6 +83,7 @@ fn bundled_model_matches_sentence_transformers_in_the_browser() {
 #[wasm_bindgen_test]
 fn kde_and_samplers_run_in_the_browser() {
     use dpkps::embed::TermEmbeddings;
+    use dpkps::classes::{ClassSet, OtherLabels};
     use dpkps::kde::{build, Features, KdeDoc, KdeParams, Sampler};
     use dpkps::sample::{batched_scores, naive_scores, sample, Candidates};
     let dim = 16;
@@ -91,13 +92,20 @@ fn kde_and_samplers_run_in_the_browser() {
         emb.insert(t as u32, v).unwrap();
     }
     let terms: Vec<Vec<u32>> = (0..80u32).map(|k| vec![k % 40, (k * 3 + 1) % 40, (k * 7 + 2) % 40]).collect();
-    let docs: Vec<KdeDoc<'_>> = terms.iter().enumerate().map(|(k, t)| KdeDoc { label: Some(if k % 2 == 0 { "a" } else { "b" }), terms: t }).collect();
+    let docs: Vec<KdeDoc<'_>> = terms.iter().enumerate().map(|(k, t)| KdeDoc { class: k % 2, terms: t }).collect();
+    let classes = ClassSet::declared(&["a", "b"], OtherLabels::Drop).unwrap();
     let cands = Candidates::new(&(0..40).collect::<Vec<_>>(), &emb).unwrap();
-    for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
-        let params = KdeParams { epsilon: 5.0, sampler, len: 3, features: 128, terms_per_doc: 3, bandwidth: 1.0 };
+    for sampler in Sampler::ALL {
+        let params = KdeParams { epsilon: 5.0, sampler, len: 3, features: 128, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::from_os().unwrap();
-        let (set, spends) = build(&docs, &emb, &params, &mut rng).unwrap();
+        let (set, spends) = build(&docs, &classes, &emb, &cands.ids, &params, &mut rng).unwrap();
         assert_eq!(spends.len(), 2 * params.ensemble().members());
+        if sampler.hist_kind().is_some() {
+            let seqs = sample(&set, &cands, 4, &mut rng).unwrap();
+            assert_eq!(seqs.len(), 8);
+            assert!(seqs.iter().all(|s| s.keyphrases.len() == 3 && s.keyphrases.iter().all(|k| *k < 40)));
+            continue;
+        }
         let f = set.features().unwrap();
         let prefix: &[u32] = if sampler == Sampler::Independent { &[] } else { &[5, 9] };
         let fast = batched_scores(&set, &f, &cands, 0, prefix, &emb);

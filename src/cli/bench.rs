@@ -170,7 +170,8 @@ fn bench_kde(
             v
         })
         .collect();
-    let kdocs: Vec<KdeDoc<'_>> = doc_terms.iter().map(|t| KdeDoc { label: None, terms: t }).collect();
+    let kdocs: Vec<KdeDoc<'_>> = doc_terms.iter().map(|t| KdeDoc { class: 0, terms: t }).collect();
+    let classes = crate::classes::ClassSet::unlabelled();
     let cand_ids: Vec<TermId> = (0..n_cands as TermId).collect();
     let cands = Candidates::new(&cand_ids, &emb).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
     println!(
@@ -178,11 +179,11 @@ fn bench_kde(
     );
     for name in samplers {
         let Some(sampler) = Sampler::parse(name) else {
-            return Err(CliError::Input { path: name.clone(), message: "unknown sampler (independent, iterative-linear, iterative-log)".into() });
+            return Err(CliError::Input { path: name.clone(), message: "unknown sampler (histogram, markov, independent, iterative-linear, iterative-log)".into() });
         };
-        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0 };
+        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0, smoothing: 0.0 };
         let t0 = Instant::now();
-        let (set, _) = kde::build(&kdocs, &emb, &params, &mut rng).map_err(kde_err)?;
+        let (set, _) = kde::build(&kdocs, &classes, &emb, &cand_ids, &params, &mut rng).map_err(kde_err)?;
         let build = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         let seqs = sample::sample(&set, &cands, n_seqs, &mut rng).map_err(kde_err)?;
@@ -196,7 +197,7 @@ fn bench_kde(
             gen_s,
             gen_s * 1000.0 / n_seqs as f64
         );
-        if naive_seqs > 0 && sampler != Sampler::Independent {
+        if naive_seqs > 0 && matches!(sampler, Sampler::IterativeLinear | Sampler::IterativeLog) {
             // The paper's per-candidate scorer on the same features, for a few sequences and
             // a subset of candidates; scaled to all N candidates.
             let f = set.features().map_err(kde_err)?;

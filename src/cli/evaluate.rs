@@ -18,7 +18,6 @@ use clap::Args;
 
 use super::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_json, CliError, CorpusArgs, PipelineInputs};
 use crate::corpus::{self, Fields, Format, Ingest};
-use crate::dp::vocabulary::VocabParams;
 use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
 use crate::eval::{EvalParams, EvalReport, Evaluation, Task};
@@ -32,7 +31,7 @@ const EVAL_PER_CLASS: &str = "300";
 #[derive(Args)]
 #[command(mut_arg("sampler", |a| a
     .default_value("all")
-    .help("Samplers to evaluate: \"all\", or a comma-separated list of independent, iterative-linear, iterative-log")))]
+    .help("Samplers to evaluate: \"all\", or a comma-separated list of histogram, markov, independent, iterative-linear, iterative-log")))]
 #[command(mut_arg("per_class", |a| a.default_value(EVAL_PER_CLASS).help("Sequences sampled per class for each sampler arm")))]
 pub(crate) struct EvaluateArgs {
     #[command(flatten)]
@@ -53,8 +52,11 @@ pub(crate) struct EvaluateArgs {
     #[arg(long, requires = "one_vs_rest")]
     no_balance: bool,
     /// Task: the K most frequent labels (other documents are left out) [default: all labels].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "min_class_docs")]
     top_classes: Option<usize>,
+    /// Task: every label with at least this many documents (other documents are left out).
+    #[arg(long, conflicts_with = "one_vs_rest")]
+    min_class_docs: Option<usize>,
     /// Also run the samplers with the noise switched off (exact top-N vocabulary, noiseless
     /// KDE): the "no DP" comparison.
     #[arg(long)]
@@ -73,13 +75,13 @@ pub(crate) struct EvaluateArgs {
 
 fn samplers(spec: &str) -> Result<Vec<Sampler>, CliError> {
     if spec.trim() == "all" {
-        return Ok(vec![Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog]);
+        return Ok(Sampler::ALL.to_vec());
     }
     let mut out = Vec::new();
     for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let s = Sampler::parse(name).ok_or_else(|| CliError::Input {
             path: "--sampler".into(),
-            message: format!("unknown sampler {name:?}; use all, or a list of independent, iterative-linear, iterative-log"),
+            message: format!("unknown sampler {name:?}; use all, or a list of histogram, markov, independent, iterative-linear, iterative-log"),
         })?;
         if !out.contains(&s) {
             out.push(s);
@@ -96,24 +98,27 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
             message: "the evaluation needs class labels: give the label column (or --label-from-dir)".into(),
         });
     }
-    let task = match (&args.one_vs_rest, args.top_classes) {
-        (Some(positive), _) => Task::OneVsRest { positive: positive.clone(), balance: !args.no_balance },
-        (None, Some(k)) => Task::TopClasses { k },
-        (None, None) => Task::AllClasses,
+    let task = match (&args.one_vs_rest, args.top_classes, args.min_class_docs) {
+        (Some(positive), _, _) => Task::OneVsRest { positive: positive.clone(), balance: !args.no_balance },
+        (None, Some(k), _) => Task::TopClasses { k },
+        (None, None, Some(min)) => Task::MinClassDocs { min },
+        (None, None, None) => Task::AllClasses,
     };
     let params = EvalParams {
         task,
         holdout: args.holdout,
         seeds: (0..args.seeds as u64).map(|r| args.seed.wrapping_add(r)).collect(),
-        vocab: VocabParams { epsilon: args.inputs.dp.eps_voc, top_n: args.inputs.dp.top_n, terms_per_doc: args.inputs.dp.terms_per_doc },
+        vocab: args.inputs.dp.params()?,
         eps_kde: args.inputs.kde.eps_kde,
         len: args.inputs.kde.len,
-        features: args.inputs.kde.features,
+        features: Some(args.inputs.kde.features),
         kde_terms_per_doc: args.inputs.kde.kde_terms_per_doc,
         per_class: args.inputs.kde.per_class,
         samplers: samplers(&args.inputs.kde.sampler)?,
         no_dp_arms: args.no_dp,
         bandwidth: args.inputs.kde.bandwidth,
+        smoothing: args.inputs.kde.smoothing,
+        class_counts_epsilon: args.inputs.kde.class_counts_epsilon()?,
         classifier: SoftmaxParams { l2: args.l2, ..SoftmaxParams::default() },
     };
     let public = load_vocabulary(&args.inputs.vocab.vocabulary)?;
@@ -203,12 +208,24 @@ fn print_table(r: &EvalReport) {
         r.params.kde_terms_per_doc,
         r.params.per_class
     );
-    println!("{:<24} {:<10} {:>15} {:>15} {:>8} {:>7} {:>6}", "arm", "view", "accuracy", "macro-F1", "n_train", "n_test", "I");
+    println!(
+        "{:<24} {:<10} {:>15} {:>15} {:>7} {:>7} {:>8} {:>7} {:>6}",
+        "arm", "view", "accuracy", "macro-F1", "acc/np", "F1/np", "n_train", "n_test", "I"
+    );
+    // The ratios to the `nonprivate` arm in the same view: the share of the non-private
+    // utility an arm keeps (issue 13's measure).
+    let np = |view: &str| r.arms.iter().find(|a| a.arm == "nonprivate" && a.view == view);
     for a in &r.arms {
         let i = a.runs.first().and_then(|x| x.features).map_or("-".to_string(), |i| i.to_string());
+        let (acc_r, f1_r) = match np(&a.view) {
+            Some(n) if n.accuracy_mean > 0.0 && n.macro_f1_mean > 0.0 => {
+                (format!("{:.3}", a.accuracy_mean / n.accuracy_mean), format!("{:.3}", a.macro_f1_mean / n.macro_f1_mean))
+            }
+            _ => ("-".into(), "-".into()),
+        };
         println!(
-            "{:<24} {:<10} {:>7.3} ± {:<5.3} {:>7.3} ± {:<5.3} {:>8} {:>7} {:>6}",
-            a.arm, a.view, a.accuracy_mean, a.accuracy_std, a.macro_f1_mean, a.macro_f1_std, a.n_train, a.n_test, i
+            "{:<24} {:<10} {:>7.3} ± {:<5.3} {:>7.3} ± {:<5.3} {:>7} {:>7} {:>8} {:>7} {:>6}",
+            a.arm, a.view, a.accuracy_mean, a.accuracy_std, a.macro_f1_mean, a.macro_f1_std, acc_r, f1_r, a.n_train, a.n_test, i
         );
     }
     println!("NOTE: {}", r.note);

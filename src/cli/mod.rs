@@ -16,6 +16,7 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand};
 use serde::Serialize;
 
+use crate::classes::{ClassSet, OtherLabels};
 use crate::corpus::{CorpusError, Fields, Format};
 use crate::dp::vocabulary::{PrivateVocabulary, VocabParams};
 use crate::kde::{KdeParams, Sampler};
@@ -61,6 +62,8 @@ enum Command {
         #[command(flatten)]
         corpus: CorpusArgs,
         #[command(flatten)]
+        classes: ClassArgs,
+        #[command(flatten)]
         vocab: VocabArgs,
         #[command(flatten)]
         dp: VocabDpArgs,
@@ -75,6 +78,8 @@ enum Command {
     Sequences {
         #[command(flatten)]
         corpus: CorpusArgs,
+        #[command(flatten)]
+        classes: ClassArgs,
         #[command(flatten)]
         vocab: VocabArgs,
         /// The private vocabulary written by `dpkps vocab`.
@@ -113,6 +118,8 @@ enum Command {
     Pipeline {
         #[command(flatten)]
         inputs: PipelineInputs,
+        #[command(flatten)]
+        classes: ClassArgs,
         #[command(flatten)]
         ledger: LedgerArgs,
         #[arg(long)]
@@ -162,6 +169,26 @@ pub(crate) struct CorpusArgs {
     label_from_dir: bool,
 }
 
+/// The public class set (`crate::classes`): required with a label column for every command
+/// that releases something, because a class set read from the data would itself leak.
+#[derive(Args, Clone)]
+pub(crate) struct ClassArgs {
+    /// The classes, comma-separated: label values that may appear in the outputs and prompts.
+    /// They must be public (not derived from private data). Required with --label-col.
+    #[arg(long, conflicts_with = "classes_file")]
+    classes: Option<String>,
+    /// The classes, one per line (`#` comments), instead of --classes.
+    #[arg(long)]
+    classes_file: Option<PathBuf>,
+    /// Documents with any other label (or none): "drop" (left out of the per-class releases) or
+    /// "class" (gathered into one more class, named by --other-name).
+    #[arg(long, default_value = "drop")]
+    other: String,
+    /// The name of the extra class with --other class.
+    #[arg(long, default_value = crate::classes::ClassSet::OTHER)]
+    other_name: String,
+}
+
 #[derive(Args, Clone)]
 pub(crate) struct VocabArgs {
     /// Public vocabulary: "medical" (MeSH 2017), "english" (GloVe 6B words), or a file with
@@ -182,6 +209,23 @@ pub(crate) struct VocabDpArgs {
     /// S: distinct matched terms each document contributes.
     #[arg(long, default_value_t = 10)]
     terms_per_doc: usize,
+    /// "per-class": Ṽ from each class's own noisy histogram (round robin; parallel composition,
+    /// still ε_voc), so small classes keep their keyphrases; "global": one histogram.
+    #[arg(long, default_value = "per-class")]
+    vocab_scope: String,
+}
+
+impl VocabDpArgs {
+    pub(crate) fn params(&self) -> Result<VocabParams, CliError> {
+        let per_class = match self.vocab_scope.trim() {
+            "per-class" => true,
+            "global" => false,
+            other => {
+                return Err(CliError::Input { path: "--vocab-scope".into(), message: format!("unknown scope {other:?}; use per-class or global") })
+            }
+        };
+        Ok(VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class })
+    }
 }
 
 #[derive(Args, Clone)]
@@ -189,18 +233,20 @@ pub(crate) struct KdeArgs {
     /// ε for the DP-KDEs (each class gets it: classes are disjoint).
     #[arg(long)]
     eps_kde: f64,
-    /// Sampler: independent, iterative-linear or iterative-log. Independent is the default: on
-    /// MTSamples it kept the most utility under DP (README, "evaluate"); check yours with
-    /// `dpkps evaluate`.
-    #[arg(long, default_value = "independent")]
+    /// Sampler: histogram, markov (noisy keyphrase / transition histograms over Ṽ), or the
+    /// paper's DP-KDEs: independent, iterative-linear, iterative-log. The default kept the most
+    /// utility under DP on MTSamples (README, "evaluate"); check yours with `dpkps evaluate`.
+    #[arg(long, default_value = crate::kde::KdeParams::DEFAULT_SAMPLER.name())]
     sampler: String,
     /// L: keyphrases per sequence.
     #[arg(long, default_value_t = 10)]
     len: usize,
-    /// I: random features [default: chosen from the corpus size and ε, see ARCHITECTURE.md].
-    #[arg(long)]
-    features: Option<usize>,
-    /// M: keyphrases per document in the independent sampler's KDE.
+    /// I: random features of the DP-KDE samplers (data-independent default; see src/kde.rs,
+    /// "Choosing I").
+    #[arg(long, default_value_t = crate::kde::KdeParams::DEFAULT_FEATURES)]
+    features: usize,
+    /// M: keyphrases per document in the independent sampler's KDE, and the Ṽ-keyphrases per
+    /// document of the histogram samplers.
     #[arg(long, default_value_t = 10)]
     kde_terms_per_doc: usize,
     /// Sequences to sample per class.
@@ -209,6 +255,27 @@ pub(crate) struct KdeArgs {
     /// h: kernel bandwidth (exp(−‖x−y‖²/(h·ℓ)); 1 is the paper's). Chosen on MTSamples.
     #[arg(long, default_value_t = crate::kde::KdeParams::DEFAULT_BANDWIDTH)]
     bandwidth: f64,
+    /// Kernel smoothing of the histogram samplers over Ṽ's embeddings (exp(−‖v−w‖²/s)); 0: off.
+    #[arg(long, default_value_t = 0.0)]
+    smoothing: f64,
+    /// ε of the DP class counts: sequences per class in proportion to them (--per-class ×
+    /// classes in all), at least one each; "off": --per-class for every class.
+    #[arg(long, default_value = "0.1")]
+    eps_counts: String,
+}
+
+impl KdeArgs {
+    pub(crate) fn class_counts_epsilon(&self) -> Result<Option<f64>, CliError> {
+        if self.eps_counts.trim() == "off" {
+            return Ok(None);
+        }
+        let e: f64 = self.eps_counts.trim().parse().map_err(|_| CliError::Input {
+            path: "--eps-counts".into(),
+            message: format!("{:?} is neither a number nor \"off\"", self.eps_counts),
+        })?;
+        crate::dp::check_epsilon("ε for the class counts (--eps-counts)", e).map_err(DpError::from)?;
+        Ok(Some(e))
+    }
 }
 
 /// Everything the whole pipeline reads (shared by `pipeline` and `evaluate`).
@@ -336,13 +403,15 @@ fn run(command: Command) -> Result<(), CliError> {
             }
             write_file(&out, lines.as_bytes())
         }
-        Command::Vocab { corpus, vocab, dp, ledger, out } => {
-            let vocabulary = vocab_stage(&corpus, &vocab, &dp, &ledger)?;
+        Command::Vocab { corpus, classes, vocab, dp, ledger, out } => {
+            let classes = class_set(&corpus, &classes)?;
+            let vocabulary = vocab_stage(&corpus, &classes, &vocab, &dp, &ledger)?;
             write_json(&out, &vocabulary)?;
             eprintln!("wrote the private vocabulary ({} terms) to {}", vocabulary.terms.len(), out.display());
             Ok(())
         }
-        Command::Sequences { corpus, vocab, private_vocab, kde, model, ledger, out, release } => {
+        Command::Sequences { corpus, classes, vocab, private_vocab, kde, model, ledger, out, release } => {
+            let classes = class_set(&corpus, &classes)?;
             let public = load_vocabulary(&vocab.vocabulary)?;
             let pv: PrivateVocabulary = read_json(&private_vocab)?;
             if pv.public_vocabulary_checksum != public.checksum {
@@ -354,8 +423,8 @@ fn run(command: Command) -> Result<(), CliError> {
             let plan = Plan::new(&kde, ledger.clone())?;
             let (mc, mut book, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
             let mut embedder = load_model(&model)?;
-            let rel = kde_stage(&mc, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
-            plan.commit(&mut book, &mc, run)?;
+            let rel = kde_stage(&mc, &classes, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
+            plan.commit(&mut book, &mc, &run)?;
             write_sequences(&out, &rel, &public, embedder.as_mut(), plan.per_class, &mut rng)?;
             if let Some(path) = release {
                 write_json(&path, &rel)?;
@@ -374,24 +443,28 @@ fn run(command: Command) -> Result<(), CliError> {
             let mut rng = SecureRng::from_os()?;
             write_sequences(&out, &rel, &public, load_model(&model)?.as_mut(), per_class, &mut rng)
         }
-        Command::Pipeline { inputs: PipelineInputs { corpus, vocab, dp, kde, model }, ledger, out_dir } => {
+        Command::Pipeline { inputs: PipelineInputs { corpus, vocab, dp, kde, model }, classes, ledger, out_dir } => {
+            let classes = class_set(&corpus, &classes)?;
             std::fs::create_dir_all(&out_dir)
                 .map_err(|e| CliError::Write { path: out_dir.display().to_string(), source: e })?;
             let public = load_vocabulary(&vocab.vocabulary)?;
-            let params = VocabParams { epsilon: dp.eps_voc, top_n: dp.top_n, terms_per_doc: dp.terms_per_doc };
+            let params = dp.params()?;
             params.validate(public.len()).map_err(DpError::from)?;
             let mut plan = Plan::new(&kde, ledger.clone())?;
             plan.extra_epsilon = params.epsilon;
             plan.min_keep = params.terms_per_doc;
             let (mc, mut book, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
-            let (pv, spend) = mc.dp_vocabulary(&public, &params, &mut rng)?;
-            run.spends.push(spend);
+            let (pv, spends) = mc.dp_vocabulary(&public, &params, &classes, &mut rng)?;
+            run.spends.extend(spends);
+            // Every spend is on record before anything computed from it is written: a failure
+            // in a later stage cannot leave ε_voc spent but unrecorded.
+            plan.commit(&mut book, &mc, &run)?;
             write_json(&out_dir.join("vocabulary.json"), &pv)?;
             let mut embedder = load_model(&model)?;
-            let rel = kde_stage(&mc, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
+            let rel = kde_stage(&mc, &classes, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
+            plan.commit(&mut book, &mc, &run)?;
             write_json(&out_dir.join("release.json"), &rel)?;
             write_json(&out_dir.join("run.json"), &run)?;
-            plan.commit(&mut book, &mc, run)?;
             write_sequences(&out_dir.join("sequences.jsonl"), &rel, &public, embedder.as_mut(), plan.per_class, &mut rng)?;
             eprintln!("wrote vocabulary.json, release.json, sequences.jsonl and run.json to {}", out_dir.display());
             Ok(())
@@ -421,9 +494,15 @@ fn run(command: Command) -> Result<(), CliError> {
 }
 
 /// The vocabulary stage on its own: ε_voc-DP, recorded as a run in the ledger.
-fn vocab_stage(corpus: &CorpusArgs, vocab: &VocabArgs, dp: &VocabDpArgs, ledger: &LedgerArgs) -> Result<PrivateVocabulary, CliError> {
+fn vocab_stage(
+    corpus: &CorpusArgs,
+    classes: &ClassSet,
+    vocab: &VocabArgs,
+    dp: &VocabDpArgs,
+    ledger: &LedgerArgs,
+) -> Result<PrivateVocabulary, CliError> {
     let public = load_vocabulary(&vocab.vocabulary)?;
-    let params = VocabParams { epsilon: dp.eps_voc, top_n: dp.top_n, terms_per_doc: dp.terms_per_doc };
+    let params = dp.params()?;
     // Validate before reading anything large.
     params.validate(public.len()).map_err(DpError::from)?;
     if let Some(b) = ledger.budget {
@@ -445,9 +524,9 @@ fn vocab_stage(corpus: &CorpusArgs, vocab: &VocabArgs, dp: &VocabDpArgs, ledger:
     book.check_budget(&mc.fingerprint, params.epsilon, ledger.budget)?;
 
     let mut rng = SecureRng::from_os()?;
-    let (vocabulary, spend) = mc.dp_vocabulary(&public, &params, &mut rng)?;
+    let (vocabulary, spends) = mc.dp_vocabulary(&public, &params, classes, &mut rng)?;
     let mut run = new_run(&mut rng);
-    run.spends.push(spend);
+    run.spends.extend(spends);
     book.record(&mc.fingerprint, run);
     write_file(&path, book.to_json().as_bytes())?;
     Ok(vocabulary)
@@ -464,10 +543,13 @@ struct Plan {
     sampler: Sampler,
     eps_kde: f64,
     len: usize,
-    features: Option<usize>,
+    features: usize,
     kde_terms_per_doc: usize,
     per_class: usize,
     bandwidth: f64,
+    smoothing: f64,
+    /// ε of the DP class counts (`None`: equal sequences per class).
+    eps_counts: Option<f64>,
     ledger: LedgerArgs,
     /// ε spent by earlier stages of the same run (the pipeline's ε_voc).
     extra_epsilon: f64,
@@ -479,7 +561,7 @@ impl Plan {
     fn new(k: &KdeArgs, ledger: LedgerArgs) -> Result<Plan, CliError> {
         let sampler = Sampler::parse(&k.sampler).ok_or_else(|| CliError::Input {
             path: "--sampler".into(),
-            message: format!("unknown sampler {:?}; use independent, iterative-linear or iterative-log", k.sampler),
+            message: format!("unknown sampler {:?}; use histogram, markov, independent, iterative-linear or iterative-log", k.sampler),
         })?;
         let plan = Plan {
             sampler,
@@ -489,11 +571,13 @@ impl Plan {
             kde_terms_per_doc: k.kde_terms_per_doc,
             per_class: k.per_class,
             bandwidth: k.bandwidth,
+            smoothing: k.smoothing,
+            eps_counts: k.class_counts_epsilon()?,
             ledger,
             extra_epsilon: 0.0,
             min_keep: 0,
         };
-        plan.params(1000).validate().map_err(DpError::from)?;
+        plan.params().validate().map_err(DpError::from)?;
         if plan.per_class == 0 {
             return Err(DpError::from(crate::dp::ParamError::new("sequences per class", 0, "must be at least 1")).into());
         }
@@ -504,21 +588,19 @@ impl Plan {
     }
 
     fn keep(&self) -> usize {
-        self.len.max(self.kde_terms_per_doc).max(self.min_keep)
+        self.params().doc_terms_read().max(self.min_keep)
     }
 
-    /// `n_docs`: the mean number of documents per class (each class has its own KDEs).
-    fn params(&self, n_docs: usize) -> KdeParams {
-        let ensemble = crate::kde::Ensemble { sampler: self.sampler, len: self.len };
-        let features =
-            self.features.unwrap_or_else(|| crate::kde::suggest_features(n_docs, ensemble.epsilon_per_member(self.eps_kde)));
+    /// Every parameter is given or a data-independent default (no I from the class sizes).
+    fn params(&self) -> KdeParams {
         KdeParams {
             epsilon: self.eps_kde,
             sampler: self.sampler,
             len: self.len,
-            features,
+            features: self.features,
             terms_per_doc: self.kde_terms_per_doc,
             bandwidth: self.bandwidth,
+            smoothing: self.smoothing,
         }
     }
 
@@ -527,7 +609,7 @@ impl Plan {
         let path = ledger_path(&self.ledger);
         let book = read_ledger(&path)?;
         let spent = book.ledger(&mc.fingerprint).total_epsilon();
-        let planned = self.eps_kde + self.extra_epsilon;
+        let planned = self.eps_kde + self.extra_epsilon + self.eps_counts.unwrap_or(0.0);
         eprintln!(
             "privacy ledger {}: this corpus has spent ε = {spent:.4} before; this run spends ε = {planned}, total after: {:.4}",
             path.display(),
@@ -537,8 +619,10 @@ impl Plan {
         Ok(book)
     }
 
-    fn commit(&self, book: &mut LedgerBook, mc: &MatchedCorpus, run: Run) -> Result<(), CliError> {
-        book.record(&mc.fingerprint, run);
+    /// Writes the run's spends so far to the ledger file (again after each stage: the run is
+    /// updated in place, so it is counted once).
+    fn commit(&self, book: &mut LedgerBook, mc: &MatchedCorpus, run: &Run) -> Result<(), CliError> {
+        book.extend_run(&mc.fingerprint, run);
         write_file(&ledger_path(&self.ledger), book.to_json().as_bytes())
     }
 }
@@ -560,8 +644,10 @@ fn start_run(
 }
 
 /// Embeds what the KDEs need, builds them (ε_kde-DP), and bundles the release.
+#[allow(clippy::too_many_arguments)]
 fn kde_stage(
     mc: &MatchedCorpus,
+    classes: &ClassSet,
     public: &PublicVocabulary,
     pv: PrivateVocabulary,
     plan: &Plan,
@@ -569,11 +655,15 @@ fn kde_stage(
     run: &mut Run,
     rng: &mut SecureRng,
 ) -> Result<Release, CliError> {
-    let classes = mc.stats.classes.len() + usize::from(mc.stats.unlabelled > 0 || mc.stats.classes.is_empty());
-    let params = plan.params(mc.docs.len() / classes.max(1));
-    let take = if params.sampler == Sampler::Independent { params.terms_per_doc } else { params.len };
-    let mut ids = mc.distinct_terms(take);
-    ids.extend(pv.terms.iter().map(|t| t.id));
+    let params = plan.params();
+    let take = params.doc_terms_read();
+    // The histogram samplers read only Ṽ's embeddings (to smooth and to sample): the other
+    // matched terms need none.
+    let mut ids = if params.sampler.embeds_document_terms() { mc.distinct_terms(take) } else { Vec::new() };
+    let candidates = pv.terms.iter().map(|t| t.id).collect::<Vec<_>>();
+    ids.extend(&candidates);
+    ids.sort_unstable();
+    ids.dedup();
     let t0 = Instant::now();
     let emb = crate::embed::embed_terms(public, &ids, embedder, 32, &mut |done, total| {
         if done == total || done % 1024 == 0 {
@@ -582,17 +672,25 @@ fn kde_stage(
     })?;
     eprintln!(" ({:.1} s)", t0.elapsed().as_secs_f64());
     let t1 = Instant::now();
-    let (kde, spends) = crate::kde::build(&mc.kde_docs(take), &emb, &params, rng)?;
+    let (kde, spends) = crate::kde::build(&mc.kde_docs(take, classes), classes, &emb, &candidates, &params, rng)?;
     eprintln!(
-        "built {} DP-KDE(s) for each of {} class(es), I = {}, ε_kde = {} ({:.1} s)",
+        "built the {} sampler's DP release ({} part(s)) for each of {} declared class(es), ε_kde = {} ({:.1} s)",
+        params.sampler.name(),
         params.ensemble().members(),
         kde.classes.len(),
-        params.features,
         params.epsilon,
         t1.elapsed().as_secs_f64()
     );
     run.spends.extend(spends);
-    Ok(Release { format: Release::FORMAT.into(), vocabulary: pv, kde, model_checksum: embedder.checksum().to_string() })
+    let class_counts = match plan.eps_counts {
+        Some(eps) => {
+            let (noisy, spend) = crate::dp::counts::noisy_class_counts(&mc.class_counts(classes), eps, rng)?;
+            run.spends.push(spend);
+            Some(noisy)
+        }
+        None => None,
+    };
+    Ok(Release { format: Release::FORMAT.into(), vocabulary: pv, kde, model_checksum: embedder.checksum().to_string(), class_counts })
 }
 
 /// Samples `per_class` sequences per class from a release and writes them as JSONL.
@@ -613,7 +711,7 @@ fn write_sequences(
     let ids = rel.candidate_ids();
     let emb = crate::embed::embed_terms(public, &ids, embedder, 32, &mut |_, _| {})?;
     let cands = Candidates::new(&ids, &emb)?;
-    let seqs = crate::sample::sample(&rel.kde, &cands, per_class, rng)?;
+    let seqs = crate::sample::sample_sized(&rel.kde, &cands, &rel.sizes(per_class), rng)?;
     let mut lines = String::new();
     for s in &seqs {
         let keyphrases: Vec<&str> = s.keyphrases.iter().map(|&t| public.term(t)).collect();
@@ -623,6 +721,40 @@ fn write_sequences(
     write_file(out, lines.as_bytes())?;
     eprintln!("wrote {} keyphrase sequences to {}", seqs.len(), out.display());
     Ok(())
+}
+
+/// The public class set of a releasing command (module `crate::classes`).
+fn class_set(corpus: &CorpusArgs, args: &ClassArgs) -> Result<ClassSet, CliError> {
+    let labelled = corpus.label_col.is_some() || corpus.label_from_dir;
+    let names = match (&args.classes, &args.classes_file) {
+        (Some(list), _) => Some(ClassSet::parse_names(list, true)),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::Input { path: path.display().to_string(), message: format!("cannot read: {e}") })?;
+            Some(ClassSet::parse_names(&text, false))
+        }
+        (None, None) => None,
+    };
+    if !labelled {
+        if names.is_some() {
+            return Err(CliError::Input { path: "--classes".into(), message: "needs --label-col (or --label-from-dir): without labels there is one class".into() });
+        }
+        return Ok(ClassSet::unlabelled());
+    }
+    let Some(names) = names else {
+        return Err(CliError::Input {
+            path: "--label-col".into(),
+            message: "needs --classes a,b,c or --classes-file FILE: the class names appear in the outputs and prompts, so they must be declared \
+                      (public), not read from the private labels"
+                .into(),
+        });
+    };
+    let other = match args.other.trim() {
+        "drop" => OtherLabels::Drop,
+        "class" => OtherLabels::Class { name: args.other_name.clone() },
+        o => return Err(CliError::Input { path: "--other".into(), message: format!("unknown choice {o:?}; use drop or class") }),
+    };
+    Ok(ClassSet::declared(&names, other).map_err(DpError::from)?)
 }
 
 /// The embedding model: the bundled one unless the user names another.

@@ -7,6 +7,7 @@
 //! [`crate::ledger::Spend`] stating the ε it used, and its proof argument sits in a comment
 //! next to the code.
 
+pub mod counts;
 pub mod rng;
 pub mod sampler;
 pub mod vocabulary;

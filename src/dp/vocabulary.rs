@@ -16,6 +16,18 @@
 //! present in one document could only appear then), which is why every entry gets noise.
 //!
 //! Ties in noisy counts are broken by vocabulary order (a data-independent rule).
+//!
+//! # Per class (`per_class`)
+//! A global top-N follows the largest classes: a small class's own keyphrases are drowned.
+//! With the curator's public class set ([`crate::classes`]), the same mechanism runs on each
+//! class's histogram separately: h_c[v] = documents of class c that contribute v, noise of
+//! scale S/ε_voc on every entry of every declared class's histogram. A document is in at most
+//! one class and changes only that class's histogram, by at most S distinct entries: each
+//! class's release is ε_voc-DP, and the classes compose in parallel (disjoint documents), so
+//! the whole is ε_voc-DP. Documents the class set drops are counted nowhere. Ṽ is then read
+//! from the noisy histograms only (post-processing): round robin over the classes, each
+//! class's next best term by its own noisy count, skipping terms already taken, until N
+//! terms; each term's shown count is the sum of its noisy counts over the classes.
 
 use serde::{Deserialize, Serialize};
 
@@ -33,6 +45,9 @@ pub struct VocabParams {
     pub top_n: usize,
     /// S: how many distinct matched terms each document contributes.
     pub terms_per_doc: usize,
+    /// Select from per-class noisy histograms (module docs, "Per class").
+    #[serde(default)]
+    pub per_class: bool,
 }
 
 impl VocabParams {
@@ -171,22 +186,96 @@ pub fn select_vocabulary(
     Ok((out, spend))
 }
 
+/// The per-class mechanism (module docs, "Per class"): one histogram per class of the public
+/// class set, in its order; `class_names` name the ledger partitions. Returns Ṽ and one spend
+/// per class.
+pub fn select_vocabulary_by_class(
+    hists: &[TermHistogram],
+    class_names: &[&str],
+    vocab: &PublicVocabulary,
+    params: &VocabParams,
+    rng: &mut SecureRng,
+) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
+    params.validate(vocab.len())?;
+    if hists.is_empty() || hists.len() != class_names.len() || hists.iter().any(|h| h.counts.len() != vocab.len() || h.terms_per_doc != params.terms_per_doc) {
+        return Err(DpError::Param(ParamError::new("class histograms", hists.len(), "do not match the classes, the vocabulary or S")));
+    }
+    let scale = Ratio::int_over_f64(params.terms_per_doc as u64, params.epsilon)?;
+    let n = params.top_n;
+    let mut summed = vec![0i64; vocab.len()];
+    let mut ranked: Vec<Vec<TermId>> = Vec::with_capacity(hists.len());
+    for h in hists {
+        let noisy = noisy_counts(&h.counts, scale, rng);
+        summed.iter_mut().zip(&noisy).for_each(|(s, &v)| *s = s.saturating_add(v));
+        ranked.push(top_of(noisy, n).into_iter().map(|(id, _)| id).collect());
+    }
+    let mut taken: Vec<TermId> = Vec::with_capacity(n);
+    let mut seen = vec![false; vocab.len()];
+    'fill: for r in 0..n {
+        for list in &ranked {
+            if let Some(&id) = list.get(r) {
+                if !seen[id as usize] {
+                    seen[id as usize] = true;
+                    taken.push(id);
+                    if taken.len() == n {
+                        break 'fill;
+                    }
+                }
+            }
+        }
+    }
+    let mut terms: Vec<SelectedTerm> =
+        taken.into_iter().map(|id| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count: summed[id as usize] }).collect();
+    terms.sort_by(|a, b| b.noisy_count.cmp(&a.noisy_count).then(a.id.cmp(&b.id)));
+    let spends = class_names
+        .iter()
+        .map(|name| Spend {
+            stage: "vocabulary".into(),
+            mechanism: "discrete Laplace on each class's term histogram, round-robin top-N".into(),
+            epsilon: params.epsilon,
+            params: serde_json::json!({
+                "terms_per_doc_S": params.terms_per_doc,
+                "top_n": params.top_n,
+                "per_class": true,
+                "l1_sensitivity": params.terms_per_doc,
+                "noise_scale": scale.to_f64(),
+                "public_vocabulary": vocab.name,
+                "public_vocabulary_terms": vocab.len(),
+            }),
+            scope: Scope::Partition { label: name.to_string() },
+        })
+        .collect();
+    let out = PrivateVocabulary {
+        public_vocabulary: vocab.name.clone(),
+        public_vocabulary_checksum: vocab.checksum.clone(),
+        params: *params,
+        terms,
+    };
+    Ok((out, spends))
+}
+
+/// Every count plus discrete Laplace noise of `scale` (zeros included).
+fn noisy_counts(counts: &[u64], scale: Ratio, rng: &mut SecureRng) -> Vec<i64> {
+    counts.iter().map(|&c| (c.min(i64::MAX as u64) as i64).saturating_add(discrete_laplace(rng, scale))).collect()
+}
+
+/// The `n` largest entries as (index, value), largest first; ties go to the lower index.
+fn top_of(values: Vec<i64>, n: usize) -> Vec<(TermId, i64)> {
+    let mut all: Vec<(TermId, i64)> = values.into_iter().enumerate().map(|(i, v)| (i as TermId, v)).collect();
+    let order = |a: &(TermId, i64), b: &(TermId, i64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
+    let n = n.min(all.len());
+    if n < all.len() {
+        all.select_nth_unstable_by(n, order);
+        all.truncate(n);
+    }
+    all.sort_unstable_by(order);
+    all
+}
+
 /// Adds discrete Laplace noise of `scale` to every count and returns the `n` largest noisy
 /// counts as (index, noisy count), largest first; ties go to the lower index.
 pub(crate) fn noisy_top_n(counts: &[u64], n: usize, scale: Ratio, rng: &mut SecureRng) -> Vec<(TermId, i64)> {
-    let mut noisy: Vec<(TermId, i64)> = counts
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| (i as TermId, (c.min(i64::MAX as u64) as i64).saturating_add(discrete_laplace(rng, scale))))
-        .collect();
-    let order = |a: &(TermId, i64), b: &(TermId, i64)| b.1.cmp(&a.1).then(a.0.cmp(&b.0));
-    let n = n.min(noisy.len());
-    if n < noisy.len() {
-        noisy.select_nth_unstable_by(n, order);
-        noisy.truncate(n);
-    }
-    noisy.sort_unstable_by(order);
-    noisy
+    top_of(noisy_counts(counts, scale, rng), n)
 }
 
 #[cfg(test)]
@@ -211,7 +300,7 @@ mod tests {
 
     #[test]
     fn parameters_are_validated() {
-        let ok = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 2 };
+        let ok = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 2, per_class: false };
         assert!(ok.validate(10).is_ok());
         for bad in [
             VocabParams { epsilon: 0.0, ..ok },
@@ -235,7 +324,7 @@ mod tests {
         for _ in 0..500 {
             h.add_document(&[7, 42, 99]);
         }
-        let params = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 3 };
+        let params = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 3, per_class: false };
         let mut rng = SecureRng::seeded_for_tests(7);
         let (pv, spend) = select_vocabulary(&h, &v, &params, &mut rng).unwrap();
         let mut ids: Vec<_> = pv.terms.iter().map(|t| t.id).collect();
@@ -257,6 +346,31 @@ mod tests {
         let b = noisy_top_n(&h.counts, 5, scale, &mut rng);
         assert_ne!(a, b);
         assert!(a.iter().any(|&(_, c)| c != 0));
+    }
+
+    #[test]
+    fn per_class_selection_gives_each_class_its_own_terms() {
+        let v = vocab(1000);
+        let params = VocabParams { epsilon: 1.0, top_n: 4, terms_per_doc: 2, per_class: true };
+        // Class a: 400 documents of terms 1, 2; class b: 30 documents of terms 500, 501.
+        let mut ha = TermHistogram::new(v.len(), 2);
+        (0..400).for_each(|_| ha.add_document(&[1, 2]));
+        let mut hb = TermHistogram::new(v.len(), 2);
+        (0..30).for_each(|_| hb.add_document(&[500, 501]));
+        let mut rng = SecureRng::seeded_for_tests(21);
+        let (pv, spends) = select_vocabulary_by_class(&[ha.clone(), hb.clone()], &["a", "b"], &v, &params, &mut rng).unwrap();
+        let mut ids: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 500, 501]);
+        assert_eq!(spends.len(), 2);
+        let mut run = crate::ledger::Run::new("r".into(), "t".into());
+        run.spends = spends;
+        assert!((run.epsilon() - 1.0).abs() < 1e-12, "classes compose in parallel");
+        // Shape: always N terms, also with empty classes.
+        let empty = TermHistogram::new(v.len(), 2);
+        let (pv, _) = select_vocabulary_by_class(&[empty.clone(), empty], &["a", "b"], &v, &params, &mut rng).unwrap();
+        assert_eq!(pv.terms.len(), 4);
+        assert!(select_vocabulary_by_class(&[ha], &["a", "b"], &v, &params, &mut rng).is_err());
     }
 
     /// Empirical privacy check. D and D' differ by one document that contributes S terms.

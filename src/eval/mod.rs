@@ -53,7 +53,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::dp::vocabulary::{select_vocabulary, TermHistogram, VocabParams};
+use crate::classes::{ClassSet, OtherLabels};
+use crate::dp::vocabulary::{select_vocabulary, select_vocabulary_by_class, TermHistogram, VocabParams};
 use crate::dp::{DpError, ParamError, SecureRng};
 use crate::embed::TermEmbeddings;
 use crate::kde::{KdeDoc, KdeError, KdeParams, Noise, Sampler};
@@ -87,6 +88,8 @@ pub enum Task {
     OneVsRest { positive: String, balance: bool },
     /// The `k` most frequent labels (ties by name); other documents are left out.
     TopClasses { k: usize },
+    /// Every label with at least `min` documents; other documents are left out.
+    MinClassDocs { min: usize },
 }
 
 /// Everything an evaluation needs besides the data. Serialised into the report.
@@ -103,8 +106,8 @@ pub struct EvalParams {
     pub eps_kde: f64,
     /// L.
     pub len: usize,
-    /// I; `None`: the pipeline's rule (mean training class size and ε per member) for the DP
-    /// arms, [`NODP_FEATURES`] for the noiseless ones.
+    /// I; `None`: the pipeline's data-independent default for the DP arms, [`NODP_FEATURES`]
+    /// for the noiseless ones.
     pub features: Option<usize>,
     /// M (the independent sampler's keyphrases per document).
     pub kde_terms_per_doc: usize,
@@ -116,6 +119,13 @@ pub struct EvalParams {
     /// Kernel bandwidth h of the KDEs and samplers (`KdeParams::bandwidth`).
     #[serde(default = "one")]
     pub bandwidth: f64,
+    /// Smoothing of the histogram samplers (`KdeParams::smoothing`; 0: off).
+    #[serde(default)]
+    pub smoothing: f64,
+    /// ε of the DP class counts (`dp::counts`): sequences per class in proportion to them
+    /// (the noiseless arms use the exact counts); `None`: `per_class` for every class.
+    #[serde(default)]
+    pub class_counts_epsilon: Option<f64>,
     pub classifier: SoftmaxParams,
 }
 
@@ -147,32 +157,30 @@ impl EvalParams {
             }
             _ => {}
         }
+        if let Some(e) = self.class_counts_epsilon {
+            crate::dp::check_epsilon("ε for the class counts", e)?;
+        }
         if !(self.classifier.l2.is_finite() && self.classifier.l2 >= 0.0) {
             return Err(ParamError::new("the L2 penalty", self.classifier.l2, "must be a finite number ≥ 0"));
         }
         self.vocab.validate(public_len)?;
         // The KDE parameters (ε_kde, L, I, M, bandwidth h) are judged by the pipeline's own check.
         for &sampler in &self.samplers {
-            self.kde_params(sampler, 1, false).validate()?;
+            self.kde_params(sampler, false).validate()?;
         }
         Ok(())
     }
 
     /// Terms per document the matched corpus must have kept.
     pub fn keep(&self) -> usize {
-        self.len.max(self.kde_terms_per_doc).max(self.vocab.terms_per_doc)
+        let read = self.samplers.iter().map(|&s| self.kde_params(s, false).doc_terms_read()).max().unwrap_or(0);
+        self.len.max(self.kde_terms_per_doc).max(self.vocab.terms_per_doc).max(read)
     }
 
-    /// The KDE parameters of one arm; `mean_class_docs` feeds the rule for I.
-    fn kde_params(&self, sampler: Sampler, mean_class_docs: usize, noiseless: bool) -> KdeParams {
-        let ensemble = crate::kde::Ensemble { sampler, len: self.len };
-        let features = self.features.unwrap_or_else(|| {
-            if noiseless {
-                NODP_FEATURES
-            } else {
-                crate::kde::suggest_features(mean_class_docs, ensemble.epsilon_per_member(self.eps_kde))
-            }
-        });
+    /// The KDE parameters of one arm: I as given, else the pipeline's data-independent
+    /// default (DP arms) or [`NODP_FEATURES`] (noiseless arms).
+    fn kde_params(&self, sampler: Sampler, noiseless: bool) -> KdeParams {
+        let features = self.features.unwrap_or(if noiseless { NODP_FEATURES } else { KdeParams::DEFAULT_FEATURES });
         KdeParams {
             epsilon: self.eps_kde,
             sampler,
@@ -180,6 +188,7 @@ impl EvalParams {
             features,
             terms_per_doc: self.kde_terms_per_doc,
             bandwidth: self.bandwidth,
+            smoothing: self.smoothing,
         }
     }
 }
@@ -347,14 +356,25 @@ impl Evaluation {
             let s = params.vocab.terms_per_doc;
             let dp_vocab = if needs_dp {
                 // ε_voc-DP on the training part only; the ledger spend is dropped (module docs).
-                let mut h = TermHistogram::new(public.len(), s);
-                split.train.iter().for_each(|&i| h.add_document(&docs[i].terms[..docs[i].terms.len().min(s)]));
-                let (pv, _spend) = select_vocabulary(&h, public, &params.vocab, rng)?;
+                let pv = if params.vocab.per_class {
+                    let mut hists: Vec<TermHistogram> = (0..classes.len()).map(|_| TermHistogram::new(public.len(), s)).collect();
+                    split.train.iter().for_each(|&i| hists[docs[i].class].add_document(&docs[i].terms[..docs[i].terms.len().min(s)]));
+                    let names: Vec<&str> = classes.iter().map(String::as_str).collect();
+                    select_vocabulary_by_class(&hists, &names, public, &params.vocab, rng)?.0
+                } else {
+                    let mut h = TermHistogram::new(public.len(), s);
+                    split.train.iter().for_each(|&i| h.add_document(&docs[i].terms[..docs[i].terms.len().min(s)]));
+                    select_vocabulary(&h, public, &params.vocab, rng)?.0
+                };
                 pv.terms.iter().map(|t| t.id).collect()
             } else {
                 Vec::new()
             };
-            let exact_vocab = if needs_exact { exact_top_n(&docs, &split.train, s, params.vocab.top_n) } else { Vec::new() };
+            let exact_vocab = if needs_exact {
+                exact_top_n(&docs, &split.train, s, params.vocab.top_n, params.vocab.per_class.then_some(classes.len()))
+            } else {
+                Vec::new()
+            };
             rounds.push(Round { seed, split, dp_vocab, exact_vocab });
         }
         progress("splitting and drawing vocabularies", params.seeds.len(), params.seeds.len());
@@ -405,7 +425,6 @@ impl Evaluation {
     /// Runs every arm for every seed. `rng` supplies the DP-KDE noise and the sampling draws.
     pub fn run(&self, emb: &TermEmbeddings, rng: &mut SecureRng, progress: Progress<'_>) -> Result<EvalReport, EvalError> {
         let p = &self.params;
-        let k = self.classes.len();
         let arms_per_round = 2 + p.samplers.len() * (1 + usize::from(p.no_dp_arms));
         let total = arms_per_round * self.rounds.len();
         let mut done = 0;
@@ -435,7 +454,6 @@ impl Evaluation {
             self.score("nonprivate", round.seed, &train, &test, emb, None, &mut results)?;
             done += 1;
 
-            let train_class_mean = round.split.train.len() / k.max(1);
             for &sampler in &p.samplers {
                 for noiseless in [false, true] {
                     if noiseless && !p.no_dp_arms {
@@ -443,7 +461,7 @@ impl Evaluation {
                     }
                     let arm = format!("{}-{}", if noiseless { "nodp" } else { "dp" }, sampler.name());
                     progress(&format!("seed {}: {arm}", round.seed), done, total);
-                    let params = p.kde_params(sampler, train_class_mean, noiseless);
+                    let params = p.kde_params(sampler, noiseless);
                     let vocab = if noiseless { &round.exact_vocab } else { &round.dp_vocab };
                     let seqs = self.sample_arm(round, vocab, &params, noiseless, kde_emb, rng)?;
                     self.score(&arm, round.seed, &seqs, &test, emb, Some(params.features), &mut results)?;
@@ -471,27 +489,41 @@ impl Evaluation {
         emb: &TermEmbeddings,
         rng: &mut SecureRng,
     ) -> Result<Vec<(Vec<TermId>, usize)>, EvalError> {
-        let take = if params.sampler == Sampler::Independent { params.terms_per_doc } else { params.len };
+        let take = params.doc_terms_read();
         let kde_docs: Vec<KdeDoc<'_>> = round
             .split
             .train
             .iter()
             .map(|&i| {
                 let d = &self.docs[i];
-                KdeDoc { label: Some(self.classes[d.class].as_str()), terms: &d.terms[..d.terms.len().min(take)] }
+                KdeDoc { class: d.class, terms: &d.terms[..d.terms.len().min(take)] }
             })
             .collect();
+        let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
         // The spends are dropped: nothing built here is released (module docs).
         let (set, _spends) = if noiseless {
             let mut seed = [0u8; 32];
             rng.fill(&mut seed);
             // The noise switch exists for this comparison only (see `kde::Noise`).
-            crate::kde::build_with(&kde_docs, emb, params, seed, Noise::Off)?
+            crate::kde::build_with(&kde_docs, &classes, emb, vocab, params, seed, Noise::Off)?
         } else {
-            crate::kde::build(&kde_docs, emb, params, rng)?
+            crate::kde::build(&kde_docs, &classes, emb, vocab, params, rng)?
         };
         let cands = Candidates::new(vocab, emb)?;
-        let seqs = crate::sample::sample(&set, &cands, self.params.per_class, rng)?;
+        let sizes = match self.params.class_counts_epsilon {
+            None => vec![self.params.per_class; self.classes.len()],
+            Some(eps) => {
+                let mut counts = vec![0u64; self.classes.len()];
+                round.split.train.iter().for_each(|&i| counts[self.docs[i].class] += 1);
+                let noisy = if noiseless {
+                    counts.iter().map(|&c| c as i64).collect()
+                } else {
+                    crate::dp::counts::noisy_class_counts(&counts, eps, rng)?.0
+                };
+                crate::dp::counts::apportion(self.params.per_class * self.classes.len(), &noisy, 1)
+            }
+        };
+        let seqs = crate::sample::sample_sized(&set, &cands, &sizes, rng)?;
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();
         Ok(seqs
             .into_iter()
@@ -644,18 +676,37 @@ fn mean_embedding(terms: &[TermId], emb: &TermEmbeddings) -> Result<Vec<f64>, Ev
 }
 
 /// The exact top-N terms by document frequency among the first S terms of the training
-/// documents (ties: lower id), terms with a zero count left out. NOT private: only for the
-/// noiseless comparison arms.
-fn exact_top_n(docs: &[Doc], train: &[usize], s: usize, n: usize) -> Vec<TermId> {
-    let mut counts: HashMap<TermId, u64> = HashMap::new();
+/// documents (ties: lower id), terms with a zero count left out; with `per_class` (the number
+/// of classes), the round robin over the classes' own exact rankings, as the DP rule does.
+/// NOT private: only for the noiseless comparison arms.
+fn exact_top_n(docs: &[Doc], train: &[usize], s: usize, n: usize, per_class: Option<usize>) -> Vec<TermId> {
+    let groups = per_class.unwrap_or(1);
+    let mut counts: Vec<HashMap<TermId, u64>> = vec![HashMap::new(); groups];
     for &i in train {
+        let g = if per_class.is_some() { docs[i].class } else { 0 };
         // Matched terms are already distinct per document.
-        docs[i].terms.iter().take(s).for_each(|&t| *counts.entry(t).or_insert(0) += 1);
+        docs[i].terms.iter().take(s).for_each(|&t| *counts[g].entry(t).or_insert(0) += 1);
     }
-    let mut all: Vec<(TermId, u64)> = counts.into_iter().collect();
-    all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    all.truncate(n);
-    all.into_iter().map(|(t, _)| t).collect()
+    let ranked: Vec<Vec<TermId>> = counts
+        .into_iter()
+        .map(|c| {
+            let mut all: Vec<(TermId, u64)> = c.into_iter().collect();
+            all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            all.into_iter().map(|(t, _)| t).collect()
+        })
+        .collect();
+    let mut out: Vec<TermId> = Vec::with_capacity(n);
+    let longest = ranked.iter().map(Vec::len).max().unwrap_or(0);
+    for r in 0..longest {
+        for list in &ranked {
+            if let Some(&t) = list.get(r) {
+                if out.len() < n && !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The task's classes, its documents as (index in the corpus, class), and how many documents
@@ -685,13 +736,18 @@ fn shape_task(corpus: &MatchedCorpus, task: &Task, seed: u64) -> Result<Shaped, 
             let index: HashMap<&str, usize> = by_label.keys().enumerate().map(|(c, &l)| (l, c)).collect();
             (classes, labelled.iter().map(|&(i, l)| (i, index[l])).collect())
         }
-        Task::TopClasses { k } => {
+        Task::TopClasses { .. } | Task::MinClassDocs { .. } => {
             let mut ranked: Vec<(&str, usize)> = by_label.iter().map(|(&l, &n)| (l, n)).collect();
             ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-            if *k > ranked.len() {
-                return Err(EvalError::TooFewClasses { classes: ranked.len(), available: available() });
+            let k = match task {
+                Task::TopClasses { k } => *k,
+                Task::MinClassDocs { min } => ranked.iter().filter(|r| r.1 >= *min).count(),
+                _ => unreachable!("matched above"),
+            };
+            if k > ranked.len() || k < 2 {
+                return Err(EvalError::TooFewClasses { classes: k.min(ranked.len()), available: available() });
             }
-            ranked.truncate(*k);
+            ranked.truncate(k);
             let index: HashMap<&str, usize> = ranked.iter().enumerate().map(|(c, &(l, _))| (l, c)).collect();
             let chosen = labelled.iter().filter_map(|&(i, l)| index.get(l).map(|&c| (i, c))).collect();
             (ranked.iter().map(|(l, _)| l.to_string()).collect(), chosen)

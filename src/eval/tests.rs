@@ -50,7 +50,7 @@ fn params(task: Task) -> EvalParams {
         task,
         holdout: 0.25,
         seeds: vec![1, 2],
-        vocab: VocabParams { epsilon: 5.0, top_n: 60, terms_per_doc: 6 },
+        vocab: VocabParams { epsilon: 5.0, top_n: 60, terms_per_doc: 6, per_class: false },
         eps_kde: 10.0,
         len: 4,
         features: Some(256),
@@ -59,6 +59,8 @@ fn params(task: Task) -> EvalParams {
         samplers: vec![Sampler::Independent, Sampler::IterativeLinear],
         no_dp_arms: true,
         bandwidth: 1.0,
+        smoothing: 0.0,
+        class_counts_epsilon: None,
         classifier: SoftmaxParams::default(),
     }
 }

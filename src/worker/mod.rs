@@ -51,6 +51,8 @@ const BATCH: usize = 32;
 struct Loaded {
     corpus: MatchedCorpus,
     vocab: Rc<PublicVocabulary>,
+    /// Whether the corpus was read with a label column (then the run needs a class set).
+    labelled: bool,
 }
 
 struct Model {
@@ -309,7 +311,7 @@ async fn load(
         spent_before,
         earlier_runs,
     };
-    state.loaded = Some(Loaded { corpus, vocab });
+    state.loaded = Some(Loaded { corpus, vocab, labelled: fields.label.is_some() });
     Ok(Event::Loaded(summary))
 }
 
@@ -331,7 +333,7 @@ fn iso_now() -> String {
 
 async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let State { loaded, model, helpers, .. } = state;
-    let Some(Loaded { corpus, vocab }) = loaded.as_ref() else {
+    let Some(Loaded { corpus, vocab, labelled }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
     let problems = settings.check(Some(vocab.len()));
@@ -341,6 +343,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     if settings.keep() > KEEP {
         return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
     }
+    let classes = settings.class_set(*labelled).map_err(|e| Stop::Failed(None, e.message))?;
     let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was run")))?;
     let mut book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
@@ -353,8 +356,8 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     // 1. DP vocabulary (ε_voc). The spend is saved before anything is shown.
     let t0 = now_ms();
     progress(Stage::Vocabulary, 0, 1);
-    let (pv, spend) = corpus.dp_vocabulary(vocab, &settings.vocab_params(), &mut rng).map_err(at(Stage::Vocabulary))?;
-    run.spends.push(spend);
+    let (pv, spends) = corpus.dp_vocabulary(vocab, &settings.vocab_params(), &classes, &mut rng).map_err(at(Stage::Vocabulary))?;
+    run.spends.extend(spends);
     book.extend_run(&fp, &run);
     store.save_ledger(&book).await.map_err(at(Stage::Vocabulary))?;
     post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note: format!("{} terms selected", pv.terms.len()) });
@@ -368,9 +371,11 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
 
     // 3. Embeddings: cached (Ṽ terms from earlier runs) or computed in memory.
     let t0 = now_ms();
-    let take = settings.len;
+    let kde_params = settings.kde_params();
+    let take = kde_params.doc_terms_read();
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
-    let mut ids = corpus.distinct_terms(take);
+    // The histogram samplers read only Ṽ's embeddings: the other matched terms need none.
+    let mut ids = if kde_params.sampler.embeds_document_terms() { corpus.distinct_terms(take) } else { Vec::new() };
     ids.extend(&released);
     ids.sort_unstable();
     ids.dedup();
@@ -390,14 +395,17 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     progress(Stage::Kde, 0, 1);
     checkpoint(&mut clock).await?;
     let (kde, spends) =
-        crate::kde::build(&corpus.kde_docs(take), &emb, &settings.kde_params(), &mut rng).map_err(at(Stage::Kde))?;
+        crate::kde::build(&corpus.kde_docs(take, &classes), &classes, &emb, &released, &kde_params, &mut rng).map_err(at(Stage::Kde))?;
     run.spends.extend(spends);
     book.extend_run(&fp, &run);
     store.save_ledger(&book).await.map_err(at(Stage::Kde))?;
     post(&Event::StageDone {
         stage: Stage::Kde,
         seconds: seconds_since(t0),
-        note: format!("{} class(es), I = {}", kde.classes.len(), settings.features),
+        note: match kde_params.sampler.hist_kind() {
+            Some(_) => format!("{} class(es), {} sampler", kde.classes.len(), kde_params.sampler.name()),
+            None => format!("{} class(es), I = {}", kde.classes.len(), settings.features),
+        },
     });
     checkpoint(&mut clock).await?;
 
@@ -409,7 +417,6 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     post(&Event::StageDone { stage: Stage::Sample, seconds: seconds_since(t0), note: format!("{} sequences", seqs.len()) });
 
     let ledger = book.ledger(&fp);
-    let classes: Vec<String> = kde.classes.iter().map(|c| c.label.clone().unwrap_or_default()).collect();
     let report = PrivacyReport::new(
         iso_now(),
         settings,
@@ -417,7 +424,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         &ledger,
         Checked { name: vocab.name.clone(), sha256: vocab.checksum.clone() },
         Checked { name: m.name.clone(), sha256: checksum },
-        classes,
+        &classes,
         seqs.len(),
     );
     Ok(Event::Finished(RunResult {
@@ -582,7 +589,7 @@ async fn evaluate(state: &mut State, settings: &RunSettings) -> Result<Event, St
     use crate::eval::classifier::SoftmaxParams;
     use crate::eval::{EvalParams, Evaluation, Task};
     let State { loaded, model, helpers, .. } = state;
-    let Some(Loaded { corpus, vocab }) = loaded.as_ref() else {
+    let Some(Loaded { corpus, vocab, .. }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
     if corpus.stats.classes.len() < 2 {
@@ -601,9 +608,11 @@ async fn evaluate(state: &mut State, settings: &RunSettings) -> Result<Event, St
         features: Some(settings.features),
         kde_terms_per_doc: settings.len,
         per_class: settings.per_class,
-        samplers: vec![Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog],
+        samplers: Sampler::ALL.to_vec(),
         no_dp_arms: false,
         bandwidth: settings.bandwidth,
+        smoothing: settings.smoothing,
+        class_counts_epsilon: None,
         classifier: SoftmaxParams::default(),
     };
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;

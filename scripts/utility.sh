@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The MTSamples utility grid of issue 13: `dpkps evaluate` on the public development corpus
+# (../shared/data/mtsamples.csv, or $DPKPS_MTSAMPLES) with the CLI's defaults, 3 seeds, every
+# sampler with and without noise. Prints the tables (accuracy, macro-F1 and their ratios to the
+# `nonprivate` arm); writes the JSON reports to target/utility/. Figures only: nothing fails on
+# them. The figures are NOT differentially private (computed on the corpus; it is public here).
+#
+#   scripts/utility.sh            # the whole grid
+#   scripts/utility.sh quick      # the two-class task at ε = (1, 10) only
+#   EXTRA="--vocab-scope global" scripts/utility.sh   # any other option for every run
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+cd "$DPKPS_ROOT"
+corpus=${DPKPS_MTSAMPLES:-$DPKPS_ROOT/../shared/data/mtsamples.csv}
+[[ -f $corpus ]] || { echo "MTSamples not found at $corpus (set DPKPS_MTSAMPLES)" >&2; exit 2; }
+cargo build --release --locked --bin dpkps -q
+out=target/utility
+mkdir -p "$out"
+t0=$SECONDS
+run() { # name, ε_voc, ε_kde, task options…
+  local name=$1 ev=$2 ek=$3
+  shift 3
+  echo "=== $name: ε = ($ev, $ek) $*"
+  # shellcheck disable=SC2086
+  target/release/dpkps evaluate --corpus "$corpus" --text-col transcription --label-col medical_specialty \
+    --vocabulary medical --eps-voc "$ev" --eps-kde "$ek" --seeds 3 --sampler all --no-dp \
+    --json "$out/$name.json" "$@" ${EXTRA:-} 2>/dev/null
+  echo
+}
+two="Cardiovascular / Pulmonary"
+run two-class-1-10 1 10 --one-vs-rest "$two"
+[[ ${1:-} == quick ]] && { echo "utility grid (quick) took $((SECONDS - t0)) s"; exit 0; }
+run two-class-1-5 1 5 --one-vs-rest "$two"
+run top5-1-10 1 10 --top-classes 5
+run min50-1-10 1 10 --min-class-docs 50
+echo "utility grid took $((SECONDS - t0)) s"

@@ -1,0 +1,98 @@
+//! DP class counts: how many sequences each class gets (the "label tutor" of Song et al. 2024).
+//!
+//! Every class getting the same number of sequences makes a classifier trained on them ignore
+//! the class proportions: on imbalanced data it can fall below always guessing the largest
+//! class. The proportions are private, so they are released with noise and paid for.
+//!
+//! # The mechanism and its privacy map
+//! c[k] = documents assigned to class k by the public class set ([`crate::classes`]).
+//! Neighbouring relation: add or remove one document; it changes one entry by 1 (or none, if
+//! the class set drops it), so the L1 sensitivity is 1. Discrete Laplace noise of scale 1/ε on
+//! every declared class's count (exact sampler) is ε-DP. The apportionment of sequences
+//! ([`apportion`]) reads only the noisy counts: post-processing.
+
+use super::sampler::{discrete_laplace, Ratio};
+use super::{check_epsilon, DpError, SecureRng};
+use crate::ledger::{Scope, Spend};
+
+/// The noisy counts, in the class set's order, and the spend.
+pub fn noisy_class_counts(counts: &[u64], epsilon: f64, rng: &mut SecureRng) -> Result<(Vec<i64>, Spend), DpError> {
+    check_epsilon("ε for the class counts", epsilon)?;
+    let scale = Ratio::int_over_f64(1, epsilon)?;
+    let noisy = counts.iter().map(|&c| (c.min(i64::MAX as u64) as i64).saturating_add(discrete_laplace(rng, scale))).collect();
+    let spend = Spend {
+        stage: "class counts".into(),
+        mechanism: "discrete Laplace on the class histogram".into(),
+        epsilon,
+        params: serde_json::json!({ "l1_sensitivity": 1, "noise_scale": scale.to_f64(), "classes": counts.len() }),
+        scope: Scope::AllDocuments,
+    };
+    Ok((noisy, spend))
+}
+
+/// Splits `total` sequences over the classes in proportion to max(noisy count, 0), at least
+/// `min_each` per class (largest remainders; ties to the earlier class). Equal shares if no
+/// count is positive. The result always sums to max(total, min_each · classes).
+pub fn apportion(total: usize, noisy: &[i64], min_each: usize) -> Vec<usize> {
+    let k = noisy.len();
+    if k == 0 {
+        return Vec::new();
+    }
+    let floor = min_each * k;
+    let spare = total.saturating_sub(floor);
+    let weights: Vec<f64> = noisy.iter().map(|&c| c.max(0) as f64).collect();
+    let sum: f64 = weights.iter().sum();
+    let weights = if sum > 0.0 { weights } else { vec![1.0; k] };
+    let sum: f64 = weights.iter().sum();
+    let exact: Vec<f64> = weights.iter().map(|w| w / sum * spare as f64).collect();
+    let mut out: Vec<usize> = exact.iter().map(|e| e.floor() as usize).collect();
+    let mut left = spare - out.iter().sum::<usize>();
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by(|&a, &b| (exact[b] - exact[b].floor()).total_cmp(&(exact[a] - exact[a].floor())).then(a.cmp(&b)));
+    for &i in order.iter().cycle() {
+        if left == 0 {
+            break;
+        }
+        out[i] += 1;
+        left -= 1;
+    }
+    out.iter_mut().for_each(|n| *n += min_each);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apportionment_follows_the_counts_and_keeps_the_total() {
+        assert_eq!(apportion(100, &[300, 100], 1), vec![75, 25]);
+        assert_eq!(apportion(10, &[-5, -1, 0], 1), vec![4, 3, 3]);
+        assert_eq!(apportion(3, &[1000, 0, 0], 1), vec![1, 1, 1]);
+        assert_eq!(apportion(2, &[5, 5, 5], 1), vec![1, 1, 1], "at least one each, even past the total");
+        for total in [1usize, 7, 50, 333] {
+            let a = apportion(total, &[17, 4, 0, 230, -3], 1);
+            assert_eq!(a.iter().sum::<usize>(), total.max(5));
+            assert!(a.iter().all(|&n| n >= 1));
+        }
+        assert!(apportion(5, &[], 1).is_empty());
+    }
+
+    #[test]
+    fn counts_get_noise_of_scale_one_over_epsilon() {
+        let mut rng = SecureRng::seeded_for_tests(4);
+        let (noisy, spend) = noisy_class_counts(&[100, 0, 50], 0.5, &mut rng).unwrap();
+        assert_eq!(noisy.len(), 3);
+        assert_eq!(spend.params["noise_scale"], 2.0);
+        assert_eq!(spend.epsilon, 0.5);
+        // Mean absolute noise of a discrete Laplace of scale 2 is about 2: over many draws the
+        // counts stay near the truth.
+        let mut total = 0i64;
+        for _ in 0..2000 {
+            total += (noisy_class_counts(&[100], 0.5, &mut rng).unwrap().0[0] - 100).abs();
+        }
+        let mean = total as f64 / 2000.0;
+        assert!((1.5..2.5).contains(&mean), "{mean}");
+        assert!(noisy_class_counts(&[1], 0.0, &mut rng).is_err());
+    }
+}
