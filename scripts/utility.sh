@@ -23,14 +23,15 @@ run() { # name, ε_voc, ε_kde, task options…
   echo "=== $name: ε = ($ev, $ek) $*"
   # shellcheck disable=SC2086
   target/release/dpkps evaluate --corpus "$corpus" --text-col transcription --label-col medical_specialty \
-    --vocabulary medical --eps-voc "$ev" --eps-kde "$ek" --seeds 3 --sampler all --no-dp \
+    --vocabulary medical --eps-voc "$ev" --eps-kde "$ek" --seeds 3 --no-dp \
     --json "$out/$name.json" "$@" ${EXTRA:-} 2>/dev/null
   echo
 }
 two="Cardiovascular / Pulmonary"
-run two-class-1-10 1 10 --one-vs-rest "$two"
+run two-class-1-10 1 10 --sampler all --one-vs-rest "$two"
 [[ ${1:-} == quick ]] && { echo "utility grid (quick) took $((SECONDS - t0)) s"; exit 0; }
-run two-class-1-5 1 5 --one-vs-rest "$two"
-run top5-1-10 1 10 --top-classes 5
-run min50-1-10 1 10 --min-class-docs 50
+run two-class-1-5 1 5 --sampler all --one-vs-rest "$two"
+run top5-1-10 1 10 --sampler all --top-classes 5
+# Markov keeps (N+1)·N counts per class: too many for ~20 classes at N = 1000.
+run min50-1-10 1 10 --sampler histogram,independent,iterative-linear,iterative-log --min-class-docs 50
 echo "utility grid took $((SECONDS - t0)) s"

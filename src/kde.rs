@@ -423,6 +423,8 @@ pub enum KdeError {
     Dp(#[from] DpError),
     #[error("the term with id {0} has no embedding")]
     MissingEmbedding(TermId),
+    #[error("the release would hold {cells} noisy counts (the Markov sampler keeps (N+1)·N per class), more than {max}: choose a smaller N, fewer classes, or the histogram sampler")]
+    TooLarge { cells: usize, max: usize },
     #[error("the DP-KDE file is damaged or from another version ({0})")]
     BadArtefact(&'static str),
 }
@@ -486,6 +488,12 @@ pub(crate) fn build_with(
         }
     } else if candidates.is_empty() {
         return Err(KdeError::BadArtefact("candidates"));
+    }
+    if let Some(kind) = hist {
+        let cells = kind.entries(candidates.len()).saturating_mul(classes.len());
+        if cells > MAX_HIST_CELLS {
+            return Err(KdeError::TooLarge { cells, max: MAX_HIST_CELLS });
+        }
     }
     let ensemble = params.ensemble();
     let members = ensemble.members();
@@ -580,6 +588,9 @@ pub(crate) fn build_with(
     };
     Ok((set, spends))
 }
+
+/// Most noisy counts a histogram release may hold (memory, and the release file's size).
+pub const MAX_HIST_CELLS: usize = 8_000_000;
 
 /// Documents processed together (bounds memory: chunk × members × I floats).
 const DOC_CHUNK: usize = 64;

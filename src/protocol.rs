@@ -175,10 +175,10 @@ impl Default for RunSettings {
         RunSettings {
             eps_voc: 1.0,
             eps_kde: 5.0,
-            terms_per_doc: 10,
-            // Tuned on MTSamples (README, "evaluate"): N = 100, the independent sampler and
-            // h = 0.1 kept the most utility under DP.
-            top_n: 100,
+            // Tuned on MTSamples (README, "evaluate"): the histogram sampler with a per-class
+            // vocabulary of N = 1000 from S = 3 terms per document kept the most utility under DP.
+            terms_per_doc: 3,
+            top_n: 1000,
             len: 10,
             features: 2048,
             per_class: 50,

@@ -52,6 +52,12 @@ impl Candidates {
         Ok(Candidates { ids: ids.to_vec(), matrix, dim: emb.dim() })
     }
 
+    /// Candidates without their vectors: enough for the histogram samplers when they do not
+    /// smooth (they read only the release's counts).
+    pub fn without_vectors(ids: &[TermId], dim: usize) -> Candidates {
+        Candidates { ids: ids.to_vec(), matrix: Vec::new(), dim }
+    }
+
     pub fn len(&self) -> usize {
         self.ids.len()
     }
@@ -153,6 +159,9 @@ fn sample_histograms(set: &DpKdeSet, kind: HistKind, cands: &Candidates, counts:
         return Err(KdeError::BadArtefact("candidates"));
     }
     let smoother = if set.params.smoothing > 0.0 {
+        if cands.matrix.len() != cands.len() * cands.dim {
+            return Err(KdeError::BadArtefact("candidates (smoothing needs Ṽ's embeddings)"));
+        }
         let mut emb = TermEmbeddings::new(cands.dim);
         for (i, &id) in cands.ids.iter().enumerate() {
             emb.insert(id, &cands.matrix[i * cands.dim..][..cands.dim]).map_err(|_| KdeError::BadArtefact("candidates"))?;

@@ -202,12 +202,14 @@ pub(crate) struct VocabDpArgs {
     /// ε for the DP vocabulary.
     #[arg(long)]
     eps_voc: f64,
-    /// N: size of the private vocabulary. 100 was best on MTSamples (≈5,000 documents) at
-    /// ε_voc = 1: a larger N fills Ṽ's tail with terms that only noise selected.
-    #[arg(long, default_value_t = 100)]
+    /// N: size of the private vocabulary. With the histogram samplers a large Ṽ costs little
+    /// (terms only noise selected get no class mass), and N = 1000 kept the most utility on
+    /// MTSamples; for the DP-KDE samplers 100 was best (their noise spreads over every term).
+    #[arg(long, default_value_t = 1000)]
     top_n: usize,
-    /// S: distinct matched terms each document contributes.
-    #[arg(long, default_value_t = 10)]
+    /// S: distinct matched terms each document contributes (noise scale S/ε_voc; 3 was best on
+    /// MTSamples).
+    #[arg(long, default_value_t = 3)]
     terms_per_doc: usize,
     /// "per-class": Ṽ from each class's own noisy histogram (round robin; parallel composition,
     /// still ε_voc), so small classes keep their keyphrases; "global": one histogram.
@@ -661,7 +663,9 @@ fn kde_stage(
     // matched terms need none.
     let mut ids = if params.sampler.embeds_document_terms() { mc.distinct_terms(take) } else { Vec::new() };
     let candidates = pv.terms.iter().map(|t| t.id).collect::<Vec<_>>();
-    ids.extend(&candidates);
+    if params.sampler.hist_kind().is_none() || params.smoothing > 0.0 {
+        ids.extend(&candidates);
+    }
     ids.sort_unstable();
     ids.dedup();
     let t0 = Instant::now();
@@ -709,8 +713,13 @@ fn write_sequences(
         });
     }
     let ids = rel.candidate_ids();
-    let emb = crate::embed::embed_terms(public, &ids, embedder, 32, &mut |_, _| {})?;
-    let cands = Candidates::new(&ids, &emb)?;
+    let cands = if rel.kde.params.sampler.hist_kind().is_some() && rel.kde.params.smoothing == 0.0 {
+        // The histogram samplers read no embedding unless they smooth.
+        Candidates::without_vectors(&ids, rel.kde.dim)
+    } else {
+        let emb = crate::embed::embed_terms(public, &ids, embedder, 32, &mut |_, _| {})?;
+        Candidates::new(&ids, &emb)?
+    };
     let seqs = crate::sample::sample_sized(&rel.kde, &cands, &rel.sizes(per_class), rng)?;
     let mut lines = String::new();
     for s in &seqs {

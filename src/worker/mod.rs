@@ -374,9 +374,13 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let kde_params = settings.kde_params();
     let take = kde_params.doc_terms_read();
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
-    // The histogram samplers read only Ṽ's embeddings: the other matched terms need none.
+    // The histogram samplers read no embedding of the documents' terms, and Ṽ's only to
+    // smooth: without smoothing nothing is embedded at all.
+    let vectors_needed = kde_params.sampler.hist_kind().is_none() || kde_params.smoothing > 0.0;
     let mut ids = if kde_params.sampler.embeds_document_terms() { corpus.distinct_terms(take) } else { Vec::new() };
-    ids.extend(&released);
+    if vectors_needed {
+        ids.extend(&released);
+    }
     ids.sort_unstable();
     ids.dedup();
     let checksum = m.embedder.checksum().to_string();
@@ -412,7 +416,11 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     // 5. Sampling (post-processing of the DP-KDEs).
     let t0 = now_ms();
     progress(Stage::Sample, 0, 1);
-    let cands = Candidates::new(&released, &emb).map_err(at(Stage::Sample))?;
+    let cands = if vectors_needed {
+        Candidates::new(&released, &emb).map_err(at(Stage::Sample))?
+    } else {
+        Candidates::without_vectors(&released, emb.dim())
+    };
     let seqs = crate::sample::sample(&kde, &cands, settings.per_class, &mut rng).map_err(at(Stage::Sample))?;
     post(&Event::StageDone { stage: Stage::Sample, seconds: seconds_since(t0), note: format!("{} sequences", seqs.len()) });
 
@@ -599,7 +607,9 @@ async fn evaluate(state: &mut State, settings: &RunSettings) -> Result<Event, St
         return Err(Stop::Failed(None, p.message.clone()));
     }
     let params = EvalParams {
-        task: Task::AllClasses,
+        // Labels too rare to split (a one-document clinic) are left out rather than failing
+        // the whole check; this figure is for the curator only and releases nothing.
+        task: Task::MinClassDocs { min: crate::eval::split::MIN_CLASS_DOCS },
         holdout: 0.2,
         seeds: vec![0, 1, 2],
         vocab: settings.vocab_params(),
