@@ -331,6 +331,18 @@ impl KdeParams {
         Ensemble { sampler: self.sampler, len: self.len }
     }
 
+    /// Refuses a histogram release too large to hold (Markov: (N+1)·N counts per class) for
+    /// N candidates and this many classes. Public inputs only: call it before spending ε.
+    pub fn check_release_size(&self, candidates: usize, classes: usize) -> Result<(), KdeError> {
+        if let Some(kind) = self.sampler.hist_kind() {
+            let cells = kind.entries(candidates).saturating_mul(classes);
+            if cells > MAX_HIST_CELLS {
+                return Err(KdeError::TooLarge { cells, max: MAX_HIST_CELLS });
+            }
+        }
+        Ok(())
+    }
+
     /// How many of a document's first matched terms the mechanism reads: M for the
     /// independent KDE, L for the iterative ones, and for the histogram samplers every kept
     /// term (they look for the first M that are in Ṽ).
@@ -489,12 +501,7 @@ pub(crate) fn build_with(
     } else if candidates.is_empty() {
         return Err(KdeError::BadArtefact("candidates"));
     }
-    if let Some(kind) = hist {
-        let cells = kind.entries(candidates.len()).saturating_mul(classes.len());
-        if cells > MAX_HIST_CELLS {
-            return Err(KdeError::TooLarge { cells, max: MAX_HIST_CELLS });
-        }
-    }
+    params.check_release_size(candidates.len(), classes.len())?;
     let ensemble = params.ensemble();
     let members = ensemble.members();
     let eps_m = ensemble.epsilon_per_member(params.epsilon);

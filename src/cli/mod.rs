@@ -423,6 +423,7 @@ fn run(command: Command) -> Result<(), CliError> {
                 });
             }
             let plan = Plan::new(&kde, ledger.clone())?;
+            plan.params().check_release_size(pv.terms.len(), classes.len())?;
             let (mc, mut book, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
             let mut embedder = load_model(&model)?;
             let rel = kde_stage(&mc, &classes, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
@@ -453,6 +454,7 @@ fn run(command: Command) -> Result<(), CliError> {
             let params = dp.params()?;
             params.validate(public.len()).map_err(DpError::from)?;
             let mut plan = Plan::new(&kde, ledger.clone())?;
+            plan.params().check_release_size(params.top_n, classes.len())?;
             plan.extra_epsilon = params.epsilon;
             plan.min_keep = params.terms_per_doc;
             let (mc, mut book, mut rng, mut run) = start_run(&plan, &public, &corpus)?;

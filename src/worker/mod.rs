@@ -344,6 +344,8 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
     }
     let classes = settings.class_set(*labelled).map_err(|e| Stop::Failed(None, e.message))?;
+    // Checked before any ε is spent (public inputs only).
+    settings.kde_params().check_release_size(settings.top_n, classes.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
     let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was run")))?;
     let mut book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
@@ -618,7 +620,15 @@ async fn evaluate(state: &mut State, settings: &RunSettings) -> Result<Event, St
         features: Some(settings.features),
         kde_terms_per_doc: settings.len,
         per_class: settings.per_class,
-        samplers: Sampler::ALL.to_vec(),
+        // Markov keeps (N+1)·N counts per class: left out where that exceeds the release cap.
+        samplers: Sampler::ALL
+            .into_iter()
+            .filter(|&s| {
+                s != Sampler::Markov
+                    || (settings.top_n + 1).saturating_mul(settings.top_n).saturating_mul(corpus.stats.classes.len())
+                        <= crate::kde::MAX_HIST_CELLS
+            })
+            .collect(),
         no_dp_arms: false,
         bandwidth: settings.bandwidth,
         smoothing: settings.smoothing,
