@@ -164,6 +164,10 @@ pub struct RunSettings {
     /// Smoothing of the histogram samplers (0: off).
     #[serde(default)]
     pub smoothing: f64,
+    /// ε of the DP class counts (`dp::counts`): sequences per class in proportion to them;
+    /// `None`: `per_class` sequences for every class.
+    #[serde(default)]
+    pub eps_counts: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -188,6 +192,7 @@ impl Default for RunSettings {
             other_class: None,
             vocab_per_class: true,
             smoothing: 0.0,
+            eps_counts: Some(Self::DEFAULT_EPS_COUNTS),
         }
     }
 }
@@ -200,6 +205,10 @@ pub struct FieldError {
 }
 
 impl RunSettings {
+    /// The default ε of the DP class counts (noise of scale 10 documents: small next to classes
+    /// of a few hundred, cheap next to ε_voc + ε_kde).
+    pub const DEFAULT_EPS_COUNTS: f64 = 0.1;
+
     /// Most sequences per class a run may ask for.
     pub const MAX_PER_CLASS: usize = 100_000;
 
@@ -266,6 +275,11 @@ impl RunSettings {
             };
             out.push(FieldError { field, message: e.to_string() });
         }
+        if let Some(e) = self.eps_counts {
+            if let Err(e) = crate::dp::check_epsilon("ε of the class counts", e) {
+                out.push(FieldError { field: "eps_counts", message: e.to_string() });
+            }
+        }
         if self.per_class == 0 || self.per_class > Self::MAX_PER_CLASS {
             out.push(FieldError {
                 field: "per_class",
@@ -275,9 +289,10 @@ impl RunSettings {
         out
     }
 
-    /// ε this run will spend: ε_voc + ε_kde (sequential composition; classes in parallel).
+    /// ε this run will spend: ε_voc + ε_kde (+ ε of the class counts) (sequential composition;
+    /// classes in parallel).
     pub fn epsilon(&self) -> f64 {
-        self.eps_voc + self.eps_kde
+        self.eps_voc + self.eps_kde + self.eps_counts.unwrap_or(0.0)
     }
 }
 

@@ -80,10 +80,14 @@ impl PrivacyReport {
             guarantee: format!(
                 "The keyphrase sequences, the private vocabulary and everything generated from them (prompts, LLM \
                  output) are ({:.4})-differentially private: ε_voc = {} ({vocab}) plus ε_kde = {} ({summaries}; \
-                 classes are disjoint and compose in parallel). Later steps are post-processing.",
+                 classes are disjoint and compose in parallel){}. Later steps are post-processing.",
                 run.epsilon(),
                 settings.eps_voc,
-                settings.eps_kde
+                settings.eps_kde,
+                match settings.eps_counts {
+                    Some(e) => format!(" plus ε = {e} for the class counts that set how many sequences each class gets (discrete Laplace of scale 1/ε)"),
+                    None => String::new(),
+                }
             ),
             epsilon_vocabulary: settings.eps_voc,
             epsilon_kde: settings.eps_kde,
@@ -120,7 +124,10 @@ impl PrivacyReport {
             row("N (private vocabulary size)", s.top_n.to_string()),
             row("L (keyphrases per sequence)", s.len.to_string()),
             row("I (random features)", s.features.to_string()),
-            row("Sequences per class", s.per_class.to_string()),
+            row("Sequences per class", match s.eps_counts {
+                Some(e) => format!("{} on average, in proportion to DP class counts (ε = {e})", s.per_class),
+                None => s.per_class.to_string(),
+            }),
             row("Sampler", s.sampler.name().to_string()),
             row("Vocabulary", if s.vocab_per_class { "per class (round robin)" } else { "global" }.to_string()),
             row("Classes", self.class_rule.clone()),

@@ -403,6 +403,16 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let (kde, spends) =
         crate::kde::build(&corpus.kde_docs(take, &classes), &classes, &emb, &released, &kde_params, &mut rng).map_err(at(Stage::Kde))?;
     run.spends.extend(spends);
+    // DP class counts (sequences per class in proportion), on record with the DP summaries.
+    let sizes = match settings.eps_counts {
+        Some(eps) => {
+            let (noisy, spend) =
+                crate::dp::counts::noisy_class_counts(&corpus.class_counts(&classes), eps, &mut rng).map_err(at(Stage::Kde))?;
+            run.spends.push(spend);
+            crate::dp::counts::apportion(settings.per_class * classes.len(), &noisy, 1)
+        }
+        None => vec![settings.per_class; classes.len()],
+    };
     book.extend_run(&fp, &run);
     store.save_ledger(&book).await.map_err(at(Stage::Kde))?;
     post(&Event::StageDone {
@@ -423,7 +433,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     } else {
         Candidates::without_vectors(&released, emb.dim())
     };
-    let seqs = crate::sample::sample(&kde, &cands, settings.per_class, &mut rng).map_err(at(Stage::Sample))?;
+    let seqs = crate::sample::sample_sized(&kde, &cands, &sizes, &mut rng).map_err(at(Stage::Sample))?;
     post(&Event::StageDone { stage: Stage::Sample, seconds: seconds_since(t0), note: format!("{} sequences", seqs.len()) });
 
     let ledger = book.ledger(&fp);
