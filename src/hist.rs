@@ -34,8 +34,8 @@
 //! - Smoothing (optional, `smoothing` > 0): p′(w) = Σ_v p(v)·K(v, w)/Σ_u K(v, u) with
 //!   K(v, w) = exp(−‖v − w‖²/smoothing) over Ṽ's embeddings: the paper's semantic spreading,
 //!   applied to the noisy histogram instead of through the noise.
-//! - Markov back-off: p(w | v) ∝ max(T̃[v, w] − τ, 0) + α·u(w), with u the normalised clipped
-//!   column sums and α = 1 document; a chain does not repeat a keyphrase while any other
+//! - Markov back-off: p(w | v) ∝ max(T̃[v, w] − τ, 0) + α·u(w), with u the normalised column
+//!   sums clipped at √(N+1)·ln N/ε (a sum of N+1 noisy entries) and α = 1 document; a chain does not repeat a keyphrase while any other
 //!   has positive probability.
 
 use crate::dp::SecureRng;
@@ -225,7 +225,10 @@ pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smo
             *u += v as f64;
         }
     }
-    let uni = clipped(&uni.iter().map(|&x| x as i64).collect::<Vec<_>>(), 0.0);
+    // A column sum adds n+1 noisy entries (noise sd ≈ √(2(n+1))/ε documents): thresholded at
+    // √(n+1)·ln n/ε so that pure noise rarely survives (post-processing).
+    let uni_tau = ((n + 1) as f64).sqrt() * (n.max(2) as f64).ln() / epsilon * DOC_WEIGHT as f64;
+    let uni = clipped(&uni.iter().map(|&x| x as i64).collect::<Vec<_>>(), uni_tau);
     let uni_total: f64 = uni.iter().sum();
     const ALPHA: f64 = 1.0;
     let mut out = Vec::with_capacity(count);
@@ -309,33 +312,15 @@ mod tests {
         let mut rng = SecureRng::seeded_for_tests(seed);
         let bucket = |v: i64| (v as f64 / (DOC_WEIGHT as f64 / 2.0)).floor().clamp(-8.0, 8.0) as i64;
         let mut freq = |docs: &[KdeDoc<'_>]| {
-            let mut f = std::collections::HashMap::<i64, usize>::new();
-            for _ in 0..TRIALS {
+            crate::dp::testing::frequencies(TRIALS, || {
                 let (set, _) = build(docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
                 // Unigram: entry of term 3 (position 0); transitions: START → 3 (also index 0).
-                *f.entry(bucket(set.classes[0].sums[0][0])).or_default() += 1;
-            }
-            f
+                bucket(set.classes[0].sums[0][0])
+            })
         };
         let f0 = freq(&[]);
         let f1 = freq(&[KdeDoc { class: 0, terms: &one }]);
-        let bound = |k: usize| {
-            let p = k as f64 / TRIALS as f64;
-            let sd = (p * (1.0 - p) / TRIALS as f64).sqrt();
-            (p - 4.0 * sd, p + 4.0 * sd)
-        };
-        let mut worst: f64 = 0.0;
-        for k in f0.keys().chain(f1.keys()) {
-            let (lo0, hi0) = bound(*f0.get(k).unwrap_or(&0));
-            let (lo1, hi1) = bound(*f1.get(k).unwrap_or(&0));
-            if lo1 > 0.0 && hi0 > 0.0 {
-                worst = worst.max((lo1 / hi0).ln());
-            }
-            if lo0 > 0.0 && hi1 > 0.0 {
-                worst = worst.max((lo0 / hi1).ln());
-            }
-        }
-        worst
+        crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
     }
 
     #[test]
@@ -348,6 +333,39 @@ mod tests {
             assert!(bad > eps, "{sampler:?}: an under-noised release went undetected (loss {bad})");
             println!("{sampler:?}: estimated loss {loss:.3}, under-noised {bad:.3} (ε = {eps})");
         }
+    }
+
+    /// The same check for a document with three Ṽ-terms, on the sum of its three entries: the
+    /// correct release stays within ε, and a release that gives each term a full document's
+    /// weight (true loss 3ε; the classic mistake of forgetting to spread the weight) is caught.
+    #[test]
+    fn spreading_the_weight_is_what_keeps_a_many_term_document_within_epsilon() {
+        use crate::dp::sampler::{discrete_laplace, Ratio};
+        const TRIALS: usize = 30_000;
+        let eps = 1.0;
+        let index = CandidateIndex::new(&[3, 4, 5]);
+        let three = vec![3u32, 4, 5];
+        let doc = KdeDoc { class: 0, terms: &three };
+        let scale = Ratio::int_over_f64(DOC_WEIGHT, eps).unwrap();
+        let mut rng = SecureRng::seeded_for_tests(51);
+        let mut loss = |per_term_full_weight: bool| {
+            let mut f = |docs: &[&KdeDoc<'_>]| {
+                let mut exact = class_sums(HistKind::Unigram, docs, &index, 10);
+                if per_term_full_weight {
+                    exact.iter_mut().for_each(|v| *v = if *v > 0 { DOC_WEIGHT as i64 } else { 0 });
+                }
+                crate::dp::testing::frequencies(TRIALS, || {
+                    let total: i64 = exact.iter().map(|&v| v + discrete_laplace(&mut rng, scale)).sum();
+                    (total as f64 / DOC_WEIGHT as f64).floor().clamp(-8.0, 10.0) as i64
+                })
+            };
+            let (f0, f1) = (f(&[]), f(&[&doc]));
+            crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
+        };
+        let ok = loss(false);
+        let bad = loss(true);
+        assert!(ok <= eps, "estimated privacy loss {ok} exceeds ε = {eps}");
+        assert!(bad > eps, "a full weight per term went undetected (loss {bad})");
     }
 
     #[test]

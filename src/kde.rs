@@ -331,9 +331,23 @@ impl KdeParams {
         Ensemble { sampler: self.sampler, len: self.len }
     }
 
+    /// The exact noise scale in grid units: Δ·members/ε_kde, Δ = I·Q for the random-feature
+    /// sums and one document's weight for the histograms. Public inputs only: callers check it
+    /// before spending ε (an ε too small for I and L is refused up front, not after ε_voc).
+    pub fn noise_scale(&self) -> Result<Ratio, DpError> {
+        let delta = match self.sampler.hist_kind() {
+            Some(_) => crate::hist::DOC_WEIGHT,
+            None => (self.features as u64).checked_mul(Q_BOUND).ok_or_else(|| DpError::Scale("I·Q".into()))?,
+        };
+        let members = self.ensemble().members() as u64;
+        let total = delta.checked_mul(members).ok_or_else(|| DpError::Scale("Δ·members".into()))?;
+        Ratio::int_over_f64(total, self.epsilon)
+    }
+
     /// Refuses a histogram release too large to hold (Markov: (N+1)·N counts per class) for
     /// N candidates and this many classes. Public inputs only: call it before spending ε.
     pub fn check_release_size(&self, candidates: usize, classes: usize) -> Result<(), KdeError> {
+        self.noise_scale()?;
         if let Some(kind) = self.sampler.hist_kind() {
             let cells = kind.entries(candidates).saturating_mul(classes);
             if cells > MAX_HIST_CELLS {
@@ -511,7 +525,7 @@ pub(crate) fn build_with(
         Some(_) => crate::hist::DOC_WEIGHT,
         None => params.features as u64 * Q_BOUND,
     };
-    let scale = Ratio::int_over_f64(delta * members as u64, params.epsilon)?;
+    let scale = params.noise_scale()?;
     let grid = (1u64 << GRID_BITS) as f64;
     let (mechanism, sensitivity) = match hist {
         Some(_) => (

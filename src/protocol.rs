@@ -275,6 +275,11 @@ impl RunSettings {
             };
             out.push(FieldError { field, message: e.to_string() });
         }
+        if out.is_empty() {
+            if let Err(e) = self.kde_params().noise_scale() {
+                out.push(FieldError { field: "eps_kde", message: format!("ε_kde is too small for these I and L: {e}") });
+            }
+        }
         if let Some(e) = self.eps_counts {
             if let Err(e) = crate::dp::check_epsilon("ε of the class counts", e) {
                 out.push(FieldError { field: "eps_counts", message: e.to_string() });

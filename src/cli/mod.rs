@@ -582,6 +582,8 @@ impl Plan {
             min_keep: 0,
         };
         plan.params().validate().map_err(DpError::from)?;
+        // The exact noise scale must exist before any ε is spent.
+        plan.params().noise_scale()?;
         if plan.per_class == 0 {
             return Err(DpError::from(crate::dp::ParamError::new("sequences per class", 0, "must be at least 1")).into());
         }

@@ -78,6 +78,28 @@ mod tests {
         assert!(apportion(5, &[], 1).is_empty());
     }
 
+    /// Empirical privacy check (`dp::testing`): a count of 0 against 1, bucketed by 2; an
+    /// under-noised release (twice the ε) must be caught.
+    #[test]
+    fn empirical_privacy_loss_stays_within_epsilon() {
+        const TRIALS: usize = 40_000;
+        let mut rng = SecureRng::seeded_for_tests(17);
+        let mut loss = |eps_used: f64| {
+            let mut f = |c: u64| {
+                crate::dp::testing::frequencies(TRIALS, || {
+                    (noisy_class_counts(&[c], eps_used, &mut rng).unwrap().0[0].clamp(-6, 6) as f64 / 2.0).floor() as i64
+                })
+            };
+            let (f0, f1) = (f(0), f(1));
+            crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
+        };
+        let eps = 0.5;
+        let ok = loss(eps);
+        let bad = loss(2.0 * eps);
+        assert!(ok <= eps, "estimated privacy loss {ok} exceeds ε = {eps}");
+        assert!(bad > eps, "an under-noised release went undetected (loss {bad})");
+    }
+
     #[test]
     fn counts_get_noise_of_scale_one_over_epsilon() {
         let mut rng = SecureRng::seeded_for_tests(4);

@@ -9,6 +9,8 @@
 
 pub mod counts;
 pub mod rng;
+#[cfg(test)]
+pub(crate) mod testing;
 pub mod sampler;
 pub mod vocabulary;
 

@@ -281,7 +281,6 @@ pub(crate) fn noisy_top_n(counts: &[u64], n: usize, scale: Ratio, rng: &mut Secu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
 
     fn vocab(n: usize) -> PublicVocabulary {
         let list: String = (0..n).map(|i| format!("term{i}\n")).collect();
@@ -389,35 +388,15 @@ mod tests {
         }
         let mut rng = SecureRng::seeded_for_tests(seed);
         let mut outcomes = |counts: &[u64]| {
-            let mut freq: HashMap<Vec<TermId>, usize> = HashMap::new();
-            for _ in 0..TRIALS {
+            crate::dp::testing::frequencies(TRIALS, || {
                 let mut set: Vec<TermId> = noisy_top_n(counts, S, scale, &mut rng).into_iter().map(|p| p.0).collect();
                 set.sort_unstable();
-                *freq.entry(set).or_default() += 1;
-            }
-            freq
+                set
+            })
         };
         let f0 = outcomes(&d);
         let f1 = outcomes(&d_prime);
-        let z = 4.0;
-        let bound = |k: usize| {
-            let p = k as f64 / TRIALS as f64;
-            let sd = (p * (1.0 - p) / TRIALS as f64).sqrt();
-            (p - z * sd, p + z * sd)
-        };
-        let mut worst: f64 = 0.0;
-        let keys: std::collections::HashSet<_> = f0.keys().chain(f1.keys()).cloned().collect();
-        for k in keys {
-            let (lo0, hi0) = bound(*f0.get(&k).unwrap_or(&0));
-            let (lo1, hi1) = bound(*f1.get(&k).unwrap_or(&0));
-            if lo1 > 0.0 && hi0 > 0.0 {
-                worst = worst.max((lo1 / hi0).ln());
-            }
-            if lo0 > 0.0 && hi1 > 0.0 {
-                worst = worst.max((lo0 / hi1).ln());
-            }
-        }
-        worst
+        crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
     }
 
     #[test]
