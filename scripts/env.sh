@@ -50,6 +50,7 @@ check_tools() {
   need chromium "Chromium" "apt-get install chromium"
   need chromedriver "ChromeDriver" "apt-get install chromium-driver"
   need node "v" "apt-get install nodejs npm"
+  need python3 "Python 3" "apt-get install python3"
   if [[ $(playwright_version) != "$PLAYWRIGHT_VERSION" ]]; then
     echo "missing: playwright-core $PLAYWRIGHT_VERSION for the browser tests; install it with: (cd tests/e2e && npm ci)" >&2
     bad=1

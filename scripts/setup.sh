@@ -27,9 +27,11 @@ apt_install() { # installs the Debian packages that are missing
   fi
 }
 
-# 1. Browser, driver, Node (Debian's chromium: never a browser download).
+# 1. Browser, driver, Node (Debian's chromium: never a browser download); Python 3 for
+#    scripts/csp.py (trunk's post-build hook) and scripts/serve.py.
 PKGS=(chromium chromium-driver)
 command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
+command -v python3 >/dev/null 2>&1 || PKGS+=(python3)
 apt_install "${PKGS[@]}"
 
 # 2. The wasm32 standard library.

@@ -110,7 +110,28 @@ impl GenState {
             max_attempts: num("attempts", self.attempts)?.clamp(0.0, 1000.0) as u32,
         };
         s.check().map_err(|e| e.to_string())?;
+        s.check_allowed(&allowed_endpoints()).map_err(|e| e.to_string())?;
+        s.check_key(&self.key.get()).map_err(|e| e.to_string())?;
         Ok(s)
+    }
+
+    /// What is wrong with the endpoint as typed, in plain words (shown at the field).
+    pub fn endpoint_error(&self) -> Option<String> {
+        let s = LlmSettings { endpoint: self.endpoint.get().trim().to_string(), ..LlmSettings::default() };
+        s.endpoint_url()
+            .and_then(|_| s.check_allowed(&allowed_endpoints()))
+            .and_then(|_| browser_agrees(&s.endpoint))
+            .err()
+            .map(|e| capitalise(&e.to_string()))
+    }
+
+    /// Why the key may not be sent to this endpoint, if it may not (shown at the key field).
+    pub fn key_error(&self) -> Option<String> {
+        let s = LlmSettings { endpoint: self.endpoint.get().trim().to_string(), ..LlmSettings::default() };
+        match s.check_key(&self.key.get()) {
+            Err(e @ (LlmError::KeyOverPlainHttp(_) | LlmError::SecretInUrl(_))) => Some(capitalise(&e.to_string())),
+            _ => None,
+        }
     }
 
     pub fn prompt_settings(&self) -> Result<PromptSettings, String> {
@@ -273,13 +294,19 @@ impl GenState {
         else {
             return;
         };
+        // A resumed job was checked when it was made; the page's allowlist or the key may
+        // have changed since.
+        let key = self.key.get_untracked();
+        if let Err(e) = settings.check_allowed(&allowed_endpoints()).and_then(|_| settings.check_key(&key)) {
+            self.error.set(Some(format!("Nothing was sent: {e}.")));
+            return;
+        }
         STOP.set(false);
         self.refresh();
         self.set_running(true);
         let queue = Rc::new(RefCell::new(VecDeque::from(pending)));
         let lanes = settings.concurrency.clamp(1, 64).min(queue.borrow().len().max(1));
         let live = Rc::new(Cell::new(lanes));
-        let key = self.key.get_untracked();
         for _ in 0..lanes {
             let (queue, live, settings, key, this) = (queue.clone(), live.clone(), settings.clone(), key.clone(), *self);
             leptos::task::spawn_local(async move {
@@ -356,6 +383,40 @@ async fn generate_one(settings: &LlmSettings, index: usize, key: &str) -> Outcom
             Err(e) => return Outcome::Failed { error: e.to_string(), attempts: attempt },
         }
     }
+}
+
+/// The origins the page's Content-Security-Policy lets it connect to: its own, and the list
+/// that scripts/csp.py wrote next to the policy (`<meta name="dpkps-allowed-endpoints">`, from
+/// allowed-endpoints.txt). Read before sending, so that a refused endpoint gets a message that
+/// says which file to edit instead of a bare "Failed to fetch".
+fn allowed_endpoints() -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(w) = web_sys::window() else { return out };
+    if let Ok(origin) = w.location().origin() {
+        out.push(origin);
+    }
+    let meta = w.document().and_then(|d| d.query_selector(r#"meta[name="dpkps-allowed-endpoints"]"#).ok().flatten());
+    if let Some(content) = meta.and_then(|m| m.get_attribute("content")) {
+        out.extend(content.split_whitespace().map(str::to_string));
+    }
+    out
+}
+
+/// The browser's own URL parser must see the same scheme, host and port as the checks did
+/// (they refuse anything unusual, so this is a second look, not the rule).
+fn browser_agrees(endpoint: &str) -> Result<(), LlmError> {
+    let ours = crate::llm::EndpointUrl::parse(endpoint)?;
+    let bad = || LlmError::BadEndpoint(endpoint.to_string());
+    let theirs = web_sys::Url::new(endpoint.trim()).map_err(|_| bad())?;
+    if theirs.origin() != ours.origin() || !theirs.username().is_empty() || !theirs.password().is_empty() {
+        return Err(bad());
+    }
+    Ok(())
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect::<String>() + ".").unwrap_or_default()
 }
 
 async fn sleep_ms(ms: f64) {

@@ -131,7 +131,11 @@ pub fn Generate() -> impl IntoView {
                     "This is post-processing of DP outputs: it costs no privacy."
                 </p>
                 <div class="grid">
-                    <Text id="llm-endpoint" label="Endpoint (base URL)" value=g.endpoint />
+                    <label class="field">
+                        <span class="name">"Endpoint (base URL)"</span>
+                        <input id="llm-endpoint" type="text" prop:value=move || g.endpoint.get() on:input=move |ev| g.endpoint.set(event_target_value(&ev)) />
+                        {move || g.endpoint_error().map(|e| view! { <span class="field-error" id="llm-endpoint-error" role="alert">{e}</span> })}
+                    </label>
                     <Text id="llm-model" label="Model" value=g.model />
                     <label class="field">
                         <span class="name">"API key (optional)"</span>
@@ -140,6 +144,7 @@ pub fn Generate() -> impl IntoView {
                             <input type="checkbox" prop:checked=move || g.remember_key.get() on:change=move |ev| g.set_remember(event_target_checked(&ev)) />
                             "Remember it in this browser"
                         </label>
+                        {move || g.key_error().map(|e| view! { <span class="field-error" id="llm-key-error" role="alert">{e}</span> })}
                     </label>
                     <Text id="llm-temperature" label="Temperature" value=g.temperature />
                     <Text id="llm-max-tokens" label="Max tokens" value=g.max_tokens />

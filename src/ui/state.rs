@@ -158,12 +158,26 @@ impl AppState {
         }
     }
 
-    /// Shows the last run's DP outputs again after a reload.
+    /// Shows the last run's DP outputs again after a reload (the embedding counts, never
+    /// stored, read 0).
     pub fn restore_last_run(&self) {
         let this = *self;
         leptos::task::spawn_local(async move {
             if let Ok(Some(json)) = super::jobstore::load_last_run().await {
-                if let Ok(r) = serde_json::from_str::<RunResult>(&json) {
+                let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&json) else { return };
+                let had_counts = v.get(NOT_STORED[0]).is_some() || v.get(NOT_STORED[1]).is_some();
+                if let Some(o) = v.as_object_mut() {
+                    for k in NOT_STORED {
+                        o.insert(k.into(), 0.into());
+                    }
+                }
+                if let Ok(r) = serde_json::from_value::<RunResult>(v) {
+                    // Saved by an earlier version with the exact counts: store it again without.
+                    if had_counts {
+                        if let Some(json) = stored_form(&r) {
+                            let _ = super::jobstore::save_last_run(&json).await;
+                        }
+                    }
                     if this.result.get_untracked().is_none() {
                         this.result.set(Some(r));
                     }
@@ -321,7 +335,7 @@ impl AppState {
             }
             Event::Finished(r) => {
                 // DP outputs only: kept so that a reload does not lose them.
-                if let Ok(json) = serde_json::to_string(&r) {
+                if let Some(json) = stored_form(&r) {
                     leptos::task::spawn_local(async move {
                         let _ = super::jobstore::save_last_run(&json).await;
                     });
@@ -393,4 +407,19 @@ impl AppState {
             }
         });
     }
+}
+
+/// Fields of a [`RunResult`] that are exact counts about the private corpus (how many matched
+/// terms were embedded, how many came from the cache), not DP outputs: shown after the run,
+/// never written to IndexedDB with the DP outputs.
+const NOT_STORED: [&str; 2] = ["embedded_fresh", "embedded_from_cache"];
+
+/// The JSON saved as the last run: the result without [`NOT_STORED`].
+fn stored_form(r: &RunResult) -> Option<String> {
+    let mut v = serde_json::to_value(r).ok()?;
+    let o = v.as_object_mut()?;
+    for k in NOT_STORED {
+        o.remove(k);
+    }
+    Some(v.to_string())
 }

@@ -153,11 +153,42 @@ await runTests([
     await settle();
     const m = (await page.textContent('#spent')).match(/(\d+) terms embedded, (\d+) from this browser's cache/);
     assert(m && Number(m[2]) > 0, `no cached embeddings used: ${m}`);
+    // Those two counts are exact figures about the corpus, not DP: shown, never stored.
+    const stored = await page.evaluate(() => new Promise((resolve, reject) => {
+      const open = indexedDB.open('dpkps-generate');
+      open.onerror = () => reject(open.error);
+      open.onsuccess = () => {
+        const get = open.result.transaction('job').objectStore('job').get('last_run');
+        get.onsuccess = () => { resolve(String(get.result)); open.result.close(); };
+        get.onerror = () => reject(get.error);
+      };
+    }));
+    assert(/"sequences"/.test(stored) && !/embedded_(fresh|from_cache)/.test(stored), `the stored run: ${stored.slice(0, 200)}`);
   }],
   ['LLM: test connection, review what leaves, generate through injected faults', async () => {
     await llm.reset();
-    await page.fill('#llm-endpoint', llm.url);
+    // Refused at the field, before anything is sent: an endpoint outside the page's policy
+    // (the message names the file to edit), credentials in the URL, a key over plain http://
+    // to another machine.
+    const fieldError = async (id, re) => {
+      await page.waitForFunction(([i, r]) => new RegExp(r).test(document.getElementById(i)?.textContent ?? ''), [id, re.source], { timeout: 5_000 });
+    };
     await page.fill('#llm-model', 'test-model');
+    await page.fill('#llm-endpoint', 'http://127.0.0.2:9/v1');
+    await fieldError('llm-endpoint-error', /may not contact http:\/\/127\.0\.0\.2:9.*allowed-endpoints\.txt/);
+    assert(/allowed-endpoints\.txt/.test(await page.textContent('#llm-error')), 'Send is not offered for a refused endpoint');
+    await page.fill('#llm-endpoint', `${llm.url}?api_key=abc`);
+    await fieldError('llm-endpoint-error', /credential in its query \(api_key=/);
+    await page.fill('#llm-endpoint', llm.url.replace('http://', 'http://user:pw@'));
+    await fieldError('llm-endpoint-error', /user name or password/);
+    await page.fill('#llm-key', 'sk-e2e-0123456789');
+    await page.fill('#llm-endpoint', 'http://10.0.0.5:8000/v1');
+    await fieldError('llm-key-error', /API key would be sent unencrypted: http:\/\/10\.0\.0\.5:8000/);
+    await page.fill('#llm-endpoint', `${llm.url}/sk-e2e-0123456789`);
+    await fieldError('llm-key-error', /API key appears in the endpoint URL/);
+    await page.fill('#llm-key', '');
+    await page.fill('#llm-endpoint', llm.url);
+    assert(await page.locator('#llm-endpoint-error, #llm-key-error').count() === 0, 'no field error for the test server');
     await page.fill('#llm-timeout', '2');
     await page.fill('#llm-attempts', '6');
     await page.fill('#llm-concurrency', '2');

@@ -1,7 +1,6 @@
-// Shared pieces of the end-to-end tests: a static server for dist/, headless Debian Chromium
+// Shared pieces of the end-to-end tests: the static server for dist/ (scripts/serve.py), headless Debian Chromium
 // driven by playwright-core, and guards that fail a test on any console error, page error, or
 // request to a host other than the page's own origin.
-import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
@@ -11,28 +10,28 @@ import { chromium } from 'playwright-core';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHOTS = path.join(ROOT, 'target', 'screenshots');
 
-const MIME = {
-  '.html': 'text/html; charset=utf-8', '.js': 'text/javascript', '.wasm': 'application/wasm',
-  '.css': 'text/css', '.json': 'application/json', '.txt': 'text/plain; charset=utf-8',
-  '.svg': 'image/svg+xml', '.onnx': 'application/octet-stream', '.md': 'text/plain; charset=utf-8',
-};
-
-/** Serves `dir` on 127.0.0.1 at a free port; resolves to { url, close }. */
-export function serveStatic(dir) {
-  const server = http.createServer((req, res) => {
-    const urlPath = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    let file = path.normalize(path.join(dir, urlPath));
-    if (!file.startsWith(dir)) { res.writeHead(403).end(); return; }
-    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
-    if (!fs.existsSync(file)) { res.writeHead(404).end('not found'); return; }
-    const headers = { 'content-type': MIME[path.extname(file)] ?? 'application/octet-stream', 'content-length': fs.statSync(file).size };
-    res.writeHead(200, headers);
-    if (req.method === 'HEAD') { res.end(); return; }
-    fs.createReadStream(file).pipe(res);
+/**
+ * Serves `dir` on 127.0.0.1 at a free port with scripts/serve.py, the server scripts/serve.sh
+ * uses: it writes the page's policy from dir/allowed-endpoints.txt and sends it as the
+ * Content-Security-Policy header. Resolves to { url, policy, close }.
+ */
+export async function serveStatic(dir) {
+  const { spawn } = await import('node:child_process');
+  const child = spawn('python3', [path.join(ROOT, 'scripts', 'serve.py'), '--dir', dir, '--host', '127.0.0.1', '--port', '0'],
+    { stdio: ['ignore', 'pipe', 'inherit'] });
+  const started = await new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening (http:\/\/[0-9.:]+\/)\nContent-Security-Policy: (.*)\n/);
+      if (m) resolve({ url: m[1], policy: m[2] });
+    });
+    child.on('exit', (code) => reject(new Error(`scripts/serve.py exited (${code})`)));
   });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => {
-    resolve({ url: `http://127.0.0.1:${server.address().port}/`, close: () => new Promise((r) => server.close(r)) });
-  }));
+  return {
+    ...started,
+    close: () => new Promise((r) => { if (child.exitCode !== null) { r(); return; } child.once('exit', () => r()); child.kill(); }),
+  };
 }
 
 /** Headless Chromium as root, with a fresh profile. */
