@@ -8,11 +8,19 @@
 //! Every error names the file and the line (and, for CSV, the record) where it happened.
 //! Empty documents (nothing but whitespace) are counted in [`IngestStats`] and skipped.
 //!
-//! The corpus fingerprint is a SHA-256 over the texts of the documents the pipeline saw
-//! (length-prefixed, in order). Labels are left out on purpose: choosing another label column
-//! (or none) for the same documents must not open a fresh privacy budget. It keys the privacy ledger, so that re-running on the same
-//! corpus adds to what was spent. It is a function of private data and is only ever stored
-//! locally; it is never part of a released artefact.
+//! The corpus fingerprint ([`corpus_key`]) is a SHA-256 over the SORTED per-document hashes
+//! ([`doc_hash`], SHA-256 of each text): the same multiset of documents gives the same key
+//! whatever the order of the rows and however they are split into files, so neither opens a
+//! fresh privacy budget. Labels are left out on purpose: choosing another label column (or
+//! none) for the same documents must not either. It keys the privacy ledger, so that
+//! re-running on the same corpus adds to what was spent; the CLI and the app both take it from
+//! here. It is a function of private data and is only ever stored locally; it is never part of
+//! a released artefact. The per-document hashes stay in memory ([`CorpusKeys`]); the ledger's
+//! overlap check stores only a small keyed sketch of them (`crate::overlap`).
+//!
+//! Ledgers written before this key existed are keyed by the older, order-sensitive hash
+//! ([`CorpusKeys::legacy`], SHA-256 over the texts in order); it is still computed so that such
+//! a ledger is found and moved under the new key instead of silently starting from zero.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -123,11 +131,47 @@ pub enum CorpusError {
     NoDocuments { file: String, records: u64 },
 }
 
+/// The keys of a corpus: the ledger key and what the overlap check needs. In memory only.
+#[derive(Debug, Clone, Default)]
+pub struct CorpusKeys {
+    /// The order-insensitive ledger key ([`corpus_key`]).
+    pub fingerprint: String,
+    /// The older, order-sensitive key (SHA-256 over the texts in order), only to find a ledger
+    /// recorded under it (`LedgerBook::adopt_legacy`).
+    pub legacy: String,
+    /// [`doc_hash`] of every document, in reading order. Never stored.
+    pub doc_hashes: Vec<[u8; 32]>,
+}
+
+/// SHA-256 of one document's text (domain-separated).
+pub fn doc_hash(text: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"dpkps doc v1\0");
+    h.update(text.as_bytes());
+    h.finalize().into()
+}
+
+/// The ledger key of a corpus: SHA-256 over its documents' hashes in sorted order (duplicates
+/// kept: a document twice is not the same corpus as once). Order-insensitive by construction.
+pub fn corpus_key(doc_hashes: &[[u8; 32]]) -> String {
+    let mut sorted = doc_hashes.to_vec();
+    sorted.sort_unstable();
+    let mut h = Sha256::new();
+    h.update(b"dpkps corpus v2\0");
+    h.update((sorted.len() as u64).to_le_bytes());
+    for d in &sorted {
+        h.update(d);
+    }
+    hex(&h.finalize())
+}
+
 /// Accumulates stats and the fingerprint while documents stream past.
 #[derive(Clone)]
 pub struct Ingest {
     pub stats: IngestStats,
+    /// The legacy, order-sensitive hash (see the module docs).
     hasher: Sha256,
+    doc_hashes: Vec<[u8; 32]>,
     label_field_set: bool,
 }
 
@@ -135,7 +179,7 @@ impl Ingest {
     pub fn new(label_field_set: bool) -> Self {
         let mut hasher = Sha256::new();
         hasher.update(b"dpkps corpus v1\0");
-        Ingest { stats: IngestStats::default(), hasher, label_field_set }
+        Ingest { stats: IngestStats::default(), hasher, doc_hashes: Vec::new(), label_field_set }
     }
 
     /// Records one record; returns the document if it is non-empty (to be handed on).
@@ -155,24 +199,35 @@ impl Ingest {
         }
         self.hasher.update((text.len() as u64).to_le_bytes());
         self.hasher.update(text.as_bytes());
+        self.doc_hashes.push(doc_hash(text));
         Some(DocRef { text, label })
     }
 
-    /// The fingerprint of what was read so far, as lowercase hex.
+    /// The ledger key of what was read so far ([`corpus_key`]), as lowercase hex.
     pub fn fingerprint(&self) -> String {
-        hex(&self.hasher.clone().finalize())
+        corpus_key(&self.doc_hashes)
     }
 
     /// Ends ingestion: fails if nothing usable was read.
     pub fn finish(self, file: &str) -> Result<(IngestStats, String), CorpusError> {
+        let (stats, keys) = self.finish_keyed(file)?;
+        Ok((stats, keys.fingerprint))
+    }
+
+    /// [`Ingest::finish`] with every key (the legacy one and the per-document hashes).
+    pub fn finish_keyed(self, file: &str) -> Result<(IngestStats, CorpusKeys), CorpusError> {
         if self.stats.documents == 0 {
             if self.stats.records == 0 {
                 return Err(CorpusError::EmptyFile { file: file.to_string() });
             }
             return Err(CorpusError::NoDocuments { file: file.to_string(), records: self.stats.records });
         }
-        let fp = self.fingerprint();
-        Ok((self.stats, fp))
+        let keys = CorpusKeys {
+            fingerprint: corpus_key(&self.doc_hashes),
+            legacy: hex(&self.hasher.clone().finalize()),
+            doc_hashes: self.doc_hashes,
+        };
+        Ok((self.stats, keys))
     }
 }
 
@@ -591,6 +646,29 @@ mod tests {
         assert_eq!(a.fingerprint, b.fingerprint);
         assert_ne!(a.fingerprint, c.fingerprint);
         assert_eq!(a.fingerprint.len(), 64);
+    }
+
+    #[test]
+    fn fingerprint_ignores_order_and_file_splits() {
+        let all = b"text\nalpha\nbeta\ngamma\n";
+        let a = read(all, Format::Csv, &fields("text", None)).unwrap();
+        let reordered = read(b"text\ngamma\nalpha\nbeta\n", Format::Csv, &fields("text", None)).unwrap();
+        assert_eq!(a.fingerprint, reordered.fingerprint);
+        // The same documents split over two files (one CSV, one JSONL), read into one ingest.
+        let mut ingest = Ingest::new(false);
+        stream(&b"text\nbeta\n"[..], "1.csv", Format::Csv, &fields("text", None), None, &mut ingest, &mut |_| {}).unwrap();
+        stream(&b"{\"text\":\"gamma\"}\n{\"text\":\"alpha\"}\n"[..], "2.jsonl", Format::Jsonl, &fields("text", None), None, &mut ingest, &mut |_| {})
+            .unwrap();
+        let (_, keys) = ingest.finish_keyed("2 files").unwrap();
+        assert_eq!(keys.fingerprint, a.fingerprint);
+        assert_eq!(keys.doc_hashes.len(), 3);
+        // The legacy key is order-sensitive (it only finds old ledgers).
+        assert_ne!(keys.legacy, keys.fingerprint);
+        // A duplicated or a missing document is another corpus.
+        let dup = read(b"text\nalpha\nbeta\ngamma\ngamma\n", Format::Csv, &fields("text", None)).unwrap();
+        let fewer = read(b"text\nalpha\nbeta\n", Format::Csv, &fields("text", None)).unwrap();
+        assert_ne!(dup.fingerprint, a.fingerprint);
+        assert_ne!(fewer.fingerprint, a.fingerprint);
     }
 
     #[test]

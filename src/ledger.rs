@@ -15,6 +15,16 @@
 //!
 //! So a run costs Σ_stages (Σ whole-corpus spends + max_partition Σ spends on that partition),
 //! and the ledger total is the sum over runs.
+//!
+//! Budget accounts: the curator names the dataset (an [`Account`]); each run is recorded under
+//! the corpus key AND the account, and an account's budget caps everything spent under it or on
+//! the corpus ([`LedgerBook::account_spent`]), so a new extract of the same dataset (another
+//! key) still draws on the same budget. An account keeps a small keyed sketch per corpus to
+//! warn about overlapping corpora (`crate::overlap`, which argues what that reveals).
+//!
+//! Never losing a spend: [`LedgerBook::merge`] (import) joins runs by id (the longer record of
+//! a run wins; nothing is counted twice); [`LedgerBook::adopt_legacy`] moves a ledger recorded
+//! under the older, order-sensitive corpus key to the current one.
 
 use std::collections::BTreeMap;
 
@@ -49,11 +59,14 @@ pub struct Run {
     /// When it started, as given by the caller (RFC 3339 or any readable form).
     pub started: String,
     pub spends: Vec<Spend>,
+    /// The budget account (dataset name) it was recorded under, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
 }
 
 impl Run {
     pub fn new(id: String, started: String) -> Run {
-        Run { id, started, spends: Vec::new() }
+        Run { id, started, spends: Vec::new(), account: None }
     }
 
     /// ε of this run under the composition rules in the module docs.
@@ -85,11 +98,79 @@ pub struct Ledger {
     /// SHA-256 fingerprint of the corpus (see `corpus`); local only, never released.
     pub fingerprint: String,
     pub runs: Vec<Run>,
+    /// Non-DP utility checks run on this corpus (they spend no ε but are tuning on private
+    /// data: the report says how many).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub utility_checks: Vec<UtilityCheck>,
+}
+
+/// One non-DP utility check on a corpus.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UtilityCheck {
+    pub id: String,
+    pub when: String,
+    /// How many settings (samplers and baselines) it compared.
+    pub settings_compared: usize,
+}
+
+/// A budget account: one dataset, whatever extract of it is read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Account {
+    /// Most ε that may be spent under this account (None: no cap).
+    #[serde(default)]
+    pub budget: Option<f64>,
+    /// The corpora recorded under it, each with its overlap sketch (`crate::overlap`).
+    #[serde(default)]
+    pub corpora: Vec<AccountCorpus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccountCorpus {
+    pub fingerprint: String,
+    /// The random sketch key (hex; the account's key when the sketch was made).
+    pub key: String,
+    pub sketch: crate::overlap::Sketch,
+}
+
+/// What an import added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeSummary {
+    pub runs_added: usize,
+    pub runs_extended: usize,
+    pub checks_added: usize,
 }
 
 impl Ledger {
     pub fn new(fingerprint: String) -> Ledger {
-        Ledger { fingerprint, runs: Vec::new() }
+        Ledger { fingerprint, runs: Vec::new(), utility_checks: Vec::new() }
+    }
+
+    /// Joins `other`'s runs and checks by id; a run in both keeps its longer record.
+    fn merge(&mut self, other: &Ledger, out: &mut MergeSummary) {
+        for run in &other.runs {
+            match self.runs.iter_mut().find(|r| r.id == run.id) {
+                Some(r) if run.spends.len() > r.spends.len() => {
+                    *r = run.clone();
+                    out.runs_extended += 1;
+                }
+                Some(_) => {}
+                None => {
+                    self.runs.push(run.clone());
+                    out.runs_added += 1;
+                }
+            }
+        }
+        for c in &other.utility_checks {
+            if !self.utility_checks.iter().any(|x| x.id == c.id) {
+                self.utility_checks.push(c.clone());
+                out.checks_added += 1;
+            }
+        }
+    }
+
+    /// Settings compared by every non-DP utility check on this corpus.
+    pub fn settings_compared(&self) -> usize {
+        self.utility_checks.iter().map(|c| c.settings_compared).sum()
     }
 
     /// Total ε spent on this corpus so far (sequential composition over runs).
@@ -115,6 +196,8 @@ pub enum LedgerError {
     Parse(String),
     #[error("this run would bring the total ε spent on this corpus to {would:.4}, above the budget of {budget:.4} (already spent: {spent:.4})")]
     OverBudget { spent: f64, would: f64, budget: f64 },
+    #[error("this run would bring the total ε spent under the budget account “{account}” to {would:.4}, above its budget of {budget:.4} (already spent: {spent:.4}); lower ε or raise the budget")]
+    AccountOverBudget { account: String, spent: f64, would: f64, budget: f64 },
 }
 
 /// The ledgers of every corpus seen here, keyed by fingerprint.
@@ -122,14 +205,18 @@ pub enum LedgerError {
 pub struct LedgerBook {
     pub version: u32,
     pub ledgers: BTreeMap<String, Ledger>,
+    /// Budget accounts by name.
+    #[serde(default)]
+    pub accounts: BTreeMap<String, Account>,
 }
 
 impl LedgerBook {
-    pub const VERSION: u32 = 1;
+    /// 2: accounts, utility checks, order-insensitive corpus keys. Version 1 files are read.
+    pub const VERSION: u32 = 2;
 
     pub fn from_json(text: &str) -> Result<LedgerBook, LedgerError> {
         let book: LedgerBook = serde_json::from_str(text).map_err(|e| LedgerError::Parse(e.to_string()))?;
-        if book.version != Self::VERSION {
+        if !(1..=Self::VERSION).contains(&book.version) {
             return Err(LedgerError::Parse(format!("unknown ledger version {}", book.version)));
         }
         Ok(book)
@@ -170,6 +257,136 @@ impl LedgerBook {
         }
     }
 
+    /// ε spent under `account` or on the corpus `fingerprint` (each run counted once).
+    pub fn account_spent(&self, account: &str, fingerprint: &str) -> f64 {
+        self.ledgers
+            .values()
+            .flat_map(|l| l.runs.iter().map(move |r| (l, r)))
+            .filter(|(l, r)| l.fingerprint == fingerprint || r.account.as_deref() == Some(account))
+            .map(|(_, r)| r.epsilon())
+            .fold(0.0, |a, b| a + b)
+    }
+
+    /// Refuses a planned spend that would take the account over `budget` (the account's stored
+    /// budget when `None`).
+    pub fn check_account_budget(
+        &self,
+        account: &str,
+        fingerprint: &str,
+        planned: f64,
+        budget: Option<f64>,
+    ) -> Result<(), LedgerError> {
+        let budget = budget.or_else(|| self.accounts.get(account).and_then(|a| a.budget));
+        let spent = self.account_spent(account, fingerprint);
+        match budget {
+            Some(budget) if spent + planned > budget + 1e-12 => Err(LedgerError::AccountOverBudget {
+                account: account.to_string(),
+                spent,
+                would: spent + planned,
+                budget,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records `corpus` under `account` (creating it with `new_key` and `budget`): its sketch
+    /// for later overlap checks. A corpus already recorded there is not sketched again. A given
+    /// budget replaces the stored one (the curator's decision, made at the Run button).
+    pub fn note_corpus(
+        &mut self,
+        account: &str,
+        keys: &crate::corpus::CorpusKeys,
+        budget: Option<f64>,
+        new_key: impl FnOnce() -> [u8; 32],
+    ) {
+        let acc = self.accounts.entry(account.to_string()).or_default();
+        if budget.is_some() {
+            acc.budget = budget;
+        }
+        if acc.corpora.iter().any(|c| c.fingerprint == keys.fingerprint) {
+            return;
+        }
+        // One key per account: reuse the first corpus's key, so sketches compare.
+        let key = acc.corpora.iter().find_map(|c| parse_key(&c.key)).unwrap_or_else(new_key);
+        acc.corpora.push(AccountCorpus {
+            fingerprint: keys.fingerprint.clone(),
+            key: crate::corpus::hex(&key),
+            sketch: crate::overlap::Sketch::of(&key, &keys.doc_hashes),
+        });
+    }
+
+    /// The estimated overlap of `keys`' corpus with each OTHER corpus of the account, largest
+    /// first (`crate::overlap`).
+    pub fn overlaps(&self, account: &str, keys: &crate::corpus::CorpusKeys) -> Vec<(String, f64)> {
+        let Some(acc) = self.accounts.get(account) else { return Vec::new() };
+        let mut sketches: Vec<(String, crate::overlap::Sketch)> = Vec::new();
+        let mut out: Vec<(String, f64)> = acc
+            .corpora
+            .iter()
+            .filter(|c| c.fingerprint != keys.fingerprint)
+            .filter_map(|c| {
+                let key = parse_key(&c.key)?;
+                let mine = match sketches.iter().find(|(k, _)| *k == c.key) {
+                    Some((_, s)) => s.clone(),
+                    None => {
+                        let s = crate::overlap::Sketch::of(&key, &keys.doc_hashes);
+                        sketches.push((c.key.clone(), s.clone()));
+                        s
+                    }
+                };
+                Some((c.fingerprint.clone(), mine.overlap(&c.sketch)))
+            })
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1));
+        out
+    }
+
+    /// Moves the ledger recorded under a corpus's legacy key (older versions' order-sensitive
+    /// hash) to its current key, joining runs by id. Returns whether there was one.
+    pub fn adopt_legacy(&mut self, legacy: &str, fingerprint: &str) -> bool {
+        if legacy == fingerprint || legacy.is_empty() {
+            return false;
+        }
+        let Some(old) = self.ledgers.remove(legacy) else { return false };
+        let mut sink = MergeSummary::default();
+        self.ledgers
+            .entry(fingerprint.to_string())
+            .or_insert_with(|| Ledger::new(fingerprint.to_string()))
+            .merge(&Ledger { fingerprint: fingerprint.to_string(), ..old }, &mut sink);
+        true
+    }
+
+    /// Joins an imported book into this one: runs and checks by id (never losing a spend,
+    /// never counting one twice), accounts' sketches by corpus; where both set a budget, the
+    /// lower one is kept.
+    pub fn merge(&mut self, other: &LedgerBook) -> MergeSummary {
+        let mut out = MergeSummary::default();
+        for (fp, l) in &other.ledgers {
+            self.ledgers.entry(fp.clone()).or_insert_with(|| Ledger::new(fp.clone())).merge(l, &mut out);
+        }
+        for (name, a) in &other.accounts {
+            let mine = self.accounts.entry(name.clone()).or_default();
+            mine.budget = match (mine.budget, a.budget) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            };
+            for c in &a.corpora {
+                if !mine.corpora.iter().any(|m| m.fingerprint == c.fingerprint && m.key == c.key) {
+                    mine.corpora.push(c.clone());
+                }
+            }
+        }
+        out
+    }
+
+    /// Records a non-DP utility check on a corpus.
+    pub fn record_check(&mut self, fingerprint: &str, check: UtilityCheck) {
+        let l = self.ledgers.entry(fingerprint.to_string()).or_insert_with(|| Ledger::new(fingerprint.to_string()));
+        if !l.utility_checks.iter().any(|c| c.id == check.id) {
+            l.utility_checks.push(check);
+        }
+    }
+
     /// Records a finished run.
     pub fn record(&mut self, fingerprint: &str, run: Run) {
         self.ledgers
@@ -178,6 +395,17 @@ impl LedgerBook {
             .runs
             .push(run);
     }
+}
+
+fn parse_key(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
 }
 
 #[cfg(test)]
@@ -228,5 +456,116 @@ mod tests {
         book.extend_run("fp", &run);
         assert_eq!(book.ledger("fp").runs.len(), 3);
         assert_eq!(book.ledger("fp").total_epsilon(), 6.0);
+    }
+}
+
+#[cfg(test)]
+mod account_tests {
+    use super::*;
+    use crate::corpus::{doc_hash, CorpusKeys};
+
+    fn run(id: &str, eps: f64, account: Option<&str>) -> Run {
+        let mut r = Run::new(id.into(), "t".into());
+        r.account = account.map(str::to_string);
+        r.spends.push(Spend {
+            stage: "vocabulary".into(),
+            mechanism: "m".into(),
+            epsilon: eps,
+            params: serde_json::Value::Null,
+            scope: Scope::AllDocuments,
+        });
+        r
+    }
+
+    fn keys(range: std::ops::Range<usize>) -> CorpusKeys {
+        let doc_hashes: Vec<[u8; 32]> = range.map(|i| doc_hash(&format!("doc {i}"))).collect();
+        CorpusKeys { fingerprint: crate::corpus::corpus_key(&doc_hashes), legacy: String::new(), doc_hashes }
+    }
+
+    #[test]
+    fn import_merges_runs_by_id_without_losing_or_double_counting() {
+        let mut here = LedgerBook::default();
+        here.extend_run("fp", &run("a", 1.0, Some("clinic")));
+        here.extend_run("fp", &run("b", 2.0, Some("clinic")));
+        // The other machine: run a again (same record), b with a later stage, c new, d on another corpus.
+        let mut there = LedgerBook::from_json(&here.to_json()).unwrap();
+        let mut b = run("b", 2.0, Some("clinic"));
+        b.spends.push(run("x", 3.0, None).spends.remove(0));
+        b.spends[1].stage = "kde".into();
+        there.extend_run("fp", &b);
+        there.extend_run("fp", &run("c", 0.5, Some("clinic")));
+        there.extend_run("fp2", &run("d", 0.25, Some("clinic")));
+        there.record_check("fp", UtilityCheck { id: "u1".into(), when: "t".into(), settings_compared: 5 });
+        there.accounts.insert("clinic".into(), Account { budget: Some(10.0), corpora: Vec::new() });
+        // Through JSON, as an export file travels.
+        let exported = there.to_json();
+        let got = here.merge(&LedgerBook::from_json(&exported).unwrap());
+        assert_eq!(got, MergeSummary { runs_added: 2, runs_extended: 1, checks_added: 1 });
+        assert_eq!(here.ledger("fp").total_epsilon(), 1.0 + 5.0 + 0.5);
+        assert_eq!(here.account_spent("clinic", "fp"), 6.5 + 0.25);
+        assert_eq!(here.ledger("fp").utility_checks.len(), 1);
+        // Importing the same file again changes nothing; the lower budget wins.
+        here.accounts.get_mut("clinic").unwrap().budget = Some(8.0);
+        assert_eq!(here.merge(&LedgerBook::from_json(&exported).unwrap()), MergeSummary::default());
+        assert_eq!(here.ledger("fp").total_epsilon(), 6.5);
+        assert_eq!(here.accounts["clinic"].budget, Some(8.0));
+        // Importing into an empty book restores the totals.
+        let mut fresh = LedgerBook::default();
+        fresh.merge(&here);
+        assert_eq!(fresh.account_spent("clinic", "fp"), here.account_spent("clinic", "fp"));
+    }
+
+    #[test]
+    fn account_budget_counts_every_corpus_of_the_account() {
+        let mut book = LedgerBook::default();
+        book.extend_run("old", &run("a", 3.0, Some("clinic")));
+        book.extend_run("new", &run("b", 1.0, None));
+        book.extend_run("other", &run("c", 7.0, Some("elsewhere")));
+        book.accounts.insert("clinic".into(), Account { budget: Some(6.0), corpora: Vec::new() });
+        assert_eq!(book.account_spent("clinic", "new"), 4.0);
+        assert!(book.check_account_budget("clinic", "new", 2.0, None).is_ok());
+        let err = book.check_account_budget("clinic", "new", 2.5, None).unwrap_err();
+        assert!(err.to_string().contains("6.5") && err.to_string().contains("clinic"), "{err}");
+        // A budget given at the Run button is the one checked.
+        assert!(book.check_account_budget("clinic", "new", 2.5, Some(7.0)).is_ok());
+        assert!(book.check_account_budget("nobody", "fresh", 100.0, None).is_ok());
+    }
+
+    #[test]
+    fn a_ledger_under_the_legacy_key_is_adopted_not_lost() {
+        let mut book = LedgerBook::default();
+        book.extend_run("legacy", &run("a", 1.5, None));
+        book.extend_run("new", &run("b", 1.0, None));
+        assert!(book.adopt_legacy("legacy", "new"));
+        assert_eq!(book.ledger("new").total_epsilon(), 2.5);
+        assert!(!book.ledgers.contains_key("legacy"));
+        assert!(!book.adopt_legacy("legacy", "new"));
+        // Version 1 files (no accounts) are still read.
+        let v1 = r#"{"version":1,"ledgers":{"f":{"fingerprint":"f","runs":[{"id":"r","started":"t","spends":[]}]}}}"#;
+        assert_eq!(LedgerBook::from_json(v1).unwrap().ledger("f").runs.len(), 1);
+    }
+
+    #[test]
+    fn overlapping_corpora_of_an_account_are_found() {
+        let mut book = LedgerBook::default();
+        let first = keys(0..1000);
+        book.note_corpus("clinic", &first, Some(5.0), || [9u8; 32]);
+        book.note_corpus("clinic", &first, None, || panic!("the account has a key"));
+        assert_eq!(book.accounts["clinic"].corpora.len(), 1);
+        assert_eq!(book.accounts["clinic"].budget, Some(5.0));
+        // 900 of the same documents plus 100 new: a new key, but the overlap is found.
+        let second = keys(100..1100);
+        assert_ne!(second.fingerprint, first.fingerprint);
+        let o = book.overlaps("clinic", &second);
+        assert_eq!(o.len(), 1);
+        assert!(o[0].1 >= crate::overlap::WARN_OVERLAP && o[0].1 > 0.6, "{o:?}");
+        // A disjoint corpus, and the corpus itself, raise nothing.
+        assert!(book.overlaps("clinic", &keys(5000..6000))[0].1 < crate::overlap::WARN_OVERLAP);
+        assert!(book.overlaps("clinic", &first).is_empty());
+        assert!(book.overlaps("elsewhere", &second).is_empty());
+        // The sketch is all that is stored about the documents: 64 numbers, no count.
+        let json = book.to_json();
+        assert!(book.accounts["clinic"].corpora[0].sketch.values.len() == crate::overlap::SKETCH_K);
+        assert!(!json.contains("doc 1"));
     }
 }

@@ -20,6 +20,7 @@ pub mod kde;
 pub mod linalg;
 pub mod llm;
 pub mod ledger;
+pub mod overlap;
 pub mod pipeline;
 pub mod sample;
 pub mod text;

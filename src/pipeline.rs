@@ -30,6 +30,8 @@ pub struct MatchedCorpus {
     pub docs: Vec<MatchedDoc>,
     pub stats: IngestStats,
     pub fingerprint: String,
+    /// The legacy key and the per-document hashes (`corpus::CorpusKeys`; memory only).
+    pub keys: crate::corpus::CorpusKeys,
     /// How many distinct terms were kept per document.
     pub keep: usize,
     /// Documents in which no vocabulary term was found.
@@ -87,11 +89,12 @@ impl<'m> MatchingSink<'m> {
     }
 
     pub fn finish(self, name: &str) -> Result<MatchedCorpus, CorpusError> {
-        let (stats, fingerprint) = self.ingest.finish(name)?;
+        let (stats, keys) = self.ingest.finish_keyed(name)?;
         Ok(MatchedCorpus {
             docs: self.docs,
             stats,
-            fingerprint,
+            fingerprint: keys.fingerprint.clone(),
+            keys,
             keep: self.keep,
             docs_without_terms: self.docs_without_terms,
         })

@@ -52,8 +52,48 @@ pub enum Request {
     /// Embedding throughput at batch 1 and 32 on `terms` vocabulary terms (benchmark page).
     Bench { terms: usize },
     /// The utility check (`crate::eval`) on the loaded corpus with these settings: NOT DP,
-    /// for the curator's eyes only, nothing recorded or released.
+    /// for the curator's eyes only, nothing released; the check itself is counted in the
+    /// corpus's ledger (it is tuning on private data; the report says so).
     Evaluate { settings: RunSettings },
+    /// The utility check on a separate tuning file (an older or public extract, attached),
+    /// read with the loaded corpus's columns and vocabulary: nothing about the private corpus
+    /// is computed, nothing counted against it.
+    EvaluateTuning { settings: RunSettings, file: FileInfo },
+    /// The budget account's state for the loaded corpus: spent, budget, overlap with the
+    /// account's earlier corpora ([`LedgerEvent::Status`]).
+    Account { name: String },
+    /// The whole ledger as JSON, to download ([`LedgerEvent::Exported`]).
+    ExportLedger,
+    /// A ledger file (attached) merged into this browser's: runs by id ([`LedgerEvent::Imported`]).
+    ImportLedger,
+}
+
+/// Ledger answers: posted as their own messages (tag `what`, not `kind`), so that they never
+/// touch the running job's state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum LedgerEvent {
+    Status(AccountStatus),
+    Exported { json: String },
+    Imported { summary: crate::ledger::MergeSummary },
+    Failed { message: String },
+}
+
+/// A budget account as seen with the loaded corpus. For the curator's eyes only.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AccountStatus {
+    pub name: String,
+    /// ε spent under the account or on this corpus (`LedgerBook::account_spent`).
+    pub spent: f64,
+    pub budget: Option<f64>,
+    /// ε spent on this corpus (its key) alone, and its runs.
+    pub corpus_spent: f64,
+    pub corpus_runs: usize,
+    /// Earlier corpora of the account, with the estimated overlap (`crate::overlap`), largest first.
+    pub overlaps: Vec<f64>,
+    /// Non-DP utility checks run on this corpus, and the settings they compared.
+    pub non_dp_checks: usize,
+    pub settings_compared: usize,
 }
 
 /// The long stages, each with its own progress bar.
@@ -168,6 +208,12 @@ pub struct RunSettings {
     /// `None`: `per_class` sequences for every class.
     #[serde(default)]
     pub eps_counts: Option<f64>,
+    /// The budget account (the dataset's name) the run is recorded under.
+    #[serde(default)]
+    pub account: Option<String>,
+    /// The account's budget: a run that would take the account over it is refused.
+    #[serde(default)]
+    pub budget: Option<f64>,
 }
 
 fn yes() -> bool {
@@ -193,6 +239,8 @@ impl Default for RunSettings {
             vocab_per_class: true,
             smoothing: 0.0,
             eps_counts: Some(Self::DEFAULT_EPS_COUNTS),
+            account: None,
+            budget: None,
         }
     }
 }
@@ -285,6 +333,11 @@ impl RunSettings {
                 out.push(FieldError { field: "eps_counts", message: e.to_string() });
             }
         }
+        if let Some(b) = self.budget {
+            if let Err(e) = crate::dp::check_epsilon("the budget", b) {
+                out.push(FieldError { field: "budget", message: e.to_string() });
+            }
+        }
         if self.per_class == 0 || self.per_class > Self::MAX_PER_CLASS {
             out.push(FieldError {
                 field: "per_class",
@@ -292,6 +345,23 @@ impl RunSettings {
             });
         }
         out
+    }
+
+    /// The refusal at the Run button (and in the worker): this run's ε on top of what the
+    /// account has spent would exceed its budget.
+    pub fn check_budget(&self, spent: f64) -> Result<(), FieldError> {
+        match self.budget {
+            Some(b) if spent + self.epsilon() > b + 1e-12 => Err(FieldError {
+                field: "budget",
+                message: format!(
+                    "this run (ε = {}) would bring the account “{}” to ε = {:.4}, above its budget of {b} (already spent: {spent:.4}); lower ε or raise the budget",
+                    self.epsilon(),
+                    self.account.as_deref().unwrap_or(""),
+                    spent + self.epsilon()
+                ),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// ε this run will spend: ε_voc + ε_kde (+ ε of the class counts) (sequential composition;

@@ -40,6 +40,18 @@ pub struct PrivacyReport {
     pub sequences: usize,
     pub spends: Vec<Spend>,
     pub not_included: String,
+    /// Non-DP utility checks run on this corpus (same key) in this browser before the report:
+    /// tuning on private data, outside the ε above.
+    #[serde(default)]
+    pub non_dp_checks_on_this_corpus: usize,
+    /// Settings (samplers and baselines) those checks compared.
+    #[serde(default)]
+    pub non_dp_settings_compared: usize,
+    #[serde(default)]
+    pub non_dp_checks: String,
+    /// The budget account the run was recorded under.
+    #[serde(default)]
+    pub account: Option<String>,
 }
 
 impl PrivacyReport {
@@ -104,6 +116,18 @@ impl PrivacyReport {
             not_included: "Exact counts of documents, classes or matched terms are not in this report: they are not \
                 differentially private. Class names are the curator's declared, public set."
                 .into(),
+            non_dp_checks_on_this_corpus: ledger.utility_checks.len(),
+            non_dp_settings_compared: ledger.settings_compared(),
+            non_dp_checks: match ledger.utility_checks.len() {
+                0 => "No non-DP utility check was run on this corpus in this browser.".into(),
+                n => format!(
+                    "A non-DP utility check was run on this corpus {n} time(s), comparing {} setting(s) on the private \
+                     documents. Settings chosen from those figures depend on the data outside the ε above: the \
+                     guarantee holds for each run, but the choice of settings is not covered by it.",
+                    ledger.settings_compared()
+                ),
+            },
+            account: run.account.clone(),
         }
     }
 }
@@ -158,6 +182,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
 <h1>Privacy report</h1><p>{generated} · {format}</p>\
 <p class=\"big\">This run: ε = {eps_run:.4} (document-level). All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).</p>\
 <h2>Guarantee</h2><p>{guarantee}</p><h2>Neighbouring relation</h2><p>{relation}</p>\
+<h2>Non-DP checks on this corpus</h2><p>non_dp_checks_on_this_corpus: {checks}. {checks_note}</p>\
 <h2>Parameters</h2><table>{params}</table>\
 <h2>Privacy ledger of this run</h2><table><tr><th>stage</th><th>mechanism</th><th>data</th><th>ε</th></tr>{spends}</table>\
 <h2>Inputs</h2><table>{vocab}{model}{classes}{seqs}</table>\
@@ -169,6 +194,8 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
             runs = self.runs_on_corpus,
             guarantee = esc(&self.guarantee),
             relation = esc(&self.neighbouring_relation),
+            checks = self.non_dp_checks_on_this_corpus,
+            checks_note = esc(&self.non_dp_checks),
             vocab = row("Public vocabulary", format!("{} (SHA-256 {})", self.vocabulary.name, self.vocabulary.sha256)),
             model = row("Embedding model", format!("{} (SHA-256 {})", self.model.name, self.model.sha256)),
             classes = row("Classes (public)", self.classes.join(", ")),
@@ -206,5 +233,21 @@ mod tests {
         assert!(html.contains("ε = 6.0000") && html.contains("one document"), "{html}");
         assert!(!html.contains("<b>") && html.contains("&lt;b&gt;"));
         assert!(!html.contains("<script") && !html.contains("http"));
+        assert!(html.contains("non_dp_checks_on_this_corpus: 0"), "{html}");
+        // Utility checks on the corpus are stated, with how many settings they compared.
+        ledger.utility_checks.push(crate::ledger::UtilityCheck { id: "u".into(), when: "t".into(), settings_compared: 7 });
+        let r = PrivacyReport::new(
+            "now".into(),
+            &RunSettings::default(),
+            &run,
+            &ledger,
+            Checked { name: "medical".into(), sha256: "a".repeat(64) },
+            Checked { name: "model".into(), sha256: "b".repeat(64) },
+            &crate::classes::ClassSet::unlabelled(),
+            100,
+        );
+        assert_eq!((r.non_dp_checks_on_this_corpus, r.non_dp_settings_compared), (1, 7));
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"non_dp_checks_on_this_corpus\":1") && r.non_dp_checks.contains("comparing 7"), "{json}");
     }
 }

@@ -475,12 +475,15 @@ fn run(command: Command) -> Result<(), CliError> {
         }
         Command::Ledger { ledger, corpus, format, text_col, label_col } => {
             let path = ledger_path(&ledger);
-            let book = read_ledger(&path)?;
+            let mut book = read_ledger(&path)?;
             let fingerprints: Vec<String> = if corpus.is_empty() {
                 book.ledgers.keys().cloned().collect()
             } else {
                 let args = CorpusArgs { corpus, format, text_col, label_col, label_from_dir: false };
-                vec![read_corpus(&args, None, 0)?.fingerprint]
+                let mc = read_corpus(&args, None, 0)?;
+                // Shown with what an older version recorded under the order-sensitive key.
+                book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
+                vec![mc.fingerprint]
             };
             println!("ledger: {}", path.display());
             for fp in fingerprints {
@@ -518,6 +521,7 @@ fn vocab_stage(
 
     let path = ledger_path(ledger);
     let mut book = read_ledger(&path)?;
+    book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
     let spent = book.ledger(&mc.fingerprint).total_epsilon();
     eprintln!(
         "privacy ledger {}: this corpus has spent ε = {spent:.4} before; this run spends ε_voc = {}, total after: {:.4}",
@@ -613,7 +617,10 @@ impl Plan {
     /// Reads the ledger, says what this run will add, refuses to exceed the budget.
     fn open_ledger(&self, mc: &MatchedCorpus) -> Result<LedgerBook, CliError> {
         let path = ledger_path(&self.ledger);
-        let book = read_ledger(&path)?;
+        let mut book = read_ledger(&path)?;
+        // A ledger an older version keyed by the order-sensitive hash counts (and moves here on
+        // the next write).
+        book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
         let spent = book.ledger(&mc.fingerprint).total_epsilon();
         let planned = self.eps_kde + self.extra_epsilon + self.eps_counts.unwrap_or(0.0);
         eprintln!(

@@ -42,7 +42,7 @@ fn corpus(sizes: &[usize]) -> MatchedCorpus {
     docs.push(MatchedDoc { label: Some("c0".into()), terms: vec![] });
     docs.push(MatchedDoc { label: Some("c1".into()), terms: vec![] });
     docs.push(MatchedDoc { label: None, terms: vec![1, 2] });
-    MatchedCorpus { docs, stats: IngestStats::default(), fingerprint: "f".into(), keep: 10, docs_without_terms: 2 }
+    MatchedCorpus { docs, stats: IngestStats::default(), fingerprint: "f".into(), keys: Default::default(), keep: 10, docs_without_terms: 2 }
 }
 
 fn params(task: Task) -> EvalParams {

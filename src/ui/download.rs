@@ -82,3 +82,8 @@ pub fn audit_log() {
         }
     });
 }
+
+/// The privacy ledger, as exported (to import in another browser or keep with the data).
+pub fn ledger(json: &str) {
+    save("dpkps-ledger.json", "application/json", json);
+}

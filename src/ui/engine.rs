@@ -12,12 +12,13 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{File, MessageEvent, Worker};
 
-use crate::protocol::{Event, Request};
+use crate::protocol::{Event, LedgerEvent, Request};
 
 /// Written by trunk for `data-type="worker" data-loader-shim` (index.html).
 const WORKER_URL: &str = "./dpkps-worker_loader.js";
 
 type Handler = Rc<dyn Fn(Event)>;
+type LedgerHandler = Rc<dyn Fn(LedgerEvent)>;
 
 #[derive(Default)]
 struct Engine {
@@ -25,6 +26,7 @@ struct Engine {
     ready: bool,
     pending: Vec<js_sys::Array>,
     handler: Option<Handler>,
+    ledger_handler: Option<LedgerHandler>,
     _onmessage: Option<Closure<dyn FnMut(MessageEvent)>>,
     _onerror: Option<Closure<dyn FnMut(web_sys::ErrorEvent)>>,
 }
@@ -37,6 +39,12 @@ thread_local! {
 pub fn start(on_event: impl Fn(Event) + 'static) {
     ENGINE.with(|e| e.borrow_mut().handler = Some(Rc::new(on_event)));
     spawn();
+}
+
+/// Receives the worker's ledger answers (`crate::protocol::LedgerEvent`), which are kept apart
+/// from the job's events.
+pub fn on_ledger(f: impl Fn(LedgerEvent) + 'static) {
+    ENGINE.with(|e| e.borrow_mut().ledger_handler = Some(Rc::new(f)));
 }
 
 fn deliver(ev: Event) {
@@ -71,7 +79,14 @@ fn spawn() {
                 deliver(Event::Ready);
             }
             Ok(ev) => deliver(ev),
-            Err(e) => deliver(Event::Failed { stage: None, message: format!("unreadable message from the worker: {e}") }),
+            Err(e) => match serde_json::from_str::<LedgerEvent>(&text) {
+                Ok(ev) => {
+                    if let Some(h) = ENGINE.with(|e| e.borrow().ledger_handler.clone()) {
+                        h(ev);
+                    }
+                }
+                Err(_) => deliver(Event::Failed { stage: None, message: format!("unreadable message from the worker: {e}") }),
+            },
         }
     });
     let onerror = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(|e: web_sys::ErrorEvent| {

@@ -31,7 +31,8 @@ use crate::embed::{Embed, TermEmbeddings};
 use crate::ledger::Run;
 use crate::pipeline::{MatchedCorpus, MatchingSink};
 use crate::protocol::{
-    BenchFigures, CorpusSummary, Event, FileInfo, Request, RunResult, RunSettings, SequenceOut, Stage, VocabChoice,
+    AccountStatus, BenchFigures, CorpusSummary, Event, FileInfo, LedgerEvent, Request, RunResult, RunSettings, SequenceOut, Stage,
+    VocabChoice,
 };
 use crate::report::{Checked, PrivacyReport};
 use crate::sample::Candidates;
@@ -53,6 +54,8 @@ struct Loaded {
     vocab: Rc<PublicVocabulary>,
     /// Whether the corpus was read with a label column (then the run needs a class set).
     labelled: bool,
+    /// The columns it was read with (a tuning file is read with the same).
+    fields: Fields,
 }
 
 struct Model {
@@ -139,6 +142,18 @@ fn on_message(ev: MessageEvent) {
         CANCEL.set(true);
         return;
     }
+    // Ledger requests run beside any job: they take the ledger lock, not the job.
+    if matches!(req, Request::Account { .. } | Request::ExportLedger | Request::ImportLedger) {
+        spawn_local(async move {
+            let ev = match ledger_request(req, files).await {
+                Ok(ev) => ev,
+                Err(message) => LedgerEvent::Failed { message },
+            };
+            let json = serde_json::to_string(&ev).unwrap_or_default();
+            let _ = scope().post_message(&JsValue::from_str(&json));
+        });
+        return;
+    }
     if BUSY.get() {
         return post(&Event::Failed { stage: None, message: "still working on the previous step; wait or cancel it".into() });
     }
@@ -208,8 +223,14 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
         }
         Request::ModelCheck => model_check(&mut state).await,
         Request::Bench { terms } => bench(&mut state, terms).await,
-        Request::Evaluate { settings } => evaluate(&mut state, &settings).await,
+        Request::Evaluate { settings } => evaluate(&mut state, &settings, None).await,
+        Request::EvaluateTuning { settings, file } => {
+            let f = files.first().cloned().ok_or_else(|| Stop::Failed(Some(Stage::Evaluate), "attach the tuning file".into()))?;
+            evaluate(&mut state, &settings, Some((file, f))).await
+        }
         Request::Cancel => Ok(Event::Cancelled),
+        // Handled in `on_message`.
+        Request::Account { .. } | Request::ExportLedger | Request::ImportLedger => Err(Stop::Failed(None, "internal: ledger request".into())),
     }
 }
 
@@ -278,23 +299,19 @@ async fn load(
             Rc::new(PublicVocabulary::parse(&name, &bytes).map_err(at(Stage::Read))?)
         }
     };
-    let matcher = Matcher::new(&vocab).map_err(at(Stage::Read))?;
     let fields = Fields { text: text_col.filter(|s| !s.is_empty()), label: label_col.filter(|s| !s.is_empty()) };
-    let mut sink = MatchingSink::new(Some(&matcher), KEEP, fields.label.is_some());
-    let total: f64 = files.iter().take(infos.len()).map(|f| f.size()).sum();
-    let mut base = 0.0;
-    for (info, file) in infos.iter().zip(files) {
-        let format = format_of(&info.name)?;
-        let mut report = |pos: f64| progress(Stage::Read, (base + pos) as u64, total as u64);
-        let reader = files::BlobReader::new(file.clone(), &mut report).map_err(at(Stage::Read))?;
-        sink.read(reader, &info.name, format, &fields, None).map_err(at(Stage::Read))?;
-        base += file.size();
-    }
-    let name = if infos.len() == 1 { infos[0].name.clone() } else { format!("{} files", infos.len()) };
-    let corpus = sink.finish(&name).map_err(at(Stage::Read))?;
+    let corpus = read_matched(infos, files, &fields, &vocab, Stage::Read)?;
     let (spent_before, earlier_runs) = match Store::open().await {
         Ok(store) => {
-            let ledger = store.ledger().await.map_err(at(Stage::Read))?.ledger(&corpus.fingerprint);
+            // A ledger recorded under the older, order-sensitive key is moved to this one.
+            let (legacy, fp) = (corpus.keys.legacy.clone(), corpus.fingerprint.clone());
+            let ledger = store
+                .update_ledger(move |b| {
+                    b.adopt_legacy(&legacy, &fp);
+                    Ok(b.ledger(&fp))
+                })
+                .await
+                .map_err(at(Stage::Read))?;
             (ledger.total_epsilon(), ledger.runs.len())
         }
         Err(e) => return Err(Stop::Failed(Some(Stage::Read), e)),
@@ -311,8 +328,66 @@ async fn load(
         spent_before,
         earlier_runs,
     };
-    state.loaded = Some(Loaded { corpus, vocab, labelled: fields.label.is_some() });
+    let labelled = fields.label.is_some();
+    state.loaded = Some(Loaded { corpus, vocab, labelled, fields });
     Ok(Event::Loaded(summary))
+}
+
+/// Reads and matches `files` (the first `infos.len()`), with progress under `stage`.
+fn read_matched(infos: &[FileInfo], files: &[File], fields: &Fields, vocab: &PublicVocabulary, stage: Stage) -> Result<MatchedCorpus, Stop> {
+    let matcher = Matcher::new(vocab).map_err(at(stage))?;
+    let mut sink = MatchingSink::new(Some(&matcher), KEEP, fields.label.is_some());
+    let total: f64 = files.iter().take(infos.len()).map(|f| f.size()).sum();
+    let mut base = 0.0;
+    for (info, file) in infos.iter().zip(files) {
+        let format = format_of(&info.name)?;
+        let mut report = |pos: f64| progress(stage, (base + pos) as u64, total as u64);
+        let reader = files::BlobReader::new(file.clone(), &mut report).map_err(at(stage))?;
+        sink.read(reader, &info.name, format, fields, None).map_err(at(stage))?;
+        base += file.size();
+    }
+    let name = if infos.len() == 1 { infos[0].name.clone() } else { format!("{} files", infos.len()) };
+    sink.finish(&name).map_err(at(stage))
+}
+
+/// The account's name as the ledger keeps it (trimmed; empty: none).
+fn account_name(name: Option<&str>) -> Option<String> {
+    name.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// Export, import and the account's state: under the ledger lock, beside any running job.
+async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, String> {
+    let store = Store::open().await?;
+    match req {
+        Request::ExportLedger => Ok(LedgerEvent::Exported { json: store.update_ledger(|b| Ok(b.to_json())).await? }),
+        Request::ImportLedger => {
+            let file = files.first().ok_or("attach the ledger file")?;
+            let bytes = files::all(file).map_err(|e| e.to_string())?;
+            let text = String::from_utf8(bytes).map_err(|_| format!("{}: not a dpkps ledger (not UTF-8 text)", file.name()))?;
+            let other = crate::ledger::LedgerBook::from_json(&text).map_err(|e| format!("{}: {e}", file.name()))?;
+            let summary = store.update_ledger(move |b| Ok(b.merge(&other))).await?;
+            Ok(LedgerEvent::Imported { summary })
+        }
+        Request::Account { name } => {
+            let name = account_name(Some(&name)).ok_or("name the budget account (the dataset)")?;
+            // The loaded corpus's keys (a copy: the job may start meanwhile).
+            let keys = STATE.with(|s| s.try_borrow().ok().and_then(|s| s.loaded.as_ref().map(|l| l.corpus.keys.clone())));
+            let keys = keys.ok_or("load a corpus first (or wait for the running step to finish)")?;
+            let book = store.ledger().await?;
+            let ledger = book.ledger(&keys.fingerprint);
+            Ok(LedgerEvent::Status(AccountStatus {
+                spent: book.account_spent(&name, &keys.fingerprint),
+                budget: book.accounts.get(&name).and_then(|a| a.budget),
+                corpus_spent: ledger.total_epsilon(),
+                corpus_runs: ledger.runs.len(),
+                overlaps: book.overlaps(&name, &keys).into_iter().map(|(_, o)| o).collect(),
+                non_dp_checks: ledger.utility_checks.len(),
+                settings_compared: ledger.settings_compared(),
+                name,
+            }))
+        }
+        _ => Err("internal: not a ledger request".into()),
+    }
 }
 
 async fn ensure_model(slot: &mut Option<Model>) -> Result<&mut Model, Stop> {
@@ -333,7 +408,7 @@ fn iso_now() -> String {
 
 async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let State { loaded, model, helpers, .. } = state;
-    let Some(Loaded { corpus, vocab, labelled }) = loaded.as_ref() else {
+    let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
     let problems = settings.check(Some(vocab.len()));
@@ -347,21 +422,43 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     // Checked before any ε is spent (public inputs only).
     settings.kde_params().check_release_size(settings.top_n, classes.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
     let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was run")))?;
-    let mut book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
+    let account = account_name(settings.account.as_deref());
+    let fp = corpus.fingerprint.clone();
+    // The budget (before anything is computed): what the account, or this corpus, has spent.
+    let spent_by = |book: &crate::ledger::LedgerBook| match &account {
+        Some(a) => book.account_spent(a, &fp),
+        None => book.ledger(&fp).total_epsilon(),
+    };
+    let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
+    settings.check_budget(spent_by(&book)).map_err(|e| Stop::Failed(None, e.message))?;
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let mut id = [0u8; 8];
     rng.fill(&mut id);
     let mut run = Run::new(crate::corpus::hex(&id), iso_now());
-    let fp = corpus.fingerprint.clone();
+    run.account = account.clone();
+    let mut sketch_key = [0u8; 32];
+    rng.fill(&mut sketch_key);
     let mut clock = now_ms();
 
-    // 1. DP vocabulary (ε_voc). The spend is saved before anything is shown.
+    // 1. DP vocabulary (ε_voc). The spend is saved before anything is shown: one transaction
+    // under the ledger lock that checks the budget again against what is recorded NOW (another
+    // tab may have spent meanwhile; then this result is dropped unseen, which costs nothing).
     let t0 = now_ms();
     progress(Stage::Vocabulary, 0, 1);
     let (pv, spends) = corpus.dp_vocabulary(vocab, &settings.vocab_params(), &classes, &mut rng).map_err(at(Stage::Vocabulary))?;
     run.spends.extend(spends);
-    book.extend_run(&fp, &run);
-    store.save_ledger(&book).await.map_err(at(Stage::Vocabulary))?;
+    store
+        .update_ledger(|b| {
+            b.adopt_legacy(&corpus.keys.legacy, &fp);
+            settings.check_budget(spent_by(b)).map_err(|e| e.message)?;
+            b.extend_run(&fp, &run);
+            if let Some(a) = &account {
+                b.note_corpus(a, &corpus.keys, settings.budget, || sketch_key);
+            }
+            Ok(())
+        })
+        .await
+        .map_err(at(Stage::Vocabulary))?;
     post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note: format!("{} terms selected", pv.terms.len()) });
     checkpoint(&mut clock).await?;
 
@@ -413,8 +510,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         }
         None => vec![settings.per_class; classes.len()],
     };
-    book.extend_run(&fp, &run);
-    store.save_ledger(&book).await.map_err(at(Stage::Kde))?;
+    store.record_spends(&fp, &run).await.map_err(at(Stage::Kde))?;
     post(&Event::StageDone {
         stage: Stage::Kde,
         seconds: seconds_since(t0),
@@ -436,7 +532,8 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let seqs = crate::sample::sample_sized(&kde, &cands, &sizes, &mut rng).map_err(at(Stage::Sample))?;
     post(&Event::StageDone { stage: Stage::Sample, seconds: seconds_since(t0), note: format!("{} sequences", seqs.len()) });
 
-    let ledger = book.ledger(&fp);
+    // What is recorded now (other tabs' runs on this corpus included).
+    let ledger = store.ledger().await.map_err(at(Stage::Sample))?.ledger(&fp);
     let report = PrivacyReport::new(
         iso_now(),
         settings,
@@ -602,16 +699,24 @@ async fn embed_batches(
     Ok(())
 }
 
-/// The utility check of `crate::eval` on the loaded corpus: all three samplers, 3 seeds,
-/// 20% held out. Its figures are NOT differentially private (they are computed on the private
-/// documents); nothing is stored, released, or recorded in the ledger (see `crate::eval`).
-async fn evaluate(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
+/// The utility check of `crate::eval` on the loaded corpus, or on a separate tuning file read
+/// with the same columns and vocabulary: all the samplers, 3 seeds, 20% held out. On the loaded
+/// corpus its figures are NOT differentially private (they are computed on the private
+/// documents): nothing is released, but the check is counted in the corpus's ledger before its
+/// figures are shown (tuning on private data; the privacy report states it). A check on a
+/// tuning file reads nothing of the private corpus and is not counted.
+async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<(FileInfo, File)>) -> Result<Event, Stop> {
     use crate::eval::classifier::SoftmaxParams;
     use crate::eval::{EvalParams, Evaluation, Task};
     let State { loaded, model, helpers, .. } = state;
-    let Some(Loaded { corpus, vocab, .. }) = loaded.as_ref() else {
+    let Some(Loaded { corpus: private, vocab, fields, .. }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
+    let tuning_corpus = match &tuning {
+        Some((info, file)) => Some(read_matched(std::slice::from_ref(info), std::slice::from_ref(file), fields, vocab, Stage::Evaluate)?),
+        None => None,
+    };
+    let corpus = tuning_corpus.as_ref().unwrap_or(private);
     if corpus.stats.classes.len() < 2 {
         return Err(Stop::Failed(Some(Stage::Evaluate), "the utility check needs a label column with at least two classes".into()));
     }
@@ -656,6 +761,24 @@ async fn evaluate(state: &mut State, settings: &RunSettings) -> Result<Event, St
     let report = ev
         .run(&emb, &mut rng, &mut |_, done, total| progress(Stage::Evaluate, done as u64, total as u64))
         .map_err(at(Stage::Evaluate))?;
+    if tuning.is_none() {
+        // Counted before the figures are shown; without a ledger they are not shown.
+        let mut id = [0u8; 8];
+        rng.fill(&mut id);
+        let mut arms: Vec<&str> = report.arms.iter().map(|a| a.arm.as_str()).collect();
+        arms.sort_unstable();
+        arms.dedup();
+        let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: iso_now(), settings_compared: arms.len() };
+        let store = store.ok_or_else(|| Stop::Failed(Some(Stage::Evaluate), "browser storage is unavailable: the check cannot be recorded, so its figures are not shown".into()))?;
+        let fp = private.fingerprint.clone();
+        store
+            .update_ledger(move |b| {
+                b.record_check(&fp, check);
+                Ok(())
+            })
+            .await
+            .map_err(at(Stage::Evaluate))?;
+    }
     Ok(Event::Evaluated(report))
 }
 

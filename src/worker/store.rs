@@ -5,20 +5,26 @@
 //!   terms occur in the corpus is private, so the embeddings of the other matched terms stay in
 //!   memory and are dropped with the run. Reading the cache for any term leaks nothing.
 //! - `meta`: the privacy ledger (key `ledger`), so that running again on the same corpus adds
-//!   to what was spent.
+//!   to what was spent. Every change to it ([`Store::update_ledger`]: a spend, an import, a
+//!   utility check) is one read-modify-write readwrite transaction taken under the Web Lock
+//!   [`LEDGER_LOCK`], so two tabs (two workers) recording at once cannot drop each other's
+//!   spend: the second waits for the first and reads what it wrote.
 //!
 //! Nothing else is stored; the corpus never is.
 
 use idb::{Database, ObjectStore, TransactionMode};
+use wasm_bindgen::prelude::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::embed::TermEmbeddings;
-use crate::ledger::LedgerBook;
+use crate::ledger::{LedgerBook, Run};
 use crate::vocab::{PublicVocabulary, TermId};
 
 const DB: &str = "dpkps";
 const EMBEDDINGS: &str = "embeddings";
 const META: &str = "meta";
+/// The Web Lock every ledger update is taken under (all tabs of this origin).
+pub const LEDGER_LOCK: &str = "dpkps-ledger";
 
 pub struct Store {
     db: Database,
@@ -88,6 +94,47 @@ impl Store {
         Ok(())
     }
 
+    /// Runs `f` on the ledger as stored now and writes the result back, in one readwrite
+    /// transaction under the Web Lock [`LEDGER_LOCK`]. If `f` fails nothing is written.
+    pub async fn update_ledger<T>(&self, f: impl FnOnce(&mut LedgerBook) -> Result<T, String>) -> Result<T, String> {
+        with_lock(LEDGER_LOCK, async {
+            let tx = self.db.transaction(&[META], TransactionMode::ReadWrite).map_err(err)?;
+            let store = tx.object_store(META).map_err(err)?;
+            let mut book = match store.get(JsValue::from_str("ledger")).map_err(err)?.await.map_err(err)? {
+                Some(v) => {
+                    let text = v.as_string().ok_or_else(|| err("the saved ledger is not text"))?;
+                    LedgerBook::from_json(&text).map_err(err)?
+                }
+                None => LedgerBook::default(),
+            };
+            let out = match f(&mut book) {
+                Ok(out) => out,
+                Err(e) => {
+                    let _ = tx.abort();
+                    return Err(e);
+                }
+            };
+            store
+                .put(&JsValue::from_str(&book.to_json()), Some(&JsValue::from_str("ledger")))
+                .map_err(err)?
+                .await
+                .map_err(err)?;
+            tx.commit().map_err(err)?.await.map_err(err)?;
+            Ok(out)
+        })
+        .await?
+    }
+
+    /// Records the spends of `run` so far on the corpus `fingerprint` (the run is updated in
+    /// place: counted once however often it is recorded).
+    pub async fn record_spends(&self, fingerprint: &str, run: &Run) -> Result<(), String> {
+        self.update_ledger(|book| {
+            book.extend_run(fingerprint, run);
+            Ok(())
+        })
+        .await
+    }
+
     pub async fn ledger(&self) -> Result<LedgerBook, String> {
         let tx = self.db.transaction(&[META], TransactionMode::ReadOnly).map_err(err)?;
         let store = tx.object_store(META).map_err(err)?;
@@ -100,15 +147,47 @@ impl Store {
         }
     }
 
-    pub async fn save_ledger(&self, book: &LedgerBook) -> Result<(), String> {
-        let tx = self.db.transaction(&[META], TransactionMode::ReadWrite).map_err(err)?;
-        let store = tx.object_store(META).map_err(err)?;
-        store
-            .put(&JsValue::from_str(&book.to_json()), Some(&JsValue::from_str("ledger")))
-            .map_err(err)?
-            .await
-            .map_err(err)?;
-        tx.commit().map_err(err)?.await.map_err(err)?;
-        Ok(())
+}
+
+/// Runs `work` while holding the Web Lock `name` (exclusive, shared by every tab and worker of
+/// this origin): the lock is requested, and its callback returns a promise that is resolved
+/// only once `work` has finished. Refuses where the browser has no Web Locks (then the ledger
+/// could not be kept safely across tabs).
+async fn with_lock<T>(name: &str, work: impl std::future::Future<Output = T>) -> Result<T, String> {
+    use js_sys::{Function, Promise, Reflect};
+    use wasm_bindgen_futures::JsFuture;
+    let no_locks = || "this browser has no Web Locks (navigator.locks); the privacy ledger cannot be kept safely".to_string();
+    let navigator = Reflect::get(&js_sys::global(), &JsValue::from_str("navigator")).map_err(|_| no_locks())?;
+    let locks = Reflect::get(&navigator, &JsValue::from_str("locks")).map_err(|_| no_locks())?;
+    if locks.is_undefined() || locks.is_null() {
+        return Err(no_locks());
     }
+    let request: Function = Reflect::get(&locks, &JsValue::from_str("request"))
+        .ok()
+        .and_then(|f| f.dyn_into().ok())
+        .ok_or_else(no_locks)?;
+    let mut release: Option<Function> = None;
+    let held = Promise::new(&mut |resolve, _| release = Some(resolve));
+    let mut granted: Option<Function> = None;
+    let on_grant = Promise::new(&mut |resolve, _| granted = Some(resolve));
+    let (Some(release), Some(granted)) = (release, granted) else { return Err(no_locks()) };
+    let callback = Closure::once_into_js(move |_lock: JsValue| -> JsValue {
+        let _ = granted.call1(&JsValue::NULL, &JsValue::TRUE);
+        held.into()
+    });
+    let done = request
+        .call2(&locks, &JsValue::from_str(name), &callback)
+        .map_err(|e| format!("the ledger lock could not be requested: {e:?}"))?;
+    // The request's own promise settles only after release, or at once if it fails (then the
+    // race rejects): wait for whichever comes first.
+    let done: Promise = done.dyn_into().map_err(|_| no_locks())?;
+    let first = Promise::race(&js_sys::Array::of2(&on_grant, &done));
+    let got = JsFuture::from(first).await.map_err(|e| format!("the ledger lock: {e:?}"))?;
+    if got != JsValue::TRUE {
+        return Err(format!("the ledger lock could not be taken: {got:?}"));
+    }
+    let out = work.await;
+    let _ = release.call0(&JsValue::NULL);
+    let _ = JsFuture::from(done).await;
+    Ok(out)
 }
