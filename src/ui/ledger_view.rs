@@ -110,7 +110,9 @@ fn apply(st: LedgerState, ev: LedgerEvent) {
                 "Ledger imported: {} run(s) added, {} completed, {} utility check(s) added; runs already here were not counted twice.",
                 summary.runs_added, summary.runs_extended, summary.checks_added
             )));
-            refresh_account(st);
+            if st.status.get_untracked().is_some() {
+                refresh_account(st);
+            }
         }
         LedgerEvent::Failed { message } => st.message.set(Some(message)),
     }
@@ -214,47 +216,46 @@ pub fn LedgerPanel() -> impl IntoView {
         }
         input.set_value("");
     };
+    // Always shown: a ledger can be imported before any corpus is loaded.
     view! {
-        <Show when=move || app.summary.get().is_some()>
-            <section aria-labelledby="ledger-h" class="card" id="ledger">
-                <h2 id="ledger-h">"Budget account and privacy ledger"</h2>
-                <label class="field">
-                    <span class="name">"Budget account (the dataset's name)"</span>
-                    <input
-                        id="account"
-                        type="text"
-                        prop:value=move || st.account.get()
-                        on:change=move |ev| {
-                            let v = event_target_value(&ev);
-                            if let Some(s) = local_storage() {
-                                let _ = s.set_item(ACCOUNT_KEY, v.trim());
-                            }
-                            st.budget.set(String::new());
-                            st.account.set(v);
+        <section aria-labelledby="ledger-h" class="card" id="ledger">
+            <h2 id="ledger-h">"Budget account and privacy ledger"</h2>
+            <label class="field">
+                <span class="name">"Budget account (the dataset's name)"</span>
+                <input
+                    id="account"
+                    type="text"
+                    prop:value=move || st.account.get()
+                    on:change=move |ev| {
+                        let v = event_target_value(&ev);
+                        if let Some(s) = local_storage() {
+                            let _ = s.set_item(ACCOUNT_KEY, v.trim());
                         }
-                    />
-                    <span class="help">
-                        "Every extract of one dataset should use one account: its runs add up, whatever rows the file holds."
-                    </span>
+                        st.budget.set(String::new());
+                        st.account.set(v);
+                    }
+                />
+                <span class="help">
+                    "Every extract of one dataset should use one account: its runs add up, whatever rows the file holds."
+                </span>
+            </label>
+            <p id="account-status" role="status">{status_text}</p>
+            {move || overlap().map(|t| view! { <p class="warning" id="overlap-warning" role="alert">{t}</p> })}
+            <Show when=move || st.persisted.get() == Some(false)>
+                <p class="warning" id="persist-warning" role="note">
+                    "This browser did not grant persistent storage: it may clear the privacy ledger under storage "
+                    "pressure. Export the ledger after each run."
+                </p>
+            </Show>
+            <div class="actions">
+                <button id="ledger-export" on:click=move |_| engine::send(&Request::ExportLedger, &[])>"Export the ledger (JSON)"</button>
+                <label class="button">
+                    "Import a ledger… "
+                    <input id="ledger-import" type="file" accept=".json,application/json" on:change=import />
                 </label>
-                <p id="account-status" role="status">{status_text}</p>
-                <p class="warning" id="overlap-warning" role="alert">{overlap}</p>
-                <Show when=move || st.persisted.get() == Some(false)>
-                    <p class="warning" id="persist-warning" role="note">
-                        "This browser did not grant persistent storage: it may clear the privacy ledger under storage "
-                        "pressure. Export the ledger after each run."
-                    </p>
-                </Show>
-                <div class="actions">
-                    <button id="ledger-export" on:click=move |_| engine::send(&Request::ExportLedger, &[])>"Export the ledger (JSON)"</button>
-                    <label class="button">
-                        "Import a ledger… "
-                        <input id="ledger-import" type="file" accept=".json,application/json" on:change=import />
-                    </label>
-                </div>
-                <p id="ledger-message" role="status">{move || st.message.get()}</p>
-            </section>
-        </Show>
+            </div>
+            <p id="ledger-message" role="status">{move || st.message.get()}</p>
+        </section>
     }
 }
 
