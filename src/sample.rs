@@ -126,9 +126,9 @@ pub fn sample_sized(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &
             let mut state: Vec<(Vec<f32>, Vec<Vec<usize>>)> =
                 counts.iter().map(|&n| (vec![0f32; n * i_count], vec![Vec::new(); n])).collect();
             for len in 1..=set.params.len {
-                let s = 1.0 / (len as f32).sqrt();
-                let table = PhaseTable::new(&features, cands, len - 1, s);
                 let member = ensemble.member_for(len);
+                let s = ensemble.scale(member, len);
+                let table = PhaseTable::new(&features, cands, len - 1, s);
                 for (class, (r, chosen)) in set.classes.iter().zip(state.iter_mut()) {
                     if chosen.is_empty() {
                         continue;
@@ -245,7 +245,7 @@ pub fn naive_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, cla
     let len = prefix.len() + 1;
     let member = set.params.ensemble().member_for(len);
     let sums = set.classes[class].member_sums(member);
-    let s = 1.0 / (len as f32).sqrt();
+    let s = set.params.ensemble().scale(member, len);
     let block = if set.params.sampler == Sampler::Independent { 0 } else { len - 1 };
     (0..cands.len())
         .map(|w| {
@@ -268,7 +268,7 @@ pub fn naive_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, cla
 pub fn batched_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, class: usize, prefix: &[TermId], emb: &TermEmbeddings) -> Vec<f32> {
     let len = prefix.len() + 1;
     let member = set.params.ensemble().member_for(len);
-    let s = 1.0 / (len as f32).sqrt();
+    let s = set.params.ensemble().scale(member, len);
     let block = if set.params.sampler == Sampler::Independent { 0 } else { len - 1 };
     let mut r = vec![0f32; features.count];
     for (t, &p) in prefix.iter().enumerate() {
