@@ -257,12 +257,17 @@ impl LedgerBook {
         }
     }
 
-    /// ε spent under `account` or on the corpus `fingerprint` (each run counted once).
+    /// ε spent under `account`, on any corpus recorded under it, or on the corpus
+    /// `fingerprint` (each run counted once).
     pub fn account_spent(&self, account: &str, fingerprint: &str) -> f64 {
+        let corpora: Vec<&str> =
+            self.accounts.get(account).map(|a| a.corpora.iter().map(|c| c.fingerprint.as_str()).collect()).unwrap_or_default();
         self.ledgers
             .values()
             .flat_map(|l| l.runs.iter().map(move |r| (l, r)))
-            .filter(|(l, r)| l.fingerprint == fingerprint || r.account.as_deref() == Some(account))
+            .filter(|(l, r)| {
+                l.fingerprint == fingerprint || corpora.contains(&l.fingerprint.as_str()) || r.account.as_deref() == Some(account)
+            })
             .map(|(_, r)| r.epsilon())
             .fold(0.0, |a, b| a + b)
     }

@@ -248,3 +248,40 @@ fn pipeline_records_each_spend_before_writing_what_it_paid_for() {
     assert!(text.contains("1 run(s), total ε = 0.7000"), "{text}");
     assert!(out.join("vocabulary.json").exists() && !out.join("release.json").exists());
 }
+
+#[test]
+fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
+    let dir = tmpdir("account");
+    let ledger = dir.join("ledger.json").display().to_string();
+    let write = |name: &str, rows: &[usize]| {
+        let p = dir.join(name);
+        let body: String = rows.iter().map(|i| format!("{i},\"Heart failure and chest pain, note {i}.\"\n")).collect();
+        std::fs::write(&p, format!("id,note\n{body}")).unwrap();
+        p.display().to_string()
+    };
+    let first = write("first.csv", &(0..30).collect::<Vec<_>>());
+    // The same rows in another order: the same key, so the ledger adds up.
+    let reordered = write("reordered.csv", &(0..30).rev().collect::<Vec<_>>());
+    // A later extract: 25 of the same notes and 5 new ones (a new key, but the same dataset).
+    let later = write("later.csv", &(5..35).collect::<Vec<_>>());
+    let vocab = |c: &str, extra: &[&str]| {
+        let mut a = vec![
+            "vocab", "--corpus", c, "--text-col", "note", "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "5",
+            "--out", "/dev/null", "--ledger", &ledger,
+        ];
+        a.extend_from_slice(extra);
+        let a: Vec<String> = a.iter().map(|s| s.to_string()).collect();
+        Command::new(env!("CARGO_BIN_EXE_dpkps")).args(&a).output().unwrap()
+    };
+    let o = vocab(&first, &["--account", "clinic", "--budget", "2.5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = vocab(&reordered, &[]);
+    assert!(stderr(&o).contains("this corpus has spent ε = 1.0000 before"), "{}", stderr(&o));
+    // Under the account: the overlap is flagged, and the account's budget (2.5, stored) refuses
+    // a third ε = 1 although this extract's own key has spent nothing.
+    let o = vocab(&later, &["--account", "clinic"]);
+    let err = stderr(&o);
+    assert!(err.contains("overlaps an earlier corpus of the account “clinic”"), "{err}");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("above its budget of 2.5000"), "{err}");
+}

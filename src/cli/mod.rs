@@ -310,9 +310,49 @@ struct LedgerArgs {
     /// Privacy ledger file [default: $DPKPS_LEDGER, else ~/.local/share/dpkps/ledger.json].
     #[arg(long)]
     ledger: Option<PathBuf>,
-    /// Refuse to run if the total ε spent on this corpus would exceed this.
+    /// Refuse to run if the total ε spent on this corpus (with --account: under the account)
+    /// would exceed this.
     #[arg(long)]
     budget: Option<f64>,
+    /// Budget account (the dataset's name): runs are recorded under it, --budget caps all
+    /// that is spent under it whatever extract is read, and a corpus overlapping an earlier
+    /// one of the account by 20% or more is warned about (the app does the same).
+    #[arg(long)]
+    account: Option<String>,
+}
+
+impl LedgerArgs {
+    /// Refuses a planned spend over the budget (the account's, with --account) and warns of
+    /// overlap with the account's earlier corpora.
+    fn check(&self, book: &LedgerBook, mc: &MatchedCorpus, planned: f64) -> Result<(), CliError> {
+        match self.account.as_deref() {
+            Some(a) => {
+                if let Some((_, o)) = book.overlaps(a, &mc.keys).first().filter(|(_, o)| *o >= crate::overlap::WARN_OVERLAP) {
+                    eprintln!(
+                        "warning: this corpus overlaps an earlier corpus of the account “{a}” by about {:.0}% of documents: \
+                         it is not a fresh dataset, and its ε adds to the account's total",
+                        100.0 * o
+                    );
+                }
+                book.check_account_budget(a, &mc.fingerprint, planned, self.budget)?;
+            }
+            None => book.check_budget(&mc.fingerprint, planned, self.budget)?,
+        }
+        Ok(())
+    }
+
+    /// Records the corpus (its overlap sketch) and the budget under the account, if any.
+    fn note(&self, book: &mut LedgerBook, mc: &MatchedCorpus) {
+        if let Some(a) = self.account.as_deref() {
+            book.note_corpus(a, &mc.keys, self.budget, || {
+                let mut key = [0u8; 32];
+                if let Ok(mut rng) = SecureRng::from_os() {
+                    rng.fill(&mut key);
+                }
+                key
+            });
+        }
+    }
 }
 
 impl clap::ValueEnum for Format {
@@ -529,13 +569,15 @@ fn vocab_stage(
         params.epsilon,
         spent + params.epsilon
     );
-    book.check_budget(&mc.fingerprint, params.epsilon, ledger.budget)?;
+    ledger.check(&book, &mc, params.epsilon)?;
 
     let mut rng = SecureRng::from_os()?;
     let (vocabulary, spends) = mc.dp_vocabulary(&public, &params, classes, &mut rng)?;
     let mut run = new_run(&mut rng);
+    run.account = ledger.account.clone();
     run.spends.extend(spends);
     book.record(&mc.fingerprint, run);
+    ledger.note(&mut book, &mc);
     write_file(&path, book.to_json().as_bytes())?;
     Ok(vocabulary)
 }
@@ -628,7 +670,7 @@ impl Plan {
             path.display(),
             spent + planned
         );
-        book.check_budget(&mc.fingerprint, planned, self.ledger.budget)?;
+        self.ledger.check(&book, mc, planned)?;
         Ok(book)
     }
 
@@ -636,6 +678,7 @@ impl Plan {
     /// updated in place, so it is counted once).
     fn commit(&self, book: &mut LedgerBook, mc: &MatchedCorpus, run: &Run) -> Result<(), CliError> {
         book.extend_run(&mc.fingerprint, run);
+        self.ledger.note(book, mc);
         write_file(&ledger_path(&self.ledger), book.to_json().as_bytes())
     }
 }
@@ -652,7 +695,8 @@ fn start_run(
     print_stats(&mc);
     let book = plan.open_ledger(&mc)?;
     let mut rng = SecureRng::from_os()?;
-    let run = new_run(&mut rng);
+    let mut run = new_run(&mut rng);
+    run.account = plan.ledger.account.clone();
     Ok((mc, book, rng, run))
 }
 
