@@ -421,6 +421,21 @@ pub struct Job {
     pub outcomes: BTreeMap<usize, Outcome>,
     /// The privacy report of the run the keyphrases came from.
     pub report: String,
+    /// Made with an API key (the key itself is not kept here): resuming it asks for the key
+    /// again where it was not remembered, rather than sending every document without one.
+    #[serde(default)]
+    pub keyed: bool,
+}
+
+/// One saved outcome as stored (IndexedDB key `[job, index]`): the job id travels with it,
+/// so an outcome of one job can never be counted for another.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutcomeRecord {
+    /// `None` only in records saved before outcomes were keyed by job (adopted by the saved job).
+    #[serde(default)]
+    pub job: Option<String>,
+    pub index: usize,
+    pub outcome: Outcome,
 }
 
 impl Job {
@@ -442,7 +457,26 @@ impl Job {
                 messages: prompts.messages(&s.keyphrases, s.label.as_deref()),
             })
             .collect();
-        Job { id, created, llm, prompts, items, outcomes: BTreeMap::new(), report }
+        Job { id, created, llm, prompts, items, outcomes: BTreeMap::new(), report, keyed: false }
+    }
+
+    /// Counts `outcome` for document `index` if it belongs to this job (same id, an index it
+    /// has); returns whether it did. Outcomes of another job are never mixed in.
+    pub fn record(&mut self, job_id: &str, index: usize, outcome: Outcome) -> bool {
+        if job_id != self.id || index >= self.items.len() {
+            return false;
+        }
+        self.outcomes.insert(index, outcome);
+        true
+    }
+
+    /// Takes the saved outcomes that belong to this job (its id; or no id: saved before
+    /// outcomes were keyed, when only one job was kept); the others are ignored.
+    pub fn adopt(&mut self, records: impl IntoIterator<Item = OutcomeRecord>) {
+        for r in records {
+            let id = r.job.unwrap_or_else(|| self.id.clone());
+            self.record(&id, r.index, r.outcome);
+        }
     }
 
     /// Documents still to send: never tried, or failed (when `retry_failed`).
@@ -505,9 +539,27 @@ impl Job {
     }
 }
 
+/// Whether an audit entry was written before a request went out or after its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditPhase {
+    /// Written before `fetch`: a request in flight when the tab dies is still on record.
+    Sending,
+    /// What came back (or the error).
+    #[default]
+    Response,
+}
+
+/// Bytes kept of each body in an audit entry ([`AuditEntry::capped`]).
+pub const AUDIT_BODY_CAP: usize = 64 * 1024;
+/// Jobs whose audit entries are kept (the newest; older jobs' entries are pruned).
+pub const AUDIT_KEEP_JOBS: usize = 5;
+
 /// One line of the audit log: every request and what came back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditEntry {
+    #[serde(default)]
+    pub phase: AuditPhase,
     pub time: String,
     pub job: String,
     pub index: usize,
@@ -518,6 +570,48 @@ pub struct AuditEntry {
     pub status: Option<u16>,
     pub response: String,
     pub error: Option<String>,
+}
+
+/// `text` cut to at most `cap` bytes (at a character boundary) with a note of its full size.
+fn cap_text(text: &mut String, cap: usize) {
+    if text.len() <= cap {
+        return;
+    }
+    let full = text.len();
+    let mut end = cap;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text.push_str(&format!("… [truncated: {full} bytes in all]"));
+}
+
+impl AuditEntry {
+    /// The entry with every body (request, response, error) cut to [`AUDIT_BODY_CAP`] bytes,
+    /// saying so: a huge reply must not fill the browser's storage.
+    pub fn capped(mut self) -> AuditEntry {
+        for t in [&mut self.request, &mut self.response] {
+            cap_text(t, AUDIT_BODY_CAP);
+        }
+        if let Some(e) = self.error.as_mut() {
+            cap_text(e, AUDIT_BODY_CAP);
+        }
+        self
+    }
+}
+
+/// Which audit entries to delete: given the job id of every entry, oldest first, the
+/// positions of those that belong to none of the newest `keep_jobs` jobs (a job's age is its
+/// latest entry; `current`, the job about to start, always counts as the newest).
+pub fn audit_to_prune(jobs: &[String], keep_jobs: usize, current: &str) -> Vec<usize> {
+    let mut newest_first: Vec<&str> = vec![current];
+    for j in jobs.iter().rev() {
+        if !newest_first.contains(&j.as_str()) {
+            newest_first.push(j);
+        }
+    }
+    let kept = &newest_first[..keep_jobs.max(1).min(newest_first.len())];
+    jobs.iter().enumerate().filter(|(_, j)| !kept.contains(&j.as_str())).map(|(i, _)| i).collect()
 }
 
 #[cfg(test)]
@@ -688,5 +782,74 @@ mod tests {
         assert_eq!(csv, "text,label,keyphrases\n'+1 said the note,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'-x; y\n");
         // The JSONL carries the exact text.
         assert!(job.corpus_jsonl().contains("\"text\":\"+1 said the note\""));
+    }
+
+    #[test]
+    fn outcomes_of_another_job_are_never_mixed_in() {
+        let seqs = vec![
+            SequenceOut { label: None, keyphrases: vec!["x".into()] },
+            SequenceOut { label: None, keyphrases: vec!["y".into()] },
+        ];
+        let mut job = Job::new("new".into(), "t".into(), settings(), PromptSettings::default(), &seqs, "{}".into());
+        let done = |t: &str| Outcome::Done { text: t.into(), attempts: 1 };
+        // A lane of the previous job finishing late, or an index the job does not have.
+        assert!(!job.record("old", 0, done("old text")));
+        assert!(!job.record("new", 2, done("out of range")));
+        assert!(job.record("new", 1, done("mine")));
+        assert_eq!(job.pending(false), vec![0]);
+        let rec = |job: Option<&str>, index, t: &str| OutcomeRecord { job: job.map(String::from), index, outcome: done(t) };
+        let mut fresh = Job { outcomes: BTreeMap::new(), ..job.clone() };
+        fresh.adopt([rec(Some("old"), 0, "old"), rec(Some("new"), 1, "mine"), rec(Some("other"), 1, "theirs")]);
+        assert_eq!(fresh.outcomes.len(), 1);
+        assert_eq!(fresh.outcomes[&1], done("mine"));
+        // Records from before the keying (no job id) belong to the one saved job.
+        fresh.adopt([rec(None, 0, "legacy")]);
+        assert_eq!(fresh.pending(false), Vec::<usize>::new());
+        // The stored form carries the id; old records without it still read.
+        let text = serde_json::to_string(&rec(Some("new"), 1, "mine")).unwrap();
+        assert!(text.contains("\"job\":\"new\""), "{text}");
+        let legacy: OutcomeRecord = serde_json::from_str(r#"{"index":3,"outcome":{"kind":"done","text":"a","attempts":1}}"#).unwrap();
+        assert_eq!(legacy.job, None);
+        // A job saved before `keyed` existed reads as not keyed.
+        let mut v = serde_json::to_value(&job).unwrap();
+        v.as_object_mut().unwrap().remove("keyed");
+        assert!(!serde_json::from_value::<Job>(v).unwrap().keyed);
+    }
+
+    #[test]
+    fn audit_entries_are_capped_and_pruned_per_job() {
+        let big = "é".repeat(AUDIT_BODY_CAP); // two bytes each: twice the cap
+        let e = AuditEntry {
+            phase: AuditPhase::Response,
+            time: "t".into(),
+            job: "j".into(),
+            index: 0,
+            attempt: 1,
+            url: "u".into(),
+            request: "small".into(),
+            status: Some(200),
+            response: big.clone(),
+            error: Some(big.clone()),
+        }
+        .capped();
+        assert_eq!(e.request, "small");
+        for t in [&e.response, e.error.as_ref().unwrap()] {
+            assert!(t.len() <= AUDIT_BODY_CAP + 64, "{}", t.len());
+            assert!(t.ends_with(&format!("[truncated: {} bytes in all]", big.len())), "{}", &t[t.len() - 60..]);
+        }
+        // Sending entries are on record before the response ones; old logs read as responses.
+        let old: AuditEntry = serde_json::from_str(
+            r#"{"time":"t","job":"j","index":0,"attempt":1,"url":"u","request":"r","status":null,"response":"","error":null}"#,
+        )
+        .unwrap();
+        assert_eq!(old.phase, AuditPhase::Response);
+        assert!(serde_json::to_string(&AuditEntry { phase: AuditPhase::Sending, ..old }).unwrap().contains("\"phase\":\"sending\""));
+        // Keep the newest jobs (by their latest entry) and the one about to start.
+        let jobs: Vec<String> = ["a", "a", "b", "c", "a", "d", "c"].map(String::from).to_vec();
+        assert_eq!(audit_to_prune(&jobs, 2, "new"), vec![0, 1, 2, 4, 5]); // keep new, c
+        assert_eq!(audit_to_prune(&jobs, 3, "new"), vec![0, 1, 2, 4]); // keep new, c, d
+        assert_eq!(audit_to_prune(&jobs, 4, "new"), vec![2]); // keep new, c, d, a
+        assert_eq!(audit_to_prune(&jobs, 10, "new"), Vec::<usize>::new());
+        assert_eq!(audit_to_prune(&jobs, 2, "c"), vec![0, 1, 2, 4]); // keep c, d
     }
 }

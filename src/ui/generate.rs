@@ -11,7 +11,7 @@ use leptos::prelude::*;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::llm::{backoff_ms, parse_reply, AuditEntry, Job, LlmError, LlmSettings, Outcome};
+use crate::llm::{backoff_ms, parse_reply, AuditEntry, AuditPhase, Job, LlmError, LlmSettings, Outcome};
 use crate::prompt::{parse_examples, PromptSettings};
 use crate::protocol::RunResult;
 
@@ -20,6 +20,10 @@ use super::jobstore;
 thread_local! {
     static JOB: RefCell<Option<Job>> = const { RefCell::new(None) };
     static STOP: Cell<bool> = const { Cell::new(false) };
+    /// A generation (or a discard) is under way in this tab: one at a time.
+    static RUNNING: Cell<bool> = const { Cell::new(false) };
+    /// The requests in flight, aborted by Stop.
+    static INFLIGHT: RefCell<Vec<web_sys::AbortController>> = const { RefCell::new(Vec::new()) };
     /// The API key, in memory only (unless the user asked to remember it).
     static KEY: RefCell<String> = const { RefCell::new(String::new()) };
 }
@@ -60,6 +64,10 @@ pub struct GenState {
     pub recent: RwSignal<Vec<(usize, String, String)>>,
     /// A job from an earlier visit with documents left: (done, total).
     pub resumable: RwSignal<Option<(usize, usize)>>,
+    /// The saved job is being generated in another tab or window (its Web Lock is held).
+    pub elsewhere: RwSignal<bool>,
+    /// This tab is starting, running or discarding a job (Send and Resume are disabled).
+    pub busy: RwSignal<bool>,
     pub error: RwSignal<Option<String>>,
 }
 
@@ -92,6 +100,8 @@ impl GenState {
             job: RwSignal::new(None),
             recent: RwSignal::new(Vec::new()),
             resumable: RwSignal::new(None),
+            elsewhere: RwSignal::new(false),
+            busy: RwSignal::new(false),
             error: RwSignal::new(None),
         }
     }
@@ -150,7 +160,9 @@ impl GenState {
         let prompts = self.prompt_settings()?;
         let id = format!("{:08x}", (js_sys::Math::random() * f64::from(u32::MAX)) as u32);
         let created = js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default();
-        Ok(Job::new(id, created, llm, prompts, &result.sequences, result.report.clone()))
+        let mut job = Job::new(id, created, llm, prompts, &result.sequences, result.report.clone());
+        job.keyed = !self.key.get().trim().is_empty();
+        Ok(job)
     }
 
     pub fn set_key(&self, key: String) {
@@ -225,21 +237,78 @@ impl GenState {
         });
     }
 
-    /// Sends a reviewed job: saved first, then generated.
-    pub fn start(&self, job: Job) {
+    /// Takes the tab's one generation slot, synchronously (a second click, or Resume while a
+    /// job runs, is refused here before anything is awaited). Released by [`Self::release`].
+    fn claim(&self) -> bool {
+        if RUNNING.get() {
+            self.error.set(Some("A generation is already running in this tab: stop it first.".into()));
+            return false;
+        }
+        RUNNING.set(true);
+        self.busy.set(true);
+        true
+    }
+
+    fn release(&self) {
+        RUNNING.set(false);
+        self.busy.set(false);
+        self.set_running(false);
+    }
+
+    /// Sends a reviewed job: saved first, then generated, under the job's Web Lock.
+    pub fn start(&self, mut job: Job) {
+        if !self.claim() {
+            return;
+        }
         let this = *self;
         this.error.set(None);
         this.recent.set(Vec::new());
+        // A new job replaces the saved one: the old Resume banner would resume or discard it.
+        this.resumable.set(None);
+        this.elsewhere.set(false);
         // The previous job's progress must not show while the new one is being saved.
         this.job.set(None);
+        job.outcomes.clear();
         leptos::task::spawn_local(async move {
+            // The saved job may be generating in another tab: not replaced under its feet.
+            let old = jobstore::load_job().await.ok().flatten().map(|j| j.id);
+            let old_lock = match old {
+                Some(id) if id != job.id => match try_lock(&lock_name(&id)).await {
+                    Ok(Some(l)) => Some(l),
+                    Ok(None) => {
+                        this.error.set(Some(
+                            "Nothing was sent: another tab or window of this browser is generating the saved job. \
+                             Stop it there (or wait until it finishes), then send this one."
+                                .into(),
+                        ));
+                        return this.release();
+                    }
+                    Err(e) => {
+                        this.error.set(Some(format!("Nothing was sent: {e}.")));
+                        return this.release();
+                    }
+                },
+                _ => None,
+            };
+            let lock = match try_lock(&lock_name(&job.id)).await {
+                Ok(Some(l)) => l,
+                Ok(None) => {
+                    this.error.set(Some("Nothing was sent: this job is already running in another tab.".into()));
+                    return this.release();
+                }
+                Err(e) => {
+                    this.error.set(Some(format!("Nothing was sent: {e}.")));
+                    return this.release();
+                }
+            };
             if let Err(e) = jobstore::save_new_job(&job).await {
                 this.error.set(Some(format!("{e}. Nothing was sent: without storage a crash would lose documents.")));
-                return;
+                return this.release();
             }
+            drop(old_lock);
             JOB.with(|j| *j.borrow_mut() = Some(job));
             this.reviewed.set(false);
-            this.run(false);
+            this.generate(lock, false).await;
         });
     }
 
@@ -251,9 +320,11 @@ impl GenState {
                 Ok(Some(job)) => {
                     let left = job.pending(true).len();
                     let (done, total) = (job.done(), job.items.len());
+                    let name = lock_name(&job.id);
                     JOB.with(|j| *j.borrow_mut() = Some(job));
                     this.refresh();
                     if left > 0 {
+                        this.elsewhere.set(lock_held(&name).await);
                         this.resumable.set(Some((done, total)));
                     }
                 }
@@ -263,43 +334,123 @@ impl GenState {
         });
     }
 
+    /// Whether resuming the loaded job needs the API key typed again (it was made with one,
+    /// and this browser did not remember it).
+    pub fn needs_key(&self) -> bool {
+        self.with_job(|j| j.keyed).unwrap_or(false) && self.key.get().trim().is_empty()
+    }
+
     pub fn resume(&self) {
-        self.resumable.set(None);
-        self.run(true);
-    }
-
-    pub fn discard(&self) {
-        let this = *self;
-        STOP.set(true);
-        leptos::task::spawn_local(async move {
-            let _ = jobstore::discard_job().await;
-            JOB.with(|j| *j.borrow_mut() = None);
-            this.job.set(None);
-            this.resumable.set(None);
-            this.recent.set(Vec::new());
-        });
-    }
-
-    pub fn stop(&self) {
-        STOP.set(true);
+        self.continue_job(true);
     }
 
     pub fn retry_failed(&self) {
-        self.run(true);
+        self.continue_job(true);
     }
 
-    /// Generates every pending document with `concurrency` requests in flight.
-    fn run(&self, retry_failed: bool) {
-        let Some((settings, pending)) = JOB.with(|j| j.borrow().as_ref().map(|j| (j.llm.clone(), j.pending(retry_failed))))
-        else {
+    /// Resume or retry: under the job's Web Lock, from what is saved (another tab may have
+    /// finished documents since this page read the job).
+    fn continue_job(&self, retry_failed: bool) {
+        if self.needs_key() {
+            self.error.set(Some(
+                "This job was sent with an API key, which this browser does not remember: enter the key (API key field), \
+                 then Resume. Nothing was sent."
+                    .into(),
+            ));
             return;
+        }
+        let Some(id) = self.with_job(|j| j.id.clone()) else { return };
+        if !self.claim() {
+            return;
+        }
+        let this = *self;
+        this.error.set(None);
+        leptos::task::spawn_local(async move {
+            let lock = match try_lock(&lock_name(&id)).await {
+                Ok(Some(l)) => l,
+                Ok(None) => {
+                    this.elsewhere.set(true);
+                    this.error.set(Some(
+                        "Nothing was sent: this job is being generated in another tab or window of this browser. \
+                         Resume here once it has stopped there."
+                            .into(),
+                    ));
+                    return this.release();
+                }
+                Err(e) => {
+                    this.error.set(Some(format!("Nothing was sent: {e}.")));
+                    return this.release();
+                }
+            };
+            match jobstore::load_job().await {
+                Ok(Some(job)) if job.id == id => JOB.with(|j| *j.borrow_mut() = Some(job)),
+                Ok(_) => {
+                    JOB.with(|j| *j.borrow_mut() = None);
+                    this.job.set(None);
+                    this.resumable.set(None);
+                    this.error.set(Some("Nothing was sent: this job was replaced or discarded in another tab.".into()));
+                    return this.release();
+                }
+                Err(e) => {
+                    this.error.set(Some(format!("Nothing was sent: {e}.")));
+                    return this.release();
+                }
+            }
+            this.resumable.set(None);
+            this.elsewhere.set(false);
+            this.generate(lock, retry_failed).await;
+        });
+    }
+
+    pub fn discard(&self) {
+        let Some(id) = self.with_job(|j| j.id.clone()) else { return };
+        if !self.claim() {
+            return;
+        }
+        let this = *self;
+        leptos::task::spawn_local(async move {
+            match try_lock(&lock_name(&id)).await {
+                Ok(Some(_lock)) => {
+                    if let Err(e) = jobstore::discard_job().await {
+                        this.error.set(Some(e));
+                    }
+                    JOB.with(|j| *j.borrow_mut() = None);
+                    this.job.set(None);
+                    this.resumable.set(None);
+                    this.recent.set(Vec::new());
+                }
+                Ok(None) => this.error.set(Some("Not discarded: this job is being generated in another tab.".into())),
+                Err(e) => this.error.set(Some(e)),
+            }
+            this.release();
+        });
+    }
+
+    /// Stops the job: no new request, and the ones in flight are aborted (their documents
+    /// stay pending; Resume sends them).
+    pub fn stop(&self) {
+        STOP.set(true);
+        for c in INFLIGHT.with(|f| std::mem::take(&mut *f.borrow_mut())) {
+            c.abort();
+        }
+    }
+
+    /// Generates every pending document of the loaded job with `concurrency` requests in
+    /// flight, holding `lock` (the job's Web Lock) until the last lane ends; then frees the
+    /// tab's generation slot.
+    async fn generate(&self, lock: HeldLock, retry_failed: bool) {
+        let this = *self;
+        let Some((settings, pending, job_id)) =
+            JOB.with(|j| j.borrow().as_ref().map(|j| (j.llm.clone(), j.pending(retry_failed), j.id.clone())))
+        else {
+            return this.release();
         };
         // A resumed job was checked when it was made; the page's allowlist or the key may
         // have changed since.
         let key = self.key.get_untracked();
         if let Err(e) = settings.check_allowed(&allowed_endpoints()).and_then(|_| settings.check_key(&key)) {
             self.error.set(Some(format!("Nothing was sent: {e}.")));
-            return;
+            return this.release();
         }
         STOP.set(false);
         self.refresh();
@@ -307,18 +458,27 @@ impl GenState {
         let queue = Rc::new(RefCell::new(VecDeque::from(pending)));
         let lanes = settings.concurrency.clamp(1, 64).min(queue.borrow().len().max(1));
         let live = Rc::new(Cell::new(lanes));
+        let mut finish: Option<js_sys::Function> = None;
+        let all_done = js_sys::Promise::new(&mut |resolve, _| finish = Some(resolve));
+        let finish = Rc::new(finish);
         for _ in 0..lanes {
-            let (queue, live, settings, key, this) = (queue.clone(), live.clone(), settings.clone(), key.clone(), *self);
+            let (queue, live, settings, key, job_id, finish) =
+                (queue.clone(), live.clone(), settings.clone(), key.clone(), job_id.clone(), finish.clone());
             leptos::task::spawn_local(async move {
                 while !STOP.get() {
                     let Some(index) = queue.borrow_mut().pop_front() else { break };
-                    let outcome = generate_one(&settings, index, &key).await;
+                    let Some(outcome) = generate_one(&this, &settings, &job_id, index, &key).await else { continue };
                     // Saved before it counts: a reload after this point will not send it again.
-                    if let Err(e) = jobstore::save_outcome(index, &outcome).await {
-                        this.error.set(Some(e));
+                    if let Err(e) = jobstore::save_outcome(&job_id, index, &outcome).await {
+                        this.halt(format!(
+                            "Generation stopped: document #{} could not be saved ({e}). Nothing more is sent. \
+                             Free some browser storage, then Resume: what was saved is kept, the rest is sent then.",
+                            index + 1
+                        ));
+                        break;
                     }
                     if let Outcome::Done { text, .. } = &outcome {
-                        let label = JOB.with(|j| j.borrow().as_ref().and_then(|j| j.items[index].label.clone())).unwrap_or_default();
+                        let label = JOB.with(|j| j.borrow().as_ref().and_then(|j| j.items.get(index)?.label.clone())).unwrap_or_default();
                         this.recent.update(|r| {
                             r.insert(0, (index, label, text.clone()));
                             r.truncate(5);
@@ -326,17 +486,31 @@ impl GenState {
                     }
                     JOB.with(|j| {
                         if let Some(j) = j.borrow_mut().as_mut() {
-                            j.outcomes.insert(index, outcome);
+                            j.record(&job_id, index, outcome);
                         }
                     });
                     this.refresh();
                 }
                 live.set(live.get() - 1);
                 if live.get() == 0 {
-                    this.set_running(false);
+                    if let Some(f) = finish.as_ref() {
+                        let _ = f.call0(&JsValue::NULL);
+                    }
                 }
             });
         }
+        let _ = JsFuture::from(all_done).await;
+        drop(lock);
+        self.release();
+        self.refresh();
+    }
+
+    /// Stops the running job because something cannot be kept safely (storage), saying why.
+    fn halt(&self, why: String) {
+        if !STOP.get() {
+            self.error.set(Some(why));
+        }
+        self.stop();
     }
 
     pub fn with_job<T>(&self, f: impl FnOnce(&Job) -> T) -> Option<T> {
@@ -344,15 +518,125 @@ impl GenState {
     }
 }
 
+/// The Web Lock a job runs under (every tab and window of this origin).
+fn lock_name(job_id: &str) -> String {
+    format!("dpkps-job-{job_id}")
+}
+
+fn lock_manager() -> Result<JsValue, String> {
+    let none = || "this browser has no Web Locks (navigator.locks), so two tabs could send the same job twice".to_string();
+    let navigator = js_sys::Reflect::get(&js_sys::global(), &JsValue::from_str("navigator")).map_err(|_| none())?;
+    let locks = js_sys::Reflect::get(&navigator, &JsValue::from_str("locks")).map_err(|_| none())?;
+    if locks.is_undefined() || locks.is_null() {
+        return Err(none());
+    }
+    Ok(locks)
+}
+
+fn method(obj: &JsValue, name: &str) -> Result<js_sys::Function, String> {
+    js_sys::Reflect::get(obj, &JsValue::from_str(name))
+        .ok()
+        .and_then(|f| f.dyn_into().ok())
+        .ok_or_else(|| format!("navigator.locks.{name} is missing"))
+}
+
+/// A Web Lock held by this tab; released when dropped.
+struct HeldLock {
+    release: js_sys::Function,
+}
+
+impl Drop for HeldLock {
+    fn drop(&mut self) {
+        let _ = self.release.call0(&JsValue::NULL);
+    }
+}
+
+/// Takes the exclusive Web Lock `name` if nobody holds it (`ifAvailable: true`); `Ok(None)`
+/// when another tab, window or this one already does.
+async fn try_lock(name: &str) -> Result<Option<HeldLock>, String> {
+    let locks = lock_manager()?;
+    let request = method(&locks, "request")?;
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &JsValue::from_str("mode"), &JsValue::from_str("exclusive"));
+    let _ = js_sys::Reflect::set(&options, &JsValue::from_str("ifAvailable"), &JsValue::TRUE);
+    // `answered` resolves with the release function (granted) or null (not available); the
+    // lock is held until `held`, the promise the callback returns, is resolved.
+    let mut answer: Option<js_sys::Function> = None;
+    let answered = js_sys::Promise::new(&mut |resolve, _| answer = Some(resolve));
+    let answer = answer.ok_or("internal: no resolver")?;
+    let callback = wasm_bindgen::closure::Closure::once_into_js(move |lock: JsValue| -> JsValue {
+        if lock.is_null() || lock.is_undefined() {
+            let _ = answer.call1(&JsValue::NULL, &JsValue::NULL);
+            return JsValue::UNDEFINED;
+        }
+        let mut release: Option<js_sys::Function> = None;
+        let held = js_sys::Promise::new(&mut |resolve, _| release = Some(resolve));
+        let _ = answer.call1(&JsValue::NULL, &release.map(JsValue::from).unwrap_or(JsValue::NULL));
+        held.into()
+    });
+    let done = request
+        .call3(&locks, &JsValue::from_str(name), &options, &callback)
+        .map_err(|e| format!("the job's lock could not be requested: {}", js_error(&e)))?;
+    let done: js_sys::Promise = done.dyn_into().map_err(|_| "navigator.locks.request gave no promise".to_string())?;
+    // The request's promise settles only after release, or at once if the request fails.
+    let first = js_sys::Promise::race(&js_sys::Array::of2(&answered, &done));
+    let got = JsFuture::from(first).await.map_err(|e| format!("the job's lock: {}", js_error(&e)))?;
+    Ok(got.dyn_into::<js_sys::Function>().ok().map(|release| HeldLock { release }))
+}
+
+/// Whether some tab or window holds the Web Lock `name` (read only: `navigator.locks.query`).
+async fn lock_held(name: &str) -> bool {
+    let Ok(locks) = lock_manager() else { return false };
+    let Ok(query) = method(&locks, "query") else { return false };
+    let Ok(p) = query.call0(&locks).and_then(|p| p.dyn_into::<js_sys::Promise>().map_err(JsValue::from)) else { return false };
+    let Ok(snapshot) = JsFuture::from(p).await else { return false };
+    let held = js_sys::Reflect::get(&snapshot, &JsValue::from_str("held")).unwrap_or(JsValue::UNDEFINED);
+    js_sys::Array::from(&held).iter().any(|l| js_sys::Reflect::get(&l, &JsValue::from_str("name")).ok().and_then(|n| n.as_string()).as_deref() == Some(name))
+}
+
+fn now_iso() -> String {
+    js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default()
+}
+
 /// One document: attempts with backoff until success, a non-retryable error, or the limit.
-async fn generate_one(settings: &LlmSettings, index: usize, key: &str) -> Outcome {
-    let Some((job_id, body)) = JOB.with(|j| j.borrow().as_ref().map(|j| (j.id.clone(), settings.body(&j.items[index].messages))))
-    else {
-        return Outcome::Failed { error: "the job is gone".into(), attempts: 0 };
+/// Each attempt is on record in the audit log before it is sent ("sending") and after
+/// ("response"). `None`: not finished (stopped, or the audit log could not be written; then
+/// the job is halted): the document stays pending.
+async fn generate_one(g: &GenState, settings: &LlmSettings, job_id: &str, index: usize, key: &str) -> Option<Outcome> {
+    let body = JOB.with(|j| {
+        let j = j.borrow();
+        let j = j.as_ref().filter(|j| j.id == job_id)?;
+        Some(settings.body(&j.items.get(index)?.messages))
+    });
+    let Some(body) = body else {
+        return Some(Outcome::Failed { error: "the job is gone".into(), attempts: 0 });
     };
     let url = settings.completions_url();
     let mut attempt = 1;
     loop {
+        let mut entry = AuditEntry {
+            phase: AuditPhase::Sending,
+            time: now_iso(),
+            job: job_id.to_string(),
+            index,
+            attempt,
+            url: url.clone(),
+            request: body.clone(),
+            status: None,
+            response: String::new(),
+            error: None,
+        };
+        if let Err(e) = jobstore::audit(&entry).await {
+            g.halt(format!(
+                "Generation stopped before document #{} was sent: the audit log could not be written ({e}). \
+                 Free some browser storage, then Resume.",
+                index + 1
+            ));
+            return None;
+        }
+        if STOP.get() {
+            return None;
+        }
         let sent = http(&url, "POST", Some(&body), key, settings.timeout_s).await;
         let (status, response, retry_after) = match &sent {
             Ok((s, b, r)) => (Some(*s), b.clone(), *r),
@@ -362,25 +646,28 @@ async fn generate_one(settings: &LlmSettings, index: usize, key: &str) -> Outcom
             Ok((s, b, _)) => parse_reply(s, &b),
             Err(e) => Err(e),
         };
-        let entry = AuditEntry {
-            time: js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default(),
-            job: job_id.clone(),
-            index,
-            attempt,
-            url: url.clone(),
-            request: body.clone(),
-            status,
-            response,
-            error: result.as_ref().err().map(ToString::to_string),
-        };
-        let _ = jobstore::audit(&entry).await;
+        entry.phase = AuditPhase::Response;
+        entry.time = now_iso();
+        // The request body is in the "sending" entry just before.
+        entry.request = String::new();
+        entry.status = status;
+        entry.response = response;
+        entry.error = result.as_ref().err().map(ToString::to_string);
+        if let Err(e) = jobstore::audit(&entry).await {
+            g.halt(format!("Generation stopped: the audit log could not be written ({e}). Free some browser storage, then Resume."));
+        }
         match result {
-            Ok(text) => return Outcome::Done { text, attempts: attempt },
+            Ok(text) => return Some(Outcome::Done { text, attempts: attempt }),
+            // Aborted by Stop: not an outcome; Resume sends it again.
+            Err(_) if STOP.get() => return None,
             Err(e) if e.retryable() && attempt < settings.max_attempts && !STOP.get() => {
                 attempt += 1;
                 sleep_ms(backoff_ms(attempt, retry_after)).await;
+                if STOP.get() {
+                    return None;
+                }
             }
-            Err(e) => return Outcome::Failed { error: e.to_string(), attempts: attempt },
+            Err(e) => return Some(Outcome::Failed { error: e.to_string(), attempts: attempt }),
         }
     }
 }
@@ -448,6 +735,7 @@ async fn http(url: &str, method: &str, body: Option<&str>, key: &str, timeout_s:
     }
     init.set_headers(&headers);
     init.set_signal(Some(&ctrl.signal()));
+    INFLIGHT.with(|f| f.borrow_mut().push(ctrl.clone()));
     let abort = {
         let ctrl = ctrl.clone();
         wasm_bindgen::closure::Closure::once_into_js(move || ctrl.abort())
@@ -464,5 +752,10 @@ async fn http(url: &str, method: &str, body: Option<&str>, key: &str, timeout_s:
     }
     .await;
     window.clear_timeout_with_handle(timer);
-    outcome.map_err(|e| if ctrl.signal().aborted() { LlmError::Timeout(timeout_s) } else { LlmError::Network(js_error(&e)) })
+    INFLIGHT.with(|f| f.borrow_mut().retain(|c| c != &ctrl));
+    outcome.map_err(|e| match ctrl.signal().aborted() {
+        true if STOP.get() => LlmError::Network("stopped".into()),
+        true => LlmError::Timeout(timeout_s),
+        false => LlmError::Network(js_error(&e)),
+    })
 }

@@ -3,15 +3,17 @@
 //!
 //! - `job`: the current generation job (prompts built from DP keyphrase sequences, settings
 //!   without the API key unless the user asked to remember it) and the last run's result;
-//! - `outcomes`: one record per generated document, written the moment it arrives;
-//! - `audit`: every request body sent and every response received.
+//! - `outcomes`: one record per generated document, written the moment it arrives, keyed by
+//!   `[job id, index]` (so two jobs never mix);
+//! - `audit`: every request body, written before it is sent, and every response received;
+//!   bodies capped at 64 KiB, only the newest jobs' entries kept (`crate::llm::AUDIT_KEEP_JOBS`).
 //!
 //! The private corpus is never written here (nor anywhere).
 
 use idb::{Database, ObjectStore, TransactionMode};
 use wasm_bindgen::JsValue;
 
-use crate::llm::{AuditEntry, Job, Outcome};
+use crate::llm::{audit_to_prune, AuditEntry, Job, Outcome, OutcomeRecord, AUDIT_KEEP_JOBS};
 
 const DB: &str = "dpkps-generate";
 const JOB: &str = "job";
@@ -61,7 +63,8 @@ async fn all(store_name: &str) -> Result<Vec<String>, String> {
     Ok(values.into_iter().filter_map(|v| v.as_string()).collect())
 }
 
-/// Starts a new job: saves it and forgets the outcomes of the previous one.
+/// Starts a new job: saves it, forgets the outcomes of the previous one, and prunes the audit
+/// log to the newest jobs (best effort: a failed prune does not stop the job).
 pub async fn save_new_job(job: &Job) -> Result<(), String> {
     let db = open().await?;
     let tx = db.transaction(&[JOB, OUTCOMES], TransactionMode::ReadWrite).map_err(err)?;
@@ -77,31 +80,53 @@ pub async fn save_new_job(job: &Job) -> Result<(), String> {
         .map_err(err)?;
     tx.commit().map_err(err)?.await.map_err(err)?;
     db.close();
+    let _ = prune_audit(&job.id).await;
     Ok(())
 }
 
-/// Saves one document's outcome (called as soon as it arrives).
-pub async fn save_outcome(index: usize, outcome: &Outcome) -> Result<(), String> {
-    let text = serde_json::json!({ "index": index, "outcome": outcome }).to_string();
-    put(OUTCOMES, Some(JsValue::from_f64(index as f64)), &text).await
+/// Deletes the audit entries of all but the newest [`AUDIT_KEEP_JOBS`] jobs (`current` counts
+/// as the newest).
+async fn prune_audit(current: &str) -> Result<(), String> {
+    let db = open().await?;
+    let tx = db.transaction(&[AUDIT], TransactionMode::ReadWrite).map_err(err)?;
+    let store = tx.object_store(AUDIT).map_err(err)?;
+    let keys = store.get_all_keys(None, None).map_err(err)?.await.map_err(err)?;
+    let values = store.get_all(None, None).map_err(err)?.await.map_err(err)?;
+    #[derive(serde::Deserialize)]
+    struct JobOf {
+        job: String,
+    }
+    let jobs: Vec<String> = values
+        .iter()
+        .map(|v| v.as_string().and_then(|t| serde_json::from_str::<JobOf>(&t).ok()).map(|j| j.job).unwrap_or_default())
+        .collect();
+    if keys.len() == jobs.len() {
+        for i in audit_to_prune(&jobs, AUDIT_KEEP_JOBS, current) {
+            store.delete(keys[i].clone()).map_err(err)?.await.map_err(err)?;
+        }
+    }
+    tx.commit().map_err(err)?.await.map_err(err)?;
+    db.close();
+    Ok(())
 }
 
-/// The saved job with every saved outcome, if there is one.
+/// The IndexedDB key of one outcome: `[job id, index]`.
+fn outcome_key(job: &str, index: usize) -> JsValue {
+    js_sys::Array::of2(&JsValue::from_str(job), &JsValue::from_f64(index as f64)).into()
+}
+
+/// Saves one document's outcome (called as soon as it arrives), under its job.
+pub async fn save_outcome(job: &str, index: usize, outcome: &Outcome) -> Result<(), String> {
+    let rec = OutcomeRecord { job: Some(job.to_string()), index, outcome: outcome.clone() };
+    put(OUTCOMES, Some(outcome_key(job, index)), &serde_json::to_string(&rec).map_err(err)?).await
+}
+
+/// The saved job with its saved outcomes (those of other jobs are ignored), if there is one.
 pub async fn load_job() -> Result<Option<Job>, String> {
     let Some(text) = get(JOB, "current").await? else { return Ok(None) };
     let mut job: Job = serde_json::from_str(&text).map_err(|e| err(format!("the saved job is unreadable ({e})")))?;
-    for rec in all(OUTCOMES).await? {
-        #[derive(serde::Deserialize)]
-        struct Rec {
-            index: usize,
-            outcome: Outcome,
-        }
-        if let Ok(r) = serde_json::from_str::<Rec>(&rec) {
-            if r.index < job.items.len() {
-                job.outcomes.insert(r.index, r.outcome);
-            }
-        }
-    }
+    job.outcomes.clear();
+    job.adopt(all(OUTCOMES).await?.iter().filter_map(|rec| serde_json::from_str::<OutcomeRecord>(rec).ok()));
     Ok(Some(job))
 }
 
@@ -123,8 +148,9 @@ pub async fn load_last_run() -> Result<Option<String>, String> {
     get(JOB, "last_run").await
 }
 
+/// Appends one entry to the audit log, its bodies capped ([`AuditEntry::capped`]).
 pub async fn audit(entry: &AuditEntry) -> Result<(), String> {
-    put(AUDIT, None, &serde_json::to_string(entry).map_err(err)?).await
+    put(AUDIT, None, &serde_json::to_string(&entry.clone().capped()).map_err(err)?).await
 }
 
 /// The audit log as JSON lines, oldest first.

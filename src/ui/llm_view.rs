@@ -1,6 +1,7 @@
 //! Views of the LLM step: settings, "what leaves this browser", progress, downloads.
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
 
 use super::download;
 use super::generate::GenState;
@@ -25,15 +26,30 @@ pub fn ResumeBanner() -> impl IntoView {
     let g = gen();
     move || {
         g.resumable.get().map(|(done, total)| {
+            let elsewhere = g.elsewhere.get();
             view! {
-                <div class="resume" role="alert" id="resume">
+                <div class="resume" role="alert" id="resume" data-elsewhere=elsewhere.to_string()>
                     <p>
-                        {format!("A generation was interrupted: {done} of {total} documents are saved. ")}
+                        {if elsewhere {
+                            format!(
+                                "This job is being generated in another tab or window of this browser ({done} of {total} documents \
+                                 were saved when this page opened). Resume here only once it has stopped there; until then Resume \
+                                 sends nothing. "
+                            )
+                        } else {
+                            format!("A generation was interrupted: {done} of {total} documents are saved. ")
+                        }}
                         "Resuming sends only the documents that are missing."
                     </p>
+                    {move || g.needs_key().then(|| view! {
+                        <label class="field">
+                            <span class="name">"This job was sent with an API key, which this browser does not remember. API key:"</span>
+                            <input id="resume-key" type="password" autocomplete="off" prop:value=move || g.key.get() on:input=move |ev| g.set_key(event_target_value(&ev)) />
+                        </label>
+                    })}
                     <div class="actions">
-                        <button id="resume-btn" class="primary" on:click=move |_| g.resume()>"Resume"</button>
-                        <button on:click=move |_| g.discard()>"Discard it"</button>
+                        <button id="resume-btn" class="primary" prop:disabled=move || g.busy.get() || g.needs_key() on:click=move |_| g.resume()>"Resume"</button>
+                        <button id="discard-btn" prop:disabled=move || g.busy.get() on:click=move |_| g.discard()>"Discard it"</button>
                     </div>
                 </div>
             }
@@ -88,8 +104,14 @@ pub fn Generate() -> impl IntoView {
                             <button
                                 id="send"
                                 class="primary"
-                                prop:disabled=move || !g.reviewed.get() || g.job.get().is_some_and(|j| j.running)
-                                on:click=move |_| g.start(job2.clone())
+                                prop:disabled=move || !g.reviewed.get() || g.busy.get() || g.job.get().is_some_and(|j| j.running)
+                                on:click=move |ev| {
+                                    // Disabled at once, before anything is awaited: a double click sends once.
+                                    if let Some(b) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) {
+                                        let _ = b.set_attribute("disabled", "");
+                                    }
+                                    g.start(job2.clone())
+                                }
                             >
                                 {format!("Send {n} prompts")}
                             </button>
