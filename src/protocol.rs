@@ -15,6 +15,43 @@ use crate::dp::vocabulary::VocabParams;
 use crate::kde::{KdeParams, Sampler};
 use crate::vocab::Bundled;
 
+/// The largest inputs the app accepts, refused by size before a byte is read. A worker's
+/// memory is one wasm heap (at most 4 GiB); the corpus is streamed in 4 MiB slices, the other
+/// files are read whole (and the model is kept twice: its bytes for the helper workers, and
+/// tract's copy).
+pub mod limits {
+    /// The corpus files of one load, together (also a tuning file).
+    pub const CORPUS_TOTAL: u64 = 2 << 30;
+    /// A custom public vocabulary (one term per line).
+    pub const VOCABULARY: u64 = 64 << 20;
+    /// A custom ONNX embedding model.
+    pub const MODEL: u64 = 512 << 20;
+    /// Its tokenizer.json.
+    pub const TOKENIZER: u64 = 64 << 20;
+    /// An imported ledger file.
+    pub const LEDGER: u64 = 64 << 20;
+
+    fn human(bytes: u64) -> String {
+        if bytes >= 1 << 30 {
+            format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+        } else {
+            format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+        }
+    }
+
+    /// Refuses `size` bytes of `what` (named `name`) above `max`, in plain words.
+    pub fn check(what: &str, name: &str, size: u64, max: u64) -> Result<(), String> {
+        if size <= max {
+            return Ok(());
+        }
+        Err(format!(
+            "{name} is {} and {what} may be at most {} in this app (the page could not hold it); nothing was read",
+            human(size),
+            human(max)
+        ))
+    }
+}
+
 /// A file the host attaches to a request (name and size, for messages and progress).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileInfo {
@@ -466,5 +503,14 @@ mod tests {
         assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
         let e = Event::Progress { stage: Stage::Embed, done: 3, total: 9 };
         assert_eq!(serde_json::from_str::<Event>(&serde_json::to_string(&e).unwrap()).unwrap(), e);
+    }
+
+    #[test]
+    fn oversized_inputs_are_refused_by_size_in_plain_words() {
+        assert!(limits::check("a corpus", "a.csv", limits::CORPUS_TOTAL, limits::CORPUS_TOTAL).is_ok());
+        let e = limits::check("a corpus", "big.txt", limits::CORPUS_TOTAL + 1, limits::CORPUS_TOTAL).unwrap_err();
+        assert!(e.starts_with("big.txt is 2.0 GiB and a corpus may be at most 2.0 GiB"), "{e}");
+        let e = limits::check("a vocabulary", "v.txt", 100 << 20, limits::VOCABULARY).unwrap_err();
+        assert!(e.contains("100.0 MiB") && e.contains("64.0 MiB"), "{e}");
     }
 }

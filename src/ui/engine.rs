@@ -3,7 +3,8 @@
 //! Requests go out as `[json, ...files]`; events come back as JSON. Requests made before the
 //! worker has loaded its wasm are queued: a worker drops messages that arrive before its
 //! handler is installed. Cancelling the read stage terminates the worker and starts a new one
-//! (see `crate::worker` for why).
+//! (see `crate::worker` for why); so does a crash of the worker (an `error` event: a panic, out
+//! of memory), after which the page is told to load the corpus again.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -91,7 +92,7 @@ fn spawn() {
     });
     let onerror = Closure::<dyn FnMut(web_sys::ErrorEvent)>::new(|e: web_sys::ErrorEvent| {
         e.prevent_default();
-        deliver(Event::Failed { stage: None, message: format!("the background worker stopped: {}", e.message()) });
+        crashed(&e.message());
     });
     worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
@@ -129,6 +130,37 @@ pub fn send(req: &Request, files: &[File]) {
             deliver(Event::Failed { stage: None, message: format!("could not reach the background worker: {err:?}") });
         }
     }
+}
+
+/// The worker died (an uncaught error: a Rust panic, out of memory): its state is gone and it
+/// may still hold its busy flag, so it is replaced by a fresh one, and the page is told why and
+/// what to do (the job's `Failed` clears the page's busy state). A worker that fails before it
+/// was ever ready is not restarted (it would fail again): the page is asked to be reloaded.
+fn crashed(what: &str) {
+    let what = what.to_string();
+    let was_ready = ENGINE.with(|e| {
+        let mut e = e.borrow_mut();
+        e.pending.clear();
+        e.ready
+    });
+    let what = if what.trim().is_empty() { "an error".to_string() } else { what.trim().to_string() };
+    if !was_ready {
+        if let Some(w) = ENGINE.with(|e| e.borrow_mut().worker.take()) {
+            w.terminate();
+        }
+        return deliver(Event::Failed { stage: None, message: format!("the background worker could not start ({what}); reload the page") });
+    }
+    // Not from inside this handler: restarting drops the closure that is running.
+    wasm_bindgen_futures::spawn_local(async move {
+        restart();
+        deliver(Event::Failed {
+        stage: None,
+        message: format!(
+            "The background worker stopped ({what}), perhaps out of memory, and was restarted. What it held is gone: \
+             load the corpus again (and your own model, if you chose one). The privacy ledger is kept."
+            ),
+        });
+    });
 }
 
 /// Stops whatever the worker is doing at once and starts a fresh one. Its memory (the loaded

@@ -37,8 +37,10 @@ pub fn head(file: &File, max: f64) -> Result<(Vec<u8>, bool), String> {
     Ok((js_sys::Uint8Array::new(&buf).to_vec(), end >= file.size()))
 }
 
-/// The whole file (model, tokenizer, custom vocabulary).
-pub fn all(file: &File) -> Result<Vec<u8>, String> {
+/// The whole file (model, tokenizer, custom vocabulary, ledger), refused unread above `max`
+/// bytes (`crate::protocol::limits`); `what` names it in the message.
+pub fn all(file: &File, what: &str, max: u64) -> Result<Vec<u8>, String> {
+    crate::protocol::limits::check(what, &file.name(), file.size() as u64, max)?;
     head(file, f64::INFINITY).map(|(b, _)| b)
 }
 

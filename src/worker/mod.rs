@@ -31,7 +31,7 @@ use crate::embed::{Embed, TermEmbeddings};
 use crate::ledger::Run;
 use crate::pipeline::{MatchedCorpus, MatchingSink};
 use crate::protocol::{
-    AccountStatus, BenchFigures, CorpusSummary, Event, FileInfo, LedgerEvent, Request, RunResult, RunSettings, SequenceOut, Stage,
+    limits, AccountStatus, BenchFigures, CorpusSummary, Event, FileInfo, LedgerEvent, Request, RunResult, RunSettings, SequenceOut, Stage,
     VocabChoice,
 };
 use crate::report::{Checked, PrivacyReport};
@@ -206,8 +206,8 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
                 _ => return Err(Stop::Failed(Some(Stage::Model), "attach the model and its tokenizer.json".into())),
             };
             let t0 = now_ms();
-            let mb = files::all(m).map_err(at(Stage::Model))?;
-            let tb = files::all(t).map_err(at(Stage::Model))?;
+            let mb = files::all(m, "a model", limits::MODEL).map_err(at(Stage::Model))?;
+            let tb = files::all(t, "a tokenizer", limits::TOKENIZER).map_err(at(Stage::Model))?;
             let embedder = OnnxEmbedder::from_bytes(&mb, &tb)
                 .map_err(|e| Stop::Failed(Some(Stage::Model), format!("{}: {e}", model.name)))?;
             let ev = model_loaded(&embedder, format!("{} + {}", model.name, tokenizer.name), t0);
@@ -295,7 +295,7 @@ async fn load(
         VocabChoice::Bundled { which } => bundled_vocab(state, which).await?,
         VocabChoice::Custom { name } => {
             let file = files.get(infos.len()).ok_or_else(|| Stop::Failed(Some(Stage::Read), "attach the term list".into()))?;
-            let bytes = files::all(file).map_err(at(Stage::Read))?;
+            let bytes = files::all(file, "a vocabulary", limits::VOCABULARY).map_err(at(Stage::Read))?;
             Rc::new(PublicVocabulary::parse(&name, &bytes).map_err(at(Stage::Read))?)
         }
     };
@@ -338,6 +338,8 @@ fn read_matched(infos: &[FileInfo], files: &[File], fields: &Fields, vocab: &Pub
     let matcher = Matcher::new(vocab).map_err(at(stage))?;
     let mut sink = MatchingSink::new(Some(&matcher), KEEP, fields.label.is_some());
     let total: f64 = files.iter().take(infos.len()).map(|f| f.size()).sum();
+    let name = if infos.len() == 1 { infos[0].name.clone() } else { format!("{} files together", infos.len()) };
+    limits::check("a corpus", &name, total as u64, limits::CORPUS_TOTAL).map_err(at(stage))?;
     let mut base = 0.0;
     for (info, file) in infos.iter().zip(files) {
         let format = format_of(&info.name)?;
@@ -362,7 +364,7 @@ async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, S
         Request::ExportLedger => Ok(LedgerEvent::Exported { json: store.update_ledger(|b| Ok(b.to_json())).await? }),
         Request::ImportLedger => {
             let file = files.first().ok_or("attach the ledger file")?;
-            let bytes = files::all(file).map_err(|e| e.to_string())?;
+            let bytes = files::all(file, "a ledger file", limits::LEDGER)?;
             let text = String::from_utf8(bytes).map_err(|_| format!("{}: not a dpkps ledger (not UTF-8 text)", file.name()))?;
             let other = crate::ledger::LedgerBook::from_json(&text).map_err(|e| format!("{}: {e}", file.name()))?;
             let summary = store.update_ledger(move |b| Ok(b.merge(&other))).await?;
