@@ -50,7 +50,20 @@ pub struct SettingsFields {
     pub per_class: RwSignal<String>,
     pub sampler: RwSignal<String>,
     pub bandwidth: RwSignal<String>,
+    /// The public class set (`crate::classes`) as typed or ticked: one class name per line.
+    pub classes: RwSignal<String>,
+    /// Documents with an undeclared label: gathered into `other_name` (true) or left out.
+    pub gather_other: RwSignal<bool>,
+    pub other_name: RwSignal<String>,
+    pub vocab_per_class: RwSignal<bool>,
+    /// Whether the corpus was read with a label column (set by `AppState::load`): then the
+    /// classes must be declared; without one, the run has a single class.
+    pub labelled: RwSignal<bool>,
 }
+
+/// Observed labels with at least this many documents are ticked when a corpus is loaded; the
+/// curator decides the final list (a rare label is never offered pre-ticked).
+pub const PRESELECT_MIN_DOCS: u64 = 20;
 
 impl SettingsFields {
     fn new(d: &RunSettings) -> Self {
@@ -64,7 +77,47 @@ impl SettingsFields {
             per_class: RwSignal::new(d.per_class.to_string()),
             sampler: RwSignal::new(d.sampler.name().to_string()),
             bandwidth: RwSignal::new(d.bandwidth.to_string()),
+            classes: RwSignal::new(d.classes.join("\n")),
+            gather_other: RwSignal::new(d.other_class.is_some()),
+            other_name: RwSignal::new(d.other_class.clone().unwrap_or_else(|| crate::classes::ClassSet::OTHER.to_string())),
+            vocab_per_class: RwSignal::new(d.vocab_per_class),
+            labelled: RwSignal::new(false),
         }
+    }
+
+    /// The declared class names, in order (blank lines and `#` comments skipped).
+    pub fn class_names(&self) -> Vec<String> {
+        crate::classes::ClassSet::parse_names(&self.classes.get(), false)
+    }
+
+    /// Whether `label` is a declared class (for the observed labels' tick boxes).
+    pub fn is_declared(&self, label: &str) -> bool {
+        self.class_names().iter().any(|n| n == label.trim())
+    }
+
+    /// Ticks or unticks an observed label: appends its line, or removes every line naming it.
+    pub fn set_declared(&self, label: &str, on: bool) {
+        let label = label.trim();
+        self.classes.update(|text| {
+            let mut lines: Vec<&str> = text.lines().filter(|l| l.trim() != label).collect();
+            if on {
+                lines.push(label);
+            }
+            *text = lines.join("\n");
+        });
+    }
+
+    /// Starts the class list from a freshly loaded corpus: its labels with at least
+    /// [`PRESELECT_MIN_DOCS`] documents. Documents with other labels are left out by default.
+    fn preselect_classes(&self, observed: &[(String, u64)]) {
+        let names: Vec<&str> = observed.iter().filter(|(_, n)| *n >= PRESELECT_MIN_DOCS).map(|(l, _)| l.trim()).collect();
+        self.classes.set(names.join("\n"));
+        self.gather_other.set(false);
+    }
+
+    /// One sentence on what the chosen sampler keeps.
+    pub fn sampler_description(&self) -> &'static str {
+        crate::kde::Sampler::parse(&self.sampler.get()).unwrap_or(crate::kde::KdeParams::DEFAULT_SAMPLER).describe()
     }
 
     /// The settings, or every field that is wrong with why.
@@ -82,7 +135,7 @@ impl SettingsFields {
                 1
             })
         };
-        let sampler = crate::kde::Sampler::parse(&self.sampler.get()).unwrap_or(crate::kde::Sampler::Independent);
+        let sampler = crate::kde::Sampler::parse(&self.sampler.get()).unwrap_or(crate::kde::KdeParams::DEFAULT_SAMPLER);
         let s = RunSettings {
             eps_voc: float("eps_voc", self.eps_voc, &mut errs),
             eps_kde: float("eps_kde", self.eps_kde, &mut errs),
@@ -93,11 +146,19 @@ impl SettingsFields {
             per_class: int("per_class", self.per_class, &mut errs),
             sampler,
             bandwidth: float("bandwidth", self.bandwidth, &mut errs),
+            classes: self.class_names(),
+            other_class: self.gather_other.get().then(|| self.other_name.get()),
+            vocab_per_class: self.vocab_per_class.get(),
+            ..RunSettings::default()
         };
         for e in s.check(vocab_len) {
             if !errs.iter().any(|x| x.field == e.field) {
                 errs.push(e);
             }
+        }
+        // The worker refuses a labelled run without a valid declared class set: say so here.
+        if let Err(e) = s.class_set(self.labelled.get()) {
+            errs.push(e);
         }
         if s.terms_per_doc > crate::ui::MAX_TERMS && !errs.iter().any(|x| x.field == "terms_per_doc") {
             errs.push(FieldError { field: "terms_per_doc", message: format!("S must be at most {} in the app", crate::ui::MAX_TERMS) });
@@ -237,6 +298,7 @@ impl AppState {
         };
         let text = self.text_col.get();
         let label = self.label_col.get();
+        self.settings.labelled.set(!label.is_empty());
         self.summary.set(None);
         self.result.set(None);
         self.begin(Job::Load);
@@ -330,6 +392,7 @@ impl AppState {
             }
             Event::Loaded(s) => {
                 self.stages.set(Vec::new());
+                self.settings.preselect_classes(&s.classes);
                 self.summary.set(Some(s));
                 self.job.set(None);
             }
