@@ -7,6 +7,7 @@ mod download;
 mod engine;
 mod generate;
 mod jobstore;
+mod ledger_view;
 mod llm_view;
 mod state;
 
@@ -15,6 +16,7 @@ use leptos::prelude::*;
 use assets::{AssetState, BundledAsset, BUNDLED};
 use state::{AppState, StageState};
 
+use crate::kde::Sampler;
 use crate::protocol::{FieldError, RunSettings};
 
 /// Largest S and L accepted by the app (the worker keeps this many terms per document).
@@ -45,6 +47,7 @@ fn App() -> impl IntoView {
     engine::start(move |ev| app.apply(ev));
     app.restore_last_run();
     gen.restore();
+    ledger_view::init();
     let bench = web_sys::window()
         .and_then(|w| w.location().search().ok())
         .is_some_and(|q| q.contains("bench"));
@@ -65,6 +68,7 @@ fn App() -> impl IntoView {
             <Upload />
             <Columns />
             <Summary />
+            <ledger_view::LedgerPanel />
             <Privacy />
             <Progress />
             <Utility />
@@ -341,7 +345,9 @@ fn Privacy() -> impl IntoView {
     let f = app.settings;
     let vocab_len = move || app.summary.get().map(|s| s.vocabulary_terms);
     let parsed = Memo::new(move |_| f.parse(vocab_len()));
-    let errors = Signal::derive(move || parsed.get().err().unwrap_or_default());
+    // The Run button's settings: with the budget account, refused over its budget.
+    let runnable = Memo::new(move |_| ledger_view::with_account(parsed.get()));
+    let errors = Signal::derive(move || runnable.get().err().unwrap_or_default());
     let preset = move |v: f64, k: f64| {
         f.eps_voc.set(v.to_string());
         f.eps_kde.set(k.to_string());
@@ -383,17 +389,11 @@ fn Privacy() -> impl IntoView {
                     <NumberField id="features" label="I" help="random features" value=f.features errors=errors />
                     <NumberField id="per_class" label="Sequences per class" help="how many to sample" value=f.per_class errors=errors />
                     <NumberField id="bandwidth" label="h" help="kernel bandwidth (smaller: sharper)" value=f.bandwidth errors=errors />
-                    <label class="field">
-                        <span class="name">"Sampler"</span>
-                        <select id="sampler" on:change=move |ev| f.sampler.set(event_target_value(&ev))>
-                            {["independent", "iterative-log", "iterative-linear"]
-                                .into_iter()
-                                .map(|s| view! { <option value=s selected=move || f.sampler.get() == s>{s}</option> })
-                                .collect_view()}
-                        </select>
-                        <span class="help">"iterative: each keyphrase depends on the ones before"</span>
-                    </label>
+                    <NumberField id="budget" label="Budget (ε, account)" help="most ε the account may spend; empty: none" value=ledger_view::budget_field() errors=errors />
+                    <SamplerField />
+                    <VocabPerClassField />
                 </div>
+                <ClassesField errors=errors />
                 <p class="ledger" id="ledger-note" role="note">{ledger_note}</p>
                 <div class="actions">
                     <button
@@ -404,18 +404,19 @@ fn Privacy() -> impl IntoView {
                         }
                         on:click=move |_| {
                             if let Ok(s) = parsed.get_untracked() {
+                                ledger_view::check_on_corpus();
                                 app.evaluate(s)
                             }
                         }
                     >
-                        "Check utility first (no ε spent, not DP)"
+                        "Check utility (not private: figures computed on this corpus)"
                     </button>
                     <button
                         id="run"
                         class="primary"
-                        prop:disabled=move || app.busy() || parsed.get().is_err()
+                        prop:disabled=move || app.busy() || runnable.get().is_err()
                         on:click=move |_| {
-                            if let Ok(s) = parsed.get_untracked() {
+                            if let Ok(s) = runnable.get_untracked() {
                                 app.run(s)
                             }
                         }
@@ -423,8 +424,168 @@ fn Privacy() -> impl IntoView {
                         "Run (spends ε)"
                     </button>
                 </div>
+                <ledger_view::ChecksNote />
+                <ledger_view::TuningCheck parsed=parsed />
             </section>
         </Show>
+    }
+}
+
+/// The sampler, with one sentence on what the selected one keeps.
+#[component]
+fn SamplerField() -> impl IntoView {
+    let f = app().settings;
+    view! {
+        <label class="field">
+            <span class="name">"Sampler"</span>
+            <select id="sampler" on:change=move |ev| f.sampler.set(event_target_value(&ev))>
+                {Sampler::ALL
+                    .into_iter()
+                    .map(|s| {
+                        let name = s.name();
+                        view! { <option value=name selected=move || f.sampler.get() == name>{name}</option> }
+                    })
+                    .collect_view()}
+            </select>
+            <span class="help" id="sampler-help">{move || f.sampler_description()}</span>
+        </label>
+    }
+}
+
+#[component]
+fn VocabPerClassField() -> impl IntoView {
+    let f = app().settings;
+    view! {
+        <div class="field">
+            <label class="check name">
+                <input
+                    id="vocab_per_class"
+                    type="checkbox"
+                    prop:checked=move || f.vocab_per_class.get()
+                    on:change=move |ev| f.vocab_per_class.set(event_target_checked(&ev))
+                />
+                "Private vocabulary per class"
+            </label>
+            <span class="help">"Each class picks its own top terms from its own noisy counts, so a small class keeps its keyphrases (same ε_voc)."</span>
+        </div>
+    }
+}
+
+/// The public class set (`crate::classes`): which label values become classes of the outputs.
+/// Shown only for a corpus read with a label column; without one the run has a single class.
+#[component]
+fn ClassesField(errors: Signal<Vec<FieldError>>) -> impl IntoView {
+    let app = app();
+    let f = app.settings;
+    let error = move || errors.get().into_iter().find(|e| e.field == "classes").map(|e| e.message);
+    view! {
+        <Show when=move || f.labelled.get()>
+            <fieldset class="field classes" class:invalid=move || error().is_some() id="classes-field">
+                <legend class="name">"Classes (public)"</legend>
+                <p class="warning" role="note">
+                    "The class names you declare will appear in the outputs, the privacy report and the prompts sent to your LLM. "
+                    "They must not be private: no patient, clinician or clinic names or identifiers."
+                </p>
+                <p class="help">
+                    "You decide which classes the outputs have: one name per line, or tick labels found in your corpus. \
+                     Nothing is ticked for you: a default chosen from the label counts would itself depend on the private \
+                     data. Leave a rare label out or gather it below. The counts are exact and for your eyes only."
+                </p>
+                <div class="two">
+                    <label class="field">
+                        <span class="name">"Declared classes"</span>
+                        <textarea
+                            id="class-list"
+                            rows="6"
+                            prop:value=move || f.classes.get()
+                            on:input=move |ev| f.classes.set(event_target_value(&ev))
+                            aria-invalid=move || error().is_some().to_string()
+                            aria-describedby="classes-err"
+                        ></textarea>
+                    </label>
+                    <ObservedLabels />
+                </div>
+                <span class="field-error" id="classes-err" role="status">{error}</span>
+                <OtherLabelsField />
+            </fieldset>
+        </Show>
+    }
+}
+
+/// The labels of the loaded corpus with their exact counts (curator only), to tick as classes.
+#[component]
+fn ObservedLabels() -> impl IntoView {
+    let app = app();
+    let f = app.settings;
+    let rows = move || {
+        app.summary
+            .get()
+            .map(|s| s.classes)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(label, n)| {
+                let (l1, l2) = (label.clone(), label.clone());
+                view! {
+                    <li>
+                        <label class="check">
+                            <input
+                                type="checkbox"
+                                data-label=label.clone()
+                                prop:checked=move || f.is_declared(&l1)
+                                on:change=move |ev| f.set_declared(&l2, event_target_checked(&ev))
+                            />
+                            {label}
+                            <span class="count">{if n == 1 { "1 document".to_string() } else { format!("{n} documents") }}</span>
+                        </label>
+                    </li>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <div class="field">
+            <span class="name">"Labels in your corpus"</span>
+            <ul class="observed" id="observed-labels">{rows}</ul>
+        </div>
+    }
+}
+
+/// What happens to documents whose label is not declared.
+#[component]
+fn OtherLabelsField() -> impl IntoView {
+    let f = app().settings;
+    view! {
+        <div class="other-labels" role="radiogroup" aria-label="Documents with other labels">
+            <span class="name">"Documents with any other label, or none:"</span>
+            <label class="check">
+                <input
+                    id="other-drop"
+                    type="radio"
+                    name="other-labels"
+                    prop:checked=move || !f.gather_other.get()
+                    on:change=move |_| f.gather_other.set(false)
+                />
+                "leave those documents out"
+            </label>
+            <label class="check">
+                <input
+                    id="other-gather"
+                    type="radio"
+                    name="other-labels"
+                    prop:checked=move || f.gather_other.get()
+                    on:change=move |_| f.gather_other.set(true)
+                />
+                "gather them in a class named"
+                <input
+                    id="other-name"
+                    type="text"
+                    aria-label="Name of the class for other labels"
+                    prop:value=move || f.other_name.get()
+                    prop:disabled=move || !f.gather_other.get()
+                    on:input=move |ev| f.other_name.set(event_target_value(&ev))
+                />
+            </label>
+        </div>
     }
 }
 
@@ -494,10 +655,23 @@ fn Utility() -> impl IntoView {
             view! {
                 <section aria-labelledby="util-h" class="card" id="utility">
                     <h2 id="util-h">"Utility check"</h2>
-                    <p class="warning" role="note">
-                        <strong>"Not differentially private. "</strong>
-                        "These figures are computed on your private documents: they are for your eyes only. "
-                        "They are not in any download or report, and this check spent no ε (nothing was released)."
+                    <p class="warning" role="note" id="utility-warning">
+                        {if ledger_view::figures_from_tuning() {
+                            view! {
+                                <strong>"Computed on the tuning file. "</strong>
+                                "Nothing of your private corpus was read for these figures, and nothing was counted against it."
+                            }
+                                .into_any()
+                        } else {
+                            view! {
+                                <strong>"Not differentially private: a privacy cost that ε does not count. "</strong>
+                                "These figures are computed on your private documents. They are not released, but choosing "
+                                "settings from them tunes the release on the private data. This check is recorded in the "
+                                "ledger, and the privacy report says how many checks were run on this corpus and how many "
+                                "settings they compared. Prefer a tuning file (below the Run button)."
+                            }
+                                .into_any()
+                        }}
                     </p>
                     <p class="hint">
                         {format!(

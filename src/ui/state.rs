@@ -61,10 +61,6 @@ pub struct SettingsFields {
     pub labelled: RwSignal<bool>,
 }
 
-/// Observed labels with at least this many documents are ticked when a corpus is loaded; the
-/// curator decides the final list (a rare label is never offered pre-ticked).
-pub const PRESELECT_MIN_DOCS: u64 = 20;
-
 impl SettingsFields {
     fn new(d: &RunSettings) -> Self {
         SettingsFields {
@@ -105,14 +101,6 @@ impl SettingsFields {
             }
             *text = lines.join("\n");
         });
-    }
-
-    /// Starts the class list from a freshly loaded corpus: its labels with at least
-    /// [`PRESELECT_MIN_DOCS`] documents. Documents with other labels are left out by default.
-    fn preselect_classes(&self, observed: &[(String, u64)]) {
-        let names: Vec<&str> = observed.iter().filter(|(_, n)| *n >= PRESELECT_MIN_DOCS).map(|(l, _)| l.trim()).collect();
-        self.classes.set(names.join("\n"));
-        self.gather_other.set(false);
     }
 
     /// One sentence on what the chosen sampler keeps.
@@ -392,7 +380,9 @@ impl AppState {
             }
             Event::Loaded(s) => {
                 self.stages.set(Vec::new());
-                self.settings.preselect_classes(&s.classes);
+                // Nothing is declared from the data: a default class set chosen by the label
+                // counts would make the release's shape depend on them. The list keeps what the
+                // curator declared (empty at first); the observed labels are only offered.
                 self.summary.set(Some(s));
                 self.job.set(None);
             }

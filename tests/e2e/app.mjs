@@ -27,6 +27,10 @@ for (let i = 0; i < 40; i++) {
     `History of ${pick[0].toLowerCase()} and ${pick[1].toLowerCase()}; now ${pick[2]} with ${pick[3]}.`;
   rows.push([String(i), i % 2 ? 'pulmonary' : 'cardiology', `"${text}"`]);
 }
+// One document with a rare label the curator does not declare: it is left out, and its label
+// must appear in no output (a new label adding a class would reveal the document).
+const RARE = 'Zebra-Clinic-17';
+rows.push(['40', RARE, `"Patient ${CANARY} record 40 seen today, unique span kappa40 lambda40 mu40 nu40 xi40. History of asthma; now Cough with Fever."`]);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-e2e-'));
 const corpusPath = path.join(tmp, 'notes.csv');
 fs.writeFileSync(corpusPath, rows.map((r) => r.join(',')).join('\n') + '\n');
@@ -50,6 +54,7 @@ async function download(selector) {
 
 function assertClean(text, what) {
   assert(!text.includes(CANARY), `${what} contains the canary name`);
+  assert(!text.includes(RARE), `${what} contains the undeclared rare label`);
   for (const s of spans) assert(!text.includes(s), `${what} contains a private 5-word span: ${s}`);
 }
 
@@ -87,8 +92,16 @@ await runTests([
     await shot('1-preview');
     await page.click('#load');
     await page.waitForSelector('#summary', { timeout: 60_000 });
-    assert((await page.textContent('#n-docs')).trim() === '40', 'document count');
+    assert((await page.textContent('#n-docs')).trim() === '41', 'document count');
     assert(/cardiology: 20/.test(await page.textContent('#classes')), 'class counts');
+    // Nothing is declared from the data (a default chosen by the counts would leak them): the
+    // list starts empty and the curator ticks the public names; the rare one stays unticked.
+    assert(await page.inputValue('#class-list') === '', `classes declared without the curator: ${await page.inputValue('#class-list')}`);
+    assert(!(await page.isChecked(`#observed-labels input[data-label="${RARE}"]`)), 'a rare label is not pre-selected');
+    await page.check('#observed-labels input[data-label="cardiology"]');
+    await page.check('#observed-labels input[data-label="pulmonary"]');
+    assert(await page.inputValue('#class-list') === 'cardiology\npulmonary', `declared classes: ${await page.inputValue('#class-list')}`);
+    assert(/must not be private/.test(await page.textContent('#classes-field')), 'the warning on class names');
     assert(/No earlier run/.test(await page.textContent('#ledger-note')), 'ledger note before the first run');
   }],
   ['a bad value is refused at its field', async () => {
@@ -108,18 +121,43 @@ await runTests([
     await page.fill('#features', '256');
     await page.fill('#per_class', '6');
     assert(!(await page.isDisabled('#run')), 'run enabled once the values are valid');
-    assert(/spends ε = 25/.test(await page.textContent('#ledger-note')), 'planned ε shown');
+    assert(/spends ε = 25\.1/.test(await page.textContent('#ledger-note')), 'planned ε shown');
+  }],
+  ['the curator declares the classes; an empty or repeated list is refused at its field', async () => {
+    await page.fill('#class-list', '');
+    await page.waitForSelector('#classes-err:not(:empty)');
+    assert(/at least one class/.test(await page.textContent('#classes-err')), 'empty class list message');
+    assert(await page.isDisabled('#run'), 'run must be disabled without classes');
+    await page.fill('#class-list', 'cardiology\ncardiology');
+    await page.waitForFunction(() => /named twice/.test(document.querySelector('#classes-err')?.textContent ?? ''));
+    assert(await page.isDisabled('#run'), 'run must be disabled with a repeated class');
+    await page.fill('#class-list', 'cardiology');
+    await page.check('#observed-labels input[data-label="pulmonary"]');
+    assert(await page.inputValue('#class-list') === 'cardiology\npulmonary', 'ticking a label declares it');
+    assert(await page.isChecked('#other-drop'), 'other labels are left out by default');
+    assert(await page.isChecked('#vocab_per_class'), 'per-class vocabulary by default');
+    assert(await page.inputValue('#sampler') === 'histogram', 'histogram sampler by default');
+    assert((await page.textContent('#sampler-help')).length > 20, 'the sampler is described');
+    // The runs below use a DP-KDE sampler: the histogram samplers embed nothing (unless they
+    // smooth), and the cache and Cancel during "Embed terms" are exercised only when terms are embedded.
+    await page.selectOption('#sampler', 'independent');
+    assert(/DP-KDE/.test(await page.textContent('#sampler-help')), 'the description follows the choice');
+    assert((await page.textContent('#classes-err')).trim() === '', 'no class error once declared');
+    assert(!(await page.isDisabled('#run')), 'run enabled with the declared classes');
+    await page.locator('section:has(#priv-h)').screenshot({ path: path.join(SHOTS, 'app-2c-classes.png') });
   }],
   ['the utility check compares the samplers and says it is not DP', async () => {
     await page.click('#evaluate');
     await page.waitForSelector('#utility-arms li', { timeout: 240_000 });
     await settle();
     const arms = await page.locator('#utility-arms .term').allTextContents();
-    for (const a of ['dp-independent', 'dp-iterative-linear', 'dp-iterative-log', 'nonprivate', 'majority']) {
+    for (const a of ['dp-histogram', 'dp-markov', 'dp-independent', 'dp-iterative-linear', 'dp-iterative-log', 'nonprivate', 'majority']) {
       assert(arms.some((x) => x.startsWith(a)), `arm ${a} missing: ${arms}`);
     }
     assert(/Not differentially private/.test(await page.textContent('#utility')), 'the not-DP warning');
     assert(/No earlier run/.test(await page.textContent('#ledger-note')), 'the check spent nothing');
+    // It is tuning on private data: counted, and said so (the report below states it too).
+    await page.waitForFunction(() => /run on this corpus 1 time\(s\), comparing 7 setting/.test(document.querySelector('#checks-note')?.textContent ?? ''), null, { timeout: 10_000 });
     await shot('2b-utility');
   }],
   ['run the DP pipeline in the worker and download DP outputs only', async () => {
@@ -128,7 +166,7 @@ await runTests([
     await settle();
     await shot('3-results');
     const spent = await page.textContent('#spent');
-    assert(/spent ε = 25\.000; total .* ε = 25\.000/.test(spent), `ledger after run 1: ${spent}`);
+    assert(/spent ε = 25\.100; total .* ε = 25\.100/.test(spent), `ledger after run 1: ${spent}`);
     assert((await page.locator('#top-terms li').count()) === 12, 'N = 12 terms shown');
     const jsonl = await download('#dl-jsonl');
     const seqs = jsonl.trim().split('\n').map((l) => JSON.parse(l));
@@ -139,17 +177,26 @@ await runTests([
     assert(csv.startsWith('label,keyphrases'), 'CSV header');
     assertClean(csv, 'sequences CSV');
     const report = JSON.parse(await download('#dl-report'));
-    assert(report.format === 'dpkps-privacy-report-v1' && report.epsilon_run === 25, 'report ε');
+    assert(report.format === 'dpkps-privacy-report-v1' && Math.abs(report.epsilon_run - 25.1) < 1e-9, 'report ε');
     assert(/one document/.test(report.neighbouring_relation), 'neighbouring relation stated');
+    assert(report.non_dp_checks_on_this_corpus === 1 && /comparing 7 setting/.test(report.non_dp_checks), `utility checks stated: ${report.non_dp_checks}`);
     assert(report.model.sha256.length === 64 && report.vocabulary.sha256.length === 64, 'checksums');
     assertClean(JSON.stringify(report), 'privacy report');
     const html = await download('#dl-report-html-run');
-    assert(/Privacy report/.test(html) && /ε = 25\.0000/.test(html) && !/<script/i.test(html), 'printable report without an LLM');
+    assert(/Privacy report/.test(html) && /ε = 25\.1000/.test(html) && !/<script/i.test(html), 'printable report without an LLM');
+    assertClean(html, 'printable report');
+    // Nor is the rare label anywhere on the page but the curator's own corpus facts and class picker.
+    const shown = await page.evaluate(() => {
+      const b = document.body.cloneNode(true);
+      b.querySelectorAll('#summary, #classes-field, table.preview').forEach((e) => e.remove());
+      return b.textContent;
+    });
+    assert(!shown.includes(RARE), 'the undeclared label is shown outside the curator\'s corpus facts');
   }],
   ['a second run adds to the ledger and reuses cached embeddings of released terms', async () => {
-    assert(/already had 1 run\(s\).*ε = 25\.000.*total becomes ε = 50\.000/.test(await page.textContent('#ledger-note')), 'ledger warning before run 2');
+    assert(/already had 1 run\(s\).*ε = 25\.100.*total becomes ε = 50\.200/.test(await page.textContent('#ledger-note')), 'ledger warning before run 2');
     await page.click('#run');
-    await page.waitForFunction(() => /total on this corpus in this browser: ε = 50\.000/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
+    await page.waitForFunction(() => /total on this corpus in this browser: ε = 50\.200/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
     await settle();
     const m = (await page.textContent('#spent')).match(/(\d+) terms embedded, (\d+) from this browser's cache/);
     assert(m && Number(m[2]) > 0, `no cached embeddings used: ${m}`);
@@ -243,6 +290,54 @@ await runTests([
     assert(reqs.length >= 12 && reqs.length <= 13, `requests: ${reqs.length}`);
     await llm.control({ faults: [], delay_ms: 0 });
   }],
+  ['LLM: a double click sends once; a second tab on the running job sends nothing', async () => {
+    await llm.reset();
+    await llm.control({ faults: [], delay_ms: 1000 });
+    await page.fill('#llm-endpoint', llm.url);
+    await page.fill('#llm-model', 'test-model');
+    await page.fill('#llm-concurrency', '2');
+    await page.check('#reviewed');
+    await page.dblclick('#send');
+    await page.waitForSelector('#gen-progress[data-running="true"]', { timeout: 10_000 });
+    // Another tab of the same browser opens on the saved job while it runs (Web Lock dpkps-job-<id>).
+    const b = await browser.context.newPage();
+    const bProblems = guard(b, origin, { origins: [llm.origin] });
+    await b.goto(server.url);
+    await b.waitForSelector('#resume[data-elsewhere="true"]', { timeout: 30_000 });
+    await b.click('#resume-btn');
+    await b.waitForFunction(() => /being generated in another tab/.test(document.querySelector('#llm')?.textContent ?? ''), null, { timeout: 10_000 });
+    await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 60_000 });
+    // Once it has finished there, Resume here reads what was saved and sends nothing.
+    await b.click('#resume-btn');
+    await b.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 30_000 });
+    const reqs = await llm.requests();
+    assert(reqs.length === 12, `each document sent exactly once: ${reqs.length} requests for 12 documents`);
+    // Every request is on record before it is sent, and its answer after.
+    const audit = (await download('#dl-audit')).trim().split('\n').map((l) => JSON.parse(l));
+    const job = audit[audit.length - 1].job;
+    const mine = audit.filter((a) => a.job === job);
+    assert(mine.filter((a) => a.phase === 'sending').length === 12 && mine.filter((a) => a.phase === 'response').length === 12, `audit phases: ${mine.map((a) => a.phase)}`);
+    assert(bProblems.length === 0, bProblems.join('\n'));
+    await b.close();
+    await llm.control({ faults: [], delay_ms: 0 });
+  }],
+  ['a crashed worker is restarted; the page says so and works again', async () => {
+    const p = await browser.context.newPage();
+    const pProblems = guard(p, origin, { console: /dpkps-e2e-crash/ });
+    await p.goto(server.url);
+    await p.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+    // An uncaught error in the worker: what a Rust panic or running out of memory gives.
+    const w = p.workers().find((x) => /dpkps-worker/.test(x.url()));
+    assert(w, `no worker: ${p.workers().map((x) => x.url())}`);
+    await w.evaluate(() => { setTimeout(() => { throw new Error('dpkps-e2e-crash'); }, 0); });
+    await p.waitForFunction(() => /background worker stopped .*restarted.*load the corpus again/.test(document.querySelector('#error')?.textContent ?? ''), null, { timeout: 30_000 });
+    await p.setInputFiles('#corpus-input', corpusPath);
+    await p.waitForSelector('table.preview', { timeout: 30_000 });
+    await p.click('#load');
+    await p.waitForSelector('#summary', { timeout: 60_000 });
+    assert(pProblems.length === 0, pProblems.join('\n'));
+    await p.close();
+  }],
   ['cancel stops a run; the page stays usable', async () => {
     // The reload above emptied the page's memory: the corpus must be given again.
     await page.setInputFiles('#corpus-input', corpusPath);
@@ -250,6 +345,8 @@ await runTests([
     await page.selectOption('#vocab', 'english');
     await page.click('#load');
     await page.waitForSelector('#summary', { timeout: 120_000 });
+    await page.fill('#class-list', 'cardiology\npulmonary');
+    await page.selectOption('#sampler', 'independent');
     await page.click('#run');
     await page.waitForSelector('li[data-stage="embed"][data-state="running"]', { timeout: 240_000 });
     await page.click('#cancel');
@@ -281,7 +378,84 @@ await runTests([
     await shot('5-wrong-model');
     assert(problems.length === 0, problems.join('\n'));
   }],
+  // The privacy ledger (src/worker/store.rs): budget, export/import, two tabs.
+  ['ledger: a run over the account budget is refused at the Run button', async () => {
+    const p = await ledgerPage(browser);
+    await p.fill('#budget', '0.5');
+    await p.waitForSelector('#budget-err:not(:empty)');
+    assert(/above its budget of 0\.5/.test(await p.textContent('#budget-err')), await p.textContent('#budget-err'));
+    assert(await p.isDisabled('#run'), 'run must be disabled over budget');
+    await p.fill('#budget', '');
+    await p.waitForFunction(() => !document.querySelector('#run').disabled);
+    await p.close();
+  }],
+  ['ledger: two tabs recording spends at once lose none', async () => {
+    const [a, b] = [await ledgerPage(browser), await ledgerPage(browser)];
+    const before = await spentOnCorpus(a);
+    await Promise.all([a.click('#run'), b.click('#run')]);
+    for (const p of [a, b]) await p.waitForSelector('#results', { timeout: 240_000 });
+    await Promise.all([a, b].map((p) => p.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout: 240_000 })));
+    const c = await ledgerPage(browser);
+    const after = await spentOnCorpus(c);
+    assert(Math.abs(after - (before + 2 * 25.1)) < 0.002, `ledger total ${after}, expected ${before} + 2 × 25.1`);
+    for (const p of [a, b, c]) await p.close();
+  }],
+  ['ledger: export, then import in a fresh browser restores the totals', async () => {
+    const p = await ledgerPage(browser);
+    const total = await spentOnCorpus(p);
+    const [dl] = await Promise.all([p.waitForEvent('download'), p.click('#ledger-export')]);
+    const json = fs.readFileSync(await dl.path(), 'utf8');
+    const book = JSON.parse(json);
+    assert(book.version === 2 && Object.keys(book.ledgers).length >= 1, 'exported ledger');
+    assertClean(json, 'the exported ledger');
+    const file = path.join(tmp, 'ledger.json');
+    fs.writeFileSync(file, json);
+    await p.close();
+    const fresh = await launch();
+    try {
+      const q = await fresh.context.newPage();
+      await q.goto(server.url);
+      await q.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+      await q.setInputFiles('#ledger-import', file);
+      await q.waitForFunction(() => /Ledger imported: \d+ run/.test(document.querySelector('#ledger-message')?.textContent ?? ''), null, { timeout: 30_000 });
+      // Twice: nothing is counted twice.
+      await q.setInputFiles('#ledger-import', file);
+      await q.waitForFunction(() => /Ledger imported: 0 run\(s\) added, 0 completed/.test(document.querySelector('#ledger-message')?.textContent ?? ''), null, { timeout: 30_000 });
+      await loadCorpus(q);
+      const restored = await spentOnCorpus(q);
+      assert(Math.abs(restored - total) < 0.002, `restored ${restored}, exported ${total}`);
+    } finally {
+      await fresh.close();
+    }
+  }],
 ]);
+
+/** A tab with the test corpus loaded and the first test's privacy settings. */
+async function ledgerPage(b) {
+  const p = await b.context.newPage();
+  await p.goto(server.url);
+  await p.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+  await loadCorpus(p);
+  for (const [id, v] of [['eps_voc', '20'], ['eps_kde', '5'], ['top_n', '12'], ['len', '4'], ['features', '256'], ['per_class', '6']]) await p.fill(`#${id}`, v);
+  await p.waitForFunction(() => !document.querySelector('#run').disabled);
+  return p;
+}
+
+async function loadCorpus(p) {
+  await p.setInputFiles('#corpus-input', corpusPath);
+  await p.waitForSelector('table.preview', { timeout: 30_000 });
+  await p.click('#load');
+  await p.waitForSelector('#summary', { timeout: 120_000 });
+  await p.fill('#class-list', 'cardiology\npulmonary');
+  await p.waitForFunction(() => /Account/.test(document.querySelector('#account-status')?.textContent ?? ''), null, { timeout: 30_000 });
+}
+
+/** ε spent on the loaded corpus, as the account panel shows it. */
+async function spentOnCorpus(p) {
+  const m = (await p.textContent('#account-status')).match(/This corpus: ε = ([\d.]+)/);
+  assert(m, await p.textContent('#account-status'));
+  return Number(m[1]);
+}
 
 await browser.close();
 await server.close();
