@@ -488,11 +488,16 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let (emb, from_cache, todo) = embed_all(m, helpers, vocab, &ids, Some(&store), &mut clock).await?;
     let fresh: std::collections::HashSet<TermId> = todo.iter().copied().collect();
     let fresh_released: Vec<TermId> = released.iter().copied().filter(|id| fresh.contains(id)).collect();
-    store.put_embeddings(&checksum, vocab, &fresh_released, &emb).await.map_err(at(Stage::Embed))?;
+    // The cache only saves time: ε_voc is already spent, so a failed write (storage full) must
+    // not end the run; it is said in the stage's note.
+    let not_cached = match store.put_embeddings(&checksum, vocab, &fresh_released, &emb).await {
+        Ok(()) => String::new(),
+        Err(e) => format!(" (not cached for next time: {e})"),
+    };
     post(&Event::StageDone {
         stage: Stage::Embed,
         seconds: seconds_since(t0),
-        note: format!("{} terms embedded, {} from this browser's cache", todo.len(), from_cache),
+        note: format!("{} terms embedded, {} from this browser's cache{not_cached}", todo.len(), from_cache),
     });
 
     // 4. DP-KDEs (ε_kde, classes in parallel). Saved to the ledger before sampling.
@@ -576,7 +581,11 @@ async fn embed_all(
 ) -> Result<(TermEmbeddings, usize, Vec<TermId>), Stop> {
     let mut emb = TermEmbeddings::new(m.embedder.dim());
     let from_cache = match store {
-        Some(s) => s.cached_embeddings(m.embedder.checksum(), vocab, ids, &mut emb).await.map_err(at(Stage::Embed))?,
+        // Unreadable cache: everything is computed here instead.
+        Some(s) => s.cached_embeddings(m.embedder.checksum(), vocab, ids, &mut emb).await.unwrap_or_else(|_| {
+            emb = TermEmbeddings::new(m.embedder.dim());
+            0
+        }),
         None => 0,
     };
     let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| !emb.contains(id)).collect();
