@@ -250,7 +250,7 @@ await runTests([
     assert(await page.isDisabled('#send'), 'sending needs the review box ticked');
     await page.check('#reviewed');
     await shot('6-review');
-    await llm.control({ faults: ['429', '500', 'garbage', 'timeout', 'empty'], hold_ms: 10_000 });
+    await llm.control({ faults: ['429', '500', 'garbage', 'timeout', 'empty', 'formula'], hold_ms: 10_000 });
     await page.click('#send');
     await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 120_000 });
     await shot('7-generated');
@@ -268,6 +268,30 @@ await runTests([
     const html = await download('#dl-report-html');
     assert(/Privacy report/.test(html) && /one document/.test(html) && !/<script/i.test(html), 'printable report');
     assertClean(html, 'HTML report');
+    // One reply starts with a spreadsheet formula: the CSV download neutralises it.
+    assert(corpus.some((d) => d.text.startsWith('=HYPERLINK(')), 'the formula reply is in the corpus');
+    const csv = await download('#dl-corpus-csv');
+    assert(/(^|\n|,)"?'=HYPERLINK\(/.test(csv), 'the formula cell is prefixed with a quote');
+    assert(!/(^|\n|,)"?=/.test(csv), 'no CSV cell starts with =');
+    assertClean(csv, 'synthetic corpus CSV');
+    // Everything the browser keeps, read back: every IndexedDB store and localStorage hold no
+    // canary, no undeclared label and no private 5-word span.
+    const stored = await page.evaluate(async () => {
+      const out = [];
+      const req = (r) => new Promise((res, rej) => { r.onsuccess = () => res(r.result); r.onerror = () => rej(r.error); });
+      for (const { name } of await indexedDB.databases()) {
+        const db = await req(indexedDB.open(name));
+        for (const store of db.objectStoreNames) {
+          const all = await req(db.transaction(store).objectStore(store).getAll());
+          out.push(`${name}/${store}: ${JSON.stringify(all)}`);
+        }
+        db.close();
+      }
+      for (let i = 0; i < localStorage.length; i++) out.push(`localStorage ${localStorage.key(i)}: ${localStorage.getItem(localStorage.key(i))}`);
+      return out;
+    });
+    assert(stored.some((s) => s.startsWith('dpkps-generate/')) && stored.some((s) => s.startsWith('dpkps/')), `stores read: ${stored.map((s) => s.slice(0, 30))}`);
+    for (const s of stored) assertClean(s, `stored ${s.slice(0, 40)}`);
   }],
   ['LLM: a reload in the middle resumes and finishes with every document exactly once', async () => {
     await llm.reset();

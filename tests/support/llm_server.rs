@@ -6,7 +6,7 @@
 //! dpkps-llm-test-server [--port N]      prints "listening http://127.0.0.1:PORT" on stdout
 //! POST /v1/chat/completions             the model ("test-model")
 //! GET  /v1/models                       {"data":[{"id":"test-model"}]}
-//! POST /_control {"faults":["429","500","timeout","garbage","empty","ok"],"delay_ms":0,"hold_ms":30000}
+//! POST /_control {"faults":["429","500","timeout","garbage","empty","formula","ok"],"delay_ms":0,"hold_ms":30000}
 //!                                       faults are used up one per completion request, in order
 //! GET  /_requests                       every completion request so far (body, fault applied)
 //! POST /_reset                          forget requests and faults
@@ -119,7 +119,12 @@ mod server {
             "empty" => respond(stream, 200, "OK", "application/json", r#"{"choices":[]}"#, ""),
             "timeout" => std::thread::sleep(Duration::from_millis(hold)),
             _ => {
-                let text = write_document(&body);
+                // "formula": a reply a spreadsheet would run as a formula (the CSV download
+                // must neutralise it).
+                let text = match fault.as_str() {
+                    "formula" => format!("=HYPERLINK(\"http://127.0.0.1:9/x\",\"open\") {}", write_document(&body)),
+                    _ => write_document(&body),
+                };
                 let reply = json!({
                     "id": "chatcmpl-test", "object": "chat.completion", "model": body["model"],
                     "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": text } }],
