@@ -218,16 +218,11 @@ mod tests {
         run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 5.0, params: serde_json::Value::Null, scope: Scope::Partition { label: "<b>".into() } });
         let mut ledger = Ledger::new("fp".into());
         ledger.runs.push(run.clone());
-        let r = PrivacyReport::new(
-            "now".into(),
-            &RunSettings::default(),
-            &run,
-            &ledger,
-            Checked { name: "medical".into(), sha256: "a".repeat(64) },
-            Checked { name: "model".into(), sha256: "b".repeat(64) },
-            &crate::classes::ClassSet::declared(&["<b>"], crate::classes::OtherLabels::Drop).unwrap(),
-            100,
-        );
+        let report = |ledger: &Ledger, classes: &crate::classes::ClassSet| {
+            let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
+            PrivacyReport::new("now".into(), &RunSettings::default(), &run, ledger, v, m, classes, 100)
+        };
+        let r = report(&ledger, &crate::classes::ClassSet::declared(&["<b>"], crate::classes::OtherLabels::Drop).unwrap());
         assert_eq!(r.epsilon_run, 6.0);
         let html = r.to_html();
         assert!(html.contains("ε = 6.0000") && html.contains("one document"), "{html}");
@@ -236,16 +231,7 @@ mod tests {
         assert!(html.contains("non_dp_checks_on_this_corpus: 0"), "{html}");
         // Utility checks on the corpus are stated, with how many settings they compared.
         ledger.utility_checks.push(crate::ledger::UtilityCheck { id: "u".into(), when: "t".into(), settings_compared: 7 });
-        let r = PrivacyReport::new(
-            "now".into(),
-            &RunSettings::default(),
-            &run,
-            &ledger,
-            Checked { name: "medical".into(), sha256: "a".repeat(64) },
-            Checked { name: "model".into(), sha256: "b".repeat(64) },
-            &crate::classes::ClassSet::unlabelled(),
-            100,
-        );
+        let r = report(&ledger, &crate::classes::ClassSet::unlabelled());
         assert_eq!((r.non_dp_checks_on_this_corpus, r.non_dp_settings_compared), (1, 7));
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"non_dp_checks_on_this_corpus\":1") && r.non_dp_checks.contains("comparing 7"), "{json}");

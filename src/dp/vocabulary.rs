@@ -141,6 +141,17 @@ pub struct PrivateVocabulary {
     pub terms: Vec<SelectedTerm>,
 }
 
+impl PrivateVocabulary {
+    fn new(vocab: &PublicVocabulary, params: &VocabParams, terms: Vec<SelectedTerm>) -> PrivateVocabulary {
+        PrivateVocabulary {
+            public_vocabulary: vocab.name.clone(),
+            public_vocabulary_checksum: vocab.checksum.clone(),
+            params: *params,
+            terms,
+        }
+    }
+}
+
 /// The mechanism: noisy histogram, top N. Returns Ṽ and what it spent.
 pub fn select_vocabulary(
     hist: &TermHistogram,
@@ -177,13 +188,7 @@ pub fn select_vocabulary(
         }),
         scope: Scope::AllDocuments,
     };
-    let out = PrivateVocabulary {
-        public_vocabulary: vocab.name.clone(),
-        public_vocabulary_checksum: vocab.checksum.clone(),
-        params: *params,
-        terms,
-    };
-    Ok((out, spend))
+    Ok((PrivateVocabulary::new(vocab, params, terms), spend))
 }
 
 /// The per-class mechanism (module docs, "Per class"): one histogram per class of the public
@@ -245,13 +250,7 @@ pub fn select_vocabulary_by_class(
             scope: Scope::Partition { label: name.to_string() },
         })
         .collect();
-    let out = PrivateVocabulary {
-        public_vocabulary: vocab.name.clone(),
-        public_vocabulary_checksum: vocab.checksum.clone(),
-        params: *params,
-        terms,
-    };
-    Ok((out, spends))
+    Ok((PrivateVocabulary::new(vocab, params, terms), spends))
 }
 
 /// Every count plus discrete Laplace noise of `scale` (zeros included).
