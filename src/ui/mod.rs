@@ -371,7 +371,7 @@ fn Privacy() -> impl IntoView {
                 <h2 id="priv-h">"3. Privacy settings"</h2>
                 <p class="hint">
                     "ε (epsilon) bounds how much the output can depend on any one document: the smaller, the stronger the "
-                    "protection and the noisier the result. The whole run is (ε_voc + ε_kde)-differentially private."
+                    "protection and the noisier the result. The whole run is (ε_voc + ε_kde, plus a small ε for the class proportions)-differentially private."
                 </p>
                 <div class="presets" role="group" aria-label="Presets from the paper">
                     <span>"Presets from the paper:"</span>
@@ -392,6 +392,7 @@ fn Privacy() -> impl IntoView {
                     <NumberField id="budget" label="Budget (ε, account)" help="most ε the account may spend; empty: none" value=ledger_view::budget_field() errors=errors />
                     <SamplerField />
                     <VocabPerClassField />
+                    <ProportionalField />
                 </div>
                 <ClassesField errors=errors />
                 <p class="ledger" id="ledger-note" role="note">{ledger_note}</p>
@@ -467,6 +468,32 @@ fn VocabPerClassField() -> impl IntoView {
                 "Private vocabulary per class"
             </label>
             <span class="help">"Each class picks its own top terms from its own noisy counts, so a small class keeps its keyphrases (same ε_voc)."</span>
+        </div>
+    }
+}
+
+/// The DP class counts (`dp::counts`): sequences per class in proportion, for a small ε.
+#[component]
+fn ProportionalField() -> impl IntoView {
+    let f = app().settings;
+    view! {
+        <div class="field">
+            <label class="check name">
+                <input
+                    id="proportional"
+                    type="checkbox"
+                    prop:checked=move || f.proportional.get()
+                    on:change=move |ev| f.proportional.set(event_target_checked(&ev))
+                />
+                "Class proportions (DP)"
+            </label>
+            <span class="help">
+                {format!(
+                    "Sequences per class in proportion to noisy class counts (ε = {}, added to the run), so a classifier \
+                     trained on them sees the classes' real balance. Off: the same number for every class.",
+                    crate::protocol::RunSettings::DEFAULT_EPS_COUNTS
+                )}
+            </span>
         </div>
     }
 }

@@ -56,6 +56,8 @@ pub struct SettingsFields {
     pub gather_other: RwSignal<bool>,
     pub other_name: RwSignal<String>,
     pub vocab_per_class: RwSignal<bool>,
+    /// Sequences per class in proportion to DP class counts (ε = `DEFAULT_EPS_COUNTS`).
+    pub proportional: RwSignal<bool>,
     /// Whether the corpus was read with a label column (set by `AppState::load`): then the
     /// classes must be declared; without one, the run has a single class.
     pub labelled: RwSignal<bool>,
@@ -77,6 +79,7 @@ impl SettingsFields {
             gather_other: RwSignal::new(d.other_class.is_some()),
             other_name: RwSignal::new(d.other_class.clone().unwrap_or_else(|| crate::classes::ClassSet::OTHER.to_string())),
             vocab_per_class: RwSignal::new(d.vocab_per_class),
+            proportional: RwSignal::new(d.eps_counts.is_some()),
             labelled: RwSignal::new(false),
         }
     }
@@ -137,6 +140,7 @@ impl SettingsFields {
             classes: self.class_names(),
             other_class: self.gather_other.get().then(|| self.other_name.get()),
             vocab_per_class: self.vocab_per_class.get(),
+            eps_counts: self.proportional.get().then_some(RunSettings::DEFAULT_EPS_COUNTS),
             ..RunSettings::default()
         };
         for e in s.check(vocab_len) {

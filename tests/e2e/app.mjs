@@ -136,6 +136,7 @@ await runTests([
     assert(await page.inputValue('#class-list') === 'cardiology\npulmonary', 'ticking a label declares it');
     assert(await page.isChecked('#other-drop'), 'other labels are left out by default');
     assert(await page.isChecked('#vocab_per_class'), 'per-class vocabulary by default');
+    assert(await page.isChecked('#proportional'), 'DP class proportions by default');
     assert(await page.inputValue('#sampler') === 'histogram', 'histogram sampler by default');
     assert((await page.textContent('#sampler-help')).length > 20, 'the sampler is described');
     // The runs below use a DP-KDE sampler: the histogram samplers embed nothing (unless they
