@@ -6,8 +6,10 @@
 //! the ε it spent, which the [`ledger`] adds up. See ARCHITECTURE.md for the data flow.
 //!
 //! Neighbouring relation, for every mechanism in this crate: two corpora are neighbours when
-//! one is obtained from the other by adding or removing ONE document (with its label).
-//! Every sensitivity stated next to a mechanism is derived from that relation.
+//! one is obtained from the other by adding or removing ONE document (with its label); labels
+//! come from a fixed public set of classes declared before the run ([`classes`]), so the
+//! classes of a release never depend on the data. Every sensitivity stated next to a mechanism
+//! is derived from that relation.
 
 pub mod classes;
 pub mod corpus;
