@@ -45,13 +45,15 @@ fn dp_vocabulary_runs_on_browser_randomness() {
     let fields = Fields { text: Some("text".into()), label: None };
     sink.read(&b"text\na b\nb c\nc d\n"[..], "x.csv", Format::Csv, &fields, None).unwrap();
     let mc = sink.finish("x.csv").unwrap();
-    let params = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 2 };
+    let classes = dpkps::classes::ClassSet::unlabelled();
     let mut draws = Vec::new();
-    for _ in 0..8 {
+    for k in 0..8 {
+        // Global and per-class selection alike (one class here).
+        let params = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 2, per_class: k % 2 == 1 };
         let mut rng = SecureRng::from_os().unwrap();
-        let (pv, spend) = mc.dp_vocabulary(&v, &params, &mut rng).unwrap();
+        let (pv, spends) = mc.dp_vocabulary(&v, &params, &classes, &mut rng).unwrap();
         assert_eq!(pv.terms.len(), 3);
-        assert_eq!(spend.epsilon, 1.0);
+        assert_eq!((spends.len(), spends[0].epsilon), (1, 1.0));
         draws.push(pv.terms.iter().map(|t| t.noisy_count).collect::<Vec<_>>());
     }
     draws.dedup();
