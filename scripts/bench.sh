@@ -3,6 +3,9 @@
 #   scripts/bench.sh [CORPUS.csv TEXT_COLUMN]   native: matching, embeddings, DP-KDE + sampling
 #   scripts/bench.sh --wasm                      in headless Chromium (simd128): embeddings in the
 #                                                app's worker (release build), then DP-KDE + sampling
+#   scripts/bench.sh --pipeline                  in headless Chromium: MTSamples × 12 (≈ 60,000 notes)
+#                                                through the page, Run → results per stage, per
+#                                                sampler and vocabulary (release build)
 #   scripts/bench.sh --ort [TERMS [THREADS]]     the yardstick of issue 5: the same model and terms
 #                                                under onnxruntime, one thread (needs PyPI once:
 #                                                a venv in target/ort-venv)
@@ -14,6 +17,12 @@ if [[ ${1:-} == --ort ]]; then
   [[ -x $venv/bin/python ]] || python3 -m venv "$venv"
   "$venv/bin/pip" install -q onnxruntime==1.31.1 tokenizers==0.23.3 numpy
   "$venv/bin/python" scripts/bench_ort.py "${2:-512}" "${3:-1}"
+  exit
+fi
+if [[ ${1:-} == --pipeline ]]; then
+  scripts/setup.sh >/dev/null
+  [[ -f dist/index.html ]] || trunk build --release --config Trunk.toml
+  node tests/e2e/bench_pipeline.mjs
   exit
 fi
 if [[ ${1:-} == --wasm ]]; then

@@ -569,6 +569,17 @@ pub(crate) fn build_with(
         None => Some(Features::generate(params.features, emb.dim(), params.blocks(), params.bandwidth, seed)),
     };
     let index = crate::hist::CandidateIndex::new(candidates);
+    // The independent KDE reads f(t) = √2·cos(β + √2·ωᵀt) per keyphrase: computed once per
+    // distinct term (a document's contribution is the same function of its own terms).
+    let table = match (&features, params.sampler) {
+        (Some(f), Sampler::Independent) => {
+            let mut ids: Vec<TermId> = docs.iter().flat_map(|d| d.terms.iter().take(params.terms_per_doc).copied()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            Some(TermTable::new(&ids, emb, f))
+        }
+        _ => None,
+    };
 
     let mut by_class: Vec<Vec<&KdeDoc<'_>>> = vec![Vec::new(); classes.len()];
     for d in docs {
@@ -579,7 +590,7 @@ pub(crate) fn build_with(
     for (c, class_docs) in by_class.iter().enumerate() {
         let totals = match (hist, &features) {
             (Some(kind), _) => vec![crate::hist::class_sums(kind, class_docs, &index, params.terms_per_doc)],
-            (None, Some(f)) => class_sums(class_docs, emb, f, params),
+            (None, Some(f)) => class_sums(class_docs, emb, f, params, table.as_ref()),
             (None, None) => unreachable!("features exist for every DP-KDE sampler"),
         };
         let sums = totals
@@ -637,6 +648,37 @@ pub(crate) fn build_with(
     Ok((set, spends))
 }
 
+/// √2·cos(β + √2·ωᵀt) for every distinct term t: the independent KDE's per-keyphrase
+/// features, computed in batches (each row of the GEMM depends on its own term only).
+struct TermTable {
+    rows: std::collections::HashMap<TermId, usize>,
+    values: Vec<f32>,
+    width: usize,
+}
+
+impl TermTable {
+    fn new(ids: &[TermId], emb: &TermEmbeddings, features: &Features) -> TermTable {
+        let (i_count, d) = (features.count, features.dim);
+        let mut values = vec![0f32; ids.len() * i_count];
+        let mut rows_buf: Vec<f32> = Vec::new();
+        let sqrt2 = std::f32::consts::SQRT_2;
+        for (c, batch) in ids.chunks(256).enumerate() {
+            rows_buf.clear();
+            batch.iter().for_each(|&t| rows_buf.extend_from_slice(emb.get(t).unwrap_or(&[])));
+            let out = &mut values[c * 256 * i_count..][..batch.len() * i_count];
+            features.project(0, MatRef::rows(&rows_buf, batch.len(), d), out);
+            for row in out.chunks_exact_mut(i_count) {
+                row.iter_mut().zip(features.beta()).for_each(|(v, b)| *v = sqrt2 * (b + *v).cos());
+            }
+        }
+        TermTable { rows: ids.iter().enumerate().map(|(i, &t)| (t, i)).collect(), values, width: i_count }
+    }
+
+    fn get(&self, t: TermId) -> Option<&[f32]> {
+        self.rows.get(&t).map(|&i| &self.values[i * self.width..][..self.width])
+    }
+}
+
 /// Most noisy counts a histogram release may hold (memory, and the release file's size).
 pub const MAX_HIST_CELLS: usize = 8_000_000;
 
@@ -644,7 +686,7 @@ pub const MAX_HIST_CELLS: usize = 8_000_000;
 const DOC_CHUNK: usize = 64;
 
 /// Exact integer sums Σ_docs q(doc) for each member of one class.
-fn class_sums(docs: &[&KdeDoc<'_>], emb: &TermEmbeddings, features: &Features, params: &KdeParams) -> Vec<Vec<i64>> {
+fn class_sums(docs: &[&KdeDoc<'_>], emb: &TermEmbeddings, features: &Features, params: &KdeParams, table: Option<&TermTable>) -> Vec<Vec<i64>> {
     let ensemble = params.ensemble();
     let (i_count, d) = (features.count, features.dim);
     let members = ensemble.members();
@@ -660,23 +702,18 @@ fn class_sums(docs: &[&KdeDoc<'_>], emb: &TermEmbeddings, features: &Features, p
         let mut count = vec![0u32; chunk.len() * members];
         match params.sampler {
             Sampler::Independent => {
-                // Every keyphrase (first M) is a length-1 "prefix" at block 0, weight 1/M_doc.
-                let mut owner = Vec::new();
-                rows.clear();
+                // Every keyphrase (first M) is a length-1 "prefix" at block 0, weight 1/M_doc:
+                // its features f(t) come from the per-term table (one cos per distinct term and
+                // feature, not per occurrence).
+                let table = table.unwrap_or_else(|| unreachable!("the independent sampler has a term table"));
                 for (k, doc) in chunk.iter().enumerate() {
-                    for &t in doc.terms.iter().take(params.terms_per_doc) {
-                        rows.extend_from_slice(emb.get(t).unwrap_or(&[]));
-                        owner.push(k);
-                    }
-                }
-                proj.resize(owner.len() * i_count, 0.0);
-                features.project(0, MatRef::rows(&rows, owner.len(), d), &mut proj);
-                for (r, &k) in owner.iter().enumerate() {
                     let a = &mut acc[k * i_count..][..i_count];
-                    for ((a, p), b) in a.iter_mut().zip(&proj[r * i_count..][..i_count]).zip(beta) {
-                        *a += sqrt2 * (b + p).cos();
+                    for &t in doc.terms.iter().take(params.terms_per_doc) {
+                        if let Some(f) = table.get(t) {
+                            a.iter_mut().zip(f).for_each(|(a, f)| *a += f);
+                            count[k] += 1;
+                        }
                     }
-                    count[k] += 1;
                 }
             }
             Sampler::Histogram | Sampler::Markov => unreachable!("histogram samplers have no random features"),
