@@ -453,49 +453,35 @@ fn SamplerField() -> impl IntoView {
     }
 }
 
+/// A setting that is on or off, with one sentence of help.
 #[component]
-fn VocabPerClassField() -> impl IntoView {
-    let f = app().settings;
+fn CheckField(id: &'static str, label: &'static str, help: String, value: RwSignal<bool>) -> impl IntoView {
     view! {
         <div class="field">
             <label class="check name">
-                <input
-                    id="vocab_per_class"
-                    type="checkbox"
-                    prop:checked=move || f.vocab_per_class.get()
-                    on:change=move |ev| f.vocab_per_class.set(event_target_checked(&ev))
-                />
-                "Private vocabulary per class"
+                <input id=id type="checkbox" prop:checked=move || value.get() on:change=move |ev| value.set(event_target_checked(&ev)) />
+                {label}
             </label>
-            <span class="help">"Each class picks its own top terms from its own noisy counts, so a small class keeps its keyphrases (same ε_voc)."</span>
+            <span class="help">{help}</span>
         </div>
     }
+}
+
+#[component]
+fn VocabPerClassField() -> impl IntoView {
+    let help = "Each class picks its own top terms from its own noisy counts, so a small class keeps its keyphrases (same ε_voc).";
+    view! { <CheckField id="vocab_per_class" label="Private vocabulary per class" help=help.to_string() value=app().settings.vocab_per_class /> }
 }
 
 /// The DP class counts (`dp::counts`): sequences per class in proportion, for a small ε.
 #[component]
 fn ProportionalField() -> impl IntoView {
-    let f = app().settings;
-    view! {
-        <div class="field">
-            <label class="check name">
-                <input
-                    id="proportional"
-                    type="checkbox"
-                    prop:checked=move || f.proportional.get()
-                    on:change=move |ev| f.proportional.set(event_target_checked(&ev))
-                />
-                "Class proportions (DP)"
-            </label>
-            <span class="help">
-                {format!(
-                    "Sequences per class in proportion to noisy class counts (ε = {}, added to the run), so a classifier \
-                     trained on them sees the classes' real balance. Off: the same number for every class.",
-                    crate::protocol::RunSettings::DEFAULT_EPS_COUNTS
-                )}
-            </span>
-        </div>
-    }
+    let help = format!(
+        "Sequences per class in proportion to noisy class counts (ε = {}, added to the run), so a classifier \
+         trained on them sees the classes' real balance. Off: the same number for every class.",
+        crate::protocol::RunSettings::DEFAULT_EPS_COUNTS
+    );
+    view! { <CheckField id="proportional" label="Class proportions (DP)" help=help value=app().settings.proportional /> }
 }
 
 /// The public class set (`crate::classes`): which label values become classes of the outputs.
