@@ -528,8 +528,7 @@ pub(crate) fn build_with(
     mut noise: Noise<'_>,
 ) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
     params.validate().map_err(DpError::from)?;
-    if let Some(d) = docs.iter().find(|d| d.class >= classes.len()) {
-        let _ = d;
+    if docs.iter().any(|d| d.class >= classes.len()) {
         return Err(KdeError::BadArtefact("document class"));
     }
     let hist = params.sampler.hist_kind();
