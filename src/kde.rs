@@ -358,16 +358,21 @@ impl KdeParams {
         Ensemble { sampler: self.sampler, len: self.len }
     }
 
+    /// Δ, the L1 sensitivity of one member's sums in grid units: I·Q for the random-feature
+    /// sums, one document's weight for the histograms (module docs; `crate::hist`).
+    pub fn sensitivity(&self) -> Result<u64, DpError> {
+        match self.sampler.hist_kind() {
+            Some(_) => Ok(crate::hist::DOC_WEIGHT),
+            None => (self.features as u64).checked_mul(Q_BOUND).ok_or_else(|| DpError::Scale("I·Q".into())),
+        }
+    }
+
     /// The exact noise scale in grid units: Δ·members/ε_kde, Δ = I·Q for the random-feature
     /// sums and one document's weight for the histograms. Public inputs only: callers check it
     /// before spending ε (an ε too small for I and L is refused up front, not after ε_voc).
     pub fn noise_scale(&self) -> Result<Ratio, DpError> {
-        let delta = match self.sampler.hist_kind() {
-            Some(_) => crate::hist::DOC_WEIGHT,
-            None => (self.features as u64).checked_mul(Q_BOUND).ok_or_else(|| DpError::Scale("I·Q".into()))?,
-        };
         let members = self.ensemble().members() as u64;
-        let total = delta.checked_mul(members).ok_or_else(|| DpError::Scale("Δ·members".into()))?;
+        let total = self.sensitivity()?.checked_mul(members).ok_or_else(|| DpError::Scale("Δ·members".into()))?;
         Ratio::int_over_f64(total, self.epsilon)
     }
 
@@ -547,10 +552,7 @@ pub(crate) fn build_with(
     let eps_m = ensemble.epsilon_per_member(params.epsilon);
     // Δ in grid units: I·Q for the random-feature sums, G for a histogram (one document's
     // total weight). Noise scale Δ/ε_m = Δ·members/ε_kde, computed exactly.
-    let delta = match hist {
-        Some(_) => crate::hist::DOC_WEIGHT,
-        None => params.features as u64 * Q_BOUND,
-    };
+    let delta = params.sensitivity()?;
     let scale = params.noise_scale()?;
     let grid = (1u64 << GRID_BITS) as f64;
     let (mechanism, sensitivity) = match hist {

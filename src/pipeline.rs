@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::{self, CorpusError, Fields, Format, Ingest, IngestStats};
 use crate::classes::ClassSet;
-use crate::dp::vocabulary::{select_vocabulary, select_vocabulary_by_class, PrivateVocabulary, TermHistogram, VocabParams};
+use crate::dp::vocabulary::{select_from_documents, PrivateVocabulary, TermHistogram, VocabParams};
 use crate::dp::{DpError, SecureRng};
 use crate::ledger::Spend;
 use crate::vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
@@ -128,18 +128,8 @@ impl MatchedCorpus {
                 "is larger than the number of terms kept per document while matching",
             )));
         }
-        if params.per_class {
-            let s = params.terms_per_doc;
-            let mut hists: Vec<TermHistogram> = (0..classes.len()).map(|_| TermHistogram::new(vocab.len(), s)).collect();
-            for d in &self.docs {
-                if let Some(c) = classes.assign(d.label.as_deref()) {
-                    hists[c].add_document(&d.terms[..d.terms.len().min(s)]);
-                }
-            }
-            return select_vocabulary_by_class(&hists, &classes.names(), vocab, params, rng);
-        }
-        let h = self.histogram(vocab.len(), params.terms_per_doc);
-        select_vocabulary(&h, vocab, params, rng).map(|(pv, spend)| (pv, vec![spend]))
+        let docs = self.docs.iter().map(|d| (classes.assign(d.label.as_deref()), d.terms.as_slice()));
+        select_from_documents(docs, &classes.names(), vocab, params, rng)
     }
 }
 

@@ -214,23 +214,8 @@ pub fn select_vocabulary_by_class(
         summed.iter_mut().zip(&noisy).for_each(|(s, &v)| *s = s.saturating_add(v));
         ranked.push(top_of(noisy, n).into_iter().map(|(id, _)| id).collect());
     }
-    let mut taken: Vec<TermId> = Vec::with_capacity(n);
-    let mut seen = vec![false; vocab.len()];
-    'fill: for r in 0..n {
-        for list in &ranked {
-            if let Some(&id) = list.get(r) {
-                if !seen[id as usize] {
-                    seen[id as usize] = true;
-                    taken.push(id);
-                    if taken.len() == n {
-                        break 'fill;
-                    }
-                }
-            }
-        }
-    }
     let mut terms: Vec<SelectedTerm> =
-        taken.into_iter().map(|id| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count: summed[id as usize] }).collect();
+        round_robin(&ranked, n).into_iter().map(|id| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count: summed[id as usize] }).collect();
     terms.sort_by(|a, b| b.noisy_count.cmp(&a.noisy_count).then(a.id.cmp(&b.id)));
     let spends = class_names
         .iter()
@@ -251,6 +236,53 @@ pub fn select_vocabulary_by_class(
         })
         .collect();
     Ok((PrivateVocabulary::new(vocab, params, terms), spends))
+}
+
+/// Stage 2 on documents given as (class, first terms): one histogram over all of them, or
+/// one per class of the public class set when `params.per_class` (`class_names` in its order;
+/// a document with class `None`, one the class set drops, is then counted nowhere). Returns Ṽ
+/// and its spends (one, or one per class).
+pub fn select_from_documents<'a>(
+    docs: impl Iterator<Item = (Option<usize>, &'a [TermId])>,
+    class_names: &[&str],
+    vocab: &PublicVocabulary,
+    params: &VocabParams,
+    rng: &mut SecureRng,
+) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
+    let s = params.terms_per_doc;
+    if params.per_class {
+        let mut hists: Vec<TermHistogram> = class_names.iter().map(|_| TermHistogram::new(vocab.len(), s)).collect();
+        for (class, terms) in docs {
+            if let Some(h) = class.and_then(|c| hists.get_mut(c)) {
+                h.add_document(terms);
+            }
+        }
+        return select_vocabulary_by_class(&hists, class_names, vocab, params, rng);
+    }
+    let mut h = TermHistogram::new(vocab.len(), s);
+    docs.for_each(|(_, terms)| h.add_document(terms));
+    select_vocabulary(&h, vocab, params, rng).map(|(pv, spend)| (pv, vec![spend]))
+}
+
+/// Round robin over rankings (best first): each list's next term not yet taken, in turn,
+/// until `n` terms or the lists run out.
+pub(crate) fn round_robin(ranked: &[Vec<TermId>], n: usize) -> Vec<TermId> {
+    let mut taken: Vec<TermId> = Vec::with_capacity(n);
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    let longest = ranked.iter().map(Vec::len).max().unwrap_or(0);
+    for r in 0..longest {
+        for list in ranked {
+            if taken.len() == n {
+                return taken;
+            }
+            if let Some(&id) = list.get(r) {
+                if seen.insert(id) {
+                    taken.push(id);
+                }
+            }
+        }
+    }
+    taken
 }
 
 /// Every count plus discrete Laplace noise of `scale` (zeros included).

@@ -54,7 +54,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::classes::{ClassSet, OtherLabels};
-use crate::dp::vocabulary::{select_vocabulary, select_vocabulary_by_class, TermHistogram, VocabParams};
+use crate::dp::vocabulary::{round_robin, select_from_documents, VocabParams};
 use crate::dp::{DpError, ParamError, SecureRng};
 use crate::embed::TermEmbeddings;
 use crate::kde::{KdeDoc, KdeError, KdeParams, Noise, Sampler};
@@ -356,16 +356,9 @@ impl Evaluation {
             let s = params.vocab.terms_per_doc;
             let dp_vocab = if needs_dp {
                 // ε_voc-DP on the training part only; the ledger spend is dropped (module docs).
-                let pv = if params.vocab.per_class {
-                    let mut hists: Vec<TermHistogram> = (0..classes.len()).map(|_| TermHistogram::new(public.len(), s)).collect();
-                    split.train.iter().for_each(|&i| hists[docs[i].class].add_document(&docs[i].terms[..docs[i].terms.len().min(s)]));
-                    let names: Vec<&str> = classes.iter().map(String::as_str).collect();
-                    select_vocabulary_by_class(&hists, &names, public, &params.vocab, rng)?.0
-                } else {
-                    let mut h = TermHistogram::new(public.len(), s);
-                    split.train.iter().for_each(|&i| h.add_document(&docs[i].terms[..docs[i].terms.len().min(s)]));
-                    select_vocabulary(&h, public, &params.vocab, rng)?.0
-                };
+                let names: Vec<&str> = classes.iter().map(String::as_str).collect();
+                let train = split.train.iter().map(|&i| (Some(docs[i].class), docs[i].terms.as_slice()));
+                let (pv, _spends) = select_from_documents(train, &names, public, &params.vocab, rng)?;
                 pv.terms.iter().map(|t| t.id).collect()
             } else {
                 Vec::new()
@@ -695,18 +688,7 @@ fn exact_top_n(docs: &[Doc], train: &[usize], s: usize, n: usize, per_class: Opt
             all.into_iter().map(|(t, _)| t).collect()
         })
         .collect();
-    let mut out: Vec<TermId> = Vec::with_capacity(n);
-    let longest = ranked.iter().map(Vec::len).max().unwrap_or(0);
-    for r in 0..longest {
-        for list in &ranked {
-            if let Some(&t) = list.get(r) {
-                if out.len() < n && !out.contains(&t) {
-                    out.push(t);
-                }
-            }
-        }
-    }
-    out
+    round_robin(&ranked, n)
 }
 
 /// The task's classes, its documents as (index in the corpus, class), and how many documents

@@ -749,10 +749,10 @@ async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<(Fil
         // Markov keeps (N+1)·N counts per class: left out where that exceeds the release cap.
         samplers: Sampler::ALL
             .into_iter()
-            .filter(|&s| {
-                s != Sampler::Markov
-                    || (settings.top_n + 1).saturating_mul(settings.top_n).saturating_mul(corpus.stats.classes.len())
-                        <= crate::kde::MAX_HIST_CELLS
+            .filter(|&sampler| {
+                crate::kde::KdeParams { sampler, ..settings.kde_params() }
+                    .check_release_size(settings.top_n, corpus.stats.classes.len())
+                    .is_ok()
             })
             .collect(),
         no_dp_arms: false,
