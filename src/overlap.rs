@@ -7,23 +7,31 @@
 //! Per account, a random 256-bit key `K` (drawn from the OS, never derived from data) and, per
 //! corpus recorded under the account, a bottom-k sketch: the [`SKETCH_K`] = 64 smallest values
 //! of `v(d) = first 64 bits of SHA-256("dpkps overlap v1" ‖ K ‖ SHA-256(d))` over its documents
-//! `d`. Nothing else about the documents is stored (no count: the size is estimated from the
-//! sketch itself).
+//! `d`. Nothing else about the documents is stored, but the sketch itself carries a count
+//! derived from private data: the number of distinct documents (exact below 64, about ±12%
+//! above, from the sketch's largest value).
 //!
 //! - Without `K`, a sketch is 64 pseudorandom numbers: it says nothing about any text.
 //! - `K` is stored next to the sketches (the check must recompute `v` for the next corpus), so
 //!   whoever holds the ledger (this browser's IndexedDB, or an exported ledger file) can test a
-//!   GUESSED document: compute `v(guess)` and look it up. That confirms membership only if the
-//!   guess is exactly (byte for byte) one of at most 64 documents of the corpus, the ones whose
-//!   `v` happened to be smallest; for a corpus of n > 64 documents a given document is one of
-//!   them with probability 64/n. The sketch cannot be inverted or searched for content; it
-//!   gives no information on a document that is not guessed exactly.
-//! - The ledger key (`corpus::corpus_key`) already lets its holder confirm a guess of the WHOLE
-//!   corpus; the sketch extends that to ≤ 64 single documents.
+//!   candidate document: compute `v(candidate)` and look it up. That confirms membership of a
+//!   document that is one of the at most 64 in the sketch: EVERY document of a corpus of fewer
+//!   than 64 (the sketch is then complete), and for n > 64 a given one with probability 64/n.
+//!   Candidates can be enumerated, not only guessed: SHA-256 is fast, so a short or templated
+//!   document (a template with a name or diagnosis slotted in) can be found by trying the
+//!   possibilities.
+//! - Sketches of two extracts of one account show which of those keyed values were added or
+//!   removed between them: exactly the neighbouring event DP protects, for the documents in
+//!   the sketches.
+//! - The ledger key (`corpus::corpus_key`, unkeyed SHA-256 over the sorted document hashes)
+//!   lets its holder test a guess of the whole corpus; with all documents but one known (DP's
+//!   usual adversary) it tests, and for low-entropy text recovers by enumeration, the last one.
+//!   It is the same on every machine, so ledgers of one corpus can be linked.
 //!
-//! We accept this: the ledger lives where the corpus lives (the curator's browser, or an export
-//! the page tells the curator to keep with the data), exact-text guessing is realistic only for
-//! short templated documents, and the check protects the far likelier failure: spending the
+//! So the ledger (and its export) must be treated like the corpus itself, never published; DP
+//! covers only the releases. We accept this for now because the ledger lives where the corpus
+//! lives (the curator's browser, or an export the page tells the curator to keep with the
+//! data) and the check protects the far likelier failure: spending the
 //! budget twice on nearly the same data. The sketch is never part of a release, report or
 //! prompt. A design that stored only a noisy statistic could not be compared with a LATER
 //! corpus; per-bucket b-bit sketches would blur a confirmation only to a likelihood ratio of

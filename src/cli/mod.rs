@@ -342,16 +342,15 @@ impl LedgerArgs {
     }
 
     /// Records the corpus (its overlap sketch) and the budget under the account, if any.
-    fn note(&self, book: &mut LedgerBook, mc: &MatchedCorpus) {
+    /// The account's sketch key (used only when the account is new) comes from the OS: no
+    /// random source, no run (a fixed key would make the sketch a public function of the text).
+    fn note(&self, book: &mut LedgerBook, mc: &MatchedCorpus) -> Result<(), CliError> {
         if let Some(a) = self.account.as_deref() {
-            book.note_corpus(a, &mc.keys, self.budget, || {
-                let mut key = [0u8; 32];
-                if let Ok(mut rng) = SecureRng::from_os() {
-                    rng.fill(&mut key);
-                }
-                key
-            });
+            let mut key = [0u8; 32];
+            SecureRng::from_os()?.fill(&mut key);
+            book.note_corpus(a, &mc.keys, self.budget, || key);
         }
+        Ok(())
     }
 }
 
@@ -577,7 +576,7 @@ fn vocab_stage(
     run.account = ledger.account.clone();
     run.spends.extend(spends);
     book.record(&mc.fingerprint, run);
-    ledger.note(&mut book, &mc);
+    ledger.note(&mut book, &mc)?;
     write_file(&path, book.to_json().as_bytes())?;
     Ok(vocabulary)
 }
@@ -678,7 +677,7 @@ impl Plan {
     /// updated in place, so it is counted once).
     fn commit(&self, book: &mut LedgerBook, mc: &MatchedCorpus, run: &Run) -> Result<(), CliError> {
         book.extend_run(&mc.fingerprint, run);
-        self.ledger.note(book, mc);
+        self.ledger.note(book, mc)?;
         write_file(&ledger_path(&self.ledger), book.to_json().as_bytes())
     }
 }

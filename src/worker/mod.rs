@@ -431,12 +431,24 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         Some(a) => book.account_spent(a, &fp),
         None => book.ledger(&fp).total_epsilon(),
     };
-    let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
-    settings.check_budget(spent_by(&book)).map_err(|e| Stop::Failed(None, e.message))?;
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let mut id = [0u8; 8];
     rng.fill(&mut id);
-    let mut run = Run::new(crate::corpus::hex(&id), iso_now());
+    let run_id = crate::corpus::hex(&id);
+    // The budget reserves the whole run: what everything else recorded has spent, plus this
+    // run's full planned ε, must fit the budget (the page's field, else the account's stored
+    // one). Checked before anything is computed and again inside every transaction that
+    // records a spend, so two tabs running at once cannot together pass the cap: the one that
+    // would exceed it drops its unseen result (which costs nothing).
+    let within_budget = |book: &crate::ledger::LedgerBook| -> Result<(), String> {
+        let recorded_here = book.ledger(&fp).runs.iter().find(|r| r.id == run_id).map_or(0.0, |r| r.epsilon());
+        let stored = account.as_ref().and_then(|a| book.accounts.get(a)).and_then(|a| a.budget);
+        let s = RunSettings { budget: settings.budget.or(stored), ..settings.clone() };
+        s.check_budget(spent_by(book) - recorded_here).map_err(|e| e.message)
+    };
+    let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
+    within_budget(&book).map_err(|e| Stop::Failed(None, e))?;
+    let mut run = Run::new(run_id.clone(), iso_now());
     run.account = account.clone();
     let mut sketch_key = [0u8; 32];
     rng.fill(&mut sketch_key);
@@ -452,7 +464,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     store
         .update_ledger(|b| {
             b.adopt_legacy(&corpus.keys.legacy, &fp);
-            settings.check_budget(spent_by(b)).map_err(|e| e.message)?;
+            within_budget(b)?;
             b.extend_run(&fp, &run);
             if let Some(a) = &account {
                 b.note_corpus(a, &corpus.keys, settings.budget, || sketch_key);
@@ -517,7 +529,14 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         }
         None => vec![settings.per_class; classes.len()],
     };
-    store.record_spends(&fp, &run).await.map_err(at(Stage::Kde))?;
+    store
+        .update_ledger(|b| {
+            within_budget(b)?;
+            b.extend_run(&fp, &run);
+            Ok(())
+        })
+        .await
+        .map_err(at(Stage::Kde))?;
     post(&Event::StageDone {
         stage: Stage::Kde,
         seconds: seconds_since(t0),

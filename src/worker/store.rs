@@ -125,16 +125,6 @@ impl Store {
         .await?
     }
 
-    /// Records the spends of `run` so far on the corpus `fingerprint` (the run is updated in
-    /// place: counted once however often it is recorded).
-    pub async fn record_spends(&self, fingerprint: &str, run: &Run) -> Result<(), String> {
-        self.update_ledger(|book| {
-            book.extend_run(fingerprint, run);
-            Ok(())
-        })
-        .await
-    }
-
     pub async fn ledger(&self) -> Result<LedgerBook, String> {
         let tx = self.db.transaction(&[META], TransactionMode::ReadOnly).map_err(err)?;
         let store = tx.object_store(META).map_err(err)?;
