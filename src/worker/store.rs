@@ -17,7 +17,7 @@ use wasm_bindgen::prelude::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::embed::TermEmbeddings;
-use crate::ledger::{LedgerBook, Run};
+use crate::ledger::LedgerBook;
 use crate::vocab::{PublicVocabulary, TermId};
 
 const DB: &str = "dpkps";
