@@ -161,6 +161,7 @@ fn on_message(ev: MessageEvent) {
     CANCEL.set(false);
     spawn_local(async move {
         let outcome = handle(req, files).await;
+        publish_memory();
         BUSY.set(false);
         match outcome {
             Ok(ev) => post(&ev),
@@ -168,6 +169,19 @@ fn on_message(ev: MessageEvent) {
             Err(Stop::Failed(stage, message)) => post(&Event::Failed { stage, message }),
         }
     });
+}
+
+/// After every job: this worker's and its helpers' wasm memory in bytes (linear memory only
+/// grows, so these are peaks), as `self.dpkpsMemory = {worker, helpers: [..]}` in this worker's
+/// own global scope, which only scripts of this worker can read (the pipeline benchmark reads
+/// it through the browser's debugging protocol). Sizes only, nothing else of the corpus.
+fn publish_memory() {
+    let helpers = STATE.with(|s| s.try_borrow().ok().and_then(|s| s.helpers.as_ref().map(Pool::memory))).unwrap_or_default();
+    let figures = js_sys::Object::new();
+    let list: js_sys::Array = helpers.iter().map(|&b| JsValue::from_f64(b as f64)).collect();
+    let _ = js_sys::Reflect::set(&figures, &"worker".into(), &JsValue::from_f64(pool::wasm_memory_bytes() as f64));
+    let _ = js_sys::Reflect::set(&figures, &"helpers".into(), &list);
+    let _ = js_sys::Reflect::set(&scope(), &"dpkpsMemory".into(), &figures);
 }
 
 /// Lets the event loop run for at least `ms` milliseconds (messages are handled meanwhile).
@@ -940,6 +954,6 @@ async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
         terms: texts.len(),
         batch1_terms_per_second: b1,
         batch32_terms_per_second: b32,
-        wasm_memory_bytes: wasm_bindgen::memory().unchecked_into::<js_sys::WebAssembly::Memory>().buffer().unchecked_into::<js_sys::ArrayBuffer>().byte_length() as u64,
+        wasm_memory_bytes: pool::wasm_memory_bytes(),
     }))
 }

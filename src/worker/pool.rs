@@ -47,9 +47,15 @@ pub struct Reply {
 
 /// What a helper said, as the pool sees it.
 enum Said {
-    Loaded,
-    Embedded(u64, Vec<f32>),
+    Loaded(u64),
+    Embedded(u64, Vec<f32>, u64),
     Failed(Option<u64>, String),
+}
+
+/// This worker's wasm linear memory in bytes. Linear memory only grows, so it is also the
+/// peak since the worker started (the benchmark prints it after every run).
+pub fn wasm_memory_bytes() -> u64 {
+    wasm_bindgen::memory().unchecked_into::<js_sys::WebAssembly::Memory>().buffer().unchecked_into::<js_sys::ArrayBuffer>().byte_length() as u64
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -66,6 +72,8 @@ enum SlotState {
 struct Slot {
     worker: Worker,
     state: SlotState,
+    /// The helper's wasm memory in bytes, as of its last reply (0: not known yet).
+    memory: u64,
     _on_message: Closure<dyn FnMut(MessageEvent)>,
     _on_error: Closure<dyn FnMut(web_sys::ErrorEvent)>,
 }
@@ -130,7 +138,7 @@ impl Pool {
             });
             worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
             worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-            pool.slots.push(Slot { worker, state: SlotState::Starting, _on_message: on_message, _on_error: on_error });
+            pool.slots.push(Slot { worker, state: SlotState::Starting, memory: 0, _on_message: on_message, _on_error: on_error });
         }
         Ok(pool)
     }
@@ -147,6 +155,11 @@ impl Pool {
     /// Helpers still starting, loading, or busy (perhaps with a batch of a cancelled job).
     pub fn pending(&self) -> usize {
         self.slots.iter().filter(|s| matches!(s.state, SlotState::Starting | SlotState::Loading | SlotState::Busy(_))).count()
+    }
+
+    /// The live helpers' wasm memory in bytes, as each last reported it.
+    pub fn memory(&self) -> Vec<u64> {
+        self.slots.iter().filter(|s| s.state != SlotState::Dead).map(|s| s.memory).collect()
     }
 
     /// Helpers that are not dead.
@@ -192,8 +205,12 @@ impl Pool {
         for (k, s) in said {
             let state = self.slots[k].state;
             match s {
-                Said::Loaded if state == SlotState::Loading => self.slots[k].state = SlotState::Idle,
-                Said::Loaded if state == SlotState::Starting => {
+                Said::Loaded(mem) | Said::Embedded(_, _, mem) if mem > 0 => self.slots[k].memory = mem,
+                _ => {}
+            }
+            match s {
+                Said::Loaded(_) if state == SlotState::Loading => self.slots[k].state = SlotState::Idle,
+                Said::Loaded(_) if state == SlotState::Starting => {
                     // The helper's wasm is running: now it can take the model.
                     let sent = self.bytes.as_ref().map(|(m, t)| {
                         self.slots[k].worker.post_message(&js_sys::Array::of3(&LOAD.into(), m, t))
@@ -203,8 +220,8 @@ impl Pool {
                         _ => self.kill(k),
                     }
                 }
-                Said::Loaded => {}
-                Said::Embedded(seq, flat) => {
+                Said::Loaded(_) => {}
+                Said::Embedded(seq, flat, _) => {
                     if state == SlotState::Busy(seq) {
                         self.slots[k].state = SlotState::Idle;
                     }
@@ -231,15 +248,15 @@ impl Pool {
 /// starting helper; arrays carry the rest.
 fn read_reply(data: &JsValue) -> Option<Said> {
     if let Some(s) = data.as_string() {
-        return s.contains(r#""kind":"ready""#).then_some(Said::Loaded);
+        return s.contains(r#""kind":"ready""#).then_some(Said::Loaded(0));
     }
     let arr = data.dyn_ref::<js_sys::Array>()?;
     match arr.get(0).as_string()?.as_str() {
-        "loaded" => Some(Said::Loaded),
+        "loaded" => Some(Said::Loaded(arr.get(1).as_f64().unwrap_or(0.0) as u64)),
         "embedded" => {
             let seq = arr.get(1).as_f64()? as u64;
             let flat = arr.get(2).dyn_into::<js_sys::Float32Array>().ok()?.to_vec();
-            Some(Said::Embedded(seq, flat))
+            Some(Said::Embedded(seq, flat, arr.get(3).as_f64().unwrap_or(0.0) as u64))
         }
         "failed" => Some(Said::Failed(arr.get(1).as_f64().map(|s| s as u64), arr.get(2).as_string().unwrap_or_default())),
         _ => None,
@@ -274,7 +291,7 @@ pub fn serve(data: &JsValue) -> bool {
             match loaded {
                 Ok(e) => {
                     HELPER_MODEL.with(|h| *h.borrow_mut() = Some(e));
-                    reply(&["loaded".into()]);
+                    reply(&["loaded".into(), JsValue::from_f64(wasm_memory_bytes() as f64)]);
                 }
                 Err(e) => reply(&["failed".into(), JsValue::NULL, e.into()]),
             }
@@ -297,7 +314,8 @@ pub fn serve(data: &JsValue) -> bool {
             match out {
                 Ok(vecs) => {
                     let flat: Vec<f32> = vecs.concat();
-                    reply(&["embedded".into(), seq, js_sys::Float32Array::from(flat.as_slice()).into()]);
+                    let mem = JsValue::from_f64(wasm_memory_bytes() as f64);
+                    reply(&["embedded".into(), seq, js_sys::Float32Array::from(flat.as_slice()).into(), mem]);
                 }
                 Err(e) => reply(&["failed".into(), seq, e.into()]),
             }

@@ -1,9 +1,17 @@
 // The curator's pipeline at corpus scale in headless Chromium (issue 15): MTSamples repeated
-// 12 times (≈ 60,000 notes), read + match, then Run → results with the page's defaults, per
-// sampler and vocabulary; prints the time of every stage as the page reports it, and the wall
-// time from the Run click to the results. Figures only: nothing passes or fails on speed.
+// 12 times (≈ 60,000 notes), read + match, then Run → results with the page's defaults, for
+// every sampler the page offers and every vocabulary (medical, English, and a user's own list
+// of 50,000 terms uploaded as the page takes it); prints the time of every stage as the page
+// reports it, the wall time from the Run click to the results, and memory after every run: the
+// worker's and its helpers' wasm memory (linear memory never shrinks: it is the peak), the
+// browser's renderer processes (resident now and peak), and the page's JS heap. At the end the
+// same settings run again (3 times in all, same page) to show whether memory grows across runs.
+// Figures only: nothing passes or fails on speed.
 // Run by `scripts/bench.sh --pipeline` after `trunk build --release`.
-//   DPKPS_BENCH_SAMPLERS=histogram,independent  DPKPS_BENCH_VOCABS=medical,english  DPKPS_BENCH_REPEAT=12
+//   DPKPS_BENCH_SAMPLERS=histogram,markov,independent,iterative-linear,iterative-log
+//   DPKPS_BENCH_VOCABS=medical,english,custom   DPKPS_BENCH_REPEAT=12   DPKPS_BENCH_AGAIN=2
+//   DPKPS_BENCH_AGAIN_SETTING=english/independent (the setting re-run DPKPS_BENCH_AGAIN times)
+//   DPKPS_BENCH_LIMIT=900 (seconds: a run still going then is cancelled and shown as "> limit")
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,11 +19,16 @@ import { ROOT, serveStatic, launch, assert } from './harness.mjs';
 
 const dist = process.env.DPKPS_DIST ?? path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
-const source = process.env.DPKPS_MTSAMPLES ?? path.join(ROOT, '..', 'shared', 'data', 'mtsamples.csv');
+const shared = path.join(ROOT, '..', 'shared', 'data');
+const source = process.env.DPKPS_MTSAMPLES ?? path.join(shared, 'mtsamples.csv');
 assert(fs.existsSync(source), `MTSamples not found at ${source} (set DPKPS_MTSAMPLES)`);
 const repeat = Number(process.env.DPKPS_BENCH_REPEAT ?? 12);
-const samplers = (process.env.DPKPS_BENCH_SAMPLERS ?? 'histogram,independent').split(',');
-const vocabs = (process.env.DPKPS_BENCH_VOCABS ?? 'medical,english').split(',');
+const samplers = (process.env.DPKPS_BENCH_SAMPLERS ?? 'histogram,markov,independent,iterative-linear,iterative-log').split(',');
+const vocabs = (process.env.DPKPS_BENCH_VOCABS ?? 'medical,english,custom').split(',');
+const again = Number(process.env.DPKPS_BENCH_AGAIN ?? 2);
+const [againVocab, againSampler] = (process.env.DPKPS_BENCH_AGAIN_SETTING ?? `${vocabs.at(-1)}/${samplers.at(-1)}`).split('/');
+const limit = Number(process.env.DPKPS_BENCH_LIMIT ?? 900);
+const MB = (b) => (b / 1e6).toFixed(0);
 
 // The corpus: the header once, the rows `repeat` times.
 const text = fs.readFileSync(source, 'utf8');
@@ -26,21 +39,94 @@ const out = fs.openSync(corpus, 'w');
 fs.writeSync(out, text.slice(0, cut));
 for (let r = 0; r < repeat; r++) fs.writeSync(out, text.slice(cut).endsWith('\n') ? text.slice(cut) : `${text.slice(cut)}\n`);
 fs.closeSync(out);
-console.log(`benchmark: the pipeline in the app (release wasm, headless Chromium), MTSamples × ${repeat} (${(fs.statSync(corpus).size / 1e6).toFixed(0)} MB), page defaults`);
 
+// A user's own vocabulary of 50,000 terms, from public lists only (never from the corpus):
+// every MeSH 2017 descriptor name, then the GloVe English words in frequency order, skipping
+// case-insensitive duplicates.
+const customVocab = path.join(tmp, 'own-vocabulary-50k.txt');
+{
+  const seen = new Set();
+  const terms = [];
+  for (const f of ['mesh2017_descriptor_names.txt', 'english_words_glove6b.txt']) {
+    for (const line of fs.readFileSync(path.join(shared, f), 'utf8').split('\n')) {
+      const t = line.trim();
+      if (terms.length === 50_000) break;
+      if (t && !seen.has(t.toLowerCase())) {
+        seen.add(t.toLowerCase());
+        terms.push(t);
+      }
+    }
+  }
+  fs.writeFileSync(customVocab, `${terms.join('\n')}\n`);
+}
+console.log(`benchmark: the pipeline in the app (release wasm, headless Chromium, ${os.cpus().length} cores), MTSamples × ${repeat} (${MB(fs.statSync(corpus).size)} MB), page defaults; own vocabulary: 50,000 terms (MeSH 2017 names, then GloVe words by frequency)`);
+
+/** Chromium processes now running (pid → command line). */
+function chromiumPids() {
+  const pids = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      if (cmd.includes('chrom')) pids.set(Number(d), cmd);
+    } catch { /* gone */ }
+  }
+  return pids;
+}
+/** Resident and peak resident memory (kB → bytes) of a process, from /proc/PID/status. */
+function rss(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k) => Number((s.match(new RegExp(`${k}:\\s+(\\d+) kB`)) ?? [0, 0])[1]) * 1024;
+    return { now: kb('VmRSS'), peak: kb('VmHWM') };
+  } catch { return { now: 0, peak: 0 }; }
+}
+
+const before = chromiumPids();
 const server = await serveStatic(dist);
 const browser = await launch();
+const ours = [...chromiumPids()].filter(([pid, cmd]) => !before.has(pid) && cmd.includes('dpkps-chromium-'));
+const renderers = () => [...chromiumPids()].filter(([pid, cmd]) => !before.has(pid) && cmd.includes('dpkps-chromium-') && cmd.includes('--type=renderer')).map(([pid]) => pid);
+assert(ours.length > 0, 'cannot find the browser processes');
 const page = await browser.context.newPage();
+const cdp = await page.context().newCDPSession(page);
+await cdp.send('Performance.enable');
 await page.goto(server.url);
 await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
 
-const stageTimes = () => page.$$eval('li.stage', (lis) => lis.map((li) => `${li.dataset.stage}: ${li.textContent.replace(/\s+/g, ' ').trim()}`));
-for (const vocab of vocabs) {
+async function memory() {
+  let wasm = null;
+  for (const w of page.workers()) {
+    const m = await w.evaluate(() => self.dpkpsMemory ?? null).catch(() => null);
+    if (m) wasm = m;
+  }
+  const procs = renderers().map(rss);
+  const { metrics } = await cdp.send('Performance.getMetrics');
+  const heap = metrics.find((m) => m.name === 'JSHeapUsedSize')?.value ?? 0;
+  return {
+    worker: wasm?.worker ?? 0,
+    helpers: wasm?.helpers ?? [],
+    rendererNow: procs.reduce((a, p) => a + p.now, 0),
+    rendererPeak: procs.reduce((a, p) => Math.max(a, p.peak), 0),
+    pageHeap: heap,
+  };
+}
+const memText = (m) => `worker wasm ${MB(m.worker)} MB, helpers' wasm [${m.helpers.map(MB).join(', ')}] MB, renderer resident ${MB(m.rendererNow)} MB (peak of one renderer process ${MB(m.rendererPeak)} MB), page JS heap ${MB(m.pageHeap)} MB`;
+
+const STAGES = ['vocabulary', 'model', 'embed', 'kde', 'sample'];
+const stageSeconds = () => page.$$eval('li.stage', (lis) => Object.fromEntries(lis.map((li) => {
+  const m = li.querySelector('.status')?.textContent.match(/done in ([\d.]+) s/);
+  return [li.dataset.stage, m ? Number(m[1]) : null];
+})));
+const stageNotes = () => page.$$eval('li.stage', (lis) => lis.map((li) => `${li.dataset.stage}: ${li.querySelector('.status')?.textContent.trim()}`));
+
+async function loadCorpus(vocab) {
   await page.setInputFiles('#corpus-input', corpus);
   await page.waitForSelector('table.preview', { timeout: 60_000 });
   await page.selectOption('#text-col', 'transcription');
   await page.selectOption('#label-col', 'medical_specialty');
   await page.selectOption('#vocab', vocab);
+  if (vocab === 'custom') await page.setInputFiles('#vocab-file', customVocab);
   const t0 = Date.now();
   await page.click('#load');
   await page.waitForSelector('#summary', { timeout: 600_000 });
@@ -49,20 +135,49 @@ for (const vocab of vocabs) {
   // Every observed label declared (the benchmark's corpus is public).
   const labels = await page.$$eval('#observed-labels input', (xs) => xs.map((x) => x.dataset.label));
   await page.fill('#class-list', labels.join('\n'));
-  for (const sampler of samplers) {
-    await page.selectOption('#sampler', sampler);
-    await page.waitForFunction(() => !document.querySelector('#run')?.disabled, null, { timeout: 30_000 });
-    const t1 = Date.now();
-    await page.click('#run');
-    await page.waitForFunction(() => !document.querySelector('#cancel') && (document.querySelector('#results') || document.querySelector('#error')), null, { timeout: 1_800_000 });
-    const wall = (Date.now() - t1) / 1000;
-    const failed = await page.$('#error');
-    console.log(`    ${sampler}, ${labels.length} classes: Run → results ${wall.toFixed(1)} s${failed ? ` (FAILED: ${(await failed.textContent()).trim()})` : ''}`);
-    for (const s of await stageTimes()) console.log(`      ${s}`);
-  }
+  return labels.length;
 }
-const mem = await page.evaluate(() => (performance.memory ? performance.memory.usedJSHeapSize : 0));
-console.log(`  UI thread JS heap after the runs: ${(mem / 1e6).toFixed(1)} MB`);
+
+const rows = [];
+async function runOnce(vocab, sampler, classes, n) {
+  await page.selectOption('#sampler', sampler);
+  await page.waitForFunction(() => !document.querySelector('#run')?.disabled, null, { timeout: 30_000 });
+  const t1 = Date.now();
+  await page.click('#run');
+  const finished = () => page.waitForFunction(() => !document.querySelector('#cancel') && (document.querySelector('#results') || document.querySelector('#error')), null, { timeout: limit * 1000 });
+  let overLimit = false;
+  await finished().catch(async () => {
+    overLimit = true;
+    await page.click('#cancel');
+    await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout: 1_800_000 });
+  });
+  const wall = (Date.now() - t1) / 1000;
+  const failed = overLimit ? null : await page.$('#error');
+  const mem = await memory();
+  const what = overLimit ? `over the limit of ${limit} s (cancelled)` : failed ? `FAILED: ${(await failed.textContent()).trim()}` : null;
+  console.log(`    ${sampler}, ${classes} classes, run ${n}: Run → results ${wall.toFixed(1)} s${what ? ` (${what})` : ''}`);
+  for (const s of await stageNotes()) console.log(`      ${s}`);
+  console.log(`      memory: ${memText(mem)}`);
+  rows.push({ vocab, sampler, n, wall, failed: failed ? 'FAILED' : overLimit ? `> ${limit}` : null, stages: await stageSeconds(), mem });
+}
+
+let loaded = { vocab: null, classes: 0 };
+for (const vocab of vocabs) {
+  loaded = { vocab, classes: await loadCorpus(vocab) };
+  for (const sampler of samplers) await runOnce(vocab, sampler, loaded.classes, 1);
+}
+if (again > 0) {
+  console.log(`  the same settings again in the same page (${againVocab}, ${againSampler}): memory must not grow`);
+  const classes = loaded.vocab === againVocab ? loaded.classes : await loadCorpus(againVocab);
+  for (let n = 2; n <= again + 1; n++) await runOnce(againVocab, againSampler, classes, n);
+}
+
+console.log('\n| vocabulary | sampler | run | Run → results (s) | ' + STAGES.join(' | ') + ' | worker wasm (MB) | helpers wasm (MB) | renderer peak (MB) |');
+console.log('|---|---|---|---|' + STAGES.map(() => '---|').join('') + '---|---|---|');
+for (const r of rows) {
+  const st = STAGES.map((s) => (r.stages[s] == null ? '–' : r.stages[s].toFixed(1)));
+  console.log(`| ${r.vocab} | ${r.sampler} | ${r.n} | ${r.failed ?? r.wall.toFixed(1)} | ${st.join(' | ')} | ${MB(r.mem.worker)} | ${r.mem.helpers.map(MB).join('+') || '–'} | ${MB(r.mem.rendererPeak)} |`);
+}
 await browser.close();
 await server.close();
 fs.rmSync(tmp, { recursive: true, force: true });
