@@ -86,9 +86,14 @@ impl Ratio {
     }
 }
 
-/// A uniform integer in `[0, n)`, `n > 0`, by rejection (no modulo bias).
+/// A uniform integer in `[0, n)`, `n > 0`, by rejection (no modulo bias). Below 2^64 it draws
+/// one 64-bit word per try and uses 64-bit arithmetic (the same distribution, several times
+/// faster in wasm, where 128-bit division is a library call); n = 1 draws nothing.
 pub(crate) fn uniform_below(rng: &mut SecureRng, n: u128) -> u128 {
     debug_assert!(n > 0);
+    if n <= u64::MAX as u128 {
+        return uniform_below_u64(rng, n as u64) as u128;
+    }
     if n.is_power_of_two() {
         return rng.next_u128() & (n - 1);
     }
@@ -102,8 +107,31 @@ pub(crate) fn uniform_below(rng: &mut SecureRng, n: u128) -> u128 {
     }
 }
 
-/// Bernoulli(num/den), `num <= den`, exactly.
+fn uniform_below_u64(rng: &mut SecureRng, n: u64) -> u64 {
+    if n == 1 {
+        return 0;
+    }
+    if n.is_power_of_two() {
+        return rng.next_u64() & (n - 1);
+    }
+    // As above: 2^64 mod n = (2^64 − n) mod n draws at the top are rejected.
+    let zone = u64::MAX - (u64::MAX - n + 1) % n;
+    loop {
+        let v = rng.next_u64();
+        if v <= zone {
+            return v % n;
+        }
+    }
+}
+
+/// Bernoulli(num/den), `num <= den`, exactly (certain outcomes draw nothing).
 pub(crate) fn bernoulli_ratio(rng: &mut SecureRng, num: u128, den: u128) -> bool {
+    if num == 0 {
+        return false;
+    }
+    if num >= den {
+        return true;
+    }
     uniform_below(rng, den) < num
 }
 
@@ -133,9 +161,9 @@ pub(crate) fn bernoulli_exp_neg(rng: &mut SecureRng, num: u128, den: u128) -> bo
     bernoulli_exp_neg_le1(rng, num % den, den)
 }
 
-/// One sample of the discrete Laplace distribution with scale `scale` = t/s:
-/// P(Z = z) ∝ exp(-|z|·s/t). CKS20 Algorithm 2.
-pub fn discrete_laplace(rng: &mut SecureRng, scale: Ratio) -> i64 {
+/// One sample of the geometric distribution P(Y = y) ∝ exp(-y·s/t), y ≥ 0, for `scale` = t/s
+/// (CKS20 Algorithm 2 without the sign).
+pub(crate) fn geometric(rng: &mut SecureRng, scale: Ratio) -> i64 {
     let (t, s) = (scale.num, scale.den);
     loop {
         // X = U + t·V is geometric: P(X = x) ∝ exp(-x/t).
@@ -149,8 +177,17 @@ pub fn discrete_laplace(rng: &mut SecureRng, scale: Ratio) -> i64 {
         }
         let Some(x) = t.checked_mul(v).and_then(|tv| tv.checked_add(u)) else { continue };
         // Y = ⌊X/s⌋ is geometric with P(Y = y) ∝ exp(-y·s/t).
-        let y = x / s;
-        let Ok(y) = i64::try_from(y) else { continue };
+        if let Ok(y) = i64::try_from(x / s) {
+            return y;
+        }
+    }
+}
+
+/// One sample of the discrete Laplace distribution with scale `scale` = t/s:
+/// P(Z = z) ∝ exp(-|z|·s/t). CKS20 Algorithm 2.
+pub fn discrete_laplace(rng: &mut SecureRng, scale: Ratio) -> i64 {
+    loop {
+        let y = geometric(rng, scale);
         // A random sign; reject (-, 0) so that 0 is not counted twice.
         let negative = rng.next_u64() & 1 == 1;
         if negative && y == 0 {
@@ -158,6 +195,26 @@ pub fn discrete_laplace(rng: &mut SecureRng, scale: Ratio) -> i64 {
         }
         return if negative { -y } else { y };
     }
+}
+
+/// Bernoulli(P(Z ≥ T)) for Z discrete Laplace with `scale` = t/s and an integer T ≥ 1, exactly:
+/// P(Z ≥ T) = Σ_{z≥T} (1−q)/(1+q)·q^z = q^T/(1+q), q = exp(−s/t), the product of
+/// Bernoulli(q^T) = Bernoulli(exp(−T·s/t)) and Bernoulli(1/(1+q)); the latter is the event
+/// that K, the number of successes of independent Bernoulli(q) trials before the first
+/// failure (P(K = k) = (1−q)·q^k), is even: Σ_{k even} (1−q)·q^k = 1/(1+q). The first factor
+/// is drawn first: it fails at once most of the time, which is what makes it cheap.
+/// (T ≤ 65535 keeps T·s within `u128`: s ≤ 2^96.)
+pub(crate) fn bernoulli_laplace_at_least(rng: &mut SecureRng, scale: Ratio, at_least: u16) -> bool {
+    debug_assert!(at_least >= 1);
+    let (t, s) = (scale.num, scale.den);
+    if !bernoulli_exp_neg(rng, s * at_least as u128, t) {
+        return false;
+    }
+    let mut successes = 0u64;
+    while bernoulli_exp_neg(rng, s, t) {
+        successes += 1;
+    }
+    successes % 2 == 0
 }
 
 #[cfg(test)]
@@ -292,6 +349,39 @@ mod tests {
         assert!(mean.abs() < 6.0 * (var / n as f64).sqrt(), "mean {mean}");
         let got_var = xs.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n as f64;
         assert!((got_var / var - 1.0).abs() < 0.03, "variance {got_var} vs {var}");
+    }
+
+    #[test]
+    fn the_tail_event_has_the_tail_probability() {
+        // P(Z ≥ T) = q^T/(1+q); a sampler missing the 1/(1+q) factor (or with the wrong
+        // scale) is off by far more than the 6-sd tolerance at these sizes.
+        let mut rng = SecureRng::seeded_for_tests(31);
+        for &(scale, at) in &[(1.0f64, 1u16), (3.0, 1), (3.0, 4), (0.5, 2), (10.0, 7)] {
+            let q = q_of(scale);
+            let p = q.powi(at as i32) / (1.0 + q);
+            let n = 200_000;
+            let r = Ratio::from_f64(scale).unwrap();
+            let hits = (0..n).filter(|_| bernoulli_laplace_at_least(&mut rng, r, at)).count() as f64;
+            let sd = (p * (1.0 - p) / n as f64).sqrt();
+            assert!((hits / n as f64 - p).abs() < 6.0 * sd, "scale {scale}, T {at}: {} vs {p}", hits / n as f64);
+        }
+    }
+
+    #[test]
+    fn geometric_has_its_distribution() {
+        // P(Y ≥ k) = q^k.
+        let mut rng = SecureRng::seeded_for_tests(32);
+        let scale = 2.5;
+        let q = q_of(scale);
+        let n = 200_000;
+        let ys: Vec<i64> = (0..n).map(|_| geometric(&mut rng, Ratio::from_f64(scale).unwrap())).collect();
+        assert!(ys.iter().all(|&y| y >= 0));
+        for k in [1i64, 2, 5, 10] {
+            let p = q.powi(k as i32);
+            let got = ys.iter().filter(|&&y| y >= k).count() as f64 / n as f64;
+            let sd = (p * (1.0 - p) / n as f64).sqrt();
+            assert!((got - p).abs() < 6.0 * sd, "k {k}: {got} vs {p}");
+        }
     }
 
     #[test]
