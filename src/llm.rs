@@ -75,6 +75,35 @@ pub enum LlmError {
          (then runs scripts/csp.py on that folder, or restarts scripts/serve.sh); see the README"
     )]
     NotAllowed { origin: String, allowed: String },
+    /// The server answered, but not with the CORS headers that let this page read the reply
+    /// (found out by a second, opaque request: see `ui::generate::http`). Browsers do not tell
+    /// a page why a cross-origin request failed, so the message names each server's setting.
+    #[error("{}", cors_advice(.endpoint, .page_origin))]
+    CorsRefused { endpoint: String, page_origin: String },
+}
+
+/// What the curator must change when the server at `endpoint` (an origin) refuses requests from
+/// a page at `page_origin` (`null` for a page opened from a file). The settings per server are
+/// in the README, "Using the LLM step from a file".
+pub fn cors_advice(endpoint: &str, page_origin: &str) -> String {
+    let (who, ollama) = match page_origin {
+        // Ollama refuses to start with OLLAMA_ORIGINS=null ("bad origin"); `*` is the only
+        // value that admits a file page (envconfig/config.go; README).
+        "null" => (
+            "This page was opened from a file, so the browser sends the origin `null`".to_string(),
+            "OLLAMA_ORIGINS=* (it does not accept the value null; `*` lets any page in this browser use that Ollama)".to_string(),
+        ),
+        o => (format!("This page's origin is {o}"), format!("OLLAMA_ORIGINS={o} (or add it to the list)")),
+    };
+    format!(
+        "the server at {endpoint} answered, but refused this page's cross-origin request (CORS). {who}; \
+         the server must allow it, with the request headers authorization and content-type. \
+         Ollama: set {ollama} and restart it. \
+         vLLM: --allowed-origins '[\"{page_origin}\"]' (its default, [\"*\"], already allows every origin). \
+         llama.cpp server: allows every origin unless started with tools or MCP servers; then add --cors-origins {page_origin}. \
+         A hosted API, or anything behind a proxy: the proxy must answer the browser's OPTIONS request with these headers. \
+         README: \"Using the LLM step from a file\""
+    )
 }
 
 impl LlmError {
@@ -620,6 +649,18 @@ mod tests {
 
     fn settings() -> LlmSettings {
         LlmSettings { model: "m".into(), ..Default::default() }
+    }
+
+    #[test]
+    fn a_cors_refusal_names_the_setting_for_the_pages_origin_and_is_not_retried() {
+        let file = LlmError::CorsRefused { endpoint: "http://127.0.0.1:11434".into(), page_origin: "null".into() };
+        let m = file.to_string();
+        assert!(m.contains("opened from a file") && m.contains("OLLAMA_ORIGINS=*") && m.contains(r#"'["null"]'"#), "{m}");
+        assert!(!m.contains("OLLAMA_ORIGINS=null"), "Ollama refuses to start with that value: {m}");
+        assert!(m.contains("http://127.0.0.1:11434"), "{m}");
+        let served = LlmError::CorsRefused { endpoint: "http://h:1".into(), page_origin: "https://intranet.example".into() };
+        assert!(served.to_string().contains("OLLAMA_ORIGINS=https://intranet.example"), "{served}");
+        assert!(!file.retryable(), "a refused origin does not change between attempts");
     }
 
     #[test]

@@ -227,10 +227,6 @@ impl GenState {
                     format!("Connected. Models offered: {}", if ids.is_empty() { "(none listed)".into() } else { ids.join(", ") })
                 }
                 Ok((status, body, _)) => format!("The endpoint answered HTTP {status}: {}", body.chars().take(200).collect::<String>()),
-                Err(LlmError::Network(e)) => format!(
-                    "Could not connect ({e}). Check that the server runs and that it allows requests from this page \
-                     (CORS: vLLM --allowed-origins, Ollama OLLAMA_ORIGINS, llama.cpp allows all by default)."
-                ),
                 Err(e) => format!("Could not connect: {e}"),
             };
             this.connection.set(Some(msg));
@@ -753,9 +749,40 @@ async fn http(url: &str, method: &str, body: Option<&str>, key: &str, timeout_s:
     .await;
     window.clear_timeout_with_handle(timer);
     INFLIGHT.with(|f| f.borrow_mut().retain(|c| c != &ctrl));
-    outcome.map_err(|e| match ctrl.signal().aborted() {
-        true if STOP.get() => LlmError::Network("stopped".into()),
-        true => LlmError::Timeout(timeout_s),
-        false => LlmError::Network(js_error(&e)),
-    })
+    match outcome {
+        Ok(v) => Ok(v),
+        Err(_) if ctrl.signal().aborted() && STOP.get() => Err(LlmError::Network("stopped".into())),
+        Err(_) if ctrl.signal().aborted() => Err(LlmError::Timeout(timeout_s)),
+        Err(e) => Err(diagnose(&window, url, js_error(&e)).await),
+    }
+}
+
+/// Why a request failed without a reply. The browser says only "Failed to fetch", for a server
+/// that is down and for one that refused the page's origin (CORS) alike. An opaque GET
+/// (`mode: no-cors`: no body, no key, nothing readable) to the same URL tells them apart: it
+/// succeeds whenever the server answers at all. It goes to the endpoint the curator configured,
+/// which the page's policy already allows; nothing else is contacted.
+async fn diagnose(window: &web_sys::Window, url: &str, error: String) -> LlmError {
+    let endpoint = web_sys::Url::new(url).map(|u| u.origin()).unwrap_or_else(|_| url.to_string());
+    let init = web_sys::RequestInit::new();
+    init.set_method("GET");
+    init.set_mode(web_sys::RequestMode::NoCors);
+    let probe = async {
+        let ctrl = web_sys::AbortController::new().ok()?;
+        init.set_signal(Some(&ctrl.signal()));
+        let abort = wasm_bindgen::closure::Closure::once_into_js(move || ctrl.abort());
+        let timer = window.set_timeout_with_callback_and_timeout_and_arguments_0(abort.unchecked_ref(), 5_000).ok()?;
+        let answered = JsFuture::from(window.fetch_with_str_and_init(url, &init)).await.is_ok();
+        window.clear_timeout_with_handle(timer);
+        Some(answered)
+    };
+    match probe.await {
+        Some(true) => {
+            let page_origin = window.location().origin().unwrap_or_else(|_| "null".into());
+            LlmError::CorsRefused { endpoint, page_origin }
+        }
+        _ => LlmError::Network(format!(
+            "{error}: nothing answered at {endpoint}. Check that the server is running and that the address and port are right"
+        )),
+    }
 }

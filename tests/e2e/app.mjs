@@ -38,7 +38,10 @@ const badPath = path.join(tmp, 'broken.jsonl');
 fs.writeFileSync(badPath, '{"text": "fine", "label": "a"}\n{"text": "also fine", "label": "b"}\n{"text": "cut off\n');
 const spans = rows.slice(1).map((r) => r[2].match(/kappa\d+ lambda\d+ mu\d+ nu\d+ xi\d+/)[0]);
 
-const server = await serveStatic(dist);
+// Served under a nested path, as an intranet server would host it (issue 14): every asset, the
+// worker, its helpers, the model and the vocabularies must load by relative URLs below it
+// (the guards flag any request to this origin outside the prefix).
+const server = await serveStatic(dist, { prefix: '/intranet/tools/dpkps/' });
 const llm = await startLlmServer();
 const browser = await launch();
 const origin = new URL(server.url).origin;
@@ -63,7 +66,7 @@ async function openApp() {
   page = await browser.context.newPage();
   // The LLM endpoint the curator configures is the one other origin allowed; the HTTP 429
   // and 500 replies injected below make Chromium log "Failed to load resource".
-  problems = guard(page, origin, { origins: [llm.origin], console: /Failed to load resource: the server responded with a status of (429|500)/ });
+  problems = guard(page, origin, { prefix: server.prefix, origins: [llm.origin], console: /Failed to load resource: the server responded with a status of (429|500)/ });
   await page.goto(server.url);
   await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
 }
@@ -243,6 +246,20 @@ await runTests([
     await page.click('#test-connection');
     await page.waitForFunction(() => /Connected/.test(document.querySelector('#connection')?.textContent ?? ''), null, { timeout: 20_000 });
     assert(/test-model/.test(await page.textContent('#connection')), 'models listed');
+    // A server that does not allow this page's origin (as Ollama without OLLAMA_ORIGINS): the
+    // browser says only "Failed to fetch"; the page must name the setting that is missing.
+    const seen = problems.length;
+    await llm.control({ faults: [], allow_origins: ['http://example.invalid'] });
+    await page.click('#test-connection');
+    await page.waitForFunction(() => /CORS/.test(document.querySelector('#connection')?.textContent ?? ''), null, { timeout: 20_000 });
+    const cors = await page.textContent('#connection');
+    assert(cors.includes(`OLLAMA_ORIGINS=${origin}`) && cors.includes(llm.origin) && cors.includes('--allowed-origins'),
+      `the CORS refusal names the server settings: ${cors}`);
+    await llm.control({ faults: [] });
+    await page.click('#test-connection');
+    await page.waitForFunction(() => /Connected/.test(document.querySelector('#connection')?.textContent ?? ''), null, { timeout: 20_000 });
+    const unexpected = problems.splice(seen).filter((p) => !/blocked by CORS policy|net::ERR_FAILED|status of 403/.test(p));
+    assert(unexpected.length === 0, `problems during the CORS check: ${unexpected.join('; ')}`);
     const summary = await page.textContent('#leaves-summary');
     assert(/^12 requests to http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/.test(summary), summary);
     const sample = await page.textContent('#prompt-sample');
@@ -326,7 +343,7 @@ await runTests([
     await page.waitForSelector('#gen-progress[data-running="true"]', { timeout: 10_000 });
     // Another tab of the same browser opens on the saved job while it runs (Web Lock dpkps-job-<id>).
     const b = await browser.context.newPage();
-    const bProblems = guard(b, origin, { origins: [llm.origin] });
+    const bProblems = guard(b, origin, { prefix: server.prefix, origins: [llm.origin] });
     await b.goto(server.url);
     await b.waitForSelector('#resume[data-elsewhere="true"]', { timeout: 30_000 });
     await b.click('#resume-btn');
@@ -348,7 +365,7 @@ await runTests([
   }],
   ['a crashed worker is restarted; the page says so and works again', async () => {
     const p = await browser.context.newPage();
-    const pProblems = guard(p, origin, { console: /dpkps-e2e-crash/ });
+    const pProblems = guard(p, origin, { prefix: server.prefix, console: /dpkps-e2e-crash/ });
     await p.goto(server.url);
     await p.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
     // An uncaught error in the worker: what a Rust panic or running out of memory gives.

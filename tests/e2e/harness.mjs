@@ -13,18 +13,20 @@ export const SHOTS = path.join(ROOT, 'target', 'screenshots');
 /**
  * Serves `dir` on 127.0.0.1 at a free port with scripts/serve.py, the server scripts/serve.sh
  * uses: it writes the page's policy from dir/allowed-endpoints.txt and sends it as the
- * Content-Security-Policy header. Resolves to { url, policy, close }.
+ * Content-Security-Policy header. `opts.prefix` serves it under a path (e.g. `/a/b/`), as an
+ * intranet server would. Resolves to { url, prefix, policy, close }; `url` ends with the prefix.
  */
-export async function serveStatic(dir) {
+export async function serveStatic(dir, opts = {}) {
   const { spawn } = await import('node:child_process');
-  const child = spawn('python3', [path.join(ROOT, 'scripts', 'serve.py'), '--dir', dir, '--host', '127.0.0.1', '--port', '0'],
+  const prefix = opts.prefix ?? '/';
+  const child = spawn('python3', [path.join(ROOT, 'scripts', 'serve.py'), '--dir', dir, '--host', '127.0.0.1', '--port', '0', '--prefix', prefix],
     { stdio: ['ignore', 'pipe', 'inherit'] });
   const started = await new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
-      const m = out.match(/listening (http:\/\/[0-9.:]+\/)\nContent-Security-Policy: (.*)\n/);
-      if (m) resolve({ url: m[1], policy: m[2] });
+      const m = out.match(/listening (http:\/\/[0-9.:]+\/\S*)\nContent-Security-Policy: (.*)\n/);
+      if (m) resolve({ url: m[1], prefix: new URL(m[1]).pathname, policy: m[2] });
     });
     child.on('exit', (code) => reject(new Error(`scripts/serve.py exited (${code})`)));
   });
@@ -50,7 +52,9 @@ export async function launch() {
 /**
  * Records console errors, page errors and requests to other origins on `page`.
  * `allow.origins`: extra origins the page may call (the test LLM endpoint the user configured);
- * `allow.console`: a RegExp of console errors expected in this test (e.g. injected HTTP 500s).
+ * `allow.console`: a RegExp of console errors expected in this test (e.g. injected HTTP 500s);
+ * `allow.prefix`: the path the app is served under: a request to the page's origin outside it
+ * (an absolute URL in the bundle) is a problem.
  * Requests are also kept in `problems.requests`, so tests can inspect what was sent where.
  */
 export function guard(page, origin, allow = {}) {
@@ -67,7 +71,11 @@ export function guard(page, origin, allow = {}) {
     const u = r.url();
     if (u.startsWith('data:') || u.startsWith('blob:')) return;
     problems.requests.push({ url: u, method: r.method(), body: r.postData() ?? '' });
-    if (!origins.has(new URL(u).origin)) problems.push(`request to another origin: ${u}`);
+    const url = new URL(u);
+    if (!origins.has(url.origin)) problems.push(`request to another origin: ${u}`);
+    else if (allow.prefix && url.origin === origin && !url.pathname.startsWith(allow.prefix)) {
+      problems.push(`request outside the path the app is served under (${allow.prefix}): ${u}`);
+    }
   });
   page.on('requestfailed', (r) => {
     if (new URL(r.url()).origin === origin) problems.push(`request failed: ${r.url()} (${r.failure()?.errorText})`);

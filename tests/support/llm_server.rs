@@ -6,12 +6,18 @@
 //! dpkps-llm-test-server [--port N]      prints "listening http://127.0.0.1:PORT" on stdout
 //! POST /v1/chat/completions             the model ("test-model")
 //! GET  /v1/models                       {"data":[{"id":"test-model"}]}
-//! POST /_control {"faults":["429","500","timeout","garbage","empty","formula","ok"],"delay_ms":0,"hold_ms":30000}
-//!                                       faults are used up one per completion request, in order
+//! POST /_control {"faults":["429","500","timeout","garbage","empty","formula","ok"],"delay_ms":0,"hold_ms":30000,
+//!                 "allow_origins":["http://127.0.0.1:8080"]}
+//!                                       faults are used up one per completion request, in order;
+//!                                       allow_origins: answer only those browser origins (see below)
 //! GET  /_requests                       every completion request so far (body, fault applied)
 //! POST /_reset                          forget requests and faults
 //! ```
-//! Every response carries permissive CORS headers: the app calls from another origin (port).
+//! Every response carries permissive CORS headers (`Access-Control-Allow-Origin: *`, which a
+//! page opened from a file, origin `null`, also passes): the app calls from another origin. With
+//! `allow_origins` set, a request whose `Origin` is not listed gets a bare 403 without CORS
+//! headers, as Ollama answers an origin missing from OLLAMA_ORIGINS: the browser then refuses
+//! the exchange, and the page must say which server setting is missing.
 
 #[cfg(not(target_arch = "wasm32"))]
 mod server {
@@ -29,6 +35,7 @@ mod server {
         faults: VecDeque<String>,
         delay_ms: u64,
         hold_ms: u64,
+        allow_origins: Option<Vec<String>>,
     }
 
     type State = Arc<Mutex<Shared>>;
@@ -138,6 +145,16 @@ mod server {
     fn handle(mut stream: TcpStream, state: State) {
         let Some(req) = read_request(&mut stream) else { return };
         let path = req.path.split('?').next().unwrap_or("").to_string();
+        let origin = req.headers.iter().find(|(k, _)| k == "origin").map(|(_, v)| v.clone());
+        let refused = {
+            let s = state.lock().unwrap_or_else(|e| e.into_inner());
+            matches!((&s.allow_origins, &origin), (Some(list), Some(o)) if !list.contains(o))
+        };
+        if refused && !path.starts_with("/_") {
+            let _ = stream.write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            let _ = stream.flush();
+            return;
+        }
         match (req.method.as_str(), path.as_str()) {
             ("OPTIONS", _) => respond(&mut stream, 204, "No Content", "text/plain", "", ""),
             ("POST", "/v1/chat/completions") => completion(&mut stream, &req, &state),
@@ -157,6 +174,9 @@ mod server {
                 });
                 s.delay_ms = v["delay_ms"].as_u64().unwrap_or(0);
                 s.hold_ms = v["hold_ms"].as_u64().unwrap_or(30_000);
+                s.allow_origins = v["allow_origins"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_string)).collect());
                 respond(&mut stream, 200, "OK", "application/json", "{}", "");
             }
             ("GET", "/_requests") => {
