@@ -6,6 +6,7 @@
 
 mod bench;
 mod evaluate;
+mod vectors;
 
 use std::fs::File;
 use std::io::{BufReader, Write};
@@ -143,6 +144,9 @@ enum Command {
     /// sampler), on the real training sequences and the majority class, tested on held-out
     /// documents. The figures are NOT differentially private; nothing is recorded in the ledger.
     Evaluate(evaluate::EvaluateArgs),
+    /// Precompute the bundled vectors of a bundled vocabulary (int8; `scripts/vectors.sh`
+    /// runs it before every `trunk build`).
+    EmbedVocab(vectors::EmbedVocabArgs),
     /// Benchmarks that print figures (not pass/fail tests).
     Bench {
         #[command(subcommand)]
@@ -535,6 +539,7 @@ fn run(command: Command) -> Result<(), CliError> {
             Ok(())
         }
         Command::Evaluate(args) => evaluate::run(args),
+        Command::EmbedVocab(args) => vectors::run(args),
         Command::Bench { which } => bench::run(which),
     }
 }

@@ -4,6 +4,7 @@
 //! vectors. Embeddings of public vocabulary terms are not private; a table built for the
 //! matched terms of a corpus reveals which terms occur and stays in memory.
 
+pub mod bundle;
 #[cfg(feature = "embed")]
 pub mod onnx;
 
