@@ -36,6 +36,10 @@ pub mod report;
 #[cfg(all(not(target_arch = "wasm32"), feature = "embed"))]
 pub mod cli;
 
+/// Assets and worker scripts from beside the page or from inside it (the single-file build).
+#[cfg(target_arch = "wasm32")]
+pub mod inpage;
+
 /// The app's UI thread (Leptos). Built without the `embed` feature, so that the UI never
 /// carries the model and the worker never carries the UI.
 #[cfg(all(target_arch = "wasm32", not(feature = "embed")))]

@@ -1,4 +1,5 @@
-//! Checks that the bundled model, tokenizer and vocabularies are served by this page's origin.
+//! Checks that the bundled model, tokenizer and vocabularies are served by this page's origin
+//! (or, in the single file dpkps.html, are inside the page: `crate::inpage`).
 
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -46,6 +47,15 @@ impl AssetState {
     }
 }
 
+/// Where the bundled files come from, in the page's words.
+pub fn where_from() -> &'static str {
+    if crate::inpage::has_assets() {
+        "Inside this file (dpkps.html); nothing is fetched from anywhere."
+    } else {
+        "Loaded from this page's own address; nothing is fetched from the internet."
+    }
+}
+
 fn megabytes(n: f64) -> String {
     format!("{:.1} MB", n / 1e6)
 }
@@ -58,6 +68,14 @@ pub async fn check(asset: BundledAsset) -> AssetState {
 }
 
 async fn check_inner(asset: BundledAsset) -> Result<String, String> {
+    // The single file (dpkps.html) carries its assets inside: nothing to fetch.
+    if let Some(blob) = crate::inpage::asset(asset.path).await {
+        let blob = blob?;
+        return match asset.check {
+            Check::Size => Ok(format!("ready, {}", megabytes(blob.size()))),
+            _ => parse(asset, &crate::inpage::bytes(&blob).await?),
+        };
+    }
     match asset.check {
         Check::Size => {
             let resp = fetch(asset.path, "HEAD").await?;
@@ -66,15 +84,20 @@ async fn check_inner(asset: BundledAsset) -> Result<String, String> {
             bytes(resp).await?;
             Ok(len.map_or("available".into(), |n| format!("ready, {}", megabytes(n))))
         }
-        Check::Json => {
-            let bytes = bytes(fetch(asset.path, "GET").await?).await?;
-            serde_json::from_slice::<serde_json::Value>(&bytes).map_err(|e| format!("not valid JSON: {e}"))?;
-            Ok(format!("ready, {}", megabytes(bytes.len() as f64)))
-        }
+        Check::Json | Check::Vocabulary(_) => parse(asset, &bytes(fetch(asset.path, "GET").await?).await?),
+    }
+}
+
+/// The check of a fetched JSON file or vocabulary.
+fn parse(asset: BundledAsset, bytes: &[u8]) -> Result<String, String> {
+    match asset.check {
         Check::Vocabulary(which) => {
-            let bytes = bytes(fetch(asset.path, "GET").await?).await?;
-            let v = PublicVocabulary::parse_bundled(which, &bytes).map_err(|e| e.to_string())?;
+            let v = PublicVocabulary::parse_bundled(which, bytes).map_err(|e| e.to_string())?;
             Ok(format!("ready, {} terms", group_thousands(v.len())))
+        }
+        _ => {
+            serde_json::from_slice::<serde_json::Value>(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+            Ok(format!("ready, {}", megabytes(bytes.len() as f64)))
         }
     }
 }

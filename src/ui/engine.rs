@@ -15,7 +15,8 @@ use web_sys::{File, MessageEvent, Worker};
 
 use crate::protocol::{Event, LedgerEvent, Request};
 
-/// Written by trunk for `data-type="worker" data-loader-shim` (index.html).
+/// Written by trunk for `data-type="worker" data-loader-shim` (index.html); the single file
+/// starts the worker from in-page sources instead (`crate::inpage`).
 const WORKER_URL: &str = "./dpkps-worker_loader.js";
 
 type Handler = Rc<dyn Fn(Event)>;
@@ -56,7 +57,7 @@ fn deliver(ev: Event) {
 }
 
 fn spawn() {
-    let worker = match Worker::new(WORKER_URL) {
+    let worker = match crate::inpage::start_worker(WORKER_URL) {
         Ok(w) => w,
         Err(e) => {
             deliver(Event::Failed { stage: None, message: format!("the background worker could not start: {e:?}") });

@@ -259,6 +259,26 @@ pub fn LedgerPanel() -> impl IntoView {
     }
 }
 
+/// Opened from a file (dpkps.html, `file://`): Chromium keeps IndexedDB and localStorage, so the
+/// ledger is kept, but under one origin, "file://", shared by every page opened from a file in
+/// this browser (measured: tests/e2e/file.mjs; README "Run it from one file"). Said next to the
+/// Run button, before any ε is spent.
+#[component]
+pub fn FileStorageNote() -> impl IntoView {
+    let from_file = web_sys::window().and_then(|w| w.location().protocol().ok()).is_some_and(|p| p == "file:");
+    from_file.then(|| {
+        view! {
+            <p class="warning" id="file-storage-note" role="note">
+                "Opened from a file: this browser keeps the privacy ledger, saved LLM jobs and a remembered API key in "
+                "storage that every page opened from a file in it shares. Another HTML file opened here could read the "
+                "ledger (its keys let it test whether a given document is in a recorded corpus) or erase it, and then what "
+                "was spent would be undercounted. Export the ledger after each run and keep it with the data; better, "
+                "open dpkps.html in a browser profile used for nothing else."
+            </p>
+        }
+    })
+}
+
 /// How many non-DP checks were run on this corpus (shown next to the check buttons).
 #[component]
 pub fn ChecksNote() -> impl IntoView {

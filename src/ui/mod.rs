@@ -396,6 +396,7 @@ fn Privacy() -> impl IntoView {
                 </div>
                 <ClassesField errors=errors />
                 <p class="ledger" id="ledger-note" role="note">{ledger_note}</p>
+                <ledger_view::FileStorageNote />
                 <div class="actions">
                     <button
                         id="evaluate"
@@ -834,7 +835,7 @@ fn Bundled() -> impl IntoView {
     view! {
         <section aria-labelledby="assets-h" data-ready=move || all_ready().to_string() id="bundled">
             <h2 id="assets-h">"Bundled with this page"</h2>
-            <p class="hint">"Loaded from this page's own address; nothing is fetched from the internet."</p>
+            <p class="hint">{assets::where_from()}</p>
             <ul class="assets">
                 {states
                     .into_iter()

@@ -271,7 +271,11 @@ fn inspect(infos: &[FileInfo], files: &[File]) -> Result<Event, Stop> {
     Ok(Event::Inspected(preview))
 }
 
+/// An asset relative to the page (`models/…`, `vocab/…`), or its in-page copy in the single file.
 async fn fetch_bytes(path: &str) -> Result<Vec<u8>, String> {
+    if let Some(blob) = crate::inpage::asset(path).await {
+        return crate::inpage::bytes(&blob?).await;
+    }
     let resp = JsFuture::from(scope().fetch_with_str(path))
         .await
         .map_err(|e| format!("{path}: could not be loaded from this page's address ({e:?})"))?;

@@ -8,7 +8,8 @@
 //! workers, each with its own copy of the model, embed K batches at once and share nothing. The
 //! price is memory, one model per helper (about 145 MB of wasm memory each), hence the cap.
 //!
-//! A helper is this same worker binary (same script URL). It becomes a helper when its first
+//! A helper is this same worker binary (same script URL, or the same in-page sources in the
+//! single-file build: `crate::inpage`). It becomes a helper when its first
 //! request is a helper message: a JS array whose first element is [`LOAD`] or [`EMBED`].
 //!
 //! Privacy: the batches are private (which vocabulary terms occur in the corpus is), and they
@@ -123,7 +124,7 @@ impl Pool {
         let inbox = &pool.inbox;
         for k in 0..count {
             // On an error, dropping `pool` terminates the helpers started so far.
-            let worker = Worker::new(&url).map_err(|e| format!("cannot start a helper worker: {e:?}"))?;
+            let worker = crate::inpage::start_worker(&url).map_err(|e| format!("cannot start a helper worker: {e:?}"))?;
             let q = Rc::clone(inbox);
             let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
                 if let Some(said) = read_reply(&ev.data()) {
