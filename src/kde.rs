@@ -72,6 +72,8 @@ use crate::ledger::{Scope, Spend};
 use crate::linalg::{gemm, MatRef};
 use crate::vocab::TermId;
 
+mod sums;
+
 /// Grid of the fixed-point sums: 2^-GRID_BITS.
 pub const GRID_BITS: i32 = 20;
 /// C: an upper bound on √2 (the f64 nearest √2 is above it).
@@ -216,6 +218,13 @@ impl Ensemble {
             Sampler::IterativeLog => 1.0 / ((1usize << m) as f32).sqrt(),
             _ => 1.0 / (len as f32).sqrt(),
         }
+    }
+
+    /// The scales (blocks before ℓ, block ℓ) of member m for a prefix of length `len`, as the
+    /// build reads them (`sums`).
+    pub(crate) fn block_scales(&self, m: usize, len: usize) -> (f32, f32) {
+        let s = self.scale(m, len);
+        (s, s)
     }
 
     /// ε of each member: ε_kde split evenly (sequential composition within a class).
@@ -518,9 +527,61 @@ pub fn build(
     params: &KdeParams,
     rng: &mut SecureRng,
 ) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    let seed = draw_seed(rng);
+    build_with(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng))
+}
+
+/// The seed of ω and β: random, data-independent, released with the DP-KDEs.
+pub fn draw_seed(rng: &mut SecureRng) -> [u8; 32] {
     let mut seed = [0u8; 32];
     rng.fill(&mut seed);
-    build_with(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng))
+    seed
+}
+
+/// The exact sums Σ_docs q(doc) of the DP-KDE samplers (private: never released as such), per
+/// class (index in the class set, `classes` of them) and member, for the features of `seed`.
+/// Exact integers: the sums of a split of the documents add up to those of all of them, bit for
+/// bit, so the work can be shared (the app's helper workers) and the release stays the same.
+pub fn exact_sums(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &KdeParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, KdeError> {
+    params.validate().map_err(DpError::from)?;
+    if params.sampler.hist_kind().is_some() {
+        return Err(KdeError::BadArtefact("sampler"));
+    }
+    if docs.iter().any(|d| d.class >= classes) {
+        return Err(KdeError::BadArtefact("document class"));
+    }
+    for d in docs {
+        if let Some(&t) = d.terms.iter().find(|&&t| !emb.contains(t)) {
+            return Err(KdeError::MissingEmbedding(t));
+        }
+    }
+    let f = Features::generate(params.features, emb.dim(), params.blocks(), params.bandwidth, seed);
+    let mut rows = sums::Rows::new(emb, &f, params.sampler == Sampler::Independent, docs.iter().flat_map(|d| sums::uses(d, params)));
+    let mut by_class: Vec<Vec<&KdeDoc<'_>>> = vec![Vec::new(); classes];
+    for d in docs {
+        by_class[d.class].push(d);
+    }
+    Ok(by_class.iter().map(|class_docs| sums::class_sums(class_docs, &f, params, &mut rows)).collect())
+}
+
+/// [`build`] for the DP-KDE samplers with the exact sums of all of `docs` already computed
+/// ([`exact_sums`], perhaps in parts, added up) for the features of `seed` ([`draw_seed`]).
+#[allow(clippy::too_many_arguments)]
+pub fn build_from_sums(
+    docs: &[KdeDoc<'_>],
+    classes: &ClassSet,
+    emb: &TermEmbeddings,
+    candidates: &[TermId],
+    params: &KdeParams,
+    seed: [u8; 32],
+    sums: Vec<Vec<Vec<i64>>>,
+    rng: &mut SecureRng,
+) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    let members = params.ensemble().members();
+    if params.sampler.hist_kind().is_some() || sums.len() != classes.len() || sums.iter().any(|c| c.len() != members || c.iter().any(|m| m.len() != params.features)) {
+        return Err(KdeError::BadArtefact("sums"));
+    }
+    release(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng), Some(sums))
 }
 
 pub(crate) fn build_with(
@@ -530,7 +591,21 @@ pub(crate) fn build_with(
     candidates: &[TermId],
     params: &KdeParams,
     seed: [u8; 32],
+    noise: Noise<'_>,
+) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    release(docs, classes, emb, candidates, params, seed, noise, None)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn release(
+    docs: &[KdeDoc<'_>],
+    classes: &ClassSet,
+    emb: &TermEmbeddings,
+    candidates: &[TermId],
+    params: &KdeParams,
+    seed: [u8; 32],
     mut noise: Noise<'_>,
+    precomputed: Option<Vec<Vec<Vec<i64>>>>,
 ) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
     params.validate().map_err(DpError::from)?;
     if docs.iter().any(|d| d.class >= classes.len()) {
@@ -570,18 +645,10 @@ pub(crate) fn build_with(
         None => Some(Features::generate(params.features, emb.dim(), params.blocks(), params.bandwidth, seed)),
     };
     let index = crate::hist::CandidateIndex::new(candidates);
-    // The independent KDE reads f(t) = √2·cos(β + √2·ωᵀt) per keyphrase: computed once per
-    // distinct term (a document's contribution is the same function of its own terms).
-    let table = match (&features, params.sampler) {
-        (Some(f), Sampler::Independent) => {
-            let mut ids: Vec<TermId> = docs.iter().flat_map(|d| d.terms.iter().take(params.terms_per_doc).copied()).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            Some(TermTable::new(&ids, emb, f))
-        }
-        _ => None,
-    };
-
+    // A document's contribution is built from rows of one term at one block each, computed
+    // once per distinct (block, term) a batch needs (`sums`).
+    let mut precomputed = precomputed.map(Vec::into_iter);
+    let mut rows = features.as_ref().filter(|_| precomputed.is_none()).map(|f| sums::Rows::new(emb, f, params.sampler == Sampler::Independent, docs.iter().flat_map(|d| sums::uses(d, params))));
     let mut by_class: Vec<Vec<&KdeDoc<'_>>> = vec![Vec::new(); classes.len()];
     for d in docs {
         by_class[d.class].push(d);
@@ -590,8 +657,12 @@ pub(crate) fn build_with(
     let mut spends = Vec::new();
     for (c, class_docs) in by_class.iter().enumerate() {
         let totals = match (hist, &features) {
+            _ if precomputed.is_some() => precomputed.as_mut().and_then(Iterator::next).unwrap_or_default(),
             (Some(kind), _) => vec![crate::hist::class_sums(kind, class_docs, &index, params.terms_per_doc)],
-            (None, Some(f)) => class_sums(class_docs, emb, f, params, table.as_ref()),
+            (None, Some(f)) => match rows.as_mut() {
+                Some(rows) => sums::class_sums(class_docs, f, params, rows),
+                None => unreachable!("rows exist with the features"),
+            },
             (None, None) => unreachable!("features exist for every DP-KDE sampler"),
         };
         let sums = totals
@@ -649,124 +720,8 @@ pub(crate) fn build_with(
     Ok((set, spends))
 }
 
-/// √2·cos(β + √2·ωᵀt) for every distinct term t: the independent KDE's per-keyphrase
-/// features, computed in batches (each row of the GEMM depends on its own term only).
-struct TermTable {
-    rows: std::collections::HashMap<TermId, usize>,
-    values: Vec<f32>,
-    width: usize,
-}
-
-impl TermTable {
-    fn new(ids: &[TermId], emb: &TermEmbeddings, features: &Features) -> TermTable {
-        let (i_count, d) = (features.count, features.dim);
-        let mut values = vec![0f32; ids.len() * i_count];
-        let mut rows_buf: Vec<f32> = Vec::new();
-        let sqrt2 = std::f32::consts::SQRT_2;
-        for (c, batch) in ids.chunks(256).enumerate() {
-            rows_buf.clear();
-            batch.iter().for_each(|&t| rows_buf.extend_from_slice(emb.get(t).unwrap_or(&[])));
-            let out = &mut values[c * 256 * i_count..][..batch.len() * i_count];
-            features.project(0, MatRef::rows(&rows_buf, batch.len(), d), out);
-            for row in out.chunks_exact_mut(i_count) {
-                row.iter_mut().zip(features.beta()).for_each(|(v, b)| *v = sqrt2 * (b + *v).cos());
-            }
-        }
-        TermTable { rows: ids.iter().enumerate().map(|(i, &t)| (t, i)).collect(), values, width: i_count }
-    }
-
-    fn get(&self, t: TermId) -> Option<&[f32]> {
-        self.rows.get(&t).map(|&i| &self.values[i * self.width..][..self.width])
-    }
-}
-
 /// Most noisy counts a histogram release may hold (memory, and the release file's size).
 pub const MAX_HIST_CELLS: usize = 8_000_000;
-
-/// Documents processed together (bounds memory: chunk × members × I floats).
-const DOC_CHUNK: usize = 64;
-
-/// Exact integer sums Σ_docs q(doc) for each member of one class.
-fn class_sums(docs: &[&KdeDoc<'_>], emb: &TermEmbeddings, features: &Features, params: &KdeParams, table: Option<&TermTable>) -> Vec<Vec<i64>> {
-    let ensemble = params.ensemble();
-    let (i_count, d) = (features.count, features.dim);
-    let members = ensemble.members();
-    let mut totals = vec![vec![0i64; i_count]; members];
-    let beta = features.beta();
-    let sqrt2 = std::f32::consts::SQRT_2;
-    let mut rows: Vec<f32> = Vec::new();
-    let mut proj: Vec<f32> = Vec::new();
-
-    for chunk in docs.chunks(DOC_CHUNK) {
-        // acc[doc][member] (I floats) and the number of prefixes added there.
-        let mut acc = vec![0f32; chunk.len() * members * i_count];
-        let mut count = vec![0u32; chunk.len() * members];
-        match params.sampler {
-            Sampler::Independent => {
-                // Every keyphrase (first M) is a length-1 "prefix" at block 0, weight 1/M_doc:
-                // its features f(t) come from the per-term table (one cos per distinct term and
-                // feature, not per occurrence).
-                let table = table.unwrap_or_else(|| unreachable!("the independent sampler has a term table"));
-                for (k, doc) in chunk.iter().enumerate() {
-                    let a = &mut acc[k * i_count..][..i_count];
-                    for &t in doc.terms.iter().take(params.terms_per_doc) {
-                        if let Some(f) = table.get(t) {
-                            a.iter_mut().zip(f).for_each(|(a, f)| *a += f);
-                            count[k] += 1;
-                        }
-                    }
-                }
-            }
-            Sampler::Histogram | Sampler::Markov => unreachable!("histogram samplers have no random features"),
-            Sampler::IterativeLinear | Sampler::IterativeLog => {
-                // r[doc] = Σ_{t<ℓ} √2·ωᵗ·z_t, grown one position at a time.
-                let mut r = vec![0f32; chunk.len() * i_count];
-                for t in 0..params.len {
-                    let live: Vec<usize> = (0..chunk.len()).filter(|&k| chunk[k].terms.len() > t).collect();
-                    if live.is_empty() {
-                        break;
-                    }
-                    rows.clear();
-                    for &k in &live {
-                        rows.extend_from_slice(emb.get(chunk[k].terms[t]).unwrap_or(&[]));
-                    }
-                    proj.resize(live.len() * i_count, 0.0);
-                    features.project(t, MatRef::rows(&rows, live.len(), d), &mut proj);
-                    let len = t + 1;
-                    for (row, &k) in live.iter().enumerate() {
-                        let rk = &mut r[k * i_count..][..i_count];
-                        rk.iter_mut().zip(&proj[row * i_count..][..i_count]).for_each(|(rv, p)| *rv += p);
-                        let doc_len = chunk[k].terms.len().min(params.len);
-                        for m in ensemble.members_of_prefix(len, doc_len) {
-                            let s = ensemble.scale(m, len);
-                            let a = &mut acc[(k * members + m) * i_count..][..i_count];
-                            for ((a, rv), b) in a.iter_mut().zip(rk.iter()).zip(beta) {
-                                *a += sqrt2 * (b + s * rv).cos();
-                            }
-                            count[k * members + m] += 1;
-                        }
-                    }
-                }
-            }
-        }
-        // c = mean over the document's prefixes; clamp, round to the grid, add exactly.
-        let grid = (1u64 << GRID_BITS) as f64;
-        for k in 0..chunk.len() {
-            for (m, total) in totals.iter_mut().enumerate() {
-                let n = count[k * members + m];
-                if n == 0 {
-                    continue;
-                }
-                let a = &acc[(k * members + m) * i_count..][..i_count];
-                for (tot, &v) in total.iter_mut().zip(a) {
-                    let c = (v as f64 / n as f64).clamp(-C_BOUND, C_BOUND);
-                    *tot += (c * grid).round() as i64;
-                }
-            }
-        }
-    }
-    totals
-}
 
 #[cfg(test)]
 pub(crate) mod tests {
