@@ -12,6 +12,7 @@
 //   DPKPS_BENCH_VOCABS=medical,english,custom   DPKPS_BENCH_REPEAT=12   DPKPS_BENCH_AGAIN=2
 //   DPKPS_BENCH_AGAIN_SETTING=custom/independent (the setting re-run DPKPS_BENCH_AGAIN times)
 //   DPKPS_BENCH_MARKOV_N=400 (N for the Markov sampler: the page refuses N = 1000 at 40 classes)
+//   DPKPS_BENCH_VARY=1 (copy r of a note: its first r sentences moved to its end)
 //   DPKPS_BENCH_LIMIT=900 (seconds: a run still going then is cancelled and shown as "> limit")
 import fs from 'node:fs';
 import os from 'node:os';
@@ -34,15 +35,50 @@ const MARKOV_N = Number(process.env.DPKPS_BENCH_MARKOV_N ?? 400);
 const limit = Number(process.env.DPKPS_BENCH_LIMIT ?? 900);
 const MB = (b) => (b / 1e6).toFixed(0);
 
-// The corpus: the header once, the rows `repeat` times.
+// The corpus: the header once, the rows `repeat` times. With DPKPS_BENCH_VARY=1, copy r of a
+// note has its first r sentences moved to its end, so that copies do not repeat their notes'
+// keyphrase sequences (work done once per distinct term or prefix is not flattered by exact
+// repetition).
+const vary = process.env.DPKPS_BENCH_VARY === '1';
 const text = fs.readFileSync(source, 'utf8');
 const cut = text.indexOf('\n') + 1;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-bench-pipeline-'));
-const corpus = path.join(tmp, `mtsamples-x${repeat}.csv`);
+const corpus = path.join(tmp, `mtsamples-x${repeat}${vary ? '-varied' : ''}.csv`);
 const out = fs.openSync(corpus, 'w');
 fs.writeSync(out, text.slice(0, cut));
-for (let r = 0; r < repeat; r++) fs.writeSync(out, text.slice(cut).endsWith('\n') ? text.slice(cut) : `${text.slice(cut)}\n`);
+const body = text.slice(cut).endsWith('\n') ? text.slice(cut) : `${text.slice(cut)}\n`;
+const rows = vary ? parseCsv(body) : [];
+const textCol = vary ? parseCsv(text.slice(0, cut))[0].indexOf('transcription') : -1;
+const quote = (f) => `"${f.replaceAll('"', '""')}"`;
+for (let r = 0; r < repeat; r++) {
+  if (!vary || r === 0) {
+    fs.writeSync(out, body);
+    continue;
+  }
+  const lines = rows.map((row) => row.map((f, i) => {
+    if (i !== textCol) return quote(f);
+    const sentences = f.split(/(?<=\.)\s+/);
+    const k = r % Math.max(sentences.length, 1);
+    return quote([...sentences.slice(k), ...sentences.slice(0, k)].join(' '));
+  }).join(','));
+  fs.writeSync(out, `${lines.join('\n')}\n`);
+}
 fs.closeSync(out);
+
+/** RFC 4180 rows (quoted fields may hold commas, quotes and newlines). */
+function parseCsv(t) {
+  const rows = [];
+  let row = [], field = '', quoted = false;
+  for (let i = 0; i < t.length; i++) {
+    const c = t[i];
+    if (quoted) {
+      if (c === '"' && t[i + 1] === '"') { field += '"'; i++; } else if (c === '"') quoted = false; else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') { row.push(field.replace(/\r$/, '')); rows.push(row); row = []; field = ''; } else field += c;
+  }
+  if (field || row.length) { row.push(field); rows.push(row); }
+  return rows;
+}
 
 // A user's own vocabulary of 50,000 terms, from public lists only (never from the corpus):
 // every MeSH 2017 descriptor name, then the GloVe English words in frequency order, skipping
@@ -63,7 +99,7 @@ const customVocab = path.join(tmp, 'own-vocabulary-50k.txt');
   }
   fs.writeFileSync(customVocab, `${terms.join('\n')}\n`);
 }
-console.log(`benchmark: the pipeline in the app (release wasm, headless Chromium, ${os.cpus().length} cores), MTSamples × ${repeat} (${MB(fs.statSync(corpus).size)} MB), page defaults; own vocabulary: 50,000 terms (MeSH 2017 names, then GloVe words by frequency)`);
+console.log(`benchmark: the pipeline in the app (release wasm, headless Chromium, ${os.cpus().length} cores), MTSamples × ${repeat}${vary ? ' (copies varied: sentences rotated)' : ''} (${MB(fs.statSync(corpus).size)} MB), page defaults; own vocabulary: 50,000 terms (MeSH 2017 names, then GloVe words by frequency)`);
 
 /** Chromium processes now running (pid → command line). */
 function chromiumPids() {
@@ -142,7 +178,7 @@ async function loadCorpus(vocab) {
   return labels.length;
 }
 
-const rows = [];
+const results = [];
 async function runOnce(vocab, sampler, classes, n) {
   await page.selectOption('#sampler', sampler);
   await page.fill('#top_n', sampler === 'markov' ? String(MARKOV_N) : '1000');
@@ -163,7 +199,7 @@ async function runOnce(vocab, sampler, classes, n) {
   console.log(`    ${sampler}${sampler === 'markov' ? ` (N = ${MARKOV_N})` : ''}, ${classes} classes, run ${n}: Run → results ${wall.toFixed(1)} s${what ? ` (${what})` : ''}`);
   for (const s of await stageNotes()) console.log(`      ${s}`);
   console.log(`      memory: ${memText(mem)}`);
-  rows.push({ vocab, sampler, n, wall, failed: failed ? 'FAILED' : overLimit ? `> ${limit}` : null, stages: await stageSeconds(), mem });
+  results.push({ vocab, sampler, n, wall, failed: failed ? 'FAILED' : overLimit ? `> ${limit}` : null, stages: await stageSeconds(), mem });
 }
 
 let loaded = { vocab: null, classes: 0 };
@@ -179,7 +215,7 @@ if (again > 0) {
 
 console.log('\n| vocabulary | sampler | run | Run → results (s) | ' + STAGES.join(' | ') + ' | worker wasm (MB) | helpers wasm (MB) | renderer peak (MB) |');
 console.log('|---|---|---|---|' + STAGES.map(() => '---|').join('') + '---|---|---|');
-for (const r of rows) {
+for (const r of results) {
   const st = STAGES.map((s) => (r.stages[s] == null ? '–' : r.stages[s].toFixed(1)));
   console.log(`| ${r.vocab} | ${r.sampler} | ${r.n} | ${r.failed ?? r.wall.toFixed(1)} | ${st.join(' | ')} | ${MB(r.mem.worker)} | ${r.mem.helpers.map(MB).join('+') || '–'} | ${MB(r.mem.rendererPeak)} |`);
 }
