@@ -1,10 +1,24 @@
 //! Sampling keyphrase sequences from released DP-KDEs (DP-KPS section 2, appendix B.2).
 //! Everything here reads only DP outputs (Ṽ and the DP-KDEs): post-processing, no privacy cost.
 //!
-//! - independent: score every candidate w ∈ Ṽ once, p(w) ∝ max(score, 0); L i.i.d. draws;
+//! - independent: score every candidate w ∈ Ṽ once, p(w) ∝ max(score − floor, 0); L i.i.d.
+//!   draws;
 //! - iterative (linear or logarithmic ensemble): at step ℓ, score every candidate w as the
 //!   next keyphrase of each sequence's prefix with the member that covers length ℓ.
-//! If every score is ≤ 0 the draw is uniform over Ṽ.
+//!
+//! # The noise floor
+//! The paper draws ∝ max(score, 0). A score is signal plus error (random features, DP noise),
+//! and about half of Ṽ's N candidates carry no signal: their clipped error holds much of the
+//! mass. Measured on MTSamples (noiseless, `dpkps evaluate --no-dp --diagnose`): even at the
+//! first step, where the largest exact score is 16 times the rms random-feature error, the
+//! draw distribution was 0.33 in total variation from the exact kernel's. So each step also
+//! scores [`NULLS`] null candidates, random unit vectors (data-independent, fixed seed) that no
+//! training keyphrase is near: their scores are the error alone, for this class and prefix.
+//! Weights are max(score − floor, 0) with floor = the nulls' mean + 3 standard deviations; if
+//! fewer than 1% of Ṽ clear it, the step has no detectable signal and the paper's max(score, 0)
+//! is kept (drawing only a few noise outliers would repeat them in every sequence). If every
+//! score is ≤ 0 the draw is uniform over Ṽ. This reads only the release and public vectors:
+//! post-processing, no privacy cost.
 //!
 //! # Batched scoring
 //! The paper scores candidates one by one: O(N·I·d·ℓ) per step and sequence. Instead, with
@@ -71,23 +85,81 @@ impl Candidates {
     }
 }
 
-/// Draws an index with probability ∝ max(score, 0); uniform if no score is positive.
-fn draw(scores: &[f32], rng: &mut SecureRng) -> usize {
-    let total: f64 = scores.iter().map(|&s| s.max(0.0) as f64).sum();
-    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    if !(total > 0.0) || !total.is_finite() {
-        return ((u * scores.len() as f64) as usize).min(scores.len() - 1);
+/// Null candidates: random unit vectors, data-independent (a fixed seed), scored beside Ṽ.
+/// Almost no training keyphrase is near a random direction of the embedding space, so their
+/// scores are (nearly) pure error, random-feature and DP noise together, for this class and
+/// prefix; their spread says how large a score must be to be signal (module docs).
+pub(crate) const NULLS: usize = 64;
+/// A candidate's weight is its score above the nulls' mean + Z_FLOOR standard deviations
+/// (with Gaussian errors, about one of 1,000 pure-noise candidates passes).
+const Z_FLOOR: f64 = 3.0;
+
+/// The noise floor of one row of scores from the null candidates' scores (0 without nulls).
+fn noise_floor(nulls: &[f32]) -> f32 {
+    if nulls.len() < 2 {
+        return 0.0;
     }
+    let n = nulls.len() as f64;
+    let mean = nulls.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let var = nulls.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean + Z_FLOOR * var.sqrt()).max(0.0) as f32
+}
+
+/// The draw weights: max(score − floor, 0); if fewer than 1% of the scores are above the
+/// floor, max(score, 0) (the step has no detectable signal: the paper's rule); if none is
+/// positive either, uniform.
+pub(crate) fn weights(scores: &[f32], floor: f32) -> Vec<f64> {
+    // Fewer than 1% of the candidates above the floor: too few to be the signal rather than
+    // the noise's own outliers, and drawing only those would repeat a few noise terms.
+    let min_pass = (scores.len() / 100).max(1);
+    let floor = if scores.iter().filter(|&&s| s > floor).count() >= min_pass { floor } else { 0.0 };
+    let w: Vec<f64> = scores.iter().map(|&s| (s - floor).max(0.0) as f64).collect();
+    let total: f64 = w.iter().sum();
+    if total > 0.0 && total.is_finite() {
+        return w;
+    }
+    vec![1.0; scores.len()]
+}
+
+/// Draws an index with probability ∝ max(score − floor, 0) ([`weights`]).
+fn draw(scores: &[f32], floor: f32, rng: &mut SecureRng) -> usize {
+    let w = weights(scores, floor);
+    let total: f64 = w.iter().sum();
+    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
     let target = u * total;
     let mut acc = 0.0;
-    for (i, &s) in scores.iter().enumerate() {
-        acc += s.max(0.0) as f64;
+    for (i, &x) in w.iter().enumerate() {
+        acc += x;
         if acc > target {
             return i;
         }
     }
-    // Rounding: the last candidate with a positive score.
-    scores.iter().rposition(|&s| s > 0.0).unwrap_or(0)
+    // Rounding: the last candidate with a positive weight.
+    w.iter().rposition(|&x| x > 0.0).unwrap_or(0)
+}
+
+/// Ṽ's embeddings followed by the [`NULLS`] null candidates.
+fn with_nulls(cands: &Candidates) -> Candidates {
+    let mut matrix = cands.matrix.clone();
+    for v in crate::kde::Features::synthetic_unit_vectors(NULLS, cands.dim, 0x6e75_6c6c) {
+        matrix.extend_from_slice(&v);
+    }
+    let mut ids = cands.ids.clone();
+    ids.extend(std::iter::repeat(TermId::MAX).take(NULLS));
+    Candidates { ids, matrix, dim: cands.dim }
+}
+
+/// Splits scores of Ṽ + nulls (rows of N + NULLS) into Ṽ's scores (rows of N) and floors.
+fn split_nulls(ext: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
+    let width = n + NULLS;
+    let rows = ext.len() / width;
+    let mut scores = Vec::with_capacity(rows * n);
+    let mut floors = Vec::with_capacity(rows);
+    for row in ext.chunks_exact(width) {
+        scores.extend_from_slice(&row[..n]);
+        floors.push(noise_floor(&row[n..]));
+    }
+    (scores, floors)
 }
 
 /// Samples `per_class` sequences for every class of `set`.
@@ -110,47 +182,69 @@ pub fn sample_sized(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &
     match set.params.sampler {
         Sampler::Histogram | Sampler::Markov => unreachable!("handled above"),
         Sampler::Independent => {
-            let table = PhaseTable::new(&features, cands, 0, 1.0);
+            let ext = with_nulls(cands);
+            let table = PhaseTable::new(&features, &ext, 0, 1.0);
             for (class, &n) in set.classes.iter().zip(counts) {
-                let scores = table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(0));
+                let (scores, floors) = split_nulls(&table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(0)), cands.len());
                 for _ in 0..n {
-                    let keyphrases = (0..set.params.len).map(|_| cands.ids[draw(&scores, rng)]).collect();
+                    let keyphrases = (0..set.params.len).map(|_| cands.ids[draw(&scores, floors[0], rng)]).collect();
                     out.push(Sequence { label: class.label.clone(), keyphrases });
                 }
             }
         }
         Sampler::IterativeLinear | Sampler::IterativeLog => {
-            let ensemble = set.params.ensemble();
-            let i_count = features.count;
-            // Per class: the raw phases r (per sequence × I) and the choices so far.
-            let mut state: Vec<(Vec<f32>, Vec<Vec<usize>>)> =
-                counts.iter().map(|&n| (vec![0f32; n * i_count], vec![Vec::new(); n])).collect();
-            for len in 1..=set.params.len {
-                let member = ensemble.member_for(len);
-                let s = ensemble.scale(member, len);
-                let table = PhaseTable::new(&features, cands, len - 1, s);
-                for (class, (r, chosen)) in set.classes.iter().zip(state.iter_mut()) {
-                    if chosen.is_empty() {
-                        continue;
-                    }
-                    let scores = table.scores(&features, r, s, &class.member_sums(member));
-                    for (q, picks) in chosen.iter_mut().enumerate() {
-                        let w = draw(&scores[q * cands.len()..][..cands.len()], rng);
-                        picks.push(w);
-                        for (rv, p) in r[q * i_count..][..i_count].iter_mut().zip(&table.proj[w * i_count..][..i_count]) {
-                            *rv += p;
-                        }
-                    }
-                }
-            }
-            for (class, (_, chosen)) in set.classes.iter().zip(state) {
-                for picks in chosen {
-                    out.push(Sequence { label: class.label.clone(), keyphrases: picks.iter().map(|&w| cands.ids[w]).collect() });
+            let picks = sample_iterative(set, &features, cands, counts, rng, &mut |_, _, _, _, _| {});
+            for (class, chosen) in set.classes.iter().zip(picks) {
+                for p in chosen {
+                    out.push(Sequence { label: class.label.clone(), keyphrases: p.iter().map(|&w| cands.ids[w]).collect() });
                 }
             }
         }
     }
     Ok(out)
+}
+
+/// What [`sample_iterative`] shows its observer at each step: the class, the prefix length ℓ
+/// being completed, the prefixes so far (indices into the candidates) and their scores
+/// (prefixes × N) and noise floors (one per prefix), which it may replace (the evaluation's
+/// diagnosis samples from the exact kernel that way; never a release).
+pub(crate) type StepObserver<'a> = &'a mut dyn FnMut(usize, usize, &[Vec<usize>], &mut [f32], &mut [f32]);
+
+/// The iterative samplers: `counts[c]` sequences of class c, as indices into the candidates.
+pub(crate) fn sample_iterative(
+    set: &DpKdeSet,
+    features: &Features,
+    cands: &Candidates,
+    counts: &[usize],
+    rng: &mut SecureRng,
+    observe: StepObserver<'_>,
+) -> Vec<Vec<Vec<usize>>> {
+    let ensemble = set.params.ensemble();
+    let i_count = features.count;
+    let ext = with_nulls(cands);
+    // Per class: the raw phases r of the prefixes (per sequence × I) and the choices so far.
+    let mut state: Vec<(Vec<f32>, Vec<Vec<usize>>)> =
+        counts.iter().map(|&n| (vec![0f32; n * i_count], vec![Vec::new(); n])).collect();
+    for len in 1..=set.params.len {
+        let member = ensemble.member_for(len);
+        let s = ensemble.scales(member, len);
+        let table = PhaseTable::new(features, &ext, len - 1, s.last);
+        for (c, (class, (r, chosen))) in set.classes.iter().zip(state.iter_mut()).enumerate() {
+            if chosen.is_empty() {
+                continue;
+            }
+            let (mut scores, mut floors) = split_nulls(&table.scores(features, r, s.prefix, &class.member_sums(member)), cands.len());
+            observe(c, len, chosen, &mut scores, &mut floors);
+            for (q, picks) in chosen.iter_mut().enumerate() {
+                let w = draw(&scores[q * cands.len()..][..cands.len()], floors[q], rng);
+                picks.push(w);
+                for (rv, p) in r[q * i_count..][..i_count].iter_mut().zip(&table.proj[w * i_count..][..i_count]) {
+                    *rv += p;
+                }
+            }
+        }
+    }
+    state.into_iter().map(|(_, chosen)| chosen).collect()
 }
 
 /// The histogram samplers (`crate::hist`): the candidates must be the release's Ṽ, in order.
@@ -245,18 +339,18 @@ pub fn naive_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, cla
     let len = prefix.len() + 1;
     let member = set.params.ensemble().member_for(len);
     let sums = set.classes[class].member_sums(member);
-    let s = set.params.ensemble().scale(member, len);
+    let s = set.params.ensemble().scales(member, len);
     let block = if set.params.sampler == Sampler::Independent { 0 } else { len - 1 };
     (0..cands.len())
         .map(|w| {
             let cand = &cands.matrix[w * cands.dim..][..cands.dim];
             let mut total = 0f64;
             for i in 0..features.count {
-                let mut z = features.project_one(i, block, cand);
+                let mut z = 0f32;
                 for (t, &p) in prefix.iter().enumerate() {
                     z += features.project_one(i, t, emb.get(p).unwrap_or(cand));
                 }
-                let theta = features.beta()[i] + s * z;
+                let theta = features.beta()[i] + s.prefix * z + s.last * features.project_one(i, block, cand);
                 total += sums[i] * std::f64::consts::SQRT_2 * (theta as f64).cos();
             }
             (total / features.count as f64) as f32
@@ -268,7 +362,7 @@ pub fn naive_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, cla
 pub fn batched_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, class: usize, prefix: &[TermId], emb: &TermEmbeddings) -> Vec<f32> {
     let len = prefix.len() + 1;
     let member = set.params.ensemble().member_for(len);
-    let s = set.params.ensemble().scale(member, len);
+    let s = set.params.ensemble().scales(member, len);
     let block = if set.params.sampler == Sampler::Independent { 0 } else { len - 1 };
     let mut r = vec![0f32; features.count];
     for (t, &p) in prefix.iter().enumerate() {
@@ -278,7 +372,7 @@ pub fn batched_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, c
         }
         r.iter_mut().zip(&proj).for_each(|(a, b)| *a += b);
     }
-    PhaseTable::new(features, cands, block, s).scores(features, &r, s, &set.classes[class].member_sums(member))
+    PhaseTable::new(features, cands, block, s.last).scores(features, &r, s.prefix, &set.classes[class].member_sums(member))
 }
 
 #[cfg(test)]
@@ -382,15 +476,36 @@ mod tests {
     }
 
     #[test]
+    fn the_noise_floor_drops_error_only_candidates() {
+        // Nulls ~ N(0, 1): floor ≈ 3. Candidates 0..20 carry signal 10, the rest error only.
+        let mut rng = SecureRng::seeded_for_tests(3);
+        let mut gauss = || {
+            let u = |rng: &mut SecureRng| ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+            ((-2.0 * u(&mut rng).ln()).sqrt() * (std::f64::consts::TAU * u(&mut rng)).cos()) as f32
+        };
+        let nulls: Vec<f32> = (0..NULLS).map(|_| gauss()).collect();
+        let floor = noise_floor(&nulls);
+        assert!((2.0..4.0).contains(&floor), "floor {floor}");
+        let scores: Vec<f32> = (0..1000).map(|i| if i < 20 { 10.0 } else { 0.0 } + gauss()).collect();
+        let mass = |w: &[f64]| w[..20].iter().sum::<f64>() / w.iter().sum::<f64>();
+        let (with, without) = (mass(&weights(&scores, floor)), mass(&weights(&scores, 0.0)));
+        assert!(with > 0.95 && without < 0.6, "signal mass {with:.3} with the floor, {without:.3} without");
+        // Error only: the few outliers above the floor are not drawn alone.
+        let noise: Vec<f32> = (0..1000).map(|_| gauss()).collect();
+        let w = weights(&noise, floor);
+        assert!(w.iter().filter(|&&x| x > 0.0).count() > 300, "fell back to max(score, 0)");
+    }
+
+    #[test]
     fn all_nonpositive_scores_sample_uniformly() {
         let mut rng = SecureRng::seeded_for_tests(9);
         let mut counts = [0usize; 4];
         for _ in 0..4000 {
-            counts[draw(&[-1.0, 0.0, -3.0, -0.5], &mut rng)] += 1;
+            counts[draw(&[-1.0, 0.0, -3.0, -0.5], 0.0, &mut rng)] += 1;
         }
         assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
         for _ in 0..100 {
-            assert_eq!(draw(&[-1.0, 2.0, -3.0, 0.0], &mut rng), 1);
+            assert_eq!(draw(&[-1.0, 2.0, -3.0, 0.0], 0.0, &mut rng), 1);
         }
     }
 

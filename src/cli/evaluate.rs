@@ -71,6 +71,10 @@ pub(crate) struct EvaluateArgs {
     /// Write the report (one object per arm and view, the parameters, the task) here.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// With --no-dp: diagnose the iterative samplers (per step, the noiseless sampler's draw
+    /// distribution against the exact kernel's; a classifier on exact-kernel samples).
+    #[arg(long, requires = "no_dp")]
+    diagnose: bool,
 }
 
 fn samplers(spec: &str) -> Result<Vec<Sampler>, CliError> {
@@ -154,6 +158,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     eprintln!(" ({:.1} s)", t1.elapsed().as_secs_f64());
     let mut report = ev.run(&emb, &mut rng, &mut progress)?;
     eprintln!();
+    let diagnosis = if args.diagnose { Some(ev.diagnose(&emb, &mut rng)?) } else { None };
 
     if let Some(path) = &args.synthetic {
         let synthetic = read_synthetic(path)?;
@@ -171,6 +176,9 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     }
 
     print_table(&report);
+    if let Some(d) = &diagnosis {
+        print_diagnosis(d);
+    }
     let secs = t0.elapsed().as_secs_f64();
     eprintln!("evaluation took {secs:.1} s; nothing was released and the privacy ledger was not touched");
     if let Some(path) = &args.json {
@@ -179,11 +187,38 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
             obj.insert("public_vocabulary".into(), public.name.clone().into());
             obj.insert("model_checksum".into(), embedder.checksum().into());
             obj.insert("wall_seconds".into(), secs.into());
+            if let Some(d) = &diagnosis {
+                obj.insert("diagnosis".into(), serde_json::to_value(d).unwrap_or_default());
+            }
         }
         write_json(path, &value)?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
+}
+
+/// The iterative samplers' diagnosis (`crate::eval::diagnose`) on stdout.
+fn print_diagnosis(d: &crate::eval::diagnose::Diagnosis) {
+    println!("\ndiagnosis (noiseless; TV: total variation; signal/error: largest exact score over the rms random-feature error):");
+    println!("{:<17} {:>3} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9}", "sampler", "ℓ", "TV(s,ex)", "TV(ex,U)", "TV(s,U)", "signal/err", "positive", "eff.docs");
+    for s in &d.steps {
+        println!(
+            "{:<17} {:>3} {:>10.3} {:>10.3} {:>10.3} {:>12.3} {:>9.3} {:>9.1}",
+            s.sampler, s.len, s.tv_sampler_exact, s.tv_exact_uniform, s.tv_sampler_uniform, s.signal_over_error, s.positive_share, s.effective_docs
+        );
+    }
+    let mut arms: Vec<&str> = Vec::new();
+    for a in &d.arms {
+        if !arms.contains(&a.0.as_str()) {
+            arms.push(&a.0);
+        }
+    }
+    for arm in arms {
+        let acc: Vec<f64> = d.arms.iter().filter(|a| a.0 == arm).map(|a| a.1.accuracy).collect();
+        let f1: Vec<f64> = d.arms.iter().filter(|a| a.0 == arm).map(|a| a.1.macro_f1).collect();
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        println!("{arm:<24} embedding accuracy {:.3}, macro-F1 {:.3} ({} seeds)", mean(&acc), mean(&f1), acc.len());
+    }
 }
 
 /// The table on stdout (one row per arm and view), then the privacy note.

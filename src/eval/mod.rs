@@ -46,6 +46,7 @@
 //! by their text embeddings. No I/O, no web types: the same code can run in a Web Worker.
 
 pub mod classifier;
+pub mod diagnose;
 pub mod metrics;
 pub mod split;
 
