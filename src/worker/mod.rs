@@ -11,6 +11,7 @@
 //! matching) in memory only. What it stores in IndexedDB is listed in [`store`].
 
 mod files;
+mod kde_share;
 mod pool;
 mod store;
 
@@ -71,6 +72,9 @@ struct State {
     model: Option<Model>,
     /// Helper workers for embedding, started on the first large embedding job.
     helpers: Option<Pool>,
+    /// Bare helper workers (no model) sharing the DP-KDE build (`kde_share`), started by the
+    /// first run of a DP-KDE sampler and kept.
+    kde_helpers: Option<Pool>,
     vocabs: HashMap<Bundled, Rc<PublicVocabulary>>,
 }
 
@@ -176,7 +180,9 @@ fn on_message(ev: MessageEvent) {
 /// own global scope, which only scripts of this worker can read (the pipeline benchmark reads
 /// it through the browser's debugging protocol). Sizes only, nothing else of the corpus.
 fn publish_memory() {
-    let helpers = STATE.with(|s| s.try_borrow().ok().and_then(|s| s.helpers.as_ref().map(Pool::memory))).unwrap_or_default();
+    let helpers: Vec<u64> = STATE
+        .with(|s| s.try_borrow().ok().map(|s| s.helpers.iter().chain(s.kde_helpers.iter()).flat_map(Pool::memory).collect()))
+        .unwrap_or_default();
     let figures = js_sys::Object::new();
     let list: js_sys::Array = helpers.iter().map(|&b| JsValue::from_f64(b as f64)).collect();
     let _ = js_sys::Reflect::set(&figures, &"worker".into(), &JsValue::from_f64(pool::wasm_memory_bytes() as f64));
@@ -427,7 +433,11 @@ fn iso_now() -> String {
 }
 
 async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
-    let State { loaded, model, helpers, .. } = state;
+    let State { loaded, model, helpers, kde_helpers, .. } = state;
+    // Started now, so that they are ready by the DP-KDE stage (`kde_share`).
+    if kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().sampler.hist_kind().is_none() {
+        *kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
+    }
     let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
@@ -535,7 +545,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     progress(Stage::Kde, 0, 1);
     checkpoint(&mut clock).await?;
     let (kde, spends) =
-        crate::kde::build(&corpus.kde_docs(take, &classes), &classes, &emb, &released, &kde_params, &mut rng).map_err(at(Stage::Kde))?;
+        kde_share::build(&corpus.kde_docs(take, &classes), &classes, &emb, &released, &kde_params, kde_helpers.as_mut(), &mut rng).await?;
     run.spends.extend(spends);
     // DP class counts (sequences per class in proportion), on record with the DP summaries.
     let sizes = match settings.eps_counts {

@@ -37,6 +37,8 @@ pub const MAX_HELPERS: usize = 3;
 pub const LOAD: &str = "dpkps-helper-load";
 /// First element of a helper request carrying a batch of texts (a JSON array of strings).
 pub const EMBED: &str = "dpkps-helper-embed";
+/// First element of a helper request carrying a share of the DP-KDE build (`kde_share`).
+pub const SUMS: &str = "dpkps-helper-sums";
 
 /// A finished batch: its sequence number, the helper that answered, and the flat embeddings
 /// or why there are none.
@@ -44,12 +46,15 @@ pub struct Reply {
     pub seq: u64,
     pub slot: usize,
     pub result: Result<Vec<f32>, String>,
+    /// A share of the DP-KDE sums (`kde_share`); empty for embeddings.
+    pub sums: Vec<f64>,
 }
 
 /// What a helper said, as the pool sees it.
 enum Said {
     Loaded(u64),
     Embedded(u64, Vec<f32>, u64),
+    Summed(u64, Vec<f64>, u64),
     Failed(Option<u64>, String),
 }
 
@@ -112,15 +117,19 @@ impl Pool {
     /// Starts `count` helpers for the model in `model`/`tokenizer` (bytes as loaded by this
     /// worker). They load it in the background; [`Pool::poll`] moves them along.
     pub fn start(count: usize, model: &[u8], tokenizer: &[u8], checksum: &str) -> Result<Pool, String> {
+        Pool::spawn(count, Some((js_sys::Uint8Array::from(model), js_sys::Uint8Array::from(tokenizer))), checksum)
+    }
+
+    /// Starts `count` helpers without a model, for computations that need none (the DP-KDE
+    /// build's shares, `kde_share`): about the memory of one job each, no model's 145 MB.
+    pub fn start_bare(count: usize) -> Result<Pool, String> {
+        Pool::spawn(count, None, "")
+    }
+
+    fn spawn(count: usize, bytes: Option<(js_sys::Uint8Array, js_sys::Uint8Array)>, checksum: &str) -> Result<Pool, String> {
         let scope: web_sys::WorkerGlobalScope = js_sys::global().unchecked_into();
         let url = scope.location().href();
-        let mut pool = Pool {
-            slots: Vec::with_capacity(count),
-            inbox: Rc::default(),
-            bytes: Some((js_sys::Uint8Array::from(model), js_sys::Uint8Array::from(tokenizer))),
-            checksum: checksum.to_string(),
-            next_seq: 0,
-        };
+        let mut pool = Pool { slots: Vec::with_capacity(count), inbox: Rc::default(), bytes, checksum: checksum.to_string(), next_seq: 0 };
         let inbox = &pool.inbox;
         for k in 0..count {
             // On an error, dropping `pool` terminates the helpers started so far.
@@ -188,6 +197,26 @@ impl Pool {
         }
     }
 
+    /// Hands a request (a JS array whose first element is a helper kind, second element
+    /// filled in here with the sequence number) to an idle helper; returns the sequence number,
+    /// or None if no helper is idle (or posting failed, which kills that helper).
+    pub fn send_request(&mut self, msg: &js_sys::Array) -> Option<u64> {
+        let k = self.slots.iter().position(|s| s.state == SlotState::Idle)?;
+        self.next_seq += 1;
+        let seq = self.next_seq;
+        msg.set(1, JsValue::from_f64(seq as f64));
+        match self.slots[k].worker.post_message(msg) {
+            Ok(()) => {
+                self.slots[k].state = SlotState::Busy(seq);
+                Some(seq)
+            }
+            Err(_) => {
+                self.kill(k);
+                None
+            }
+        }
+    }
+
     /// Stops using helper `k` (e.g. it answered with the wrong number of floats).
     pub fn retire(&mut self, k: usize) {
         self.kill(k);
@@ -206,11 +235,12 @@ impl Pool {
         for (k, s) in said {
             let state = self.slots[k].state;
             match s {
-                Said::Loaded(mem) | Said::Embedded(_, _, mem) if mem > 0 => self.slots[k].memory = mem,
+                Said::Loaded(mem) | Said::Embedded(_, _, mem) | Said::Summed(_, _, mem) if mem > 0 => self.slots[k].memory = mem,
                 _ => {}
             }
             match s {
                 Said::Loaded(_) if state == SlotState::Loading => self.slots[k].state = SlotState::Idle,
+                Said::Loaded(_) if state == SlotState::Starting && self.checksum.is_empty() => self.slots[k].state = SlotState::Idle,
                 Said::Loaded(_) if state == SlotState::Starting => {
                     // The helper's wasm is running: now it can take the model.
                     let sent = self.bytes.as_ref().map(|(m, t)| {
@@ -226,13 +256,19 @@ impl Pool {
                     if state == SlotState::Busy(seq) {
                         self.slots[k].state = SlotState::Idle;
                     }
-                    done.push(Reply { seq, slot: k, result: Ok(flat) });
+                    done.push(Reply { seq, slot: k, result: Ok(flat), sums: Vec::new() });
+                }
+                Said::Summed(seq, sums, _) => {
+                    if state == SlotState::Busy(seq) {
+                        self.slots[k].state = SlotState::Idle;
+                    }
+                    done.push(Reply { seq, slot: k, result: Ok(Vec::new()), sums });
                 }
                 Said::Failed(seq, message) => {
                     if let SlotState::Busy(b) = state {
-                        done.push(Reply { seq: b, slot: k, result: Err(message) });
+                        done.push(Reply { seq: b, slot: k, result: Err(message), sums: Vec::new() });
                     } else if let Some(seq) = seq {
-                        done.push(Reply { seq, slot: k, result: Err(message) });
+                        done.push(Reply { seq, slot: k, result: Err(message), sums: Vec::new() });
                     }
                     self.kill(k);
                 }
@@ -258,6 +294,11 @@ fn read_reply(data: &JsValue) -> Option<Said> {
             let seq = arr.get(1).as_f64()? as u64;
             let flat = arr.get(2).dyn_into::<js_sys::Float32Array>().ok()?.to_vec();
             Some(Said::Embedded(seq, flat, arr.get(3).as_f64().unwrap_or(0.0) as u64))
+        }
+        "summed" => {
+            let seq = arr.get(1).as_f64()? as u64;
+            let sums = arr.get(2).dyn_into::<js_sys::Float64Array>().ok()?.to_vec();
+            Some(Said::Summed(seq, sums, arr.get(3).as_f64().unwrap_or(0.0) as u64))
         }
         "failed" => Some(Said::Failed(arr.get(1).as_f64().map(|s| s as u64), arr.get(2).as_string().unwrap_or_default())),
         _ => None,
@@ -317,6 +358,17 @@ pub fn serve(data: &JsValue) -> bool {
                     let flat: Vec<f32> = vecs.concat();
                     let mem = JsValue::from_f64(wasm_memory_bytes() as f64);
                     reply(&["embedded".into(), seq, js_sys::Float32Array::from(flat.as_slice()).into(), mem]);
+                }
+                Err(e) => reply(&["failed".into(), seq, e.into()]),
+            }
+            true
+        }
+        Some(SUMS) => {
+            let seq = arr.get(1);
+            match super::kde_share::serve(arr) {
+                Ok(sums) => {
+                    let mem = JsValue::from_f64(wasm_memory_bytes() as f64);
+                    reply(&["summed".into(), seq, js_sys::Float64Array::from(sums.as_slice()).into(), mem]);
                 }
                 Err(e) => reply(&["failed".into(), seq, e.into()]),
             }
