@@ -176,8 +176,20 @@ pub enum Event {
     Cancelled,
     Failed { stage: Option<Stage>, message: String },
     ModelLoaded { name: String, dim: usize, checksum: String, seconds: f64 },
-    /// `by_helpers` of the `terms` were embedded by the `helpers` helper workers.
-    ModelChecked { terms: usize, worst_cosine: f64, worst_term: String, passed: bool, helpers: usize, by_helpers: usize },
+    /// `by_helpers` of the `terms` were embedded by the `helpers` helper workers;
+    /// `vectors_checked` random terms of the bundled vectors were compared with this model
+    /// (none when they do not belong to it).
+    ModelChecked {
+        terms: usize,
+        worst_cosine: f64,
+        worst_term: String,
+        passed: bool,
+        helpers: usize,
+        by_helpers: usize,
+        vectors_checked: usize,
+        vectors_worst_cosine: f64,
+        vectors_worst_term: String,
+    },
     Benched(BenchFigures),
     Evaluated(crate::eval::EvalReport),
 }

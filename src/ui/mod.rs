@@ -748,7 +748,7 @@ fn Results() -> impl IntoView {
                     <h2 id="res-h">"5. Private keyphrases"</h2>
                     <p class="ledger" id="spent">
                         {format!(
-                            "This run spent ε = {:.3}; total on this corpus in this browser: ε = {:.3}. {} terms embedded, {} from this browser's cache.",
+                            "This run spent ε = {:.3}; total on this corpus in this browser: ε = {:.3}. {} terms embedded by the model, {} read (bundled vectors, this session's memory, this browser's cache).",
                             r.epsilon_run, r.epsilon_total, r.embedded_fresh, r.embedded_from_cache
                         )}
                     </p>

@@ -423,16 +423,20 @@ impl AppState {
                 self.model_check.set(None);
                 self.job.set(None);
             }
-            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers } => {
+            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers, vectors_checked, vectors_worst_cosine, vectors_worst_term } => {
                 let workers = match helpers {
                     0 => "this worker alone".to_string(),
                     1 => format!("{by_helpers} of them by 1 helper worker"),
                     n => format!("{by_helpers} of them by {n} helper workers"),
                 };
+                let vectors = match vectors_checked {
+                    0 => " No bundled vectors belong to this model: every term is embedded live.".to_string(),
+                    n => format!(" Bundled vectors: {n} random terms, lowest cosine similarity {vectors_worst_cosine:.5} (“{vectors_worst_term}”, needs ≥ 0.995)."),
+                };
                 self.model_check.set(Some(if passed {
-                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).")
+                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).{vectors}")
                 } else {
-                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).")
+                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).{vectors}")
                 }));
                 self.job.set(None);
             }

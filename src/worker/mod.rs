@@ -13,6 +13,7 @@
 mod files;
 mod kde_share;
 mod pool;
+mod sources;
 mod store;
 
 use std::cell::{Cell, RefCell};
@@ -28,7 +29,7 @@ use web_sys::{DedicatedWorkerGlobalScope, File, MessageEvent};
 use crate::corpus::{Fields, Format};
 use crate::dp::SecureRng;
 use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
-use crate::embed::{Embed, TermEmbeddings};
+use crate::embed::Embed;
 use crate::ledger::Run;
 use crate::pipeline::{MatchedCorpus, MatchingSink};
 use crate::protocol::{
@@ -49,6 +50,8 @@ pub const KEEP: usize = 64;
 const PREVIEW_BYTES: f64 = 64.0 * 1024.0;
 /// Terms per model call.
 const BATCH: usize = 32;
+/// How the bundled model is named in the page and the privacy report.
+const BUNDLED_MODEL_NAME: &str = "all-MiniLM-L6-v2 (bundled)";
 
 struct Loaded {
     corpus: MatchedCorpus,
@@ -76,6 +79,10 @@ struct State {
     /// first run of a DP-KDE sampler and kept.
     kde_helpers: Option<Pool>,
     vocabs: HashMap<Bundled, Rc<PublicVocabulary>>,
+    /// Bundled vectors per bundled list, fetched on first use (public data; see `sources`).
+    vectors: HashMap<Bundled, Option<Rc<crate::embed::bundle::VectorFile>>>,
+    /// Vectors the model computed in this page session (memory only; see `sources`).
+    live: Option<sources::LiveCache>,
 }
 
 thread_local! {
@@ -423,7 +430,7 @@ async fn ensure_model(slot: &mut Option<Model>) -> Result<&mut Model, Stop> {
         let tok = fetch_bytes("models/tokenizer.json").await.map_err(at(Stage::Model))?;
         progress(Stage::Model, 1, 2);
         let embedder = OnnxEmbedder::from_bytes(&model, &tok).map_err(at(Stage::Model))?;
-        *slot = Some(Model { embedder, name: "all-MiniLM-L6-v2 (bundled)".into(), bytes: Rc::new((model, tok)) });
+        *slot = Some(Model { embedder, name: BUNDLED_MODEL_NAME.into(), bytes: Rc::new((model, tok)) });
     }
     slot.as_mut().ok_or_else(|| Stop::Failed(Some(Stage::Model), "no model".into()))
 }
@@ -433,7 +440,7 @@ fn iso_now() -> String {
 }
 
 async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
-    let State { loaded, model, helpers, kde_helpers, .. } = state;
+    let State { loaded, model, helpers, vectors, live, kde_helpers, .. } = state;
     // Started now, so that they are ready by the DP-KDE stage (`kde_share`).
     if kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().sampler.hist_kind().is_none() {
         *kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
@@ -504,13 +511,8 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note: format!("{} terms selected", pv.terms.len()) });
     checkpoint(&mut clock).await?;
 
-    // 2. The model.
-    let t0 = now_ms();
-    let m = ensure_model(model).await?;
-    post(&Event::StageDone { stage: Stage::Model, seconds: seconds_since(t0), note: m.name.clone() });
-    checkpoint(&mut clock).await?;
-
-    // 3. Embeddings: cached (Ṽ terms from earlier runs) or computed in memory.
+    // 2 and 3. Embeddings: the bundled vectors, this session's memory, this browser's cache of
+    // Ṽ's terms; the model (loaded only then) computes the rest, in memory (see `sources`).
     let t0 = now_ms();
     let kde_params = settings.kde_params();
     let take = kde_params.doc_terms_read();
@@ -518,26 +520,33 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     // The histogram samplers read no embedding of the documents' terms, and Ṽ's only to
     // smooth: without smoothing nothing is embedded at all.
     let vectors_needed = kde_params.sampler.hist_kind().is_none() || kde_params.smoothing > 0.0;
-    let mut ids = if kde_params.sampler.embeds_document_terms() { corpus.distinct_terms(take) } else { Vec::new() };
+    // Only what the mechanism reads: the first `take` terms of the documents the class set
+    // keeps (documents of undeclared labels, left out, are never read).
+    let mut ids: Vec<TermId> = if kde_params.sampler.embeds_document_terms() {
+        corpus.kde_docs(take, &classes).iter().flat_map(|d| d.terms.iter().copied()).collect()
+    } else {
+        Vec::new()
+    };
     if vectors_needed {
         ids.extend(&released);
     }
     ids.sort_unstable();
     ids.dedup();
-    let checksum = m.embedder.checksum().to_string();
-    let (emb, from_cache, todo) = embed_all(m, helpers, vocab, &ids, Some(&store), &mut clock).await?;
-    let fresh: std::collections::HashSet<TermId> = todo.iter().copied().collect();
+    let sources = sources::Sources { model, helpers, vectors, live };
+    let got = sources::embeddings(sources, vocab, &ids, Some(&store), &mut clock).await?;
+    let (emb, checksum) = (&got.emb, got.model_checksum.clone());
+    let fresh: std::collections::HashSet<TermId> = got.fresh.iter().copied().collect();
     let fresh_released: Vec<TermId> = released.iter().copied().filter(|id| fresh.contains(id)).collect();
     // The cache only saves time: ε_voc is already spent, so a failed write (storage full) must
     // not end the run; it is said in the stage's note.
-    let not_cached = match store.put_embeddings(&checksum, vocab, &fresh_released, &emb).await {
+    let not_cached = match store.put_embeddings(&checksum, vocab, &fresh_released, emb).await {
         Ok(()) => String::new(),
         Err(e) => format!(" (not cached for next time: {e})"),
     };
     post(&Event::StageDone {
         stage: Stage::Embed,
         seconds: seconds_since(t0),
-        note: format!("{} terms embedded, {} from this browser's cache{not_cached}", todo.len(), from_cache),
+        note: format!("{}{not_cached}", got.note()),
     });
 
     // 4. DP-KDEs (ε_kde, classes in parallel). Saved to the ledger before sampling.
@@ -545,7 +554,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     progress(Stage::Kde, 0, 1);
     checkpoint(&mut clock).await?;
     let (kde, spends) =
-        kde_share::build(&corpus.kde_docs(take, &classes), &classes, &emb, &released, &kde_params, kde_helpers.as_mut(), &mut rng).await?;
+        kde_share::build(&corpus.kde_docs(take, &classes), &classes, emb, &released, &kde_params, kde_helpers.as_mut(), &mut rng).await?;
     run.spends.extend(spends);
     // DP class counts (sequences per class in proportion), on record with the DP summaries.
     let sizes = match settings.eps_counts {
@@ -579,7 +588,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let t0 = now_ms();
     progress(Stage::Sample, 0, 1);
     let cands = if vectors_needed {
-        Candidates::new(&released, &emb).map_err(at(Stage::Sample))?
+        Candidates::new(&released, emb).map_err(at(Stage::Sample))?
     } else {
         Candidates::without_vectors(&released, emb.dim())
     };
@@ -594,7 +603,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         &run,
         &ledger,
         Checked { name: vocab.name.clone(), sha256: vocab.checksum.clone() },
-        Checked { name: m.name.clone(), sha256: checksum },
+        Checked { name: got.model_name.clone(), sha256: checksum },
         &classes,
         seqs.len(),
     );
@@ -609,49 +618,10 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
             .collect(),
         epsilon_run: run.epsilon(),
         epsilon_total: ledger.total_epsilon(),
-        embedded_from_cache: from_cache,
-        embedded_fresh: todo.len(),
+        embedded_from_cache: got.bundled + got.from_memory + got.from_cache,
+        embedded_fresh: got.fresh.len(),
         report: serde_json::to_string_pretty(&report).unwrap_or_default(),
     }))
-}
-
-/// Embeddings of `ids`: from this browser's cache where present (reading it reveals nothing),
-/// else computed in batches of similar length, with progress and cancellation. Returns the
-/// table, how many came from the cache, and the ids computed here.
-async fn embed_all(
-    m: &mut Model,
-    helpers: &mut Option<Pool>,
-    vocab: &PublicVocabulary,
-    ids: &[TermId],
-    store: Option<&Store>,
-    clock: &mut f64,
-) -> Result<(TermEmbeddings, usize, Vec<TermId>), Stop> {
-    let mut emb = TermEmbeddings::new(m.embedder.dim());
-    let from_cache = match store {
-        // Unreadable cache: everything is computed here instead.
-        Some(s) => s.cached_embeddings(m.embedder.checksum(), vocab, ids, &mut emb).await.unwrap_or_else(|_| {
-            emb = TermEmbeddings::new(m.embedder.dim());
-            0
-        }),
-        None => 0,
-    };
-    let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| !emb.contains(id)).collect();
-    crate::embed::sort_for_batching(&m.embedder, &mut todo, |&id| vocab.term(id));
-    progress(Stage::Embed, 0, todo.len() as u64);
-    let chunks: Vec<&[TermId]> = todo.chunks(BATCH).collect();
-    let batches: Vec<Vec<&str>> = chunks.iter().map(|c| c.iter().map(|&id| vocab.term(id)).collect()).collect();
-    let pool = helpers_for(helpers, m, batches.len());
-    let mut done = 0;
-    embed_batches(&mut m.embedder, pool, &batches, clock, &mut |k, vecs, _| {
-        for (&id, v) in chunks[k].iter().zip(&vecs) {
-            emb.insert(id, v).map_err(at(Stage::Embed))?;
-        }
-        done += chunks[k].len();
-        progress(Stage::Embed, done as u64, todo.len() as u64);
-        Ok(())
-    })
-    .await?;
-    Ok((emb, from_cache, todo))
 }
 
 /// The helper pool for `m`'s model, started if `batches` make it worth it (a helper needs a
@@ -766,7 +736,7 @@ async fn embed_batches(
 async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<(FileInfo, File)>) -> Result<Event, Stop> {
     use crate::eval::classifier::SoftmaxParams;
     use crate::eval::{EvalParams, Evaluation, Task};
-    let State { loaded, model, helpers, .. } = state;
+    let State { loaded, model, helpers, vectors, live, .. } = state;
     let Some(Loaded { corpus: private, vocab, fields, .. }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
@@ -812,9 +782,9 @@ async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<(Fil
     let mut clock = now_ms();
     progress(Stage::Evaluate, 0, 1);
     let ev = Evaluation::prepare(corpus, vocab, params, &mut rng, &mut |_, _, _| {}).map_err(at(Stage::Evaluate))?;
-    let m = ensure_model(model).await?;
     let store = Store::open().await.ok();
-    let (emb, _, _) = embed_all(m, helpers, vocab, &ev.terms_to_embed(), store.as_ref(), &mut clock).await?;
+    let sources = sources::Sources { model, helpers, vectors, live };
+    let emb = sources::embeddings(sources, vocab, &ev.terms_to_embed(), store.as_ref(), &mut clock).await?.emb;
     checkpoint(&mut clock).await?;
     let report = ev
         .run(&emb, &mut rng, &mut |_, done, total| progress(Stage::Evaluate, done as u64, total as u64))
@@ -846,7 +816,8 @@ async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<(Fil
 /// The terms go one per batch through the helper workers as well (started and waited for
 /// here), so the check covers every worker that embeds in a run.
 async fn model_check(state: &mut State) -> Result<Event, Stop> {
-    let State { model: slot, helpers, .. } = state;
+    let lists = [bundled_vocab(state, Bundled::Medical).await?, bundled_vocab(state, Bundled::English).await?];
+    let State { model: slot, helpers, vectors, .. } = state;
     #[derive(serde::Deserialize)]
     struct Reference {
         terms: Vec<String>,
@@ -887,13 +858,23 @@ async fn model_check(state: &mut State) -> Result<Event, Stop> {
             worst = (cos, term.clone());
         }
     }
+    // The shipped bundled vectors against this model: random terms of each list.
+    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(Some(Stage::Model), e.to_string()))?;
+    let (vectors_checked, vectors_worst_cosine, vectors_worst_term) =
+        sources::check_bundled(m, helpers, vectors, &lists, 32, &mut rng).await.map_err(|e| match e {
+            Stop::Failed(_, m) => Stop::Failed(Some(Stage::Model), m),
+            other => other,
+        })?;
     Ok(Event::ModelChecked {
         terms: r.terms.len(),
         worst_cosine: worst.0,
         worst_term: worst.1,
-        passed: worst.0 >= 0.999,
+        passed: worst.0 >= 0.999 && (vectors_checked == 0 || vectors_worst_cosine >= 0.995),
         helpers: helper_count,
         by_helpers,
+        vectors_checked,
+        vectors_worst_cosine,
+        vectors_worst_term,
     })
 }
 

@@ -35,6 +35,8 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-e2e-'));
 const corpusPath = path.join(tmp, 'notes.csv');
 fs.writeFileSync(corpusPath, rows.map((r) => r.join(',')).join('\n') + '\n');
 const badPath = path.join(tmp, 'broken.jsonl');
+const ownVocabPath = path.join(tmp, 'my-words.txt');
+fs.copyFileSync(path.join(ROOT, 'www/vocab/english_glove6b.txt'), ownVocabPath);
 fs.writeFileSync(badPath, '{"text": "fine", "label": "a"}\n{"text": "also fine", "label": "b"}\n{"text": "cut off\n');
 const spans = rows.slice(1).map((r) => r[2].match(/kappa\d+ lambda\d+ mu\d+ nu\d+ xi\d+/)[0]);
 
@@ -197,13 +199,13 @@ await runTests([
     });
     assert(!shown.includes(RARE), 'the undeclared label is shown outside the curator\'s corpus facts');
   }],
-  ['a second run adds to the ledger and reuses cached embeddings of released terms', async () => {
+  ['a second run adds to the ledger and reads the vectors it has (bundled, in memory, cached)', async () => {
     assert(/already had 1 run\(s\).*ε = 25\.100.*total becomes ε = 50\.200/.test(await page.textContent('#ledger-note')), 'ledger warning before run 2');
     await page.click('#run');
     await page.waitForFunction(() => /total on this corpus in this browser: ε = 50\.200/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
     await settle();
-    const m = (await page.textContent('#spent')).match(/(\d+) terms embedded, (\d+) from this browser's cache/);
-    assert(m && Number(m[2]) > 0, `no cached embeddings used: ${m}`);
+    const m = (await page.textContent('#spent')).match(/(\d+) terms embedded by the model, (\d+) read \(bundled vectors/);
+    assert(m && Number(m[1]) === 0 && Number(m[2]) > 0, `a second run computes nothing: ${m}`);
     // Those two counts are exact figures about the corpus, not DP: shown, never stored.
     const stored = await page.evaluate(() => new Promise((resolve, reject) => {
       const open = indexedDB.open('dpkps-generate');
@@ -384,7 +386,10 @@ await runTests([
     // The reload above emptied the page's memory: the corpus must be given again.
     await page.setInputFiles('#corpus-input', corpusPath);
     await page.waitForSelector('table.preview', { timeout: 30_000 });
-    await page.selectOption('#vocab', 'english');
+    // An own list (the English words under another name): its terms are embedded live, so the
+    // embedding stage runs long enough to be cancelled (a bundled list's vectors are at hand).
+    await page.selectOption('#vocab', 'custom');
+    await page.setInputFiles('#vocab-file', ownVocabPath);
     await page.click('#load');
     await page.waitForSelector('#summary', { timeout: 120_000 });
     await page.fill('#class-list', 'cardiology\npulmonary');
@@ -402,6 +407,10 @@ await runTests([
     await page.waitForSelector('#model-check-result:not(:empty)', { timeout: 120_000 });
     const text = await page.textContent('#model-check-result');
     assert(/^Passed: 20 reference terms/.test(text), text);
+    // The shipped bundled vectors (dist/vectors/) against the live model, on random terms of
+    // both lists, in the worker and its helpers.
+    const v = text.match(/Bundled vectors: (\d+) random terms, lowest cosine similarity ([\d.]+)/);
+    assert(v && Number(v[1]) >= 64 && Number(v[2]) >= 0.995, `bundled vectors: ${text}`);
     // With a spare core the worker starts helper workers (worker/pool.rs); the check sends the
     // terms through them too, so they must have embedded some, correctly.
     if (await page.evaluate(() => navigator.hardwareConcurrency) >= 2) {

@@ -1,0 +1,257 @@
+//! Where a run's term vectors come from, cheapest first:
+//!
+//! 1. the **bundled vectors** of a bundled vocabulary (`vectors/<list>.vec`, made at build time
+//!    by `scripts/vectors.sh`; see `embed::bundle`): public data, downloaded once per page and
+//!    kept by the browser's HTTP cache like the model;
+//! 2. **this page session's memory**: vectors the model computed in an earlier run of this page
+//!    (a user's own list, or English terms beyond the bundled head), for the same model and
+//!    vocabulary. In memory only, never stored: *which* terms a corpus matched is private;
+//! 3. **this browser's cache** (IndexedDB, [`super::store`]): vectors of terms a DP release made
+//!    public;
+//! 4. **the model**, loaded only if something is left (with the helper workers).
+//!
+//! The model need not be loaded at all when the bundled vectors cover every term: the run's
+//! report then names the bundled model by the checksum in `models/SHA256SUMS`, which must be
+//! the one the vectors were made with.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::embed::bundle::VectorFile;
+use crate::embed::onnx::BUNDLED_MODEL;
+use crate::embed::{Embed, TermEmbeddings};
+use crate::protocol::Stage;
+use crate::vocab::{Bundled, PublicVocabulary, TermId};
+
+use super::{at, embed_batches, ensure_model, fetch_bytes, helpers_for, now_ms, post, progress, seconds_since, Event, Model, Pool, Stop, Store, BATCH};
+
+/// Vectors the model computed in this page session, for one model and one vocabulary (another
+/// model or list replaces them). Memory only.
+pub struct LiveCache {
+    model: String,
+    vocab: String,
+    emb: TermEmbeddings,
+}
+
+/// Most vectors kept in [`LiveCache`] (~1.5 KB each): a bound on the worker's memory.
+const LIVE_CACHE_MAX: usize = 100_000;
+
+/// What the embedding step needs from the worker's state.
+pub struct Sources<'a> {
+    pub model: &'a mut Option<Model>,
+    pub helpers: &'a mut Option<Pool>,
+    /// Bundled vectors per bundled list, fetched once (None: not available, embed live).
+    pub vectors: &'a mut HashMap<Bundled, Option<Rc<VectorFile>>>,
+    pub live: &'a mut Option<LiveCache>,
+}
+
+/// A run's vectors and where they came from.
+pub struct Embedded {
+    pub emb: TermEmbeddings,
+    pub bundled: usize,
+    pub from_memory: usize,
+    pub from_cache: usize,
+    /// Terms the model embedded in this run.
+    pub fresh: Vec<TermId>,
+    /// The model the vectors belong to (name, SHA-256).
+    pub model_name: String,
+    pub model_checksum: String,
+}
+
+impl Embedded {
+    pub fn note(&self) -> String {
+        format!(
+            "{} terms embedded here; {} from the bundled vectors, {} from this session's memory, {} from this browser's cache",
+            self.fresh.len(),
+            self.bundled,
+            self.from_memory,
+            self.from_cache
+        )
+    }
+}
+
+/// The SHA-256 of the bundled model as listed in `models/SHA256SUMS` (None if unreadable).
+async fn bundled_model_sha() -> Option<String> {
+    let sums = fetch_bytes("models/SHA256SUMS").await.ok()?;
+    let sums = String::from_utf8(sums).ok()?;
+    sums.lines().find_map(|l| {
+        let (sha, file) = l.split_once(char::is_whitespace)?;
+        (file.trim().trim_start_matches('*') == BUNDLED_MODEL).then(|| sha.to_ascii_lowercase())
+    })
+}
+
+/// The bundled vectors of `vocab` if it is a bundled list and they were made for exactly this
+/// list (same checksum, hence same ids) and the model `model_sha`.
+async fn bundled_vectors(
+    vectors: &mut HashMap<Bundled, Option<Rc<VectorFile>>>,
+    vocab: &PublicVocabulary,
+    model_sha: &str,
+) -> Option<Rc<VectorFile>> {
+    let which = Bundled::parse_name(&vocab.name)?;
+    if !vectors.contains_key(&which) {
+        let name = which.file_name().trim_end_matches(".txt");
+        // Missing or unreadable (an older build, the single-file page): embedded live instead.
+        let file = match fetch_bytes(&format!("vectors/{name}.vec")).await {
+            Ok(bytes) => VectorFile::parse(bytes).ok().map(Rc::new),
+            Err(_) => None,
+        };
+        vectors.insert(which, file);
+    }
+    vectors.get(&which)?.clone().filter(|f| f.fits(model_sha, vocab))
+}
+
+/// The vectors of `ids` (see the module docs for the order of the sources). Posts the model
+/// stage (loaded, already loaded, or not needed) and the embedding progress.
+pub async fn embeddings(
+    src: Sources<'_>,
+    vocab: &PublicVocabulary,
+    ids: &[TermId],
+    store: Option<&Store>,
+    clock: &mut f64,
+) -> Result<Embedded, Stop> {
+    let t_model = now_ms();
+    let (mut name, mut checksum) = match src.model.as_ref() {
+        Some(m) => (m.name.clone(), m.embedder.checksum().to_string()),
+        None => (super::BUNDLED_MODEL_NAME.to_string(), bundled_model_sha().await.unwrap_or_default()),
+    };
+    let file = if checksum.is_empty() { None } else { bundled_vectors(src.vectors, vocab, &checksum).await };
+    let mut emb = TermEmbeddings::new(file.as_ref().map_or(0, |f| f.dim()));
+    let bundled = match &file {
+        Some(f) => f.fill(ids, &mut emb).map_err(at(Stage::Embed))?,
+        None => 0,
+    };
+    let mut from_memory = 0;
+    if let Some(live) = src.live.as_ref().filter(|l| l.model == checksum && l.vocab == vocab.checksum) {
+        if emb.dim() == 0 {
+            emb = TermEmbeddings::new(live.emb.dim());
+        }
+        for &id in ids {
+            if !emb.contains(id) {
+                if let Some(v) = live.emb.get(id) {
+                    emb.insert(id, v).map_err(at(Stage::Embed))?;
+                    from_memory += 1;
+                }
+            }
+        }
+    }
+    let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| !emb.contains(id)).collect();
+    if todo.is_empty() && emb.dim() > 0 {
+        post(&Event::StageDone {
+            stage: Stage::Model,
+            seconds: seconds_since(t_model),
+            note: "not needed: every vector was at hand".into(),
+        });
+        progress(Stage::Embed, 0, 0);
+        return Ok(Embedded { emb, bundled, from_memory, from_cache: 0, fresh: Vec::new(), model_name: name, model_checksum: checksum });
+    }
+    // The model is needed (or there is nothing to embed and no other source of the dimension).
+    let loaded_here = src.model.is_none();
+    let m = ensure_model(src.model).await?;
+    post(&Event::StageDone {
+        stage: Stage::Model,
+        seconds: seconds_since(t_model),
+        note: if loaded_here { format!("{}, loaded for {} terms", m.name, todo.len()) } else { m.name.clone() },
+    });
+    if m.embedder.checksum() != checksum {
+        // models/SHA256SUMS does not name this model: only what it computes may be used.
+        (name, checksum) = (m.name.clone(), m.embedder.checksum().to_string());
+        if bundled > 0 || from_memory > 0 {
+            return Err(Stop::Failed(Some(Stage::Model), format!("the loaded model is not the one of models/SHA256SUMS ({BUNDLED_MODEL}); reload the page")));
+        }
+    }
+    if emb.dim() == 0 {
+        emb = TermEmbeddings::new(m.embedder.dim());
+    }
+    let from_cache = match store {
+        // Unreadable cache: computed here instead.
+        Some(s) => {
+            let mut cached = TermEmbeddings::new(m.embedder.dim());
+            match s.cached_embeddings(&checksum, vocab, &todo, &mut cached).await {
+                Ok(n) => {
+                    for &id in &todo {
+                        if let Some(v) = cached.get(id) {
+                            emb.insert(id, v).map_err(at(Stage::Embed))?;
+                        }
+                    }
+                    n
+                }
+                Err(_) => 0,
+            }
+        }
+        None => 0,
+    };
+    todo.retain(|&id| !emb.contains(id));
+    crate::embed::sort_for_batching(&m.embedder, &mut todo, |&id| vocab.term(id));
+    progress(Stage::Embed, 0, todo.len() as u64);
+    let chunks: Vec<&[TermId]> = todo.chunks(BATCH).collect();
+    let batches: Vec<Vec<&str>> = chunks.iter().map(|c| c.iter().map(|&id| vocab.term(id)).collect()).collect();
+    let pool = helpers_for(src.helpers, m, batches.len());
+    let mut done = 0;
+    embed_batches(&mut m.embedder, pool, &batches, clock, &mut |k, vecs, _| {
+        for (&id, v) in chunks[k].iter().zip(&vecs) {
+            emb.insert(id, v).map_err(at(Stage::Embed))?;
+        }
+        done += chunks[k].len();
+        progress(Stage::Embed, done as u64, todo.len() as u64);
+        Ok(())
+    })
+    .await?;
+    // Kept for the next run of this page (memory only), within a bound.
+    let live = match src.live.take() {
+        Some(l) if l.model == checksum && l.vocab == vocab.checksum => l,
+        _ => LiveCache { model: checksum.clone(), vocab: vocab.checksum.clone(), emb: TermEmbeddings::new(emb.dim()) },
+    };
+    let mut live = live;
+    for &id in &todo {
+        if live.emb.len() >= LIVE_CACHE_MAX {
+            break;
+        }
+        if let Some(v) = emb.get(id) {
+            live.emb.insert(id, v).map_err(at(Stage::Embed))?;
+        }
+    }
+    *src.live = Some(live);
+    Ok(Embedded { emb, bundled, from_memory, from_cache, fresh: todo, model_name: name, model_checksum: checksum })
+}
+
+/// The bundled vectors against the live model: `per_list` random terms of each bundled list
+/// whose vectors fit the loaded model, embedded here and on the helpers. Returns how many were
+/// compared and the lowest cosine with its term.
+pub async fn check_bundled(
+    m: &mut Model,
+    helpers: &mut Option<Pool>,
+    vectors: &mut HashMap<Bundled, Option<Rc<VectorFile>>>,
+    vocabs: &[Rc<PublicVocabulary>],
+    per_list: usize,
+    rng: &mut crate::dp::SecureRng,
+) -> Result<(usize, f64, String), Stop> {
+    let checksum = m.embedder.checksum().to_string();
+    let mut pairs: Vec<(String, Vec<f32>)> = Vec::new();
+    for vocab in vocabs {
+        let Some(file) = bundled_vectors(vectors, vocab, &checksum).await else { continue };
+        for _ in 0..per_list.min(file.len()) {
+            let mut b = [0u8; 8];
+            rng.fill(&mut b);
+            let id = (u64::from_le_bytes(b) % file.len() as u64) as TermId;
+            if let Some(v) = file.get(id) {
+                pairs.push((vocab.term(id).to_string(), v));
+            }
+        }
+    }
+    let batches: Vec<Vec<&str>> = pairs.chunks(8).map(|c| c.iter().map(|(t, _)| t.as_str()).collect()).collect();
+    let mut got: Vec<Vec<Vec<f32>>> = vec![Vec::new(); batches.len()];
+    let mut clock = now_ms();
+    embed_batches(&mut m.embedder, helpers.as_mut(), &batches, &mut clock, &mut |k, v, _| {
+        got[k] = v;
+        Ok(())
+    })
+    .await?;
+    let mut worst = (if pairs.is_empty() { f64::NAN } else { 1.0 }, String::new());
+    for ((term, shipped), live) in pairs.iter().zip(got.iter().flatten()) {
+        let c = crate::embed::bundle::cosine(shipped, live);
+        if !(c >= worst.0) {
+            worst = (c, term.clone());
+        }
+    }
+    Ok((pairs.len(), worst.0, worst.1))
+}
