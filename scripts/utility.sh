@@ -7,6 +7,7 @@
 #
 #   scripts/utility.sh            # the whole grid
 #   scripts/utility.sh quick      # the two-class task at ε = (1, 10) only
+#   scripts/utility.sh diagnose   # the iterative samplers, noiseless, step by step (one seed)
 #   EXTRA="--vocab-scope global" scripts/utility.sh   # any other option for every run
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -23,11 +24,19 @@ run() { # name, ε_voc, ε_kde, task options…
   echo "=== $name: ε = ($ev, $ek) $*"
   # shellcheck disable=SC2086
   target/release/dpkps evaluate --corpus "$corpus" --text-col transcription --label-col medical_specialty \
-    --vocabulary medical --eps-voc "$ev" --eps-kde "$ek" --seeds 3 --no-dp \
+    --vocabulary medical --eps-voc "$ev" --eps-kde "$ek" --seeds "${SEEDS:-3}" --no-dp \
     --json "$out/$name.json" "$@" ${EXTRA:-} 2>/dev/null
   echo
 }
 two="Cardiovascular / Pulmonary"
+if [[ ${1:-} == diagnose ]]; then
+  # Per step: the noiseless sampler's draw distribution against the exact kernel conditional
+  # (total variation), the exact conditional against uniform, the largest exact score over the
+  # rms random-feature error; and a classifier trained on exact-kernel samples.
+  SEEDS=1 run diagnose-1-10 1 10 --sampler iterative-linear,iterative-log --diagnose --one-vs-rest "$two"
+  echo "diagnosis took $((SECONDS - t0)) s"
+  exit 0
+fi
 run two-class-1-10 1 10 --sampler all --one-vs-rest "$two"
 [[ ${1:-} == quick ]] && { echo "utility grid (quick) took $((SECONDS - t0)) s"; exit 0; }
 run two-class-1-5 1 5 --sampler all --one-vs-rest "$two"
