@@ -200,9 +200,17 @@ pub fn discrete_laplace(rng: &mut SecureRng, scale: Ratio) -> i64 {
 /// Bernoulli(P(Z ≥ T)) for Z discrete Laplace with `scale` = t/s and an integer T ≥ 1, exactly:
 /// P(Z ≥ T) = Σ_{z≥T} (1−q)/(1+q)·q^z = q^T/(1+q), q = exp(−s/t), the product of
 /// Bernoulli(q^T) = Bernoulli(exp(−T·s/t)) and Bernoulli(1/(1+q)); the latter is the event
-/// that K, the number of successes of independent Bernoulli(q) trials before the first
-/// failure (P(K = k) = (1−q)·q^k), is even: Σ_{k even} (1−q)·q^k = 1/(1+q). The first factor
-/// is drawn first: it fails at once most of the time, which is what makes it cheap.
+/// that a variable K with P(K = k) = (1−q)·q^k, k ≥ 0, is even: Σ_{k even} (1−q)·q^k = 1/(1+q).
+/// The first factor is drawn first: it fails at once most of the time, which is what makes
+/// it cheap.
+///
+/// K is drawn with [`geometric`], whose law P(Y = y) ∝ exp(−y·s/t) = q^y is exactly that
+/// (normalised, (1−q)·q^y), in an expected number of uniform draws that does not grow with the
+/// scale. Counting Bernoulli(q) successes before the first failure has the same law but costs
+/// 1/(1−q) ≈ t/s trials, which at scale 10^5 made every cell that passed the first factor cost
+/// 10^5 exact draws. Like every full draw, `geometric` redraws the values it cannot represent:
+/// Y ≥ 2^63, a cut that leaves P(Y even) exactly 1/(1+q) since 2^63 is even, and X ≥ 2^128,
+/// of probability below exp(−2^128/t) ≤ exp(−2^32) (t ≤ 2^96).
 /// (T ≤ 65535 keeps T·s within `u128`: s ≤ 2^96.)
 pub(crate) fn bernoulli_laplace_at_least(rng: &mut SecureRng, scale: Ratio, at_least: u16) -> bool {
     debug_assert!(at_least >= 1);
@@ -210,11 +218,7 @@ pub(crate) fn bernoulli_laplace_at_least(rng: &mut SecureRng, scale: Ratio, at_l
     if !bernoulli_exp_neg(rng, s * at_least as u128, t) {
         return false;
     }
-    let mut successes = 0u64;
-    while bernoulli_exp_neg(rng, s, t) {
-        successes += 1;
-    }
-    successes % 2 == 0
+    geometric(rng, scale) % 2 == 0
 }
 
 #[cfg(test)]
@@ -360,6 +364,23 @@ mod tests {
             let q = q_of(scale);
             let p = q.powi(at as i32) / (1.0 + q);
             let n = 200_000;
+            let r = Ratio::from_f64(scale).unwrap();
+            let hits = (0..n).filter(|_| bernoulli_laplace_at_least(&mut rng, r, at)).count() as f64;
+            let sd = (p * (1.0 - p) / n as f64).sqrt();
+            assert!((hits / n as f64 - p).abs() < 6.0 * sd, "scale {scale}, T {at}: {} vs {p}", hits / n as f64);
+        }
+    }
+
+    #[test]
+    fn the_tail_event_is_exact_at_large_scales() {
+        // Scales where T reaches its 65535 cap in the vocabulary (S/ε ≳ 17,000): about a third
+        // of the cells pass the first factor, and each then needs K's parity. Counting
+        // Bernoulli(q) trials one at a time cost ~10^5 exact draws per such cell here.
+        let mut rng = SecureRng::seeded_for_tests(33);
+        for &(scale, at) in &[(1e5f64, 30_000u16), (12_345.75, 9_000), (2e4, u16::MAX)] {
+            let q = q_of(scale);
+            let p = q.powi(at as i32) / (1.0 + q);
+            let n = 40_000;
             let r = Ratio::from_f64(scale).unwrap();
             let hits = (0..n).filter(|_| bernoulli_laplace_at_least(&mut rng, r, at)).count() as f64;
             let sd = (p * (1.0 - p) / n as f64).sqrt();
