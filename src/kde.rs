@@ -589,7 +589,10 @@ pub fn draw_seed(rng: &mut SecureRng) -> [u8; 32] {
 /// class (index in the class set, `classes` of them) and member, for the features of `seed`.
 /// Exact integers: the sums of a split of the documents add up to those of all of them, bit for
 /// bit, so the work can be shared (the app's helper workers) and the release stays the same.
-pub fn exact_sums(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &KdeParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, KdeError> {
+/// `pub(crate)`, like [`Noise`]: noiseless private sums must not leave the crate's DP API.
+/// (Only the app's worker, a wasm32 module, calls it outside tests.)
+#[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
+pub(crate) fn exact_sums(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &KdeParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, KdeError> {
     params.validate().map_err(DpError::from)?;
     if params.sampler.hist_kind().is_some() {
         return Err(KdeError::BadArtefact("sampler"));
@@ -613,8 +616,11 @@ pub fn exact_sums(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, par
 
 /// [`build`] for the DP-KDE samplers with the exact sums of all of `docs` already computed
 /// ([`exact_sums`], perhaps in parts, added up) for the features of `seed` ([`draw_seed`]).
+/// `pub(crate)`: it attaches the ε spends to whatever sums it is given (twice the exact sums
+/// would be released at half the noise they need), so only the crate's own callers may.
 #[allow(clippy::too_many_arguments)]
-pub fn build_from_sums(
+#[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
+pub(crate) fn build_from_sums(
     docs: &[KdeDoc<'_>],
     classes: &ClassSet,
     emb: &TermEmbeddings,
