@@ -94,6 +94,8 @@ use crate::linalg::{gemm, MatRef};
 use crate::vocab::TermId;
 
 mod sums;
+#[cfg(test)]
+mod privacy_checks;
 
 /// Grid of the fixed-point sums: 2^-GRID_BITS.
 pub const GRID_BITS: i32 = 20;

@@ -1,0 +1,68 @@
+//! Tests of the DP-KDE release against its privacy map, from outside the build's own code:
+//! an empirical privacy check of the release (like `crate::hist`'s), with two under-noised
+//! variants it must catch.
+
+use super::*;
+use crate::dp::testing::{frequencies, max_log_ratio};
+
+/// Outcomes per corpus. 30,000 (as in `crate::hist`) keeps the 4-sd slack small enough to
+/// catch a loss of 2ε; each trial is one release of one feature.
+const TRIALS: usize = 30_000;
+
+/// One term in 4 dimensions; the one-document corpus D′ and the features' seed whose single
+/// feature gives that document nearly the largest contribution allowed (|q| close to Q), so
+/// the check measures the worst case rather than a document the feature barely sees.
+fn worst_case() -> (TermEmbeddings, Vec<TermId>, KdeParams, [u8; 32], i64) {
+    let mut emb = TermEmbeddings::new(4);
+    emb.insert(3, &tests::unit_vectors(1, 4, 7)[0]).unwrap();
+    let terms = vec![3];
+    let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 1, features: 1, terms_per_doc: 1, bandwidth: 1.0, smoothing: 0.0 };
+    let docs = [KdeDoc { class: 0, terms: &terms }];
+    let (seed, q) = (0..=255u8)
+        .map(|k| ([k; 32], exact_sums(&docs, 1, &emb, &params, [k; 32]).unwrap()[0][0][0]))
+        .max_by_key(|&(_, q)| q.abs())
+        .unwrap();
+    (emb, terms, params, seed, q)
+}
+
+/// The estimated privacy loss (`crate::dp::testing`) of one release at ε = 1 between the
+/// empty corpus and one document, the released sum bucketed by Q/2 (post-processing).
+/// `release(docs, rng)` gives the one noisy sum.
+fn estimated_loss(seed: u64, mut release: impl FnMut(&[KdeDoc<'_>], &mut SecureRng) -> i64, terms: &[TermId]) -> f64 {
+    let mut rng = SecureRng::seeded_for_tests(seed);
+    let bucket = |v: i64| (v as f64 / (Q_BOUND as f64 / 2.0)).floor().clamp(-8.0, 8.0) as i64;
+    let f0 = frequencies(TRIALS, || bucket(release(&[], &mut rng)));
+    let one = [KdeDoc { class: 0, terms }];
+    let f1 = frequencies(TRIALS, || bucket(release(&one, &mut rng)));
+    max_log_ratio(&f0, &f1, TRIALS)
+}
+
+#[test]
+fn empirical_privacy_loss_of_the_dp_kde_stays_within_epsilon() {
+    let eps = 1.0;
+    let (emb, terms, params, seed, q) = worst_case();
+    assert!(q.abs() as f64 > 0.99 * Q_BOUND as f64, "a seed giving the document |q| near Q ({q})");
+    let classes = ClassSet::unlabelled();
+    let first = |set: DpKdeSet| set.classes[0].sums[0][0];
+    // The release as the app and the CLI make it (with the seed fixed, see `worst_case`), and as
+    // the helpers' path makes it (`build_from_sums` on the exact sums).
+    let ok = estimated_loss(61, |docs, rng| first(build_with(docs, &classes, &emb, &[], &params, seed, Noise::Laplace(rng)).unwrap().0), &terms);
+    let ok_split = estimated_loss(62, |docs, rng| {
+        let sums = exact_sums(docs, 1, &emb, &params, seed).unwrap();
+        first(build_from_sums(docs, &classes, &emb, &[], &params, seed, sums, rng).unwrap().0)
+    }, &terms);
+    // Under-noised: a document counted twice (the sums doubled; e.g. a helper's part added
+    // twice), and the noise of 2ε spent as ε.
+    let doubled = estimated_loss(63, |docs, rng| {
+        let mut sums = exact_sums(docs, 1, &emb, &params, seed).unwrap();
+        sums.iter_mut().flatten().flatten().for_each(|v| *v *= 2);
+        first(build_from_sums(docs, &classes, &emb, &[], &params, seed, sums, rng).unwrap().0)
+    }, &terms);
+    let half_noise = KdeParams { epsilon: 2.0 * eps, ..params };
+    let eps_twice = estimated_loss(64, |docs, rng| first(build_with(docs, &classes, &emb, &[], &half_noise, seed, Noise::Laplace(rng)).unwrap().0), &terms);
+    println!("DP-KDE (I = 1, |q| = {:.4}·Q): estimated loss {ok:.3}, split path {ok_split:.3}; sums doubled {doubled:.3}, noise of 2ε {eps_twice:.3} (ε = {eps})", q.abs() as f64 / Q_BOUND as f64);
+    assert!(ok <= eps, "estimated privacy loss {ok} exceeds ε = {eps}");
+    assert!(ok_split <= eps, "the split path's estimated privacy loss {ok_split} exceeds ε = {eps}");
+    assert!(doubled > eps, "a document counted twice went undetected (loss {doubled})");
+    assert!(eps_twice > eps, "the noise of 2ε went undetected (loss {eps_twice})");
+}
