@@ -26,5 +26,6 @@ ls -l dist/*.wasm
 lap "end-to-end browser tests"
 node tests/e2e/smoke.mjs
 node tests/e2e/app.mjs
+node tests/e2e/file.mjs
 
 lap "all tests passed"
