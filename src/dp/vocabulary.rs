@@ -225,16 +225,11 @@ pub fn select_vocabulary_by_class(
     }
     let scale = Ratio::int_over_f64(params.terms_per_doc as u64, params.epsilon)?;
     let n = params.top_n;
-    let mut noisy: Vec<NoisyHistogram<'_>> = hists.iter().map(|h| NoisyHistogram::draw(&h.counts, n, scale, rng)).collect();
-    let ranked: Vec<Vec<TermId>> = noisy.iter().map(|h| h.top(n).into_iter().map(|(id, _)| id).collect()).collect();
-    let mut terms: Vec<SelectedTerm> = round_robin(&ranked, n)
+    let noisy: Vec<NoisyHistogram<'_>> = hists.iter().map(|h| NoisyHistogram::draw(&h.counts, n, scale, rng)).collect();
+    let terms: Vec<SelectedTerm> = summed_round_robin(noisy, n, rng)
         .into_iter()
-        .map(|id| {
-            let summed = noisy.iter_mut().fold(0i64, |s, h| s.saturating_add(h.value(id, rng)));
-            SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count: summed }
-        })
+        .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count })
         .collect();
-    terms.sort_by(|a, b| b.noisy_count.cmp(&a.noisy_count).then(a.id.cmp(&b.id)));
     let spends = class_names
         .iter()
         .map(|name| Spend {
@@ -303,69 +298,104 @@ pub(crate) fn round_robin(ranked: &[Vec<TermId>], n: usize) -> Vec<TermId> {
     taken
 }
 
+/// Ṽ from the classes' noisy histograms (module docs, "Per class"): round robin over each
+/// class's top `n`, each term's count summed over the classes in class order; largest first,
+/// ties to the lower id.
+fn summed_round_robin(mut noisy: Vec<NoisyHistogram<'_>>, n: usize, rng: &mut SecureRng) -> Vec<(TermId, i64)> {
+    let ranked: Vec<Vec<TermId>> = noisy.iter().map(|h| h.top(n).into_iter().map(|(id, _)| id).collect()).collect();
+    let mut terms: Vec<(TermId, i64)> = round_robin(&ranked, n)
+        .into_iter()
+        .map(|id| (id, noisy.iter_mut().fold(0i64, |s, h| s.saturating_add(h.value(id, rng)))))
+        .collect();
+    terms.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    terms
+}
+
 /// A histogram's noisy counts h[v] + Z_v (Z_v discrete Laplace of `scale`, every entry, zeros
 /// included), drawn lazily with the same joint distribution (module docs, "Drawing the noise").
 struct NoisyHistogram<'a> {
     counts: &'a [u64],
     scale: Ratio,
-    /// Some(T): the zero-count entries not in `drawn` have noise below T, not drawn yet.
-    /// None: every entry is in `drawn`.
-    threshold: Option<i64>,
-    drawn: HashMap<TermId, i64>,
+    values: Drawn,
+}
+
+/// The noisy counts drawn so far.
+enum Drawn {
+    /// T in use: every non-zero count and every zero count whose noise reached T (or that was
+    /// asked for since); the other zero-count entries have noise below T, not drawn yet.
+    Lazy { threshold: i64, drawn: HashMap<TermId, i64> },
+    /// Every entry, by index: 8 bytes each (a map of 340k entries takes about 26 bytes each,
+    /// ~350 MB for 40 classes, and every class is kept until Ṽ is read).
+    All(Vec<i64>),
 }
 
 impl<'a> NoisyHistogram<'a> {
-    /// Draws what the top `n` needs.
+    /// Draws what the top `n` needs, with T from [`threshold_for`].
     fn draw(counts: &'a [u64], n: usize, scale: Ratio, rng: &mut SecureRng) -> NoisyHistogram<'a> {
         let zeros = counts.iter().filter(|&&c| c == 0).count();
-        let threshold = threshold_for(zeros, n, scale);
-        let mut drawn = HashMap::with_capacity(match threshold {
-            Some(_) => counts.len() - zeros + 8 * n + 128,
-            None => counts.len(),
-        });
+        NoisyHistogram::draw_with(counts, n, scale, threshold_for(zeros, n, scale), rng)
+    }
+
+    /// Draws what the top `n` needs with a given T in 1..=65535 (any such T gives the same
+    /// distribution), or every entry when `threshold` is None.
+    fn draw_with(counts: &'a [u64], n: usize, scale: Ratio, threshold: Option<i64>, rng: &mut SecureRng) -> NoisyHistogram<'a> {
+        let Some(t) = threshold else {
+            let all = counts.iter().map(|&c| noisy(c, scale, rng)).collect();
+            return NoisyHistogram { counts, scale, values: Drawn::All(all) };
+        };
+        debug_assert!((1..=u16::MAX as i64).contains(&t));
+        let non_zero = counts.iter().filter(|&&c| c > 0).count();
+        let mut drawn = HashMap::with_capacity(non_zero + 8 * n + 128);
         for (i, &c) in counts.iter().enumerate() {
-            let value = match threshold {
-                _ if c > 0 => noisy(c, scale, rng),
-                None => discrete_laplace(rng, scale),
-                Some(t) if bernoulli_laplace_at_least(rng, scale, t as u16) => t.saturating_add(geometric(rng, scale)),
-                Some(_) => continue,
+            let value = if c > 0 {
+                noisy(c, scale, rng)
+            } else if bernoulli_laplace_at_least(rng, scale, t as u16) {
+                t.saturating_add(geometric(rng, scale))
+            } else {
+                continue;
             };
             drawn.insert(i as TermId, value);
         }
-        let mut h = NoisyHistogram { counts, scale, threshold, drawn };
-        if let Some(t) = threshold {
-            if h.drawn.values().filter(|&&v| v >= t).count() < n {
-                h.draw_the_rest(rng);
-            }
+        // Every value ≥ T counts, a non-zero count's too; values below T may be drawn ones.
+        let reaching = drawn.values().filter(|&&v| v >= t).count();
+        let mut h = NoisyHistogram { counts, scale, values: Drawn::Lazy { threshold: t, drawn } };
+        if reaching < n {
+            h.draw_the_rest(rng);
         }
         h
     }
 
-    /// Every zero-count entry not drawn yet, given that its noise is below T.
+    /// Every zero-count entry not drawn yet, given that its noise is below T; then all are kept
+    /// by index.
     fn draw_the_rest(&mut self, rng: &mut SecureRng) {
-        let Some(t) = self.threshold.take() else { return };
-        for (i, &c) in self.counts.iter().enumerate() {
-            if c == 0 {
-                let scale = self.scale;
-                self.drawn.entry(i as TermId).or_insert_with(|| below(rng, scale, t));
-            }
-        }
+        let Drawn::Lazy { threshold, drawn } = &self.values else { return };
+        let all = (0..self.counts.len())
+            .map(|i| match drawn.get(&(i as TermId)) {
+                Some(&v) => v,
+                // Not drawn: a zero count whose noise is below T (non-zero counts are all drawn).
+                None => below(rng, self.scale, *threshold),
+            })
+            .collect();
+        self.values = Drawn::All(all);
     }
 
     /// The noisy count of entry `id` (drawn now, given noise below T, if it was not yet).
     fn value(&mut self, id: TermId, rng: &mut SecureRng) -> i64 {
-        let (scale, threshold) = (self.scale, self.threshold);
-        *self.drawn.entry(id).or_insert_with(|| match threshold {
-            // Not drawn: a zero count whose noise is below T (non-zero counts are all drawn).
-            Some(t) => below(rng, scale, t),
-            None => unreachable!("every entry is drawn when there is no threshold"),
-        })
+        let scale = self.scale;
+        match &mut self.values {
+            Drawn::All(all) => all[id as usize],
+            Drawn::Lazy { threshold, drawn } => *drawn.entry(id).or_insert_with(|| below(rng, scale, *threshold)),
+        }
     }
 
-    /// The `n` largest noisy counts (see `top_of`). Exact: at least `n` drawn values are ≥ T
-    /// (else `draw` drew everything), and every undrawn one is below T.
+    /// The `n` largest noisy counts (see `top_of`). Exact: when not every entry is drawn, at
+    /// least `n` drawn values are ≥ T (else `draw_with` drew everything), and every undrawn one
+    /// is below T.
     fn top(&self, n: usize) -> Vec<(TermId, i64)> {
-        top_of(self.drawn.iter().map(|(&id, &v)| (id, v)).collect(), n)
+        match &self.values {
+            Drawn::All(all) => top_of(all.iter().enumerate().map(|(i, &v)| (i as TermId, v)).collect(), n),
+            Drawn::Lazy { drawn, .. } => top_of(drawn.iter().map(|(&id, &v)| (id, v)).collect(), n),
+        }
     }
 }
 
@@ -536,59 +566,152 @@ mod tests {
         d
     }
 
+    /// The thresholds the distribution tests run at: every entry drawn; T = 1, the lazy path
+    /// (what `threshold_for` picks for the first test); T = 6, where fewer than N values
+    /// usually reach T, so the fallback (`draw_the_rest`) runs in most draws.
+    const THRESHOLDS: [Option<i64>; 3] = [None, Some(1), Some(6)];
+
     #[test]
     fn lazily_drawn_noise_has_the_distribution_of_drawing_every_entry() {
-        // 300 zero counts and a top 1 at scale 1: T = 1 is used (most entries never get a full
-        // draw). Any single entry's value, drawn at once or later given Z < T, must be exactly
-        // discrete Laplace; the top value must be the maximum of 300 of them, whose CDF is
-        // F(m)^300. DKW bound at α = 1e-6 for 20,000 samples: 0.019.
+        // 300 zero counts and a top 1 at scale 1. Any single entry's value, drawn at once or
+        // later given Z < T, must be exactly discrete Laplace; the top value must be the
+        // maximum of 300 of them, whose CDF is F(m)^300. DKW bound at α = 1e-6 for 12,000
+        // samples: 0.025. (At T = 6, about 300·q^6/(1+q) = 0.54 values reach T: the fallback
+        // runs in ~58% of the draws.)
         let counts = vec![0u64; 300];
         let scale = Ratio::from_f64(1.0).unwrap();
         assert_eq!(threshold_for(300, 1, scale), Some(1));
         let mut rng = SecureRng::seeded_for_tests(41);
-        let (mut one, mut top) = (Vec::new(), Vec::new());
-        for _ in 0..20_000 {
-            let mut h = NoisyHistogram::draw(&counts, 1, scale, &mut rng);
-            top.push(h.top(1)[0].1);
-            one.push(h.value(17, &mut rng));
+        let trials = 12_000;
+        let limit = (2e6f64.ln() / (2.0 * trials as f64)).sqrt();
+        for threshold in THRESHOLDS {
+            let (mut one, mut top) = (Vec::new(), Vec::new());
+            for _ in 0..trials {
+                let mut h = NoisyHistogram::draw_with(&counts, 1, scale, threshold, &mut rng);
+                top.push(h.top(1)[0].1);
+                one.push(h.value(17, &mut rng));
+            }
+            let d_one = ks(one, |z| laplace_cdf(1.0, z));
+            assert!(d_one < limit, "T {threshold:?}, one entry: KS distance {d_one}");
+            let d_top = ks(top.clone(), |z| laplace_cdf(1.0, z).powi(300));
+            assert!(d_top < limit, "T {threshold:?}, top value: KS distance {d_top}");
+            // The same check tells 300 entries from 400 (a sampler that drew the tail too often).
+            let d_wrong = ks(top, |z| laplace_cdf(1.0, z).powi(400));
+            assert!(d_wrong > limit, "T {threshold:?}: KS distance {d_wrong} did not tell 300 entries from 400");
         }
-        let limit = (2e6f64.ln() / (2.0 * 20_000.0)).sqrt();
-        let d_one = ks(one, |z| laplace_cdf(1.0, z));
-        assert!(d_one < limit, "one entry: KS distance {d_one}");
-        let d_top = ks(top.clone(), |z| laplace_cdf(1.0, z).powi(300));
-        assert!(d_top < limit, "top value: KS distance {d_top}");
-        // The same check tells 300 entries from 400 (a sampler that drew the tail too often).
-        let d_wrong = ks(top, |z| laplace_cdf(1.0, z).powi(400));
-        assert!(d_wrong > limit, "KS distance {d_wrong} did not tell 300 entries from 400");
+    }
+
+    /// Two outcome frequency tables of the same number of trials agree outcome by outcome
+    /// within 6 sd (the difference of two counts a, b has variance about a + b).
+    fn assert_same_frequencies<K: std::fmt::Debug + Eq + std::hash::Hash>(lazy: &HashMap<K, usize>, full: &HashMap<K, usize>, what: &str) {
+        for k in lazy.keys().chain(full.keys()) {
+            let (a, b) = (*lazy.get(k).unwrap_or(&0) as f64, *full.get(k).unwrap_or(&0) as f64);
+            let sd = (a + b).sqrt().max(1.0);
+            assert!((a - b).abs() < 6.0 * sd, "{what}, outcome {k:?}: lazy {a}, full {b}");
+        }
+    }
+
+    /// Every entry of `counts` with its own full draw (the plain mechanism, no laziness).
+    fn full_draw(counts: &[u64], scale: Ratio, rng: &mut SecureRng) -> Vec<(TermId, i64)> {
+        counts.iter().enumerate().map(|(i, &c)| (i as TermId, noisy(c, scale, rng))).collect()
     }
 
     #[test]
-    fn lazy_selection_matches_full_draws_with_counts_and_classes() {
-        // Non-zero counts among many zeros, T in use: the selected set's distribution equals
-        // that of the plain mechanism (every entry drawn), outcome by outcome within 6 sd.
-        let mut counts = vec![0u64; 400];
+    fn lazy_selection_matches_full_draws_with_counts() {
+        // Non-zero counts among zeros: the selected set of ids (zero-count ids included) has the
+        // distribution of the plain mechanism (every entry drawn), outcome by outcome, at every
+        // T. 24 entries and a top 2 (276 possible sets) keep every outcome well sampled; at
+        // T = 6 the non-zero counts rarely reach T, so the fallback decides most draws.
+        let mut counts = vec![0u64; 24];
         counts[3] = 3;
-        counts[250] = 2;
-        counts[399] = 1;
+        counts[10] = 2;
+        counts[23] = 1;
         let scale = Ratio::from_f64(1.5).unwrap();
-        assert!(threshold_for(397, 2, scale).is_some());
-        let trials = 20_000;
+        let trials = 15_000;
         let mut rng = SecureRng::seeded_for_tests(42);
-        let set = |top: Vec<(TermId, i64)>| -> Vec<TermId> {
-            let mut v: Vec<TermId> = top.into_iter().map(|p| p.0).filter(|&id| [3, 250, 399].contains(&id)).collect();
-            v.sort_unstable();
-            v
-        };
-        let lazy = crate::dp::testing::frequencies(trials, || set(NoisyHistogram::draw(&counts, 2, scale, &mut rng).top(2)));
-        let full = crate::dp::testing::frequencies(trials, || {
-            let all: Vec<(TermId, i64)> = counts.iter().enumerate().map(|(i, &c)| (i as TermId, noisy(c, scale, &mut rng))).collect();
-            set(top_of(all, 2))
-        });
-        for k in lazy.keys().chain(full.keys()) {
-            let (a, b) = (*lazy.get(k).unwrap_or(&0) as f64, *full.get(k).unwrap_or(&0) as f64);
-            let sd = ((a + b) / 2.0 * 2.0).sqrt().max(1.0);
-            assert!((a - b).abs() < 6.0 * sd, "outcome {k:?}: lazy {a}, full {b}");
+        for threshold in THRESHOLDS {
+            let lazy = crate::dp::testing::frequencies(trials, || set_of(&NoisyHistogram::draw_with(&counts, 2, scale, threshold, &mut rng).top(2)));
+            let full = crate::dp::testing::frequencies(trials, || set_of(&top_of(full_draw(&counts, scale, &mut rng), 2)));
+            assert_same_frequencies(&lazy, &full, &format!("T {threshold:?}"));
         }
+    }
+
+    #[test]
+    fn per_class_sums_match_full_draws() {
+        // Two classes, each drawn with its own T (a term one class selects is often undrawn in
+        // the other, and its value there is drawn late, given Z < T): Ṽ's ids and its summed
+        // noisy counts have the distribution of drawing every entry of every class. Ids: set
+        // frequencies; counts: two-sample KS of the count at each rank and of their total, at
+        // α = 1e-6 (limit 2.69·sqrt(2/trials) = 0.038).
+        let mut a = vec![0u64; 10];
+        a[0] = 4;
+        a[1] = 3;
+        let mut b = vec![0u64; 10];
+        b[7] = 2;
+        b[8] = 1;
+        let (n, trials) = (3, 10_000);
+        let scale = Ratio::from_f64(1.0).unwrap();
+        let limit = 2.69 * (2.0 / trials as f64).sqrt();
+        let mut rng = SecureRng::seeded_for_tests(43);
+        let full = |rng: &mut SecureRng| -> Vec<(TermId, i64)> {
+            let all: Vec<Vec<(TermId, i64)>> = [&a, &b].iter().map(|c| full_draw(c, scale, rng)).collect();
+            let ranked: Vec<Vec<TermId>> = all.iter().map(|v| top_of(v.clone(), n).into_iter().map(|p| p.0).collect()).collect();
+            let mut terms: Vec<(TermId, i64)> = round_robin(&ranked, n).into_iter().map(|id| (id, all.iter().map(|v| v[id as usize].1).sum())).collect();
+            terms.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+            terms
+        };
+        for (ta, tb) in [(None, None), (Some(1), Some(1)), (Some(6), Some(6)), (None, Some(1)), (Some(6), Some(1))] {
+            let lazy: Vec<Vec<(TermId, i64)>> = (0..trials)
+                .map(|_| {
+                    let noisy = vec![NoisyHistogram::draw_with(&a, n, scale, ta, &mut rng), NoisyHistogram::draw_with(&b, n, scale, tb, &mut rng)];
+                    summed_round_robin(noisy, n, &mut rng)
+                })
+                .collect();
+            let full: Vec<Vec<(TermId, i64)>> = (0..trials).map(|_| full(&mut rng)).collect();
+            let what = format!("T {ta:?}, {tb:?}");
+            let ids = |runs: &[Vec<(TermId, i64)>]| {
+                let mut f: HashMap<Vec<TermId>, usize> = HashMap::new();
+                runs.iter().for_each(|r| *f.entry(set_of(r)).or_default() += 1);
+                f
+            };
+            assert_same_frequencies(&ids(&lazy), &ids(&full), &what);
+            for rank in 0..=n {
+                // rank n: the total of the n counts.
+                let pick = |runs: &[Vec<(TermId, i64)>]| -> Vec<i64> {
+                    runs.iter().map(|r| if rank < n { r[rank].1 } else { r.iter().map(|p| p.1).sum() }).collect()
+                };
+                let d = ks_two_sample(pick(&lazy), pick(&full));
+                assert!(d < limit, "{what}, rank {rank}: two-sample KS distance {d}");
+            }
+        }
+    }
+
+    /// The ids of (id, count) pairs, sorted.
+    fn set_of(terms: &[(TermId, i64)]) -> Vec<TermId> {
+        let mut v: Vec<TermId> = terms.iter().map(|p| p.0).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Two-sample Kolmogorov–Smirnov distance between integer samples.
+    fn ks_two_sample(mut xs: Vec<i64>, mut ys: Vec<i64>) -> f64 {
+        xs.sort_unstable();
+        ys.sort_unstable();
+        let (nx, ny) = (xs.len() as f64, ys.len() as f64);
+        let (mut i, mut j, mut d) = (0, 0, 0f64);
+        while i < xs.len() || j < ys.len() {
+            // The next value present in either sample; both empirical CDFs just after it.
+            let z = match (xs.get(i), ys.get(j)) {
+                (Some(&x), Some(&y)) => x.min(y),
+                (Some(&x), None) => x,
+                (None, Some(&y)) => y,
+                (None, None) => break,
+            };
+            i += xs[i..].iter().take_while(|&&x| x == z).count();
+            j += ys[j..].iter().take_while(|&&y| y == z).count();
+            d = d.max((i as f64 / nx - j as f64 / ny).abs());
+        }
+        d
     }
 
     /// Empirical privacy check. D and D' differ by one document that contributes S terms.
@@ -596,7 +719,7 @@ mod tests {
     /// selected set), and take the largest lower confidence bound of |ln P_D(o)/P_D'(o)|.
     /// A correct mechanism cannot exceed ε; an under-noised one (scale 1/ε instead of S/ε,
     /// the classic mistake of ignoring S) must be caught by the same check.
-    fn estimated_privacy_loss(scale: Ratio, seed: u64) -> f64 {
+    fn estimated_privacy_loss(scale: Ratio, threshold: Option<i64>, seed: u64) -> f64 {
         const S: usize = 3;
         const V: usize = 6;
         const TRIALS: usize = 60_000;
@@ -608,7 +731,7 @@ mod tests {
         let mut rng = SecureRng::seeded_for_tests(seed);
         let mut outcomes = |counts: &[u64]| {
             crate::dp::testing::frequencies(TRIALS, || {
-                let mut set: Vec<TermId> = noisy_top_n(counts, S, scale, &mut rng).into_iter().map(|p| p.0).collect();
+                let mut set: Vec<TermId> = NoisyHistogram::draw_with(counts, S, scale, threshold, &mut rng).top(S).into_iter().map(|p| p.0).collect();
                 set.sort_unstable();
                 set
             })
@@ -620,13 +743,17 @@ mod tests {
 
     #[test]
     fn empirical_privacy_loss_stays_within_epsilon() {
+        // At every T (V = 6 would draw every entry by default; T = 1 and T = 6 force the lazy
+        // path and, often, its fallback).
         let eps = 1.0;
         let correct = Ratio::int_over_f64(3, eps).unwrap();
-        let loss = estimated_privacy_loss(correct, 11);
-        assert!(loss <= eps, "estimated privacy loss {loss} exceeds ε = {eps}");
         let under_noised = Ratio::int_over_f64(1, eps).unwrap();
-        let loss_bad = estimated_privacy_loss(under_noised, 12);
-        assert!(loss_bad > eps, "an under-noised mechanism went undetected (loss {loss_bad})");
-        println!("estimated privacy loss: correct {loss:.3}, under-noised {loss_bad:.3} (ε = {eps})");
+        for (k, threshold) in THRESHOLDS.into_iter().enumerate() {
+            let loss = estimated_privacy_loss(correct, threshold, 11 + 2 * k as u64);
+            assert!(loss <= eps, "T {threshold:?}: estimated privacy loss {loss} exceeds ε = {eps}");
+            let loss_bad = estimated_privacy_loss(under_noised, threshold, 12 + 2 * k as u64);
+            assert!(loss_bad > eps, "T {threshold:?}: an under-noised mechanism went undetected (loss {loss_bad})");
+            println!("T {threshold:?}: estimated privacy loss: correct {loss:.3}, under-noised {loss_bad:.3} (ε = {eps})");
+        }
     }
 }
