@@ -167,7 +167,7 @@ impl Sampler {
             Sampler::Histogram => "each class's keyphrase frequencies over Ṽ, with little noise (sensitivity 1); keyphrases drawn independently",
             Sampler::Markov => "which keyphrase follows which in each class (noisy transition counts over Ṽ); sequences drawn as Markov chains",
             Sampler::Independent => "the paper's DP-KDE over single keyphrases (random Fourier features, sensitivity √2·I); drawn independently",
-            Sampler::IterativeLinear => "the paper's DP-KDEs over keyphrase prefixes, one per length (ε split L ways)",
+            Sampler::IterativeLinear => "DP-KDEs over keyphrase prefixes, one per length (ε split L ways): the paper's, with the scored keyphrase compared sharply and its prefix loosely",
             Sampler::IterativeLog => "the paper's DP-KDEs over keyphrase prefixes, one per power-of-two length (ε split ⌈log₂L⌉+1 ways)",
         }
     }
