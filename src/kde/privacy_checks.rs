@@ -1,6 +1,8 @@
 //! Tests of the DP-KDE release against its privacy map, from outside the build's own code:
 //! an empirical privacy check of the release (like `crate::hist`'s), with two under-noised
-//! variants it must catch.
+//! variants it must catch; and each document's contribution against a naive reference (a
+//! contribution added twice or missed would break the sensitivity Δ = I·Q per member, and the
+//! empirical check, on one feature, would not see every path).
 
 use super::*;
 use crate::dp::testing::{frequencies, max_log_ratio};
@@ -65,4 +67,66 @@ fn empirical_privacy_loss_of_the_dp_kde_stays_within_epsilon() {
     assert!(ok_split <= eps, "the split path's estimated privacy loss {ok_split} exceeds ε = {eps}");
     assert!(doubled > eps, "a document counted twice went undetected (loss {doubled})");
     assert!(eps_twice > eps, "the noise of 2ε went undetected (loss {eps_twice})");
+}
+
+/// Each document's contribution to each member, computed naively from the definitions (module
+/// docs; `Ensemble::scales`): one cosine per feature from `Features::project_one`, in f64, then
+/// clamped to [−C, C] and rounded to the grid per (document, member). Linear: member m takes
+/// the document's prefix of length m + 1, if it has one; logarithmic: member j its prefix of
+/// length min(2^j, its length); independent: the mean over its first M keyphrases.
+fn reference(doc: &[TermId], emb: &TermEmbeddings, f: &Features, params: &KdeParams) -> Vec<Vec<i64>> {
+    let ensemble = params.ensemble();
+    let grid = (1u64 << GRID_BITS) as f64;
+    let feature = |i: usize, m: usize, prefix: &[TermId]| {
+        let s = ensemble.scales(m, prefix.len());
+        let theta: f64 = f.beta()[i] as f64
+            + prefix.iter().enumerate().map(|(t, &z)| (if t + 1 == prefix.len() { s.last } else { s.prefix }) as f64 * f.project_one(i, t, emb.get(z).unwrap()) as f64).sum::<f64>();
+        std::f64::consts::SQRT_2 * theta.cos()
+    };
+    let quantise = |c: f64| (c.clamp(-C_BOUND, C_BOUND) * grid).round() as i64;
+    let len = doc.len().min(params.len);
+    (0..ensemble.members())
+        .map(|m| {
+            let parts: Vec<&[TermId]> = match params.sampler {
+                Sampler::Independent => doc.iter().take(params.terms_per_doc).map(std::slice::from_ref).collect(),
+                Sampler::IterativeLinear => (m < len).then(|| &doc[..m + 1]).into_iter().collect(),
+                Sampler::IterativeLog => (len > 0).then(|| &doc[..(1usize << m).min(len)]).into_iter().collect(),
+                Sampler::Histogram | Sampler::Markov => unreachable!(),
+            };
+            (0..f.count)
+                .map(|i| if parts.is_empty() { 0 } else { quantise(parts.iter().map(|p| feature(i, m, p)).sum::<f64>() / parts.len() as f64) })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn each_document_contributes_once_to_each_of_its_members() {
+    // Single-document corpora of every length from 1 to L + 1 (and a repeated term): the
+    // build's sums against the naive reference. A contribution added twice, or missed, moves
+    // an entry by up to Q (about 10⁶ grid units); f32 rounding moves it by a few.
+    let dim = 16;
+    let mut emb = TermEmbeddings::new(dim);
+    for (i, v) in tests::unit_vectors(40, dim, 11).iter().enumerate() {
+        emb.insert(i as TermId, v).unwrap();
+    }
+    let mut lists: Vec<Vec<TermId>> = (1..=7u32).map(|n| (0..n).map(|j| (j * 13 + n) % 40).collect()).collect();
+    lists.push(vec![5, 5, 5]);
+    for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
+        let params = KdeParams { epsilon: 1.0, sampler, len: 6, features: 64, terms_per_doc: 4, bandwidth: 0.3, smoothing: 0.0 };
+        let f = Features::generate(params.features, dim, params.blocks(), params.bandwidth, [8; 32]);
+        for terms in &lists {
+            let doc = KdeDoc { class: 0, terms };
+            let mut rows = sums::Rows::new(&emb, &f, sampler == Sampler::Independent, std::iter::empty());
+            let got = sums::class_sums(&[&doc], &f, &params, &mut rows);
+            let want = reference(terms, &emb, &f, &params);
+            assert_eq!(got.len(), want.len());
+            for (m, (g, w)) in got.iter().zip(&want).enumerate() {
+                let worst = g.iter().zip(w).map(|(a, b)| (a - b).abs()).max().unwrap_or(0);
+                assert!(worst <= 64, "{sampler:?}, document {terms:?}, member {m}: off by {worst} grid units");
+                let present = w.iter().any(|&v| v != 0);
+                assert_eq!(present, g.iter().any(|&v| v != 0), "{sampler:?}, document {terms:?}, member {m}");
+            }
+        }
+    }
 }
