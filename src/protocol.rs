@@ -192,6 +192,9 @@ pub enum Event {
     },
     Benched(BenchFigures),
     Evaluated(crate::eval::EvalReport),
+    /// The idle-time pass over a user's own list (`worker::background`): `done` of its first
+    /// `total` terms have vectors in this page session's memory (counts of the public list).
+    Background { done: u64, total: u64 },
 }
 
 /// What the curator sees before choosing columns. Stays in the page.

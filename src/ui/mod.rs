@@ -291,6 +291,27 @@ fn Columns() -> impl IntoView {
     }
 }
 
+/// The worker's idle-time pass over a user's own list, in plain words.
+fn own_list_note(done: u64, total: u64) -> String {
+    // 12345 → "12,345".
+    let n = |x: u64| {
+        let d = x.to_string();
+        let mut out = String::new();
+        for (i, c) in d.chars().enumerate() {
+            if i > 0 && (d.len() - i) % 3 == 0 {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    if done >= total {
+        format!("{} of {} terms embedded in the background, kept in this page's memory: later runs need not embed them", n(done), n(total))
+    } else {
+        format!("{} of {} terms embedded in the background so far (in the list's order, while the page is idle; a run goes first)", n(done), n(total))
+    }
+}
+
 #[component]
 fn Summary() -> impl IntoView {
     let app = app();
@@ -310,6 +331,10 @@ fn Summary() -> impl IntoView {
                         <dt>"Without any vocabulary term"</dt><dd>{s.docs_without_terms}</dd>
                         <dt>"Classes"</dt><dd id="classes">{classes}</dd>
                         <dt>"Vocabulary"</dt><dd>{format!("{} ({} terms), {} distinct terms matched", s.vocabulary, s.vocabulary_terms, s.distinct_matched)}</dd>
+                        {move || app.background.get().map(|(done, total)| view! {
+                            <dt>"Own list's vectors"</dt>
+                            <dd id="own-list-vectors">{own_list_note(done, total)}</dd>
+                        })}
                     </dl>
                 </section>
             }

@@ -185,6 +185,8 @@ pub struct AppState {
     pub bench: RwSignal<Option<BenchFigures>>,
     /// The utility check's result: NOT DP, shown to the curator only, never downloaded.
     pub evaluation: RwSignal<Option<crate::eval::EvalReport>>,
+    /// The worker's idle-time pass over a user's own list: (terms embedded, of).
+    pub background: RwSignal<Option<(u64, u64)>>,
 }
 
 impl AppState {
@@ -208,6 +210,7 @@ impl AppState {
             model_files: RwSignal::new((None, None)),
             bench: RwSignal::new(None),
             evaluation: RwSignal::new(None),
+            background: RwSignal::new(None),
         }
     }
 
@@ -382,8 +385,10 @@ impl AppState {
                 self.preview.set(Some(p));
                 self.job.set(None);
             }
+            Event::Background { done, total } => self.background.set(Some((done, total))),
             Event::Loaded(s) => {
                 self.stages.set(Vec::new());
+                self.background.set(None);
                 // Nothing is declared from the data: a default class set chosen by the label
                 // counts would make the release's shape depend on them. The list keeps what the
                 // curator declared (empty at first); the observed labels are only offered.

@@ -10,6 +10,7 @@
 //! Privacy: the worker holds the matched corpus (term ids and labels, never the text after
 //! matching) in memory only. What it stores in IndexedDB is listed in [`store`].
 
+mod background;
 mod files;
 mod kde_share;
 mod pool;
@@ -83,6 +84,8 @@ struct State {
     vectors: HashMap<Bundled, Option<Rc<crate::embed::bundle::VectorFile>>>,
     /// Vectors the model computed in this page session (memory only; see `sources`).
     live: Option<sources::LiveCache>,
+    /// The idle-time pass over a user's own list (`background`).
+    background: Option<background::Background>,
 }
 
 thread_local! {
@@ -179,6 +182,8 @@ fn on_message(ev: MessageEvent) {
             Err(Stop::Cancelled) => post(&Event::Cancelled),
             Err(Stop::Failed(stage, message)) => post(&Event::Failed { stage, message }),
         }
+        // Idle now: the rest of a user's own list, in its order (memory only; `background`).
+        background::start();
     });
 }
 
@@ -425,14 +430,23 @@ async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, S
 
 async fn ensure_model(slot: &mut Option<Model>) -> Result<&mut Model, Stop> {
     if slot.is_none() {
-        progress(Stage::Model, 0, 2);
-        let model = fetch_bytes(&format!("models/{BUNDLED_MODEL}")).await.map_err(at(Stage::Model))?;
-        let tok = fetch_bytes("models/tokenizer.json").await.map_err(at(Stage::Model))?;
-        progress(Stage::Model, 1, 2);
-        let embedder = OnnxEmbedder::from_bytes(&model, &tok).map_err(at(Stage::Model))?;
-        *slot = Some(Model { embedder, name: BUNDLED_MODEL_NAME.into(), bytes: Rc::new((model, tok)) });
+        *slot = Some(load_bundled_model(true).await?);
     }
     slot.as_mut().ok_or_else(|| Stop::Failed(Some(Stage::Model), "no model".into()))
+}
+
+/// The bundled model, fetched and loaded (with the model stage's progress if `report`).
+async fn load_bundled_model(report: bool) -> Result<Model, Stop> {
+    if report {
+        progress(Stage::Model, 0, 2);
+    }
+    let model = fetch_bytes(&format!("models/{BUNDLED_MODEL}")).await.map_err(at(Stage::Model))?;
+    let tok = fetch_bytes("models/tokenizer.json").await.map_err(at(Stage::Model))?;
+    if report {
+        progress(Stage::Model, 1, 2);
+    }
+    let embedder = OnnxEmbedder::from_bytes(&model, &tok).map_err(at(Stage::Model))?;
+    Ok(Model { embedder, name: BUNDLED_MODEL_NAME.into(), bytes: Rc::new((model, tok)) })
 }
 
 fn iso_now() -> String {

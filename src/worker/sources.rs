@@ -33,8 +33,48 @@ pub struct LiveCache {
     emb: TermEmbeddings,
 }
 
-/// Most vectors kept in [`LiveCache`] (~1.5 KB each): a bound on the worker's memory.
-const LIVE_CACHE_MAX: usize = 100_000;
+/// Most vectors kept in [`LiveCache`] (~1.5 KB each, so at most ~150 MB): a bound on the
+/// worker's memory. It covers an own list of 100,000 terms whole (`super::background` embeds
+/// the list in its order up to this bound); of a longer list (the page takes up to 64 MiB,
+/// millions of terms, which would need gigabytes of f32 vectors), the terms beyond it are
+/// embedded in each run that needs them.
+pub const LIVE_CACHE_MAX: usize = 100_000;
+
+/// The output dimension of the bundled model (all-MiniLM-L6-v2), recorded in a release that
+/// embedded nothing (a histogram sampler without smoothing), so that such a run fetches
+/// neither the model nor the bundled vectors.
+const BUNDLED_MODEL_DIM: usize = 384;
+
+impl LiveCache {
+    /// The memory for `model` and `vocab`; one for another model or list is dropped.
+    pub fn slot<'a>(live: &'a mut Option<LiveCache>, model: &str, vocab: &str, dim: usize) -> &'a mut LiveCache {
+        if !live.as_ref().is_some_and(|l| l.model == model && l.vocab == vocab && l.emb.dim() == dim) {
+            *live = None;
+        }
+        live.get_or_insert_with(|| LiveCache { model: model.to_string(), vocab: vocab.to_string(), emb: TermEmbeddings::new(dim) })
+    }
+
+    pub fn contains(&self, id: TermId) -> bool {
+        self.emb.contains(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.emb.len()
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.emb.len() >= LIVE_CACHE_MAX
+    }
+
+    /// Keeps `v` as the vector of `id` unless the memory is full (then false).
+    pub fn keep(&mut self, id: TermId, v: &[f32]) -> Result<bool, crate::embed::EmbedError> {
+        if self.is_full() && !self.emb.contains(id) {
+            return Ok(false);
+        }
+        self.emb.insert(id, v)?;
+        Ok(true)
+    }
+}
 
 /// What the embedding step needs from the worker's state.
 pub struct Sources<'a> {
@@ -114,6 +154,15 @@ pub async fn embeddings(
         Some(m) => (m.name.clone(), m.embedder.checksum().to_string()),
         None => (super::BUNDLED_MODEL_NAME.to_string(), bundled_model_sha().await.unwrap_or_default()),
     };
+    if ids.is_empty() && !checksum.is_empty() {
+        // Nothing to embed (a histogram sampler without smoothing): neither the bundled
+        // vectors (19 MB for English) nor the model are fetched.
+        let dim = src.model.as_ref().map_or(BUNDLED_MODEL_DIM, |m| m.embedder.dim());
+        post(&Event::StageDone { stage: Stage::Model, seconds: seconds_since(t_model), note: "not needed: nothing to embed".into() });
+        progress(Stage::Embed, 0, 0);
+        let emb = TermEmbeddings::new(dim);
+        return Ok(Embedded { emb, bundled: 0, from_memory: 0, from_cache: 0, fresh: Vec::new(), model_name: name, model_checksum: checksum });
+    }
     let file = if checksum.is_empty() { None } else { bundled_vectors(src.vectors, vocab, &checksum).await };
     let mut emb = TermEmbeddings::new(file.as_ref().map_or(0, |f| f.dim()));
     let bundled = match &file {
@@ -197,20 +246,14 @@ pub async fn embeddings(
     })
     .await?;
     // Kept for the next run of this page (memory only), within a bound.
-    let live = match src.live.take() {
-        Some(l) if l.model == checksum && l.vocab == vocab.checksum => l,
-        _ => LiveCache { model: checksum.clone(), vocab: vocab.checksum.clone(), emb: TermEmbeddings::new(emb.dim()) },
-    };
-    let mut live = live;
+    let live = LiveCache::slot(src.live, &checksum, &vocab.checksum, emb.dim());
     for &id in &todo {
-        if live.emb.len() >= LIVE_CACHE_MAX {
-            break;
-        }
         if let Some(v) = emb.get(id) {
-            live.emb.insert(id, v).map_err(at(Stage::Embed))?;
+            if !live.keep(id, v).map_err(at(Stage::Embed))? {
+                break;
+            }
         }
     }
-    *src.live = Some(live);
     Ok(Embedded { emb, bundled, from_memory, from_cache, fresh: todo, model_name: name, model_checksum: checksum })
 }
 

@@ -14,6 +14,8 @@
 //   DPKPS_BENCH_MARKOV_N=400 (N for the Markov sampler: the page refuses N = 1000 at 40 classes)
 //   DPKPS_BENCH_VARY=1 (copy r of a note: its first r sentences moved to its end)
 //   DPKPS_BENCH_LIMIT=900 (seconds: a run still going then is cancelled and shown as "> limit")
+//   DPKPS_BENCH_WAIT_BACKGROUND=1 (before the repeated runs on an own list: wait until the
+//   worker's idle-time pass has embedded the list, as a curator who ran once and came back)
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -207,9 +209,27 @@ for (const vocab of vocabs) {
   loaded = { vocab, classes: await loadCorpus(vocab) };
   for (const sampler of samplers) await runOnce(vocab, sampler, loaded.classes, 1);
 }
+/** Waits (at most `limit` s) for the worker's idle-time pass over an own list (self.dpkpsBackground). */
+async function waitBackground() {
+  const t0 = Date.now();
+  let st = null;
+  while (Date.now() - t0 < limit * 1000) {
+    for (const w of page.workers()) {
+      const b = await w.evaluate(() => self.dpkpsBackground ?? null).catch(() => null);
+      if (b) st = b;
+    }
+    // No pass published within 10 s: there is none.
+    if (st?.over || (!st && Date.now() - t0 > 10_000)) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  const shown = await page.$eval('#own-list-vectors', (e) => e.textContent.trim()).catch(() => 'not shown');
+  console.log(`  background pass over the own list: ${st ? `${st.done} of ${st.total} terms${st.over ? '' : ' (not over)'}` : 'none'}, waited ${((Date.now() - t0) / 1000).toFixed(1)} s after the run; the page says: ${shown}`);
+}
+
 if (again > 0) {
   console.log(`  the same settings again in the same page (${againVocab}, ${againSampler}): memory must not grow`);
   const classes = loaded.vocab === againVocab ? loaded.classes : await loadCorpus(againVocab);
+  if (againVocab === 'custom' && process.env.DPKPS_BENCH_WAIT_BACKGROUND !== '0') await waitBackground();
   for (let n = 2; n <= again + 1; n++) await runOnce(againVocab, againSampler, classes, n);
 }
 
