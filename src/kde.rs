@@ -94,6 +94,7 @@ use crate::linalg::{gemm, MatRef};
 use crate::vocab::TermId;
 
 mod sums;
+pub(crate) mod split;
 #[cfg(test)]
 mod privacy_checks;
 

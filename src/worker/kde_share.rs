@@ -14,7 +14,7 @@
 //! Privacy: like the embedding batches (`pool`), the shares are private and stay inside the
 //! page; the helpers store nothing, fetch nothing, and post only to this worker.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -24,6 +24,7 @@ use super::{at, now_ms, sleep, Stop, CANCEL};
 use crate::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
+use crate::kde::split::SplitSums;
 use crate::kde::{self, DpKdeSet, KdeDoc, KdeParams};
 use crate::ledger::Spend;
 use crate::protocol::Stage;
@@ -31,9 +32,6 @@ use crate::vocab::TermId;
 
 /// Fewer documents are built here alone (a helper's start and the copies cost more).
 const MIN_DOCS: usize = 4_000;
-
-/// Sums per class and member, flattened.
-type Sums = Vec<Vec<Vec<i64>>>;
 
 /// `kde::build`, with the sums shared with the idle helpers of `pool` when it is worth it.
 #[allow(clippy::too_many_arguments)]
@@ -54,56 +52,35 @@ pub(super) async fn build(
         return kde::build(docs, classes, emb, candidates, params, rng).map_err(at(Stage::Kde));
     };
     let seed = kde::draw_seed(rng);
-    let parts = pool.idle() + 1;
-    let size = docs.len().div_ceil(parts);
-    let ranges: Vec<(usize, usize)> = (0..parts).map(|p| (p * size, ((p + 1) * size).min(docs.len()))).collect();
-    // Parts 1.. to the helpers; part 0 here.
-    let mut away: HashMap<u64, usize> = HashMap::new();
-    let mut todo: Vec<usize> = Vec::new();
-    for (p, &(lo, hi)) in ranges.iter().enumerate().skip(1) {
-        match request(&docs[lo..hi], classes.len(), emb, params, seed).ok().and_then(|msg| pool.send_request(&msg)) {
-            Some(seq) => {
-                away.insert(seq, p);
-            }
-            None => todo.push(p),
+    // The split's bookkeeping (each part added exactly once) is `kde::split`, tested natively.
+    let mut split = SplitSums::new(docs.len(), pool.idle() + 1, classes.len(), params);
+    // Parts 1.. to the helpers; part 0 here. A part not sent is computed by `finish`.
+    for (p, range) in split.ranges().to_vec().into_iter().enumerate().skip(1) {
+        if let Some(seq) = request(&docs[range], classes.len(), emb, params, seed).ok().and_then(|msg| pool.send_request(&msg)) {
+            split.sent(p, seq);
         }
     }
     let t0 = now_ms();
-    let mut total = kde::exact_sums(&docs[ranges[0].0..ranges[0].1], classes.len(), emb, params, seed).map_err(at(Stage::Kde))?;
+    let here = kde::exact_sums(&docs[split.ranges()[0].clone()], classes.len(), emb, params, seed).map_err(at(Stage::Kde))?;
+    split.add(0, here);
     let here_ms = now_ms() - t0;
-    let width = classes.len() * params.ensemble().members() * params.features;
     let waited = now_ms();
-    while !away.is_empty() {
+    while split.waiting() {
         for r in pool.poll() {
-            let Some(p) = away.remove(&r.seq) else { continue };
-            match r.result {
-                Ok(_) if r.sums.len() == width => add(&mut total, &r.sums),
-                _ => todo.push(p),
-            }
+            split.reply(r.seq, r.result.is_ok().then_some(r.sums.as_slice()));
         }
         if CANCEL.get() {
             return Err(Stop::Cancelled);
         }
         // A helper that hangs must not hang the run: its part is computed here.
-        if !away.is_empty() && now_ms() - waited > 5_000.0 + 2.0 * here_ms {
-            todo.extend(away.drain().map(|(_, p)| p));
+        if split.waiting() && now_ms() - waited > 5_000.0 + 2.0 * here_ms {
+            split.give_up();
             break;
         }
         sleep(2).await;
     }
-    for p in todo {
-        let (lo, hi) = ranges[p];
-        let part = kde::exact_sums(&docs[lo..hi], classes.len(), emb, params, seed).map_err(at(Stage::Kde))?;
-        total.iter_mut().flatten().zip(part.iter().flatten()).for_each(|(t, s)| t.iter_mut().zip(s).for_each(|(t, s)| *t += s));
-    }
+    let total = split.finish(|range| kde::exact_sums(&docs[range], classes.len(), emb, params, seed)).map_err(at(Stage::Kde))?;
     kde::build_from_sums(docs, classes, emb, candidates, params, seed, total, rng).map_err(at(Stage::Kde))
-}
-
-/// Adds a helper's flattened sums (exact integers in f64: |sum| ≤ documents × Q < 2^53).
-fn add(total: &mut Sums, flat: &[f64]) {
-    for (t, &v) in total.iter_mut().flatten().flatten().zip(flat) {
-        *t += v as i64;
-    }
 }
 
 /// The request for one part: [SUMS, seq, meta, terms, lengths, classes, embedding ids, vectors].

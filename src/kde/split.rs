@@ -1,0 +1,190 @@
+//! The exact sums built in parts and added up: how the app shares the DP-KDE build with its
+//! helper workers (`worker::kde_share`), kept here as plain code so that it is tested natively.
+//!
+//! The documents are cut in contiguous parts. A part is sent to a helper, computed here, or
+//! both (a helper that fails or is overdue), but its sums are added to the total exactly once:
+//! a second reply for a part, a reply for a part given up on, or one from an earlier run (an
+//! unknown sequence number) is ignored. Counting a part twice would give its documents twice
+//! the weight the noise is scaled for (a privacy loss of 2ε for them), and missing one would
+//! make the release differ from the single-worker build's.
+
+#![cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use super::KdeParams;
+
+/// Exact sums per class, member and feature (`super::exact_sums`).
+pub(crate) type Sums = Vec<Vec<Vec<i64>>>;
+
+/// A build's parts and what has been added of them.
+pub(crate) struct SplitSums {
+    ranges: Vec<Range<usize>>,
+    added: Vec<bool>,
+    /// Parts with a helper, by the request's sequence number.
+    away: HashMap<u64, usize>,
+    total: Sums,
+}
+
+impl SplitSums {
+    /// `docs` documents cut in `parts` contiguous parts (at least one) of nearly equal size,
+    /// for sums of `classes` classes and the members and features of `params`.
+    pub(crate) fn new(docs: usize, parts: usize, classes: usize, params: &KdeParams) -> SplitSums {
+        let parts = parts.max(1);
+        let size = docs.div_ceil(parts);
+        let ranges: Vec<Range<usize>> = (0..parts).map(|p| (p * size).min(docs)..((p + 1) * size).min(docs)).collect();
+        let total = vec![vec![vec![0; params.features]; params.ensemble().members()]; classes];
+        SplitSums { added: vec![false; ranges.len()], ranges, away: HashMap::new(), total }
+    }
+
+    /// The parts' document ranges, in order.
+    pub(crate) fn ranges(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
+    /// Part `p` was sent to a helper as request `seq`.
+    pub(crate) fn sent(&mut self, p: usize, seq: u64) {
+        if p < self.ranges.len() {
+            self.away.insert(seq, p);
+        }
+    }
+
+    /// Whether a helper still holds a part.
+    pub(crate) fn waiting(&self) -> bool {
+        !self.away.is_empty()
+    }
+
+    /// A helper's reply to request `seq`: its part's sums flattened (class, member, feature;
+    /// exact integers in f64), or `None` if it failed. Whether they were added: a reply to no
+    /// request still away, sums of the wrong length or not integers, or a part already added
+    /// add nothing (the part is then computed by [`SplitSums::finish`] unless already added).
+    pub(crate) fn reply(&mut self, seq: u64, flat: Option<&[f64]>) -> bool {
+        let Some(p) = self.away.remove(&seq) else { return false };
+        let width = self.total.iter().flatten().map(Vec::len).sum::<usize>();
+        // Exact while |v| < 2^53 (documents × Q < 2^53: about 6·10⁹ documents).
+        let exact = |v: &f64| v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15;
+        match flat {
+            Some(flat) if !self.added[p] && flat.len() == width && flat.iter().all(exact) => {
+                self.total.iter_mut().flatten().flatten().zip(flat).for_each(|(t, &v)| *t += v as i64);
+                self.added[p] = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Forgets every part a helper still holds (overdue): [`SplitSums::finish`] computes them,
+    /// and a late reply is ignored.
+    pub(crate) fn give_up(&mut self) {
+        self.away.clear();
+    }
+
+    /// Adds part `p`'s sums computed here; whether they were added (not if already added or
+    /// of the wrong shape).
+    pub(crate) fn add(&mut self, p: usize, sums: Sums) -> bool {
+        let same_shape = sums.len() == self.total.len() && sums.iter().zip(&self.total).all(|(s, t)| s.len() == t.len() && s.iter().zip(t).all(|(a, b)| a.len() == b.len()));
+        if p >= self.ranges.len() || self.added[p] || !same_shape {
+            return false;
+        }
+        self.total.iter_mut().flatten().zip(sums.iter().flatten()).for_each(|(t, s)| t.iter_mut().zip(s).for_each(|(t, s)| *t += s));
+        self.added[p] = true;
+        true
+    }
+
+    /// The total: every part not yet added is computed with `compute` (its document range)
+    /// and added. Consumes the split, so no reply can be added after.
+    pub(crate) fn finish<E>(mut self, mut compute: impl FnMut(Range<usize>) -> Result<Sums, E>) -> Result<Sums, E> {
+        for p in 0..self.ranges.len() {
+            if !self.added[p] {
+                let sums = compute(self.ranges[p].clone())?;
+                let added = self.add(p, sums);
+                debug_assert!(added, "a part's sums of the wrong shape");
+            }
+        }
+        Ok(self.total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{exact_sums, tests::unit_vectors, KdeDoc, Sampler};
+    use super::*;
+    use crate::embed::TermEmbeddings;
+    use crate::vocab::TermId;
+
+    #[test]
+    fn parts_cover_every_document_once() {
+        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 2, features: 4, terms_per_doc: 2, bandwidth: 1.0, smoothing: 0.0 };
+        for docs in [0usize, 1, 3, 4, 5, 4000, 4001, 9999] {
+            for parts in 0..=6 {
+                let split = SplitSums::new(docs, parts, 2, &params);
+                let mut seen = vec![0u32; docs];
+                split.ranges().iter().flat_map(Range::clone).for_each(|i| seen[i] += 1);
+                assert!(seen.iter().all(|&n| n == 1), "{docs} documents in {parts} parts: {:?}", split.ranges());
+                assert!(split.ranges().windows(2).all(|w| w[0].end == w[1].start), "contiguous");
+            }
+        }
+    }
+
+    #[test]
+    fn every_part_is_added_exactly_once() {
+        let dim = 8;
+        let mut emb = TermEmbeddings::new(dim);
+        for (i, v) in unit_vectors(30, dim, 2).iter().enumerate() {
+            emb.insert(i as TermId, v).unwrap();
+        }
+        let lists: Vec<Vec<TermId>> = (0..101u32).map(|k| (0..(1 + k % 4)).map(|j| (k * 7 + j * 5) % 30).collect()).collect();
+        let docs: Vec<KdeDoc<'_>> = lists.iter().enumerate().map(|(i, t)| KdeDoc { class: i % 3, terms: t }).collect();
+        let params = KdeParams { epsilon: 1.0, sampler: Sampler::IterativeLog, len: 4, features: 16, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        let sums = |r: Range<usize>| exact_sums(&docs[r], 3, &emb, &params, [7; 32]);
+        let flat = |s: &Sums| s.iter().flatten().flatten().map(|&v| v as f64).collect::<Vec<f64>>();
+        let all = sums(0..docs.len()).unwrap();
+
+        // Five parts: 0 here; 1 a helper's reply, then the same reply again; 2 a helper that
+        // fails; 3 a helper overdue whose reply comes after giving up; 4 never sent; a reply
+        // to a request of an earlier run; a reply of the wrong length.
+        let mut split = SplitSums::new(docs.len(), 5, 3, &params);
+        let r: Vec<Range<usize>> = split.ranges().to_vec();
+        for (p, seq) in [(1, 10), (2, 11), (3, 12)] {
+            split.sent(p, seq);
+        }
+        assert!(split.add(0, sums(r[0].clone()).unwrap()));
+        assert!(!split.add(0, sums(r[0].clone()).unwrap()), "part 0 twice");
+        assert!(!split.reply(3, Some(&flat(&sums(r[1].clone()).unwrap()))), "a request of an earlier run");
+        assert!(split.reply(10, Some(&flat(&sums(r[1].clone()).unwrap()))));
+        assert!(!split.reply(10, Some(&flat(&sums(r[1].clone()).unwrap()))), "the same reply twice");
+        assert!(!split.reply(11, None), "a failed helper");
+        assert!(split.waiting());
+        split.give_up();
+        assert!(!split.waiting());
+        assert!(!split.reply(12, Some(&flat(&sums(r[3].clone()).unwrap()))), "a reply after giving up");
+        let mut computed = Vec::new();
+        let total = split
+            .finish(|range| {
+                computed.push(range.clone());
+                sums(range)
+            })
+            .unwrap();
+        assert_eq!(computed, vec![r[2].clone(), r[3].clone(), r[4].clone()]);
+        assert_eq!(total, all, "the parts add up to the sums of all");
+
+        // A reply of the wrong length, or not of integers, adds nothing: the part is computed.
+        let mut split = SplitSums::new(docs.len(), 2, 3, &params);
+        split.sent(1, 1);
+        split.sent(0, 2);
+        let part1 = flat(&sums(split.ranges()[1].clone()).unwrap());
+        assert!(!split.reply(1, Some(&part1[1..])));
+        let mut halves = flat(&sums(split.ranges()[0].clone()).unwrap());
+        halves[0] += 0.5;
+        assert!(!split.reply(2, Some(&halves)));
+        let mut computed = 0;
+        let total = split
+            .finish(|range| {
+                computed += 1;
+                sums(range)
+            })
+            .unwrap();
+        assert_eq!((computed, total), (2, all));
+    }
+}
