@@ -158,6 +158,8 @@ def allowlist(dist, file_arg):
             f.write(env.replace(",", " ") + "\n")
         try:
             return csp.read_allowlist(f.name)
+        except csp.CspError as e:
+            raise csp.CspError(str(e).replace(f.name, "DPKPS_ALLOWED_ENDPOINTS")) from None
         finally:
             os.unlink(f.name)
     return csp.read_allowlist(os.path.join(dist, csp.ALLOWLIST))
