@@ -141,18 +141,20 @@ mod tests {
         let flat = |s: &Sums| s.iter().flatten().flatten().map(|&v| v as f64).collect::<Vec<f64>>();
         let all = sums(0..docs.len()).unwrap();
 
-        // Five parts: 0 here; 1 a helper's reply, then the same reply again; 2 a helper that
-        // fails; 3 a helper overdue whose reply comes after giving up; 4 never sent; a reply
-        // to a request of an earlier run; a reply of the wrong length.
-        let mut split = SplitSums::new(docs.len(), 5, 3, &params);
+        // Six parts: 0 here; 1 a helper's reply, then the same reply again; 2 a helper that
+        // fails; 3 a helper overdue whose reply comes after giving up; 4 computed here, then a
+        // helper's reply for it; 5 never sent; and a reply to a request of an earlier run.
+        let mut split = SplitSums::new(docs.len(), 6, 3, &params);
         let r: Vec<Range<usize>> = split.ranges().to_vec();
-        for (p, seq) in [(1, 10), (2, 11), (3, 12)] {
+        for (p, seq) in [(1, 10), (2, 11), (3, 12), (4, 13)] {
             split.sent(p, seq);
         }
         assert!(split.add(0, sums(r[0].clone()).unwrap()));
         assert!(!split.add(0, sums(r[0].clone()).unwrap()), "part 0 twice");
         assert!(!split.reply(3, Some(&flat(&sums(r[1].clone()).unwrap()))), "a request of an earlier run");
         assert!(split.reply(10, Some(&flat(&sums(r[1].clone()).unwrap()))));
+        assert!(split.add(4, sums(r[4].clone()).unwrap()));
+        assert!(!split.reply(13, Some(&flat(&sums(r[4].clone()).unwrap()))), "a part already computed here");
         assert!(!split.reply(10, Some(&flat(&sums(r[1].clone()).unwrap()))), "the same reply twice");
         assert!(!split.reply(11, None), "a failed helper");
         assert!(split.waiting());
@@ -166,7 +168,7 @@ mod tests {
                 sums(range)
             })
             .unwrap();
-        assert_eq!(computed, vec![r[2].clone(), r[3].clone(), r[4].clone()]);
+        assert_eq!(computed, vec![r[2].clone(), r[3].clone(), r[5].clone()]);
         assert_eq!(total, all, "the parts add up to the sums of all");
 
         // A reply of the wrong length, or not of integers, adds nothing: the part is computed.
