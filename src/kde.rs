@@ -6,12 +6,17 @@
 //! for a keyphrase prefix z = (z_1, …, z_ℓ) of unit embeddings,
 //!
 //! ```text
-//! θ_i(z) = β_i + s_ℓ · √2 · Σ_t ω_iᵗ·z_t,    f_i(z) = √2 · cos θ_i(z),    s_ℓ = 1/√ℓ
+//! θ_i(z) = β_i + √2 · Σ_t s_t · ω_iᵗ·z_t,    f_i(z) = √2 · cos θ_i(z)
 //! ```
 //!
-//! so that E[f_i(x) f_i(y)] = exp(-‖s_ℓ x − s_ℓ y‖²) = exp(-‖x − y‖²/ℓ): a Gaussian kernel
-//! with bandwidth u = 1/ℓ per block, as in the paper. A global bandwidth h ([`KdeParams`])
-//! draws ω ~ N(0, I/h) instead, giving exp(-‖x − y‖²/(h·ℓ)): sentence embeddings of unrelated
+//! so that E[f_i(x) f_i(y)] = exp(−Σ_t s_t²‖x_t − y_t‖²): a Gaussian kernel with per-block
+//! scales s_t, public constants of the member and ℓ ([`Ensemble::scales`]). The paper's,
+//! s_t = 1/√ℓ for every block, gives exp(−‖x − y‖²/ℓ) (bandwidth u = 1/ℓ per block); the
+//! independent sampler (ℓ = 1) and the logarithmic ensemble (s_t = 1/√(2^m) for member m, the
+//! paper's bandwidth 2^−m) keep it. The linear ensemble's member ℓ gives the scored block
+//! s_ℓ = 1 and the prefix's blocks √(λ/(ℓ−1)) ("The iterative-linear kernel" below). A global
+//! bandwidth h ([`KdeParams`]) draws ω ~ N(0, I/h) instead, dividing every exponent by h (the
+//! paper's kernel becomes exp(−‖x − y‖²/(h·ℓ))): sentence embeddings of unrelated
 //! terms are all at ‖x − y‖² ≈ 1.2–1.6, so h = 1 barely tells them apart, and h = 0.1–0.3 does
 //! (measured on MTSamples with `dpkps evaluate`; 0.3 is the default since the noise floor and
 //! the linear ensemble's sharp last block, `sample`). h does not touch the privacy map: every
