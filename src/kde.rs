@@ -503,7 +503,18 @@ pub struct DpKdeSet {
     /// empty for the DP-KDE samplers (their sums do not depend on the candidates).
     #[serde(default)]
     pub candidates: Vec<TermId>,
+    /// The random-feature kernel the sums were built with ([`KERNEL`]); 0 in releases written
+    /// before the field existed.
+    #[serde(default)]
+    pub kernel: u32,
 }
+
+/// The version of the block scales ([`Ensemble::scales`]) a release is built with. 1: the
+/// iterative-linear kernel with λ on the prefix. 0 (releases without the field): the paper's
+/// 1/√ℓ for every block, which the independent and logarithmic samplers still use; an
+/// iterative-linear release of kernel 0 is refused ([`DpKdeSet::check`]) rather than scored
+/// with scales that do not match its sums.
+pub const KERNEL: u32 = 1;
 
 impl DpKdeSet {
     pub fn features(&self) -> Result<Features, KdeError> {
@@ -523,6 +534,9 @@ impl DpKdeSet {
             && (self.params.sampler.hist_kind().is_none() || !self.candidates.is_empty());
         if !ok || self.classes.is_empty() || self.dim == 0 {
             return Err(KdeError::BadArtefact("sums"));
+        }
+        if self.kernel > KERNEL || (self.kernel < 1 && self.params.sampler == Sampler::IterativeLinear) {
+            return Err(KdeError::BadArtefact("an iterative-linear release built with an earlier kernel: build it again"));
         }
         Ok(())
     }
@@ -777,6 +791,7 @@ fn release(
         epsilon_per_member: eps_m,
         classes: out,
         candidates: if hist.is_some() { candidates.to_vec() } else { Vec::new() },
+        kernel: KERNEL,
     };
     Ok((set, spends))
 }
@@ -918,6 +933,32 @@ pub(crate) mod tests {
         let json = serde_json::to_string(&set).unwrap();
         let back: DpKdeSet = serde_json::from_str(&json).unwrap();
         assert_eq!(back, set);
+    }
+
+    #[test]
+    fn releases_of_an_earlier_linear_kernel_are_refused() {
+        // A release file written before the `kernel` field: an iterative-linear one was built
+        // with other block scales and is refused; the other samplers' kernel is unchanged.
+        let dim = 4;
+        let mut emb = TermEmbeddings::new(dim);
+        for (i, v) in unit_vectors(3, dim, 1).iter().enumerate() {
+            emb.insert(i as TermId, v).unwrap();
+        }
+        let t = vec![0, 1, 2];
+        let docs = [KdeDoc { class: 0, terms: &t }];
+        let mut rng = SecureRng::seeded_for_tests(2);
+        for sampler in [Sampler::IterativeLinear, Sampler::IterativeLog, Sampler::Independent] {
+            let params = KdeParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+            let (set, _) = build(&docs, &ClassSet::unlabelled(), &emb, &[], &params, &mut rng).unwrap();
+            assert_eq!(set.kernel, KERNEL);
+            set.check().unwrap();
+            let mut json = serde_json::to_value(&set).unwrap();
+            json.as_object_mut().unwrap().remove("kernel");
+            let old: DpKdeSet = serde_json::from_value(json).unwrap();
+            assert_eq!(old.kernel, 0);
+            assert_eq!(old.check().is_err(), sampler == Sampler::IterativeLinear, "{sampler:?}");
+            assert!(DpKdeSet { kernel: KERNEL + 1, ..set }.check().is_err(), "{sampler:?}: a later kernel");
+        }
     }
 
     #[test]
