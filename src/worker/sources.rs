@@ -289,7 +289,9 @@ pub async fn check_bundled(
         Ok(())
     })
     .await?;
-    let mut worst = (if pairs.is_empty() { f64::NAN } else { 1.0 }, String::new());
+    // No vectors (the single file, an older build): 0 checked, and no NaN, which JSON writes as
+    // null and the page could not read back as a number.
+    let mut worst = (if pairs.is_empty() { 0.0 } else { 1.0 }, String::new());
     for ((term, shipped), live) in pairs.iter().zip(got.iter().flatten()) {
         let c = crate::embed::bundle::cosine(shipped, live);
         if !(c >= worst.0) {
