@@ -9,18 +9,22 @@
 //! - `histogram`: per class, h[w] = Σ_docs c_w(doc), where a document spreads weight 1 evenly
 //!   over the distinct Ṽ-terms among its first matched terms (at most M of them). Sequences
 //!   are L draws from p(w) ∝ max(h̃[w] − τ, 0), optionally smoothed by the embedding kernel.
-//! - `markov`: per class, a transition histogram T over (START ∪ Ṽ) × Ṽ: a document's Ṽ-terms
-//!   in document order (at most M) give the transitions START→t₁, t₁→t₂, …, each with weight
-//!   1/(number of transitions). Sequences are Markov chains: t₁ from the START row, then
-//!   t_{k+1} from t_k's row, backed off to the unigram (T's column sums) where a row is thin.
+//! - `markov`: per class, one histogram of (1 + N) × N entries: row 0 is the class's keyphrase
+//!   histogram, to which a document gives ¾ of its weight spread evenly over its distinct
+//!   Ṽ-terms (at most M, in document order; all of it when it has one), and row p+1 holds the
+//!   transitions out of candidate p: t₁→t₂, t₂→t₃, …, sharing the other ¼. Sequences are
+//!   Markov chains: t₁ from row 0, then t_{k+1} from t_k's row interpolated with row 0.
 //!   It keeps which keyphrases follow which, what the iterative KDE samplers aim for.
 //!
 //! # The mechanism and its privacy map
 //! Neighbouring relation: add or remove one document (labels from the fixed public class set,
 //! [`crate::classes`]). A document belongs to at most one class and changes only that class's
 //! histogram, by a vector of non-negative weights summing to at most 1. In exact integer
-//! arithmetic: each weight is ⌊G/k⌋ grid units (G = 2^GRID_BITS, k = the document's number of
-//! terms or transitions), so the L1 change is at most k·⌊G/k⌋ ≤ G grid units: Δ₁ = G. Every
+//! arithmetic (G = 2^GRID_BITS grid units, k = the document's number of distinct Ṽ-terms):
+//! `histogram` adds ⌊G/k⌋ to each of k entries, L1 ≤ k·⌊G/k⌋ ≤ G; `markov` adds ⌊(3G/4)/k⌋ to
+//! each of k row-0 entries and ⌊(G/4)/(k − 1)⌋ to each of k − 1 transition entries (distinct
+//! terms, so at most k − 1 distinct entries; G on one entry when k = 1), L1 ≤ 3G/4 + G/4 = G.
+//! So Δ₁ = G for both. Every
 //! entry of every declared class's histogram (zeros included: which entries are zero is
 //! private) gets discrete Laplace noise of scale G/ε (exact sampler, [`crate::dp::sampler`]):
 //! ε-DP per class, and the classes compose in parallel (disjoint documents), so the release is
@@ -34,9 +38,14 @@
 //! - Smoothing (optional, `smoothing` > 0): p′(w) = Σ_v p(v)·K(v, w)/Σ_u K(v, u) with
 //!   K(v, w) = exp(−‖v − w‖²/smoothing) over Ṽ's embeddings: the paper's semantic spreading,
 //!   applied to the noisy histogram instead of through the noise.
-//! - Markov back-off: p(w | v) ∝ max(T̃[v, w] − τ, 0) + α·u(w), with u the normalised column
-//!   sums clipped at √(N+1)·ln N/ε (a sum of N+1 noisy entries) and α = 1 document; a chain does not repeat a keyphrase while any other
-//!   has positive probability.
+//! - Markov back-off: p(w | v) ∝ max(T̃[v, w] − τ, 0) + α·u(w), with u row 0 clipped the same
+//!   way and normalised, and α = 4 documents; a chain does not repeat a keyphrase while any other
+//!   has positive probability. Why row 0 is a unigram with most of the weight (issue 13): with
+//!   the weight spread over M transitions and a START row, a transition needed ⌈τ·M⌉ documents
+//!   to clear τ and the back-off (T's column sums, N + 1 noisy entries each) a threshold of
+//!   √(N+1)·ln N/ε, over 200 documents per term at ε = 10, N = 1000: chains wandered among a
+//!   few generic terms and lost utility even without noise (0.82–0.90 of `nonprivate` on
+//!   MTSamples, two-class, against 1.04–1.06 with row 0; README, "evaluate").
 
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
@@ -119,13 +128,13 @@ pub fn class_sums(kind: HistKind, docs: &[&KdeDoc<'_>], index: &CandidateIndex, 
                 terms.iter().for_each(|&t| h[t] += w);
             }
             HistKind::Transitions => {
-                // START→t₁, t₁→t₂, …: as many transitions as terms. Row 0 is START, row p+1
-                // follows candidate p.
-                let w = (DOC_WEIGHT / terms.len() as u64) as i64;
-                let mut prev = 0usize;
-                for &t in &terms {
-                    h[prev * n + t] += w;
-                    prev = t + 1;
+                // Row 0: the document's terms (¾ of its weight; all of it for one term), row
+                // p+1: what follows candidate p (the other ¼ over its k − 1 transitions).
+                let k = terms.len() as u64;
+                let (uni, step) = if k == 1 { (DOC_WEIGHT, 0) } else { (DOC_WEIGHT / 4 * 3 / k, DOC_WEIGHT / 4 / (k - 1)) };
+                terms.iter().for_each(|&t| h[t] += uni as i64);
+                for pair in terms.windows(2) {
+                    h[(pair[0] + 1) * n + pair[1]] += step as i64;
                 }
             }
         }
@@ -206,7 +215,7 @@ pub fn sample_unigram(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>, l
 }
 
 /// Samples `count` Markov chains of `len` candidate positions from one class's noisy
-/// transition histogram ((N+1) × N, row 0 = START).
+/// histogram ((N+1) × N: row 0 the keyphrase histogram, row p+1 the transitions out of p).
 pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smoother>, len: usize, count: usize, rng: &mut SecureRng) -> Vec<Vec<usize>> {
     let tau = threshold(epsilon, n);
     let rows: Vec<Vec<f64>> = (0..=n)
@@ -218,19 +227,10 @@ pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smo
             }
         })
         .collect();
-    // Unigram back-off: the clipped column sums of the noisy matrix (post-processing).
-    let mut uni = vec![0f64; n];
-    for r in 0..=n {
-        for (u, &v) in uni.iter_mut().zip(&sums[r * n..][..n]) {
-            *u += v as f64;
-        }
-    }
-    // A column sum adds n+1 noisy entries (noise sd ≈ √(2(n+1))/ε documents): thresholded at
-    // √(n+1)·ln n/ε so that pure noise rarely survives (post-processing).
-    let uni_tau = ((n + 1) as f64).sqrt() * (n.max(2) as f64).ln() / epsilon * DOC_WEIGHT as f64;
-    let uni = clipped(&uni.iter().map(|&x| x as i64).collect::<Vec<_>>(), uni_tau);
+    // Back-off: row 0, the class's keyphrase histogram (released beside the transitions).
+    let uni = rows[0].clone();
     let uni_total: f64 = uni.iter().sum();
-    const ALPHA: f64 = 1.0;
+    const ALPHA: f64 = 4.0;
     let mut out = Vec::with_capacity(count);
     let mut weights = vec![0f64; n];
     for _ in 0..count {
@@ -274,17 +274,21 @@ mod tests {
     }
 
     #[test]
-    fn transitions_follow_document_order_from_start() {
+    fn transitions_follow_document_order_beside_the_terms() {
         let index = CandidateIndex::new(&[5, 6, 7]);
         let terms = vec![7u32, 5, 6];
         let doc = KdeDoc { class: 0, terms: &terms };
         let h = class_sums(HistKind::Transitions, &[&doc], &index, 10);
         let n = 3;
-        let w = (DOC_WEIGHT / 3) as i64;
-        assert_eq!(h[2], w, "START → 7 (position 2)");
+        let (u, w) = ((DOC_WEIGHT / 4) as i64, (DOC_WEIGHT / 8) as i64);
+        assert_eq!(&h[..n], &[u, u, u], "row 0: each term, ¾ of the weight over three");
         assert_eq!(h[(2 + 1) * n], w, "7 → 5");
         assert_eq!(h[(0 + 1) * n + 1], w, "5 → 6");
-        assert_eq!(h.iter().filter(|&&v| v != 0).count(), 3);
+        assert_eq!(h.iter().filter(|&&v| v != 0).count(), 5);
+        let one = vec![6u32];
+        let h = class_sums(HistKind::Transitions, &[&KdeDoc { class: 0, terms: &one }], &index, 10);
+        assert_eq!(h[1], DOC_WEIGHT as i64, "one term: all its weight on row 0");
+        assert_eq!(h.iter().filter(|&&v| v != 0).count(), 1);
     }
 
     /// Empirical privacy check on neighbouring corpora: D has no document, D′ one document
@@ -375,7 +379,7 @@ mod tests {
         // Unigram: term 1 has all the mass.
         let seqs = sample_unigram(&[0, 50 * g, 0], 10.0, None, 5, 20, &mut rng);
         assert!(seqs.iter().flatten().all(|&w| w == 1));
-        // Markov over 3 terms: START → 2 → 0 → 1 deterministic (large counts).
+        // Markov over 3 terms: row 0 (only 2) → 0 → 1 deterministic (large counts).
         let n = 3;
         let mut t = vec![0i64; (n + 1) * n];
         t[2] = 50 * g;
