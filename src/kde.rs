@@ -849,6 +849,15 @@ pub(crate) mod tests {
         Features::synthetic_unit_vectors(n, dim, seed)
     }
 
+    /// Terms 0..n with synthetic unit vectors of dimension `dim` (seed 1).
+    fn embeddings_of(n: usize, dim: usize) -> TermEmbeddings {
+        let mut emb = TermEmbeddings::new(dim);
+        for (i, v) in unit_vectors(n, dim, 1).iter().enumerate() {
+            emb.insert(i as TermId, v).unwrap();
+        }
+        emb
+    }
+
     #[test]
     fn noiseless_scores_match_the_exact_gaussian_kde() {
         // 40 documents of 3 keyphrases over 30 terms in 8 dimensions; I = 16384 features.
@@ -908,11 +917,7 @@ pub(crate) mod tests {
 
     #[test]
     fn noise_scale_and_spends_follow_the_privacy_map() {
-        let dim = 4;
-        let mut emb = TermEmbeddings::new(dim);
-        for (i, v) in unit_vectors(5, dim, 1).iter().enumerate() {
-            emb.insert(i as TermId, v).unwrap();
-        }
+        let emb = embeddings_of(5, 4);
         let a = vec![0, 1, 2];
         let b = vec![3, 4];
         let docs = [KdeDoc { class: 0, terms: &a }, KdeDoc { class: 1, terms: &b }];
@@ -939,11 +944,7 @@ pub(crate) mod tests {
     fn releases_of_an_earlier_linear_kernel_are_refused() {
         // A release file written before the `kernel` field: an iterative-linear one was built
         // with other block scales and is refused; the other samplers' kernel is unchanged.
-        let dim = 4;
-        let mut emb = TermEmbeddings::new(dim);
-        for (i, v) in unit_vectors(3, dim, 1).iter().enumerate() {
-            emb.insert(i as TermId, v).unwrap();
-        }
+        let emb = embeddings_of(3, 4);
         let t = vec![0, 1, 2];
         let docs = [KdeDoc { class: 0, terms: &t }];
         let mut rng = SecureRng::seeded_for_tests(2);

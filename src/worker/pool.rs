@@ -180,21 +180,9 @@ impl Pool {
     /// Hands `texts` to an idle helper; returns the batch's sequence number, or None if no
     /// helper is idle (or posting failed, which kills that helper).
     pub fn send(&mut self, texts: &[&str]) -> Option<u64> {
-        let k = self.slots.iter().position(|s| s.state == SlotState::Idle)?;
+        self.slots.iter().position(|s| s.state == SlotState::Idle)?;
         let json = serde_json::to_string(texts).ok()?;
-        self.next_seq += 1;
-        let seq = self.next_seq;
-        let msg = js_sys::Array::of3(&EMBED.into(), &JsValue::from_f64(seq as f64), &json.into());
-        match self.slots[k].worker.post_message(&msg) {
-            Ok(()) => {
-                self.slots[k].state = SlotState::Busy(seq);
-                Some(seq)
-            }
-            Err(_) => {
-                self.kill(k);
-                None
-            }
-        }
+        self.send_request(&js_sys::Array::of3(&EMBED.into(), &JsValue::NULL, &json.into()))
     }
 
     /// Hands a request (a JS array whose first element is a helper kind, second element

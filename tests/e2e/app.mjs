@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, startLlmServer } from './harness.mjs';
+import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, startLlmServer, CANARY, cardioPulmonaryRows } from './harness.mjs';
 
 const dist = path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
@@ -16,17 +16,7 @@ fs.mkdirSync(SHOTS, { recursive: true });
 
 // A small labelled corpus. Every document carries a fake patient name (a canary that is in no
 // vocabulary) and a unique five-word span; neither may appear in any output.
-const CANARY = 'Zorbelina Quathmore';
-const cardio = ['Heart Failure', 'Hypertension', 'Chest Pain', 'Atrial Fibrillation', 'Tachycardia', 'Angina Pectoris', 'Edema'];
-const pulmo = ['Asthma', 'Cough', 'Pneumonia', 'Dyspnea', 'Bronchitis', 'Emphysema', 'Fever'];
-const rows = [['id', 'label', 'text']];
-for (let i = 0; i < 40; i++) {
-  const terms = i % 2 ? pulmo : cardio;
-  const pick = [0, 1, 2, 3].map((k) => terms[(i + k * 3) % terms.length]);
-  const text = `Patient ${CANARY} record ${i} seen today, unique span kappa${i} lambda${i} mu${i} nu${i} xi${i}. ` +
-    `History of ${pick[0].toLowerCase()} and ${pick[1].toLowerCase()}; now ${pick[2]} with ${pick[3]}.`;
-  rows.push([String(i), i % 2 ? 'pulmonary' : 'cardiology', `"${text}"`]);
-}
+const rows = cardioPulmonaryRows(40);
 // One document with a rare label the curator does not declare: it is left out, and its label
 // must appear in no output (a new label adding a class would reveal the document).
 const RARE = 'Zebra-Clinic-17';

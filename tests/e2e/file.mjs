@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, SHOTS, launch, runTests, assert, startLlmServer } from './harness.mjs';
+import { ROOT, SHOTS, launch, runTests, assert, startLlmServer, CANARY, cardioPulmonaryRows } from './harness.mjs';
 
 const built = process.env.DPKPS_SINGLE_FILE ?? path.join(ROOT, 'dist', 'dpkps.html');
 assert(fs.existsSync(built), `${built} is missing: run \`trunk build --release\` first (its post_build hook writes it)`);
@@ -22,18 +22,8 @@ const file = path.join(tmp, 'dpkps.html');
 fs.copyFileSync(built, file);
 const fileUrl = pathToFileURL(file).href;
 
-// The corpus of app.mjs, smaller: a canary name and a unique 5-word span per document.
-const CANARY = 'Zorbelina Quathmore';
-const cardio = ['Heart Failure', 'Hypertension', 'Chest Pain', 'Atrial Fibrillation', 'Tachycardia', 'Angina Pectoris', 'Edema'];
-const pulmo = ['Asthma', 'Cough', 'Pneumonia', 'Dyspnea', 'Bronchitis', 'Emphysema', 'Fever'];
-const rows = [['id', 'label', 'text']];
-for (let i = 0; i < 40; i++) {
-  const terms = i % 2 ? pulmo : cardio;
-  const pick = [0, 1, 2, 3].map((k) => terms[(i + k * 3) % terms.length]);
-  const text = `Patient ${CANARY} record ${i} seen today, unique span kappa${i} lambda${i} mu${i} nu${i} xi${i}. ` +
-    `History of ${pick[0].toLowerCase()} and ${pick[1].toLowerCase()}; now ${pick[2]} with ${pick[3]}.`;
-  rows.push([String(i), i % 2 ? 'pulmonary' : 'cardiology', `"${text}"`]);
-}
+// The corpus of app.mjs (harness.mjs): a canary name and a unique 5-word span per document.
+const rows = cardioPulmonaryRows(40);
 const csvText = rows.map((r) => r.join(',')).join('\n') + '\n';
 const corpusPath = path.join(tmp, 'notes.csv');
 fs.writeFileSync(corpusPath, csvText);

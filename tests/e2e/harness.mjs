@@ -102,6 +102,28 @@ export async function runTests(tests) {
 
 export function assert(cond, msg) { if (!cond) throw new Error(msg); }
 
+/** The fake patient name in every test document: in no vocabulary, and in no output. */
+export const CANARY = 'Zorbelina Quathmore';
+
+/**
+ * A small labelled corpus, `[['id', 'label', 'text'], ...]` with `n` documents alternating
+ * cardiology / pulmonary: each carries the canary name and a unique five-word span
+ * (`kappaI lambdaI muI nuI xiI`), neither of which may appear in any output.
+ */
+export function cardioPulmonaryRows(n) {
+  const cardio = ['Heart Failure', 'Hypertension', 'Chest Pain', 'Atrial Fibrillation', 'Tachycardia', 'Angina Pectoris', 'Edema'];
+  const pulmo = ['Asthma', 'Cough', 'Pneumonia', 'Dyspnea', 'Bronchitis', 'Emphysema', 'Fever'];
+  const rows = [['id', 'label', 'text']];
+  for (let i = 0; i < n; i++) {
+    const terms = i % 2 ? pulmo : cardio;
+    const pick = [0, 1, 2, 3].map((k) => terms[(i + k * 3) % terms.length]);
+    const text = `Patient ${CANARY} record ${i} seen today, unique span kappa${i} lambda${i} mu${i} nu${i} xi${i}. ` +
+      `History of ${pick[0].toLowerCase()} and ${pick[1].toLowerCase()}; now ${pick[2]} with ${pick[3]}.`;
+    rows.push([String(i), i % 2 ? 'pulmonary' : 'cardiology', `"${text}"`]);
+  }
+  return rows;
+}
+
 /**
  * Starts the local OpenAI-compatible test server (built by `cargo test` as
  * target/debug/dpkps-llm-test-server); resolves to { url, origin, control, requests, close }.
