@@ -261,7 +261,7 @@ mod tests {
     fn a_document_adds_at_most_one_unit_whatever_its_terms() {
         let index = CandidateIndex::new(&[10, 11, 12, 13]);
         for kind in [HistKind::Unigram, HistKind::Transitions] {
-            for terms in [vec![10u32], vec![10, 11, 12], vec![13, 99, 12, 12, 10, 11], vec![99, 98], vec![]] {
+            for terms in [vec![10u32], vec![10, 11], vec![10, 11, 12], vec![13, 99, 12, 12, 10, 11], vec![99, 98], vec![]] {
                 let doc = KdeDoc { class: 0, terms: &terms };
                 let h = class_sums(kind, &[&doc], &index, 10);
                 let l1: i64 = h.iter().map(|v| v.abs()).sum();
@@ -269,6 +269,22 @@ mod tests {
                 assert!(h.iter().all(|&v| v >= 0));
                 let with: Vec<usize> = index.doc_terms(&terms, 10);
                 assert_eq!(l1 == 0, with.is_empty(), "only documents without Ṽ-terms add nothing");
+            }
+        }
+        // Every number of distinct terms up to the longest document (64 kept terms): the
+        // rounding of ¾ and ¼ must never push a document's total change above one unit.
+        let ids: Vec<TermId> = (0..64).collect();
+        let index = CandidateIndex::new(&ids);
+        for kind in [HistKind::Unigram, HistKind::Transitions] {
+            for k in 1..=64usize {
+                let terms = &ids[..k];
+                let h = class_sums(kind, &[&KdeDoc { class: 0, terms }], &index, 64);
+                assert!(h.iter().all(|&v| v >= 0), "{kind:?} k = {k}");
+                let l1: u64 = h.iter().map(|&v| v as u64).sum();
+                assert!(l1 <= DOC_WEIGHT, "{kind:?} k = {k}: {l1} > {DOC_WEIGHT}");
+                let touched = h.iter().filter(|&&v| v != 0).count();
+                let expected = if kind == HistKind::Transitions { 2 * k - 1 } else { k };
+                assert_eq!(touched, expected, "{kind:?} k = {k}: every term (and transition) gets weight");
             }
         }
     }
@@ -318,7 +334,8 @@ mod tests {
         let mut freq = |docs: &[KdeDoc<'_>]| {
             crate::dp::testing::frequencies(TRIALS, || {
                 let (set, _) = build(docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
-                // Unigram: entry of term 3 (position 0); transitions: START → 3 (also index 0).
+                // Index 0 is term 3's entry in both: the histogram's, and row 0 (the keyphrase
+                // row) of the markov histogram, which a one-term document gives all its weight.
                 bucket(set.classes[0].sums[0][0])
             })
         };
@@ -337,6 +354,79 @@ mod tests {
             assert!(bad > eps, "{sampler:?}: an under-noised release went undetected (loss {bad})");
             println!("{sampler:?}: estimated loss {loss:.3}, under-noised {bad:.3} (ε = {eps})");
         }
+    }
+
+    /// The event the k = 2 checks count: all three entries a two-term document [3, 4] touches in
+    /// the markov histogram (row 0's 3 and 4, and the transition 3 → 4) are at least half a
+    /// document. With the ¾/¼ split the document adds 3/8, 3/8 and ¼ of a unit, so this event is
+    /// exactly as likely as the three shifts allow: its true loss is ε, the tight case.
+    fn k2_event(s: &[i64]) -> (bool, bool, bool) {
+        let a = (DOC_WEIGHT / 2) as i64;
+        (s[0] >= a, s[1] >= a, s[(0 + 1) * 2 + 1] >= a)
+    }
+
+    /// Empirical check of the markov split (row 0 ¾, transitions ¼) with the real `build`, on
+    /// neighbouring corpora: D empty, D′ one document with two Ṽ-terms. Outcome: `k2_event`.
+    fn k2_markov_loss(eps_used: f64, seed: u64) -> f64 {
+        use crate::classes::ClassSet;
+        use crate::kde::{build, KdeParams};
+        const TRIALS: usize = 100_000;
+        let emb = TermEmbeddings::new(4);
+        let cands = [3u32, 4];
+        let two = vec![3u32, 4];
+        let classes = ClassSet::unlabelled();
+        let params = KdeParams {
+            epsilon: eps_used,
+            sampler: crate::kde::Sampler::Markov,
+            len: 2,
+            features: 1,
+            terms_per_doc: 4,
+            bandwidth: 1.0,
+            smoothing: 0.0,
+        };
+        let mut rng = SecureRng::seeded_for_tests(seed);
+        let mut freq = |docs: &[KdeDoc<'_>]| {
+            crate::dp::testing::frequencies(TRIALS, || {
+                let (set, _) = build(docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
+                k2_event(&set.classes[0].sums[0])
+            })
+        };
+        let f0 = freq(&[]);
+        let f1 = freq(&[KdeDoc { class: 0, terms: &two }]);
+        crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
+    }
+
+    /// A two-term document is where the markov split is tight (3/8 + 3/8 + ¼ = 1): the real
+    /// release stays within ε, and a release made with 2ε is caught. A split of ¾ + ½ (true loss
+    /// 1.25ε: the exact sums with the transition doubled, noised as `build` does) is caught too,
+    /// so the event sees the transition's share, not only row 0.
+    #[test]
+    fn a_two_term_document_stays_within_epsilon_under_the_markov_split() {
+        use crate::dp::sampler::{discrete_laplace, Ratio};
+        let eps = 1.0;
+        let loss = k2_markov_loss(eps, 61);
+        assert!(loss <= eps, "estimated privacy loss {loss} exceeds ε = {eps}");
+        let bad = k2_markov_loss(2.0 * eps, 62);
+        assert!(bad > eps, "an under-noised release went undetected (loss {bad})");
+
+        const TRIALS: usize = 200_000;
+        let index = CandidateIndex::new(&[3, 4]);
+        let two = vec![3u32, 4];
+        let doc = KdeDoc { class: 0, terms: &two };
+        let scale = Ratio::int_over_f64(DOC_WEIGHT, eps).unwrap();
+        let mut rng = SecureRng::seeded_for_tests(63);
+        let mut f = |docs: &[&KdeDoc<'_>]| {
+            let mut exact = class_sums(HistKind::Transitions, docs, &index, 10);
+            exact[(0 + 1) * 2 + 1] *= 2;
+            crate::dp::testing::frequencies(TRIALS, || {
+                let noisy: Vec<i64> = exact.iter().map(|&v| v + discrete_laplace(&mut rng, scale)).collect();
+                k2_event(&noisy)
+            })
+        };
+        let (f0, f1) = (f(&[]), f(&[&doc]));
+        let split = crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS);
+        assert!(split > eps, "a transition share of ½ went undetected (loss {split})");
+        println!("k = 2 markov: estimated loss {loss:.3}, under-noised {bad:.3}, ¾ + ½ split {split:.3} (ε = {eps})");
     }
 
     /// The same check for a document with three Ṽ-terms, on the sum of its three entries: the

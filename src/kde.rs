@@ -81,8 +81,9 @@
 //! noise-only release, not an error (an error would tell the two cases apart).
 //!
 //! # The histogram samplers
-//! [`Sampler::Histogram`] and [`Sampler::Markov`] release noisy keyphrase (transition)
-//! histograms over Ṽ instead of random-feature sums; their privacy map is in [`crate::hist`].
+//! [`Sampler::Histogram`] and [`Sampler::Markov`] release noisy keyphrase histograms over Ṽ
+//! (Markov: a keyphrase row plus transitions) instead of random-feature sums; their privacy
+//! map is in [`crate::hist`].
 //! They share this module's entry point, artefact and ledger entries so that every caller
 //! (CLI, app, evaluation) treats all five samplers alike.
 
@@ -129,7 +130,8 @@ pub enum Sampler {
     /// A noisy histogram of the documents' keyphrases over Ṽ (L1 sensitivity 1, `crate::hist`);
     /// L i.i.d. draws.
     Histogram,
-    /// A noisy histogram of keyphrase transitions over Ṽ (`crate::hist`); Markov chains.
+    /// A noisy histogram over Ṽ of the keyphrases (row 0) and their transitions (`crate::hist`);
+    /// Markov chains.
     Markov,
 }
 
@@ -171,7 +173,7 @@ impl Sampler {
     pub fn describe(self) -> &'static str {
         match self {
             Sampler::Histogram => "each class's keyphrase frequencies over Ṽ, with little noise (sensitivity 1); keyphrases drawn independently",
-            Sampler::Markov => "which keyphrase follows which in each class (noisy transition counts over Ṽ); sequences drawn as Markov chains",
+            Sampler::Markov => "each class's keyphrase frequencies and which keyphrase follows which (one noisy histogram over Ṽ: a keyphrase row and transition counts); sequences drawn as Markov chains",
             Sampler::Independent => "the paper's DP-KDE over single keyphrases (random Fourier features, sensitivity √2·I); drawn independently",
             Sampler::IterativeLinear => "DP-KDEs over keyphrase prefixes, one per length (ε split L ways): the paper's, with the scored keyphrase compared sharply and its prefix loosely",
             Sampler::IterativeLog => "the paper's DP-KDEs over keyphrase prefixes, one per power-of-two length (ε split ⌈log₂L⌉+1 ways)",
@@ -707,7 +709,7 @@ fn release(
     let grid = (1u64 << GRID_BITS) as f64;
     let (mechanism, sensitivity) = match hist {
         Some(_) => (
-            format!("discrete Laplace on the fixed-point {} histogram over Ṽ", if params.sampler == Sampler::Markov { "transition" } else { "keyphrase" }),
+            format!("discrete Laplace on the fixed-point {} histogram over Ṽ", if params.sampler == Sampler::Markov { "keyphrase-row + transition" } else { "keyphrase" }),
             format!("G·2^-{GRID_BITS} = 1 (a document's total weight)"),
         ),
         None => (
