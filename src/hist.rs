@@ -313,35 +313,38 @@ mod tests {
     /// below with 4-sd confidence intervals. The mechanism must stay within ε; a release made
     /// with twice the ε (what a sensitivity of ½ would give) must be caught.
     fn estimated_loss(kind_sampler: crate::kde::Sampler, eps_used: f64, seed: u64) -> f64 {
+        let bucket = |v: i64| (v as f64 / (DOC_WEIGHT as f64 / 2.0)).floor().clamp(-8.0, 8.0) as i64;
+        // Index 0 is term 3's entry in both: the histogram's, and row 0 (the keyphrase row) of
+        // the markov histogram, which a one-term document gives all its weight.
+        loss_between_empty_and(&[3], kind_sampler, eps_used, seed, 30_000, |s| bucket(s[0]))
+    }
+
+    /// The empirical loss between D = ∅ and D′ = one document with `terms`, over `trials` real
+    /// releases (`build`, Ṽ = [3, 4], one class) each reduced to `event` of its sums.
+    fn loss_between_empty_and<K: Eq + std::hash::Hash>(
+        terms: &[TermId],
+        sampler: crate::kde::Sampler,
+        eps_used: f64,
+        seed: u64,
+        trials: usize,
+        event: impl Fn(&[i64]) -> K,
+    ) -> f64 {
         use crate::classes::ClassSet;
         use crate::kde::{build, KdeParams};
-        const TRIALS: usize = 30_000;
         let emb = TermEmbeddings::new(4);
         let cands = [3u32, 4];
-        let one = vec![3u32];
         let classes = ClassSet::unlabelled();
-        let params = KdeParams {
-            epsilon: eps_used,
-            sampler: kind_sampler,
-            len: 2,
-            features: 1,
-            terms_per_doc: 4,
-            bandwidth: 1.0,
-            smoothing: 0.0,
-        };
+        let params = KdeParams { epsilon: eps_used, sampler, len: 2, features: 1, terms_per_doc: 4, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(seed);
-        let bucket = |v: i64| (v as f64 / (DOC_WEIGHT as f64 / 2.0)).floor().clamp(-8.0, 8.0) as i64;
         let mut freq = |docs: &[KdeDoc<'_>]| {
-            crate::dp::testing::frequencies(TRIALS, || {
+            crate::dp::testing::frequencies(trials, || {
                 let (set, _) = build(docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
-                // Index 0 is term 3's entry in both: the histogram's, and row 0 (the keyphrase
-                // row) of the markov histogram, which a one-term document gives all its weight.
-                bucket(set.classes[0].sums[0][0])
+                event(&set.classes[0].sums[0])
             })
         };
         let f0 = freq(&[]);
-        let f1 = freq(&[KdeDoc { class: 0, terms: &one }]);
-        crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
+        let f1 = freq(&[KdeDoc { class: 0, terms }]);
+        crate::dp::testing::max_log_ratio(&f0, &f1, trials)
     }
 
     #[test]
@@ -368,32 +371,7 @@ mod tests {
     /// Empirical check of the markov split (row 0 ¾, transitions ¼) with the real `build`, on
     /// neighbouring corpora: D empty, D′ one document with two Ṽ-terms. Outcome: `k2_event`.
     fn k2_markov_loss(eps_used: f64, seed: u64) -> f64 {
-        use crate::classes::ClassSet;
-        use crate::kde::{build, KdeParams};
-        const TRIALS: usize = 100_000;
-        let emb = TermEmbeddings::new(4);
-        let cands = [3u32, 4];
-        let two = vec![3u32, 4];
-        let classes = ClassSet::unlabelled();
-        let params = KdeParams {
-            epsilon: eps_used,
-            sampler: crate::kde::Sampler::Markov,
-            len: 2,
-            features: 1,
-            terms_per_doc: 4,
-            bandwidth: 1.0,
-            smoothing: 0.0,
-        };
-        let mut rng = SecureRng::seeded_for_tests(seed);
-        let mut freq = |docs: &[KdeDoc<'_>]| {
-            crate::dp::testing::frequencies(TRIALS, || {
-                let (set, _) = build(docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
-                k2_event(&set.classes[0].sums[0])
-            })
-        };
-        let f0 = freq(&[]);
-        let f1 = freq(&[KdeDoc { class: 0, terms: &two }]);
-        crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
+        loss_between_empty_and(&[3, 4], crate::kde::Sampler::Markov, eps_used, seed, 100_000, k2_event)
     }
 
     /// A two-term document is where the markov split is tight (3/8 + 3/8 + ¼ = 1): the real

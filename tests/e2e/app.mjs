@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, startLlmServer, CANARY, cardioPulmonaryRows } from './harness.mjs';
+import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, startLlmServer, CANARY, cardioPulmonaryRows, sendReloadResume } from './harness.mjs';
 
 const dist = path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
@@ -308,15 +308,7 @@ await runTests([
     await llm.control({ faults: [], delay_ms: 400 });
     await page.fill('#llm-concurrency', '1');
     await page.check('#reviewed');
-    await page.click('#send');
-    await page.waitForFunction(() => Number(document.querySelector('#gen-progress')?.dataset.done) >= 4, null, { timeout: 60_000 });
-    await page.reload();
-    await page.waitForSelector('#resume', { timeout: 60_000 });
-    const saved = Number((await page.textContent('#resume')).match(/(\d+) of 12 documents are saved/)[1]);
-    assert(saved >= 4 && saved < 12, `saved before reload: ${saved}`);
-    await shot('8-resume');
-    await page.click('#resume-btn');
-    await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 120_000 });
+    await sendReloadResume(page, () => shot('8-resume'));
     const corpus = (await download('#dl-corpus-jsonl')).trim().split('\n');
     assert(corpus.length === 12, `12 documents after resume, got ${corpus.length}`);
     const reqs = await llm.requests();

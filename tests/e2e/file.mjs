@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, SHOTS, launch, runTests, assert, startLlmServer, CANARY, cardioPulmonaryRows } from './harness.mjs';
+import { ROOT, SHOTS, launch, runTests, assert, startLlmServer, CANARY, cardioPulmonaryRows, sendReloadResume } from './harness.mjs';
 
 const built = process.env.DPKPS_SINGLE_FILE ?? path.join(ROOT, 'dist', 'dpkps.html');
 assert(fs.existsSync(built), `${built} is missing: run \`trunk build --release\` first (its post_build hook writes it)`);
@@ -191,15 +191,7 @@ await runTests([
     await page.fill('#llm-concurrency', '1');
     await page.check('#reviewed');
     await shot('3-review');
-    await page.click('#send');
-    await page.waitForFunction(() => Number(document.querySelector('#gen-progress')?.dataset.done) >= 4, null, { timeout: 60_000 });
-    await page.reload();
-    await page.waitForSelector('#resume', { timeout: 60_000 });
-    const saved = Number((await page.textContent('#resume')).match(/(\d+) of 12 documents are saved/)[1]);
-    assert(saved >= 4 && saved < 12, `saved before reload: ${saved}`);
-    await shot('4-resume');
-    await page.click('#resume-btn');
-    await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 120_000 });
+    await sendReloadResume(page, () => shot('4-resume'));
     await shot('5-generated');
     const corpus = (await download('#dl-corpus-jsonl')).trim().split('\n').map((l) => JSON.parse(l));
     assert(corpus.length === 12, `12 documents after resume, got ${corpus.length}`);

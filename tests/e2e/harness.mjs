@@ -102,6 +102,23 @@ export async function runTests(tests) {
 
 export function assert(cond, msg) { if (!cond) throw new Error(msg); }
 
+/**
+ * Sends the reviewed job of 12 documents, reloads the page once at least 4 are saved, checks
+ * that the page offers to resume with some but not all saved, calls `shot()` there, resumes,
+ * and waits until all 12 are done.
+ */
+export async function sendReloadResume(page, shot) {
+  await page.click('#send');
+  await page.waitForFunction(() => Number(document.querySelector('#gen-progress')?.dataset.done) >= 4, null, { timeout: 60_000 });
+  await page.reload();
+  await page.waitForSelector('#resume', { timeout: 60_000 });
+  const saved = Number((await page.textContent('#resume')).match(/(\d+) of 12 documents are saved/)[1]);
+  assert(saved >= 4 && saved < 12, `saved before reload: ${saved}`);
+  await shot();
+  await page.click('#resume-btn');
+  await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 120_000 });
+}
+
 /** The fake patient name in every test document: in no vocabulary, and in no output. */
 export const CANARY = 'Zorbelina Quathmore';
 
