@@ -2,6 +2,9 @@
 # Runs every test: native unit and integration tests, the core's tests compiled to wasm32 in
 # headless Chromium, and end-to-end browser tests of the built app. Installs what is missing.
 set -euo pipefail
+# Nothing here reads the terminal; cargo's target probe (`rustc -`) reads stdin, so a stdin
+# that carries stray text (a pipe another process wrote to) would break the wasm32 build.
+exec </dev/null
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$DPKPS_ROOT"
 t0=$SECONDS
