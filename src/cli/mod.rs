@@ -239,7 +239,8 @@ pub(crate) struct KdeArgs {
     /// ε for the DP-KDEs (each class gets it: classes are disjoint).
     #[arg(long)]
     eps_kde: f64,
-    /// Sampler: histogram, markov (noisy keyphrase / transition histograms over Ṽ), or the
+    /// Sampler: histogram (a noisy keyphrase histogram over Ṽ), markov (a noisy keyphrase row
+    /// plus transition histograms over Ṽ: chains start from the row and back off to it), or the
     /// paper's DP-KDEs: independent, iterative-linear, iterative-log. The default kept the most
     /// utility under DP on MTSamples (README, "evaluate"); check yours with `dpkps evaluate`.
     #[arg(long, default_value = crate::kde::KdeParams::DEFAULT_SAMPLER.name())]
