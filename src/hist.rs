@@ -15,6 +15,8 @@
 //!   transitions out of candidate p: t₁→t₂, t₂→t₃, …, sharing the other ¼. Sequences are
 //!   Markov chains: t₁ from row 0, then t_{k+1} from t_k's row interpolated with row 0.
 //!   It keeps which keyphrases follow which, what the iterative KDE samplers aim for.
+//!   Until d8ac1f6 row 0 was a START row of first transitions; files saved then carry no
+//!   marker of it, so a markov release below `kde::KERNEL` 2 is refused as outdated.
 //!
 //! # The mechanism and its privacy map
 //! Neighbouring relation: add or remove one document (labels from the fixed public class set,

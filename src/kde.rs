@@ -505,18 +505,32 @@ pub struct DpKdeSet {
     /// empty for the DP-KDE samplers (their sums do not depend on the candidates).
     #[serde(default)]
     pub candidates: Vec<TermId>,
-    /// The random-feature kernel the sums were built with ([`KERNEL`]); 0 in releases written
-    /// before the field existed.
+    /// The version of the sums' meaning ([`KERNEL`]): the random-feature kernel they were built
+    /// with, and the markov histogram's layout; 0 in releases written before the field existed.
     #[serde(default)]
     pub kernel: u32,
 }
 
-/// The version of the block scales ([`Ensemble::scales`]) a release is built with. 1: the
-/// iterative-linear kernel with λ on the prefix. 0 (releases without the field): the paper's
-/// 1/√ℓ for every block, which the independent and logarithmic samplers still use; an
-/// iterative-linear release of kernel 0 is refused ([`DpKdeSet::check`]) rather than scored
-/// with scales that do not match its sums.
-pub const KERNEL: u32 = 1;
+/// The version of what a release's sums mean, so that a file saved by an earlier version is
+/// refused ([`DpKdeSet::check`]) rather than read with a meaning it was not built with:
+/// - 0 (releases without the field): the paper's block scales ([`Ensemble::scales`]), 1/√ℓ
+///   for every block, which the independent and logarithmic samplers still use;
+/// - 1: the iterative-linear kernel with λ on the prefix (an iterative-linear release below 1
+///   is refused);
+/// - 2: the markov histogram's row 0 is the class's keyphrase histogram (`crate::hist`, since
+///   d8ac1f6); before, it was a START row of first transitions. Markov releases below 2 are
+///   refused: those of version 1 were saved both before and after that change, so the number
+///   cannot tell them apart. The histogram and DP-KDE samplers read every version as before.
+pub const KERNEL: u32 = 2;
+
+/// The first [`KERNEL`] whose releases of `sampler` mean what this version reads.
+fn first_kernel_read(sampler: Sampler) -> u32 {
+    match sampler {
+        Sampler::IterativeLinear => 1,
+        Sampler::Markov => 2,
+        Sampler::Histogram | Sampler::Independent | Sampler::IterativeLog => 0,
+    }
+}
 
 impl DpKdeSet {
     pub fn features(&self) -> Result<Features, KdeError> {
@@ -537,8 +551,11 @@ impl DpKdeSet {
         if !ok || self.classes.is_empty() || self.dim == 0 {
             return Err(KdeError::BadArtefact("sums"));
         }
-        if self.kernel > KERNEL || (self.kernel < 1 && self.params.sampler == Sampler::IterativeLinear) {
-            return Err(KdeError::BadArtefact("an iterative-linear release built with an earlier kernel: build it again"));
+        if self.kernel > KERNEL {
+            return Err(KdeError::TooNew(self.kernel));
+        }
+        if self.kernel < first_kernel_read(self.params.sampler) {
+            return Err(KdeError::Outdated(self.params.sampler.name()));
         }
         Ok(())
     }
@@ -565,6 +582,11 @@ pub enum KdeError {
     TooLarge { cells: usize, max: usize },
     #[error("the DP-KDE file is damaged or from another version ({0})")]
     BadArtefact(&'static str),
+    /// A release whose sums this version would read with another meaning ([`KERNEL`]).
+    #[error("this {0} release was saved by an earlier version of dpkps, whose {0} sampler built it differently; this version would misread it: build the release again")]
+    Outdated(&'static str),
+    #[error("this release was saved by a later version of dpkps (release version {0}; this one reads up to {KERNEL}): use that version to sample from it")]
+    TooNew(u32),
 }
 
 /// One document as the KDE sees it: its class (index in the [`ClassSet`]) and its keyphrases
@@ -961,6 +983,47 @@ pub(crate) mod tests {
             assert_eq!(old.kernel, 0);
             assert_eq!(old.check().is_err(), sampler == Sampler::IterativeLinear, "{sampler:?}");
             assert!(DpKdeSet { kernel: KERNEL + 1, ..set }.check().is_err(), "{sampler:?}: a later kernel");
+        }
+    }
+
+    #[test]
+    fn markov_releases_from_before_its_keyphrase_row_are_refused() {
+        // Before d8ac1f6 a markov release's row 0 was a START row, and its files carry only the
+        // `kernel` field (absent, or 1 both before and after the change): they are refused with
+        // words that say so, a new one round-trips and samples, and the histogram sampler's
+        // old files load as before.
+        let emb = embeddings_of(3, 4);
+        let t = vec![0, 1, 2];
+        let docs = [KdeDoc { class: 0, terms: &t }];
+        let cands = crate::sample::Candidates::without_vectors(&t, 4);
+        let mut rng = SecureRng::seeded_for_tests(5);
+        for sampler in [Sampler::Markov, Sampler::Histogram] {
+            let params = KdeParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+            let (set, _) = build(&docs, &ClassSet::unlabelled(), &emb, &t, &params, &mut rng).unwrap();
+            assert_eq!(set.kernel, KERNEL);
+            let back: DpKdeSet = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
+            assert_eq!(back, set);
+            back.check().unwrap();
+            assert_eq!(crate::sample::sample(&back, &cands, 2, &mut rng).unwrap().len(), 2, "{sampler:?}");
+            for old_kernel in [None, Some(1)] {
+                let mut json = serde_json::to_value(&set).unwrap();
+                let obj = json.as_object_mut().unwrap();
+                match old_kernel {
+                    None => obj.remove("kernel"),
+                    Some(k) => obj.insert("kernel".into(), k.into()),
+                };
+                let old: DpKdeSet = serde_json::from_value(json).unwrap();
+                match sampler {
+                    Sampler::Markov => {
+                        let e = old.check().unwrap_err();
+                        assert!(matches!(e, KdeError::Outdated("markov")), "{old_kernel:?}: {e}");
+                        assert!(e.to_string().contains("earlier version"), "{e}");
+                        assert!(crate::sample::sample(&old, &cands, 2, &mut rng).is_err(), "sampling must refuse it too");
+                    }
+                    _ => old.check().unwrap(),
+                }
+            }
+            assert!(matches!(DpKdeSet { kernel: KERNEL + 1, ..set }.check(), Err(KdeError::TooNew(_))), "{sampler:?}");
         }
     }
 
