@@ -26,6 +26,7 @@ pub mod overlap;
 pub mod pipeline;
 pub mod sample;
 pub mod text;
+pub(crate) mod trig;
 pub mod vocab;
 
 pub mod preview;

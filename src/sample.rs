@@ -41,6 +41,7 @@ use crate::embed::TermEmbeddings;
 use crate::hist::{sample_markov, sample_unigram, HistKind, Smoother};
 use crate::kde::{DpKdeSet, Features, KdeError, Sampler};
 use crate::linalg::{gemm, MatRef};
+use crate::trig::{cos_fast, sin_fast};
 use crate::vocab::TermId;
 
 /// A sampled sequence: a class label and L keyphrases (ids of Ṽ's terms).
@@ -233,7 +234,13 @@ pub(crate) fn sample_iterative(
             if chosen.is_empty() {
                 continue;
             }
-            let (mut scores, mut floors) = split_nulls(&table.scores(features, r, s.prefix, &class.member_sums(member)), cands.len());
+            // Sequences with the same prefix so far have the same phases and scores: score each
+            // distinct prefix once (all of them at ℓ = 1, many at ℓ = 2), then copy the rows.
+            let (distinct, of) = distinct_prefixes(chosen);
+            let r_distinct: Vec<f32> = distinct.iter().flat_map(|&q| &r[q * i_count..][..i_count]).copied().collect();
+            let (scores_distinct, floors_distinct) = split_nulls(&table.scores(features, &r_distinct, s.prefix, &class.member_sums(member)), cands.len());
+            let mut scores: Vec<f32> = of.iter().flat_map(|&u| &scores_distinct[u * cands.len()..][..cands.len()]).copied().collect();
+            let mut floors: Vec<f32> = of.iter().map(|&u| floors_distinct[u]).collect();
             observe(c, len, chosen, &mut scores, &mut floors);
             for (q, picks) in chosen.iter_mut().enumerate() {
                 let w = draw(&scores[q * cands.len()..][..cands.len()], floors[q], rng);
@@ -245,6 +252,24 @@ pub(crate) fn sample_iterative(
         }
     }
     state.into_iter().map(|(_, chosen)| chosen).collect()
+}
+
+/// The first sequence of each distinct prefix (in order), and for every sequence the index of
+/// its prefix among those.
+fn distinct_prefixes(chosen: &[Vec<usize>]) -> (Vec<usize>, Vec<usize>) {
+    let mut index: std::collections::HashMap<&[usize], usize> = std::collections::HashMap::new();
+    let mut first = Vec::new();
+    let of = chosen
+        .iter()
+        .enumerate()
+        .map(|(q, p)| {
+            *index.entry(p.as_slice()).or_insert_with(|| {
+                first.push(q);
+                first.len() - 1
+            })
+        })
+        .collect();
+    (first, of)
 }
 
 /// The histogram samplers (`crate::hist`): the candidates must be the release's Ṽ, in order.
@@ -295,9 +320,8 @@ impl PhaseTable {
         for (row, p) in trig.chunks_exact_mut(2 * i_count).zip(proj.chunks_exact(i_count)) {
             let (c, ms) = row.split_at_mut(i_count);
             for ((c, ms), &p) in c.iter_mut().zip(ms.iter_mut()).zip(p) {
-                let (sin, cos) = (s * p).sin_cos();
-                *c = cos;
-                *ms = -sin;
+                *c = cos_fast(s * p);
+                *ms = -sin_fast(s * p);
             }
         }
         PhaseTable { proj, trig, n, i_count }
@@ -320,10 +344,9 @@ impl PhaseTable {
         for (row, a) in ab.chunks_exact_mut(2 * i_count).zip(phases) {
             let (ca, sa) = row.split_at_mut(i_count);
             for (((ca, sa), &a), &sum) in ca.iter_mut().zip(sa.iter_mut()).zip(a).zip(sums) {
-                let (sin, cos) = a.sin_cos();
                 let w = (k * sum) as f32;
-                *ca = w * cos;
-                *sa = w * sin;
+                *ca = w * cos_fast(a);
+                *sa = w * sin_fast(a);
             }
         }
         let mut scores = vec![0f32; phases.len() * self.n];
@@ -378,6 +401,16 @@ pub fn batched_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, c
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn distinct_prefixes_are_scored_once_and_mapped_back() {
+        let chosen = vec![vec![3, 1], vec![2], vec![3, 1], vec![], vec![2], vec![3, 2], vec![]];
+        let (first, of) = distinct_prefixes(&chosen);
+        assert_eq!(first, vec![0, 1, 3, 5]);
+        assert_eq!(of, vec![0, 1, 0, 2, 1, 3, 2]);
+        assert!(of.iter().enumerate().all(|(q, &u)| chosen[first[u]] == chosen[q]));
+        assert_eq!(distinct_prefixes(&vec![Vec::new(); 50]).0, vec![0]);
+    }
     use crate::kde::tests::unit_vectors;
     use crate::classes::ClassSet;
     use crate::kde::{build, build_with, KdeDoc, KdeParams, Noise};
