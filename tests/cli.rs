@@ -67,6 +67,38 @@ fn vocab_writes_a_dp_vocabulary_and_the_ledger_adds_up() {
 }
 
 #[test]
+fn concurrent_runs_on_one_ledger_lose_no_spend() {
+    // Two processes at a time on one ledger: each holds its lock from the read (budget check
+    // included) to the write, so neither overwrites the other's run.
+    let dir = tmpdir("concurrent");
+    let c = corpus(&dir);
+    let ledger = dir.join("ledger.json").display().to_string();
+    const RUNS: usize = 4;
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let (c, ledger, dir) = (c.clone(), ledger.clone(), dir.clone());
+            std::thread::spawn(move || {
+                for i in 0..RUNS {
+                    let out = dir.join(format!("vocab-{w}-{i}.json")).display().to_string();
+                    let o = dpkps(&[
+                        "vocab", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo",
+                        "--vocabulary", "medical", "--eps-voc", "0.5", "--top-n", "5", "--terms-per-doc", "3", "--out", &out,
+                        "--ledger", &ledger,
+                    ]);
+                    assert!(o.status.success(), "{}", stderr(&o));
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let o = dpkps(&["ledger", "--ledger", &ledger]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("{} run(s), total ε = {:.4}", 2 * RUNS, 0.5 * (2 * RUNS) as f64)), "{text}");
+}
+
+#[test]
 fn bad_parameters_and_inputs_exit_2_with_plain_words() {
     let dir = tmpdir("errors");
     let c = corpus(&dir);

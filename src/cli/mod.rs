@@ -6,6 +6,7 @@
 
 mod bench;
 mod evaluate;
+mod ledger_file;
 mod vectors;
 
 use std::fs::File;
@@ -25,6 +26,7 @@ use crate::pipeline::Release;
 use crate::sample::Candidates;
 use crate::dp::{DpError, SecureRng};
 use crate::ledger::{LedgerBook, LedgerError, Run};
+use ledger_file::LedgerFile;
 use crate::pipeline::{MatchedCorpus, MatchingSink};
 use crate::vocab::{Bundled, Matcher, PublicVocabulary, VocabError};
 
@@ -394,12 +396,14 @@ pub enum CliError {
     Input { path: String, message: String },
     #[error("could not write {path}: {source}")]
     Write { path: String, source: std::io::Error },
+    #[error("could not lock the privacy ledger {path} (through the file beside it with .lock added, so that two runs cannot lose each other's spend): {source}")]
+    LedgerLock { path: String, source: std::io::Error },
 }
 
 impl CliError {
     fn exit_code(&self) -> u8 {
         match self {
-            CliError::Write { .. } | CliError::Dp(DpError::Rng(_)) => 1,
+            CliError::Write { .. } | CliError::LedgerLock { .. } | CliError::Dp(DpError::Rng(_)) => 1,
             _ => 2,
         }
     }
@@ -468,10 +472,11 @@ fn run(command: Command) -> Result<(), CliError> {
             }
             let plan = Plan::new(&kde, ledger.clone())?;
             plan.params().check_release_size(pv.terms.len(), classes.len())?;
-            let (mc, mut book, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
+            let (mc, mut ledger, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
             let mut embedder = load_model(&model)?;
             let rel = kde_stage(&mc, &classes, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
-            plan.commit(&mut book, &mc, &run)?;
+            plan.commit(&mut ledger, &mc, &run)?;
+            drop(ledger); // every spend is recorded: other runs may go on
             write_sequences(&out, &rel, &public, embedder.as_mut(), plan.per_class, &mut rng)?;
             if let Some(path) = release {
                 write_json(&path, &rel)?;
@@ -501,16 +506,17 @@ fn run(command: Command) -> Result<(), CliError> {
             plan.params().check_release_size(params.top_n, classes.len())?;
             plan.extra_epsilon = params.epsilon;
             plan.min_keep = params.terms_per_doc;
-            let (mc, mut book, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
+            let (mc, mut ledger, mut rng, mut run) = start_run(&plan, &public, &corpus)?;
             let (pv, spends) = mc.dp_vocabulary(&public, &params, &classes, &mut rng)?;
             run.spends.extend(spends);
             // Every spend is on record before anything computed from it is written: a failure
             // in a later stage cannot leave ε_voc spent but unrecorded.
-            plan.commit(&mut book, &mc, &run)?;
+            plan.commit(&mut ledger, &mc, &run)?;
             write_json(&out_dir.join("vocabulary.json"), &pv)?;
             let mut embedder = load_model(&model)?;
             let rel = kde_stage(&mc, &classes, &public, pv, &plan, embedder.as_mut(), &mut run, &mut rng)?;
-            plan.commit(&mut book, &mc, &run)?;
+            plan.commit(&mut ledger, &mc, &run)?;
+            drop(ledger); // every spend is recorded: other runs may go on
             write_json(&out_dir.join("release.json"), &rel)?;
             write_json(&out_dir.join("run.json"), &run)?;
             write_sequences(&out_dir.join("sequences.jsonl"), &rel, &public, embedder.as_mut(), plan.per_class, &mut rng)?;
@@ -519,7 +525,7 @@ fn run(command: Command) -> Result<(), CliError> {
         }
         Command::Ledger { ledger, corpus, format, text_col, label_col } => {
             let path = ledger_path(&ledger);
-            let mut book = read_ledger(&path)?;
+            let mut book = ledger_file::read(&path)?;
             let fingerprints: Vec<String> = if corpus.is_empty() {
                 book.ledgers.keys().cloned().collect()
             } else {
@@ -564,26 +570,26 @@ fn vocab_stage(
     let mc = read_corpus(corpus, Some(&matcher), dp.terms_per_doc)?;
     print_stats(&mc);
 
-    let path = ledger_path(ledger);
-    let mut book = read_ledger(&path)?;
-    book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
-    let spent = book.ledger(&mc.fingerprint).total_epsilon();
+    // Locked from this read to the write below, the budget check included (`ledger_file`).
+    let mut file = LedgerFile::open(&ledger_path(ledger))?;
+    file.book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
+    let spent = file.book.ledger(&mc.fingerprint).total_epsilon();
     eprintln!(
         "privacy ledger {}: this corpus has spent ε = {spent:.4} before; this run spends ε_voc = {}, total after: {:.4}",
-        path.display(),
+        file.path().display(),
         params.epsilon,
         spent + params.epsilon
     );
-    ledger.check(&book, &mc, params.epsilon)?;
+    ledger.check(&file.book, &mc, params.epsilon)?;
 
     let mut rng = SecureRng::from_os()?;
     let (vocabulary, spends) = mc.dp_vocabulary(&public, &params, classes, &mut rng)?;
     let mut run = new_run(&mut rng);
     run.account = ledger.account.clone();
     run.spends.extend(spends);
-    book.record(&mc.fingerprint, run);
-    ledger.note(&mut book, &mc)?;
-    write_file(&path, book.to_json().as_bytes())?;
+    file.book.record(&mc.fingerprint, run);
+    ledger.note(&mut file.book, &mc)?;
+    file.save()?;
     Ok(vocabulary)
 }
 
@@ -661,40 +667,41 @@ impl Plan {
         }
     }
 
-    /// Reads the ledger, says what this run will add, refuses to exceed the budget.
-    fn open_ledger(&self, mc: &MatchedCorpus) -> Result<LedgerBook, CliError> {
-        let path = ledger_path(&self.ledger);
-        let mut book = read_ledger(&path)?;
+    /// Locks and reads the ledger, says what this run will add, refuses to exceed the budget.
+    /// The lock is held until the returned ledger is dropped, so the budget checked here is
+    /// still the one the run's writes ([`Plan::commit`]) add to (`ledger_file`).
+    fn open_ledger(&self, mc: &MatchedCorpus) -> Result<LedgerFile, CliError> {
+        let mut file = LedgerFile::open(&ledger_path(&self.ledger))?;
         // A ledger an older version keyed by the order-sensitive hash counts (and moves here on
         // the next write).
-        book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
-        let spent = book.ledger(&mc.fingerprint).total_epsilon();
+        file.book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
+        let spent = file.book.ledger(&mc.fingerprint).total_epsilon();
         let planned = self.eps_kde + self.extra_epsilon + self.eps_counts.unwrap_or(0.0);
         eprintln!(
             "privacy ledger {}: this corpus has spent ε = {spent:.4} before; this run spends ε = {planned}, total after: {:.4}",
-            path.display(),
+            file.path().display(),
             spent + planned
         );
-        self.ledger.check(&book, mc, planned)?;
-        Ok(book)
+        self.ledger.check(&file.book, mc, planned)?;
+        Ok(file)
     }
 
     /// Writes the run's spends so far to the ledger file (again after each stage: the run is
     /// updated in place, so it is counted once).
-    fn commit(&self, book: &mut LedgerBook, mc: &MatchedCorpus, run: &Run) -> Result<(), CliError> {
-        book.extend_run(&mc.fingerprint, run);
-        self.ledger.note(book, mc)?;
-        write_file(&ledger_path(&self.ledger), book.to_json().as_bytes())
+    fn commit(&self, file: &mut LedgerFile, mc: &MatchedCorpus, run: &Run) -> Result<(), CliError> {
+        file.book.extend_run(&mc.fingerprint, run);
+        self.ledger.note(&mut file.book, mc)?;
+        file.save()
     }
 }
 
-/// Reads and matches the corpus, opens its ledger (saying what the run will add, refusing to
-/// exceed the budget) and starts a run.
+/// Reads and matches the corpus, locks and opens its ledger (saying what the run will add,
+/// refusing to exceed the budget) and starts a run.
 fn start_run(
     plan: &Plan,
     public: &PublicVocabulary,
     corpus: &CorpusArgs,
-) -> Result<(MatchedCorpus, LedgerBook, SecureRng, Run), CliError> {
+) -> Result<(MatchedCorpus, LedgerFile, SecureRng, Run), CliError> {
     let matcher = Matcher::new(public)?;
     let mc = read_corpus(corpus, Some(&matcher), plan.keep())?;
     print_stats(&mc);
@@ -946,14 +953,6 @@ fn ledger_path(args: &LedgerArgs) -> PathBuf {
     }
     let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
     home.join(".local/share/dpkps/ledger.json")
-}
-
-fn read_ledger(path: &Path) -> Result<LedgerBook, CliError> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => LedgerBook::from_json(&text).map_err(|e| CliError::Input { path: path.display().to_string(), message: e.to_string() }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(LedgerBook::default()),
-        Err(e) => Err(CliError::Input { path: path.display().to_string(), message: e.to_string() }),
-    }
 }
 
 fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
