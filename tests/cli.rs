@@ -19,6 +19,13 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The permission bits of a file the CLI wrote.
+#[cfg(unix)]
+fn mode(p: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+}
+
 const CORPUS: &str = "id,note,specialty\n\
 1,\"Congestive heart failure with chest pain.\",Cardio\n\
 2,\"Asthma and cough; chest pain at night.\",Pulmo\n\
@@ -155,6 +162,9 @@ fn txt_folders_and_jsonl_are_read() {
     assert!(o.status.success(), "{}", stderr(&o));
     let line: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&m).unwrap().trim()).unwrap();
     assert_eq!(line["terms"], serde_json::json!(["Asthma", "Cough"]));
+    // Exact counts and per-document matches are private: their owner's only, whatever the umask.
+    #[cfg(unix)]
+    assert_eq!((mode(&stats), mode(&m)), (0o600, 0o600));
 }
 
 #[test]
@@ -193,6 +203,12 @@ fn pipeline_writes_sequences_release_and_ledger_then_sample_costs_nothing() {
     }
     let o = dpkps(&["ledger", "--ledger", &ledger]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("total ε = 6.0000"), "{}", String::from_utf8_lossy(&o.stdout));
+    // The ledger, its lock and the run's entry record the corpus's use: their owner's only.
+    #[cfg(unix)]
+    assert_eq!(
+        [&ledger, &format!("{ledger}.lock")].map(|p| mode(std::path::Path::new(p))).into_iter().chain([mode(&out.join("run.json"))]).collect::<Vec<_>>(),
+        [0o600; 3]
+    );
 
     // More sequences from the saved release: no new ledger entry.
     let more = dir.join("more.jsonl");

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use clap::Args;
 
-use super::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_json, CliError, CorpusArgs, PipelineInputs};
+use super::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_private_json, CliError, CorpusArgs, PipelineInputs};
 use crate::corpus::{self, Fields, Format, Ingest};
 use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
@@ -191,7 +191,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
                 obj.insert("diagnosis".into(), serde_json::to_value(d).unwrap_or_default());
             }
         }
-        write_json(path, &value)?;
+        write_private_json(path, &value)?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())

@@ -13,11 +13,15 @@
 //! two processes do (tested below), and the system drops it when the process ends: a crash
 //! leaves no stale lock. The lock file itself is never removed (a run that removed it could let
 //! the next two runs lock two different files).
+//!
+//! The ledger records which corpora were used (their fingerprints and overlap sketches), so it,
+//! its temporary file and the lock file are created readable by their owner only on Unix
+//! ([`super::write_private`]).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
-use super::{write_file, CliError};
+use super::{write_private, CliError};
 use crate::ledger::LedgerBook;
 
 /// The ledger of one run, locked until it is dropped.
@@ -44,7 +48,7 @@ impl LedgerFile {
 
     /// Writes the ledger (atomically: a temporary file and a rename), keeping the lock.
     pub(super) fn save(&self) -> Result<(), CliError> {
-        write_file(&self.path, self.book.to_json().as_bytes())
+        write_private(&self.path, self.book.to_json().as_bytes())
     }
 }
 
@@ -74,6 +78,8 @@ fn lock(ledger: &Path) -> Result<File, CliError> {
     let mut options = OpenOptions::new();
     // Windows locks need read or write access; `flock` takes either.
     options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let file = options.open(lock_path(ledger)).map_err(err)?;
     match file.try_lock() {
         Ok(()) => {}
@@ -136,5 +142,26 @@ mod tests {
         let failed_saves: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
         let runs = read(&path).unwrap().ledger("corpus").runs.len();
         assert_eq!((failed_saves, runs), (0, 2 * N), "(failed saves, runs recorded) of {} runs", 2 * N);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_ledger_and_its_lock_are_private_files() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp_dir("mode");
+        let path = dir.join("ledger.json");
+        // An older version's ledger, and a stale temporary file, both readable by anyone.
+        std::fs::write(&path, LedgerBook::default().to_json()).unwrap();
+        std::fs::write(path.with_extension("tmp~"), b"").unwrap();
+        for p in [&path, &path.with_extension("tmp~")] {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let mut ledger = LedgerFile::open(&path).unwrap();
+        ledger.book.record("corpus", Run::new("r".into(), "t".into()));
+        ledger.save().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600, "the ledger");
+        assert_eq!(mode(&lock_path(&path)), 0o600, "its lock file");
+        assert!(!path.with_extension("tmp~").exists(), "the temporary file was renamed onto the ledger");
     }
 }

@@ -9,7 +9,7 @@ mod evaluate;
 mod ledger_file;
 mod vectors;
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -426,7 +426,7 @@ fn run(command: Command) -> Result<(), CliError> {
             let mc = read_corpus(&corpus, None, 0)?;
             print_stats(&mc);
             if let Some(out) = out {
-                write_json(&out, &mc.stats)?;
+                write_private_json(&out, &mc.stats)?;
             }
             Ok(())
         }
@@ -451,7 +451,7 @@ fn run(command: Command) -> Result<(), CliError> {
                 lines.push_str(&serde_json::json!({"label": d.label, "terms": terms}).to_string());
                 lines.push('\n');
             }
-            write_file(&out, lines.as_bytes())
+            write_private(&out, lines.as_bytes())
         }
         Command::Vocab { corpus, classes, vocab, dp, ledger, out } => {
             let classes = class_set(&corpus, &classes)?;
@@ -518,7 +518,8 @@ fn run(command: Command) -> Result<(), CliError> {
             plan.commit(&mut ledger, &mc, &run)?;
             drop(ledger); // every spend is recorded: other runs may go on
             write_json(&out_dir.join("release.json"), &rel)?;
-            write_json(&out_dir.join("run.json"), &run)?;
+            // The run's ledger entry records the corpus's use: the owner's, like the ledger.
+            write_private_json(&out_dir.join("run.json"), &run)?;
             write_sequences(&out_dir.join("sequences.jsonl"), &rel, &public, embedder.as_mut(), plan.per_class, &mut rng)?;
             eprintln!("wrote vocabulary.json, release.json, sequences.jsonl and run.json to {}", out_dir.display());
             Ok(())
@@ -955,20 +956,57 @@ fn ledger_path(args: &LedgerArgs) -> PathBuf {
     home.join(".local/share/dpkps/ledger.json")
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
+fn json_text<T: Serialize>(value: &T) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
-    write_file(path, text.as_bytes())
+    text
+}
+
+/// Writes a DP output (or other public data) as JSON: see [`write_file`].
+fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
+    write_file(path, json_text(value).as_bytes())
+}
+
+/// Writes private data as JSON: see [`write_private`].
+fn write_private_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
+    write_private(path, json_text(value).as_bytes())
+}
+
+/// Writes a DP output (or other public data), with the permissions the user's umask gives.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    write_atomic(path, bytes, false)
+}
+
+/// Writes a file derived from private data that is not a DP release, or that records its use
+/// (the ledger, a run's entry, matches, exact counts, evaluation figures): on Unix it is
+/// readable and writable by its owner only (0600), whatever the umask, its temporary file
+/// included, so it is never readable by others even for a moment.
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    write_atomic(path, bytes, true)
 }
 
 /// Writes atomically: a temporary file next to the target, then a rename.
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<(), CliError> {
     let err = |source| CliError::Write { path: path.display().to_string(), source };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
     }
     let tmp = path.with_extension("tmp~");
-    let mut f = File::create(&tmp).map_err(err)?;
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if private {
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    }
+    let mut f = options.open(&tmp).map_err(err)?;
+    #[cfg(unix)]
+    if private {
+        // `mode` applies only to a file it creates: a stale temporary file keeps its own.
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    }
+    #[cfg(not(unix))]
+    let _ = private;
     f.write_all(bytes).map_err(err)?;
     f.sync_all().map_err(err)?;
     std::fs::rename(&tmp, path).map_err(err)
