@@ -117,6 +117,16 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_that_cannot_be_taken_is_a_plain_error() {
+        let path = temp_dir("unlockable").join("ledger.json");
+        std::fs::create_dir_all(lock_path(&path)).unwrap(); // not a file: it cannot be opened
+        let e = LedgerFile::open(&path).err().expect("no lock, no ledger");
+        assert!(matches!(e, CliError::LedgerLock { .. }), "{e}");
+        assert!(e.to_string().starts_with(&format!("could not lock the privacy ledger {}", path.display())), "{e}");
+        assert!(!path.exists(), "nothing written");
+    }
+
+    #[test]
     fn concurrent_runs_lose_no_spend() {
         // Two writers, each recording N runs through open → record → save. Without the lock,
         // one writer's read-then-write overwrites runs the other saved in between (and the two

@@ -396,7 +396,7 @@ pub enum CliError {
     Input { path: String, message: String },
     #[error("could not write {path}: {source}")]
     Write { path: String, source: std::io::Error },
-    #[error("could not lock the privacy ledger {path} (through the file beside it with .lock added, so that two runs cannot lose each other's spend): {source}")]
+    #[error("could not lock the privacy ledger {path} (its lock file, {path}.lock, keeps two runs from losing each other's spend): {source}")]
     LedgerLock { path: String, source: std::io::Error },
 }
 
