@@ -8,27 +8,33 @@
 //! sums' grid (2^−20) and the DP noise. Privacy never rests on it: the build clamps every
 //! contribution after the cosine (`kde::sums`), whatever these return.
 
-/// Rounds to the nearest integer, ties to even, for |y| < 2^22, by adding and removing
-/// 1.5·2^23 (Rust does not reassociate f32 arithmetic, so this is exact and vectorises).
-/// Outside that range the result is some float near y, not necessarily an integer.
+/// 1.5·2^23: for |y| < 2^22, y + MAGIC lies in [2^23, 2^24), where f32 steps by exactly 1, so
+/// the sum is y rounded to the nearest integer (ties to even) and its bits are MAGIC's bits
+/// plus that integer.
+const MAGIC: f32 = 12_582_912.0;
+
+/// y rounded to the nearest integer (ties to even), as an i32, for |y| < 2^22; outside that
+/// range (or for NaN) some i32, with no panic. Plain float and integer arithmetic that
+/// vectorises: `y.round() as i32` is a libm call and a saturating conversion, which the
+/// compiler does one lane at a time.
 #[inline(always)]
-pub(crate) fn round_half_even(y: f32) -> f32 {
-    const MAGIC: f32 = 12_582_912.0;
-    (y + MAGIC) - MAGIC
+pub(crate) fn round_to_i32(y: f32) -> i32 {
+    ((y + MAGIC).to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32)
 }
 
 /// x = nπ + r with r in [−π/2, π/2] (Cody–Waite in three parts: n·PI_A and n·PI_B are exact
-/// for |n| < 2^13), and (−1)^n as a sign bit to XOR into a result.
+/// for |n| < 2^13), and (−1)^n as a sign bit to XOR into a result. n is rounded as in
+/// [`round_to_i32`] and its parity read from the same bits (no float-to-integer conversion).
 #[inline(always)]
 fn reduce(x: f32) -> (f32, u32) {
     const INV_PI: f32 = std::f32::consts::FRAC_1_PI;
     const PI_A: f32 = 3.140625;
     const PI_B: f32 = 9.675_025_939_941_406e-4;
     const PI_C: f32 = 1.509_957_990_978_376_4e-7;
-    let n = round_half_even(x * INV_PI);
+    let shifted = x * INV_PI + MAGIC;
+    let n = shifted - MAGIC;
     let r = ((x - n * PI_A) - n * PI_B) - n * PI_C;
-    // n's parity into the sign bit (n is an integer-valued f32 here).
-    (r, (n as i32 as u32) << 31)
+    (r, shifted.to_bits() << 31)
 }
 
 /// cos x: [`reduce`], an even polynomial on [−π/2, π/2] (Taylor to r¹², truncation below
@@ -76,9 +82,14 @@ mod tests {
     }
 
     #[test]
-    fn rounds_half_to_even() {
-        for (y, r) in [(0.5f32, 0.0f32), (1.5, 2.0), (2.5, 2.0), (-0.5, 0.0), (-1.5, -2.0), (1_482_910.4, 1_482_910.0), (-3.7, -4.0)] {
-            assert_eq!(round_half_even(y), r, "{y}");
+    fn rounds_to_the_nearest_integer_ties_to_even() {
+        for (y, r) in [(0.5f32, 0), (1.5, 2), (2.5, 2), (-0.5, 0), (-1.5, -2), (1_482_910.4, 1_482_910), (-1_482_911.0, -1_482_911), (-3.7, -4), (0.0, 0), (-0.0, 0)] {
+            assert_eq!(round_to_i32(y), r, "{y}");
+        }
+        // Every grid value the build can meet: the same as f64 rounding (ties to even).
+        for k in -3_000_000..=3_000_000 {
+            let y = k as f32 * 0.5 + 0.25 * (k % 3) as f32;
+            assert_eq!(round_to_i32(y), (y as f64).round_ties_even() as i32, "{y}");
         }
     }
 }

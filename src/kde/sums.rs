@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use super::{Features, KdeDoc, KdeParams, Sampler, C_BOUND, GRID_BITS, Q_BOUND};
 use crate::embed::TermEmbeddings;
 use crate::linalg::MatRef;
-use crate::trig::{cos_fast, round_half_even};
+use crate::trig::{cos_fast, round_to_i32};
 use crate::vocab::TermId;
 
 /// Memory for rows kept across the whole build (the most frequent (block, term) pairs).
@@ -125,21 +125,24 @@ fn add_quantised(total: &mut [i64], acc: &[f32], count: u32) {
 }
 
 /// One document's contribution for one prefix, as integers on the grid: q_i =
-/// round(clamp(√2·cos θ_i · 2^GRID_BITS, −Q, Q)) with θ_i = β_i + a·r_i + c·p_i, added to `acc`
-/// (the iterative samplers' count is 1: a prefix is its document's only one for that member).
+/// clamp(round(√2·cos θ_i · 2^GRID_BITS), −Q, Q) with θ_i = β_i + a·r_i + c·p_i, added to
+/// `acc` (the iterative samplers' count is 1: a prefix is its document's only one for that
+/// member).
 ///
 /// Why not `f32::cos` and [`add_quantised`]: at 60,000 documents the iterative samplers take
-/// about 10⁹ of these (documents × prefixes × I), and wasm has no cos instruction: the libm
-/// call and the f64 rounding were most of the build. [`cos_fast`] and the f32 grid rounding
-/// here are plain arithmetic that the compiler turns into simd128 lanes. Privacy does not rest
-/// on their accuracy: whatever θ is (huge, infinite, NaN), |q_i| ≤ Q = [`Q_BOUND`] by the
-/// clamp (NaN becomes 0), which is all the privacy map needs (parent module).
+/// about 10⁹ of these (documents × prefixes × I), and wasm has no cos instruction: a libm call
+/// per value, then f64 rounding and a saturating conversion, all one lane at a time.
+/// [`cos_fast`] and [`round_to_i32`] are plain float and integer arithmetic that the compiler
+/// puts in simd128 lanes. Privacy does not rest on their accuracy: whatever θ is (huge,
+/// infinite, NaN), the clamp on the integer gives |q_i| ≤ Q = [`Q_BOUND`], which is all the
+/// privacy map needs (parent module).
 fn add_cos_quantised(acc: &mut [i32], beta: &[f32], r: &[f32], a: f32, p: &[f32], c: f32) {
     const SCALE: f32 = std::f32::consts::SQRT_2 * (1u32 << GRID_BITS) as f32;
-    const Q: f32 = Q_BOUND as f32;
+    const Q: i32 = Q_BOUND as i32;
     for (((q, &b), &r), &p) in acc.iter_mut().zip(beta).zip(r).zip(p) {
-        let y = (cos_fast(b + a * r + c * p) * SCALE).max(-Q).min(Q);
-        *q += round_half_even(y) as i32;
+        // Exact rounding for |y| < 2^22, which holds whenever cos_fast is near [−1, 1]; the
+        // clamp, on the integer, bounds it whatever y was.
+        *q += round_to_i32(cos_fast(b + a * r + c * p) * SCALE).clamp(-Q, Q);
     }
 }
 
