@@ -91,6 +91,9 @@ impl Candidates {
 /// scores are (nearly) pure error, random-feature and DP noise together, for this class and
 /// prefix; their spread says how large a score must be to be signal (module docs).
 pub(crate) const NULLS: usize = 64;
+/// Most prefixes scored in one GEMM (several classes together): 512 × 2I floats of phases
+/// (16 MB at I = 4096) and 512 × (N + NULLS) scores.
+const SCORE_ROWS: usize = 512;
 /// A candidate's weight is its score above the nulls' mean + Z_FLOOR standard deviations
 /// (with Gaussian errors, about one of 1,000 pure-noise candidates passes).
 const Z_FLOOR: f64 = 3.0;
@@ -222,6 +225,7 @@ pub(crate) fn sample_iterative(
 ) -> Vec<Vec<Vec<usize>>> {
     let ensemble = set.params.ensemble();
     let i_count = features.count;
+    let n = cands.len();
     let ext = with_nulls(cands);
     // Per class: the raw phases r of the prefixes (per sequence × I) and the choices so far.
     let mut state: Vec<(Vec<f32>, Vec<Vec<usize>>)> =
@@ -230,25 +234,44 @@ pub(crate) fn sample_iterative(
         let member = ensemble.member_for(len);
         let s = ensemble.scales(member, len);
         let table = PhaseTable::new(features, &ext, len - 1, s.last);
-        for (c, (class, (r, chosen))) in set.classes.iter().zip(state.iter_mut()).enumerate() {
-            if chosen.is_empty() {
-                continue;
+        // Sequences with the same prefix so far have the same phases and scores: each distinct
+        // prefix is scored once (all of them at ℓ = 1, many at ℓ = 2), and the rows copied.
+        let distinct: Vec<(Vec<usize>, Vec<usize>)> = state.iter().map(|(_, chosen)| distinct_prefixes(chosen)).collect();
+        let sums: Vec<Vec<f64>> = set.classes.iter().map(|class| class.member_sums(member)).collect();
+        // Classes are scored together, up to SCORE_ROWS prefixes per GEMM: the candidates'
+        // table is then read (packed) once per group rather than once per class.
+        let mut c0 = 0;
+        while c0 < state.len() {
+            let mut c1 = c0 + 1;
+            let mut rows = distinct[c0].0.len();
+            while c1 < state.len() && rows + distinct[c1].0.len() <= SCORE_ROWS {
+                rows += distinct[c1].0.len();
+                c1 += 1;
             }
-            // Sequences with the same prefix so far have the same phases and scores: score each
-            // distinct prefix once (all of them at ℓ = 1, many at ℓ = 2), then copy the rows.
-            let (distinct, of) = distinct_prefixes(chosen);
-            let r_distinct: Vec<f32> = distinct.iter().flat_map(|&q| &r[q * i_count..][..i_count]).copied().collect();
-            let (scores_distinct, floors_distinct) = split_nulls(&table.scores(features, &r_distinct, s.prefix, &class.member_sums(member)), cands.len());
-            let mut scores: Vec<f32> = of.iter().flat_map(|&u| &scores_distinct[u * cands.len()..][..cands.len()]).copied().collect();
-            let mut floors: Vec<f32> = of.iter().map(|&u| floors_distinct[u]).collect();
-            observe(c, len, chosen, &mut scores, &mut floors);
-            for (q, picks) in chosen.iter_mut().enumerate() {
-                let w = draw(&scores[q * cands.len()..][..cands.len()], floors[q], rng);
-                picks.push(w);
-                for (rv, p) in r[q * i_count..][..i_count].iter_mut().zip(&table.proj[w * i_count..][..i_count]) {
-                    *rv += p;
+            let groups: Vec<(Vec<f32>, &[f64])> = (c0..c1)
+                .map(|c| {
+                    let r = &state[c].0;
+                    let phases = distinct[c].0.iter().flat_map(|&q| r[q * i_count..][..i_count].iter().zip(features.beta()).map(|(&rv, &b)| b + s.prefix * rv)).collect();
+                    (phases, sums[c].as_slice())
+                })
+                .collect();
+            let scored = table.scores_grouped(&groups);
+            for (c, ext_scores) in (c0..c1).zip(scored) {
+                let (r, chosen) = &mut state[c];
+                let (scores_distinct, floors_distinct) = split_nulls(&ext_scores, n);
+                let of = &distinct[c].1;
+                let mut scores: Vec<f32> = of.iter().flat_map(|&u| &scores_distinct[u * n..][..n]).copied().collect();
+                let mut floors: Vec<f32> = of.iter().map(|&u| floors_distinct[u]).collect();
+                observe(c, len, chosen, &mut scores, &mut floors);
+                for (q, picks) in chosen.iter_mut().enumerate() {
+                    let w = draw(&scores[q * n..][..n], floors[q], rng);
+                    picks.push(w);
+                    for (rv, p) in r[q * i_count..][..i_count].iter_mut().zip(&table.proj[w * i_count..][..i_count]) {
+                        *rv += p;
+                    }
                 }
             }
+            c0 = c1;
         }
     }
     state.into_iter().map(|(_, chosen)| chosen).collect()
@@ -338,21 +361,41 @@ impl PhaseTable {
 
     /// Scores (nq × N) for prefix phases a (one I-vector per prefix).
     pub(crate) fn scores_from_phases(&self, phases: &[Vec<f32>], sums: &[f64]) -> Vec<f32> {
+        let flat: Vec<f32> = phases.concat();
+        self.scores_grouped(&[(flat, sums)]).pop().unwrap_or_default()
+    }
+
+    /// Scores for several groups of prefixes, each scored against its own sums S̃ (a class's
+    /// member): the phases of a group are its prefixes' I-vectors one after another; one
+    /// GEMM for all groups, split back per group (nq × N each).
+    pub(crate) fn scores_grouped(&self, groups: &[(Vec<f32>, &[f64])]) -> Vec<Vec<f32>> {
         let i_count = self.i_count;
         let k = std::f64::consts::SQRT_2 / i_count as f64;
-        let mut ab = vec![0f32; phases.len() * 2 * i_count];
-        for (row, a) in ab.chunks_exact_mut(2 * i_count).zip(phases) {
-            let (ca, sa) = row.split_at_mut(i_count);
-            for (((ca, sa), &a), &sum) in ca.iter_mut().zip(sa.iter_mut()).zip(a).zip(sums) {
-                let w = (k * sum) as f32;
-                *ca = w * cos_fast(a);
-                *sa = w * sin_fast(a);
+        let total: usize = groups.iter().map(|(p, _)| p.len() / i_count).sum();
+        let mut ab = vec![0f32; total * 2 * i_count];
+        let mut rows = ab.chunks_exact_mut(2 * i_count);
+        for (phases, sums) in groups {
+            let w: Vec<f32> = sums.iter().map(|&sum| (k * sum) as f32).collect();
+            // Phases first: zip takes from its left side first, and must not drop a row.
+            for (a, row) in phases.chunks_exact(i_count).zip(rows.by_ref()) {
+                let (ca, sa) = row.split_at_mut(i_count);
+                for (((ca, sa), &a), &w) in ca.iter_mut().zip(sa.iter_mut()).zip(a).zip(&w) {
+                    *ca = w * cos_fast(a);
+                    *sa = w * sin_fast(a);
+                }
             }
         }
-        let mut scores = vec![0f32; phases.len() * self.n];
+        let mut scores = vec![0f32; total * self.n];
         let trig = MatRef::rows(&self.trig, self.n, 2 * i_count).t();
-        gemm(1.0, MatRef::rows(&ab, phases.len(), 2 * i_count), trig, 0.0, &mut scores);
-        scores
+        gemm(1.0, MatRef::rows(&ab, total, 2 * i_count), trig, 0.0, &mut scores);
+        let mut out = Vec::with_capacity(groups.len());
+        let mut rest = scores.as_slice();
+        for (phases, _) in groups {
+            let (mine, tail) = rest.split_at(phases.len() / i_count * self.n);
+            out.push(mine.to_vec());
+            rest = tail;
+        }
+        out
     }
 }
 
@@ -539,6 +582,25 @@ mod tests {
         assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
         for _ in 0..100 {
             assert_eq!(draw(&[-1.0, 2.0, -3.0, 0.0], 0.0, &mut rng), 1);
+        }
+    }
+
+    #[test]
+    fn groups_scored_together_equal_groups_scored_alone() {
+        let (dim, i_count, n) = (8, 32, 20);
+        let features = Features::generate(i_count, dim, 2, 0.5, [9; 32]);
+        let vecs = Features::synthetic_unit_vectors(n, dim, 3);
+        let cands = Candidates { ids: (0..n as TermId).collect(), matrix: vecs.concat(), dim };
+        let table = PhaseTable::new(&features, &cands, 1, 0.7);
+        let phase = |seed: usize, rows: usize| (0..rows * i_count).map(|j| ((seed * 131 + j * 17) % 97) as f32 * 0.13 - 6.0).collect::<Vec<f32>>();
+        let sums: Vec<Vec<f64>> = (0..3).map(|g| (0..i_count).map(|i| ((g * 7 + i * 5) % 11) as f64 - 4.0).collect()).collect();
+        let groups: Vec<(Vec<f32>, &[f64])> = [(1, 3), (2, 1), (3, 4)].iter().zip(&sums).map(|(&(seed, rows), s)| (phase(seed, rows), s.as_slice())).collect();
+        let together = table.scores_grouped(&groups);
+        assert_eq!(together.len(), 3);
+        for ((phases, sums), got) in groups.iter().zip(&together) {
+            let alone = table.scores_grouped(&[(phases.clone(), *sums)]).pop().unwrap();
+            assert_eq!(got.len(), phases.len() / i_count * n);
+            assert!(got.iter().zip(&alone).all(|(a, b)| (a - b).abs() <= 1e-4 * (1.0 + b.abs())), "{got:?} against {alone:?}");
         }
     }
 
