@@ -58,7 +58,10 @@
 //! √2·I. We make that exact in integer arithmetic: each c_i is clamped to [-C, C] with
 //! C = the f64 just above √2, and rounded to the grid 2^-20: q_i = round(c_i·2^20), so
 //! |q_i| ≤ Q = ⌈C·2^20⌉ = 1,482,911 and the per-document L1 change of the integer vector
-//! Σ q is at most Δ = I·Q (in grid units; ≈ √2·I + I·2^-20 in real units). The sums are
+//! Σ q is at most Δ = I·Q (in grid units; ≈ √2·I + I·2^-20 in real units). (The iterative
+//! samplers, whose contributions are single values, round √2·cos θ_i·2^20 computed in f32 and
+//! clamp the integer to [−Q, Q] instead (`sums::add_cos_quantised`): the same bound, whatever
+//! the float arithmetic gives, NaN and infinities included.) The sums are
 //! exact integers (no floating-point accumulation that could depend on the data in
 //! unaccounted ways), and each gets discrete Laplace noise of scale Δ/ε_m (exact sampler,
 //! `dp::sampler`): ε_m-DP per member. Members of one class compose sequentially

@@ -14,11 +14,11 @@ const TRIALS: usize = 30_000;
 /// One term in 4 dimensions; the one-document corpus D′ and the features' seed whose single
 /// feature gives that document nearly the largest contribution allowed (|q| close to Q), so
 /// the check measures the worst case rather than a document the feature barely sees.
-fn worst_case() -> (TermEmbeddings, Vec<TermId>, KdeParams, [u8; 32], i64) {
+fn worst_case(sampler: Sampler) -> (TermEmbeddings, Vec<TermId>, KdeParams, [u8; 32], i64) {
     let mut emb = TermEmbeddings::new(4);
     emb.insert(3, &tests::unit_vectors(1, 4, 7)[0]).unwrap();
     let terms = vec![3];
-    let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 1, features: 1, terms_per_doc: 1, bandwidth: 1.0, smoothing: 0.0 };
+    let params = KdeParams { epsilon: 1.0, sampler, len: 1, features: 1, terms_per_doc: 1, bandwidth: 1.0, smoothing: 0.0 };
     let docs = [KdeDoc { class: 0, terms: &terms }];
     let (seed, q) = (0..=255u8)
         .map(|k| ([k; 32], exact_sums(&docs, 1, &emb, &params, [k; 32]).unwrap()[0][0][0]))
@@ -41,28 +41,36 @@ fn estimated_loss(seed: u64, mut release: impl FnMut(&[KdeDoc<'_>], &mut SecureR
 
 #[test]
 fn empirical_privacy_loss_of_the_dp_kde_stays_within_epsilon() {
+    // Independent: the mean of f64 cosines (`sums::add_quantised`); the iterative samplers
+    // (one member at L = 1): the f32 path (`sums::add_cos_quantised`, `crate::trig`).
+    for (k, sampler) in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog].into_iter().enumerate() {
+        empirical_check(sampler, 10 * k as u64);
+    }
+}
+
+fn empirical_check(sampler: Sampler, seeds: u64) {
     let eps = 1.0;
-    let (emb, terms, params, seed, q) = worst_case();
+    let (emb, terms, params, seed, q) = worst_case(sampler);
     assert!(q.abs() as f64 > 0.99 * Q_BOUND as f64, "a seed giving the document |q| near Q ({q})");
     let classes = ClassSet::unlabelled();
     let first = |set: DpKdeSet| set.classes[0].sums[0][0];
     // The release as the app and the CLI make it (with the seed fixed, see `worst_case`), and as
     // the helpers' path makes it (`build_from_sums` on the exact sums).
-    let ok = estimated_loss(61, |docs, rng| first(build_with(docs, &classes, &emb, &[], &params, seed, Noise::Laplace(rng)).unwrap().0), &terms);
-    let ok_split = estimated_loss(62, |docs, rng| {
+    let ok = estimated_loss(61 + seeds, |docs, rng| first(build_with(docs, &classes, &emb, &[], &params, seed, Noise::Laplace(rng)).unwrap().0), &terms);
+    let ok_split = estimated_loss(62 + seeds, |docs, rng| {
         let sums = exact_sums(docs, 1, &emb, &params, seed).unwrap();
         first(build_from_sums(docs, &classes, &emb, &[], &params, seed, sums, rng).unwrap().0)
     }, &terms);
     // Under-noised: a document counted twice (the sums doubled; e.g. a helper's part added
     // twice), and the noise of 2ε spent as ε.
-    let doubled = estimated_loss(63, |docs, rng| {
+    let doubled = estimated_loss(63 + seeds, |docs, rng| {
         let mut sums = exact_sums(docs, 1, &emb, &params, seed).unwrap();
         sums.iter_mut().flatten().flatten().for_each(|v| *v *= 2);
         first(build_from_sums(docs, &classes, &emb, &[], &params, seed, sums, rng).unwrap().0)
     }, &terms);
     let half_noise = KdeParams { epsilon: 2.0 * eps, ..params };
-    let eps_twice = estimated_loss(64, |docs, rng| first(build_with(docs, &classes, &emb, &[], &half_noise, seed, Noise::Laplace(rng)).unwrap().0), &terms);
-    println!("DP-KDE (I = 1, |q| = {:.4}·Q): estimated loss {ok:.3}, split path {ok_split:.3}; sums doubled {doubled:.3}, noise of 2ε {eps_twice:.3} (ε = {eps})", q.abs() as f64 / Q_BOUND as f64);
+    let eps_twice = estimated_loss(64 + seeds, |docs, rng| first(build_with(docs, &classes, &emb, &[], &half_noise, seed, Noise::Laplace(rng)).unwrap().0), &terms);
+    println!("DP-KDE {sampler:?} (I = 1, |q| = {:.4}·Q): estimated loss {ok:.3}, split path {ok_split:.3}; sums doubled {doubled:.3}, noise of 2ε {eps_twice:.3} (ε = {eps})", q.abs() as f64 / Q_BOUND as f64);
     assert!(ok <= eps, "estimated privacy loss {ok} exceeds ε = {eps}");
     assert!(ok_split <= eps, "the split path's estimated privacy loss {ok_split} exceeds ε = {eps}");
     assert!(doubled > eps, "a document counted twice went undetected (loss {doubled})");

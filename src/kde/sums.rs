@@ -13,7 +13,8 @@
 //! bit, whatever other rows share its batch (`rows_do_not_depend_on_the_batch`), so every
 //! document's contribution, and so the release, is exactly what computing it alone gives.
 //! Nothing here touches the privacy map: each contribution is still clamped to [−C, C] and
-//! rounded to the grid (see the parent module).
+//! rounded to the grid, or for the iterative samplers rounded and then clamped to [−Q, Q] on
+//! the integer grid ([`add_cos_quantised`]): |q_i| ≤ Q either way (see the parent module).
 
 use std::collections::HashMap;
 
@@ -364,12 +365,15 @@ mod tests {
         // How the app shares the build with its helper workers: any split, same integers.
         let (dim, n) = (16, 40);
         let emb = embeddings(n, dim);
-        let lists: Vec<Vec<TermId>> = (0..200u32).map(|k| (0..(1 + k % 5)).map(|j| (k * 7 + j * 11) % n as u32).collect()).collect();
+        // More than FLUSH (1024) documents per class and member, so the i32 partial sums of the
+        // iterative samplers are flushed mid-way in some parts and not in others.
+        let lists: Vec<Vec<TermId>> = (0..3_600u32).map(|k| (0..(1 + k % 5)).map(|j| (k * 7 + j * 11) % n as u32).collect()).collect();
         let docs: Vec<KdeDoc<'_>> = lists.iter().enumerate().map(|(i, t)| KdeDoc { class: i % 3, terms: t }).collect();
-        for sampler in [Sampler::Independent, Sampler::IterativeLog] {
+        for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
             let params = KdeParams { epsilon: 1.0, sampler, len: 4, features: 32, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
             let all = crate::kde::exact_sums(&docs, 3, &emb, &params, [3; 32]).unwrap();
-            for split in [1, 77, 150] {
+            assert!(all.iter().flatten().all(|m| m.iter().any(|&v| v != 0)), "{sampler:?}: every class and member has sums");
+            for split in [1, 1_500, 3_300] {
                 let mut a = crate::kde::exact_sums(&docs[..split], 3, &emb, &params, [3; 32]).unwrap();
                 let b = crate::kde::exact_sums(&docs[split..], 3, &emb, &params, [3; 32]).unwrap();
                 a.iter_mut().flatten().zip(b.iter().flatten()).for_each(|(x, y)| x.iter_mut().zip(y).for_each(|(x, y)| *x += y));
