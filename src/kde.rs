@@ -742,8 +742,11 @@ fn release(
             format!("I·Q·2^-{GRID_BITS} = {:.4}", delta as f64 / grid),
         ),
     };
+    // The features are needed only to compute the sums here (not for sums computed already:
+    // drawing I·blocks·d Gaussians again cost the app's worker a noticeable part of a second).
     let features = match hist {
         Some(_) => None,
+        None if precomputed.is_some() => None,
         None => Some(Features::generate(params.features, emb.dim(), params.blocks(), params.bandwidth, seed)),
     };
     let index = crate::hist::CandidateIndex::new(candidates);
