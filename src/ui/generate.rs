@@ -24,6 +24,9 @@ thread_local! {
     static RUNNING: Cell<bool> = const { Cell::new(false) };
     /// The requests in flight, aborted by Stop.
     static INFLIGHT: RefCell<Vec<web_sys::AbortController>> = const { RefCell::new(Vec::new()) };
+    /// The retry waits under way (each one's promise resolver), ended at once by Stop: a
+    /// Retry-After can ask for a minute, and Stop must not wait it out.
+    static WAITING: RefCell<Vec<js_sys::Function>> = const { RefCell::new(Vec::new()) };
     /// The API key, in memory only (unless the user asked to remember it).
     static KEY: RefCell<String> = const { RefCell::new(String::new()) };
 }
@@ -429,6 +432,9 @@ impl GenState {
         for c in INFLIGHT.with(|f| std::mem::take(&mut *f.borrow_mut())) {
             c.abort();
         }
+        for wake in WAITING.with(|w| std::mem::take(&mut *w.borrow_mut())) {
+            let _ = wake.call0(&JsValue::NULL);
+        }
     }
 
     /// Generates every pending document of the loaded job with `concurrency` requests in
@@ -658,7 +664,7 @@ async fn generate_one(g: &GenState, settings: &LlmSettings, job_id: &str, index:
             Err(_) if STOP.get() => return None,
             Err(e) if e.retryable() && attempt < settings.max_attempts && !STOP.get() => {
                 attempt += 1;
-                sleep_ms(backoff_ms(attempt, retry_after)).await;
+                retry_wait(backoff_ms(attempt, retry_after)).await;
                 if STOP.get() {
                     return None;
                 }
@@ -702,13 +708,23 @@ fn capitalise(s: &str) -> String {
     c.next().map(|f| f.to_uppercase().chain(c).collect::<String>() + ".").unwrap_or_default()
 }
 
-async fn sleep_ms(ms: f64) {
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        if let Some(w) = web_sys::window() {
-            let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms as i32);
-        }
-    });
-    let _ = JsFuture::from(p).await;
+/// Waits `ms` before a retry, or until Stop, whichever comes first. One timer, whose resolver
+/// Stop also calls (see [`WAITING`]); the timer is cleared either way, so nothing is left
+/// behind. One timer rather than short slices that look at `STOP`: Chromium throttles chained
+/// timers in a background tab, where a long job is likely to run.
+async fn retry_wait(ms: f64) {
+    if STOP.get() {
+        return;
+    }
+    let Some(window) = web_sys::window() else { return };
+    let mut resolver: Option<js_sys::Function> = None;
+    let waited = js_sys::Promise::new(&mut |resolve, _| resolver = Some(resolve));
+    let Some(wake) = resolver else { return };
+    let Ok(timer) = window.set_timeout_with_callback_and_timeout_and_arguments_0(&wake, ms as i32) else { return };
+    WAITING.with(|w| w.borrow_mut().push(wake.clone()));
+    let _ = JsFuture::from(waited).await;
+    window.clear_timeout_with_handle(timer);
+    WAITING.with(|w| w.borrow_mut().retain(|f| f != &wake));
 }
 
 fn js_error(e: &JsValue) -> String {
