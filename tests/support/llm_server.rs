@@ -6,9 +6,10 @@
 //! dpkps-llm-test-server [--port N]      prints "listening http://127.0.0.1:PORT" on stdout
 //! POST /v1/chat/completions             the model ("test-model")
 //! GET  /v1/models                       {"data":[{"id":"test-model"}]}
-//! POST /_control {"faults":["429","500","timeout","garbage","empty","formula","ok"],"delay_ms":0,"hold_ms":30000,
-//!                 "allow_origins":["http://127.0.0.1:8080"]}
+//! POST /_control {"faults":["429","429-wait","500","timeout","garbage","empty","formula","ok"],"delay_ms":0,
+//!                 "hold_ms":30000,"allow_origins":["http://127.0.0.1:8080"]}
 //!                                       faults are used up one per completion request, in order;
+//!                                       "429-wait": a 429 asking for 30 s (Retry-After: 30)
 //!                                       allow_origins: answer only those browser origins (see below)
 //! GET  /_requests                       every completion request so far (body, fault applied)
 //! POST /_reset                          forget requests and faults
@@ -121,6 +122,8 @@ mod server {
         std::thread::sleep(Duration::from_millis(delay));
         match fault.as_str() {
             "429" => respond(stream, 429, "Too Many Requests", "application/json", r#"{"error":"slow down"}"#, "Retry-After: 0\r\n"),
+            // A long wait before the retry: Stop must not wait it out.
+            "429-wait" => respond(stream, 429, "Too Many Requests", "application/json", r#"{"error":"slow down"}"#, "Retry-After: 30\r\n"),
             "500" => respond(stream, 500, "Internal Server Error", "text/plain", "boom", ""),
             "garbage" => respond(stream, 200, "OK", "application/json", "<html>not a completion", ""),
             "empty" => respond(stream, 200, "OK", "application/json", r#"{"choices":[]}"#, ""),
@@ -224,6 +227,40 @@ mod server {
             assert_eq!(doc, "The patient was seen for Amino Acids, Peptides, and Proteins, Cough and Rheumatoid Arthritis; a plan was agreed.");
             let custom = json!({ "messages": [{ "role": "user", "content": "keyphrases: a, b" }] });
             assert_eq!(write_document(&custom), "The patient was seen for a and b; a plan was agreed.");
+        }
+
+        /// Sends one HTTP request to a fresh server on a free port; the raw response.
+        fn exchange(state: &State, request: &str) -> String {
+            let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind");
+            let addr = listener.local_addr().expect("addr");
+            let state = state.clone();
+            let server = std::thread::spawn(move || {
+                if let Ok((stream, _)) = listener.accept() {
+                    handle(stream, state);
+                }
+            });
+            let mut client = TcpStream::connect(addr).expect("connect");
+            client.write_all(request.as_bytes()).expect("write");
+            let mut reply = String::new();
+            client.read_to_string(&mut reply).expect("read");
+            server.join().expect("server thread");
+            reply
+        }
+
+        #[test]
+        fn faults_are_used_in_order_and_429_wait_asks_for_30_seconds() {
+            let state: State = Arc::new(Mutex::new(Shared { hold_ms: 30_000, ..Shared::default() }));
+            let control = r#"{"faults":["429-wait","429"]}"#;
+            let reply = exchange(&state, &format!("POST /_control HTTP/1.1\r\nContent-Length: {}\r\n\r\n{control}", control.len()));
+            assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+            let body = r#"{"model":"test-model","messages":[{"role":"user","content":"keyphrases: a, b"}]}"#;
+            let completion = format!("POST /v1/chat/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+            let replies: Vec<String> = (0..3).map(|_| exchange(&state, &completion)).collect();
+            assert!(replies[0].starts_with("HTTP/1.1 429") && replies[0].contains("\r\nRetry-After: 30\r\n"), "{}", replies[0]);
+            assert!(replies[1].starts_with("HTTP/1.1 429") && replies[1].contains("\r\nRetry-After: 0\r\n"), "{}", replies[1]);
+            assert!(replies[2].starts_with("HTTP/1.1 200") && replies[2].contains("a plan was agreed"), "{}", replies[2]);
+            let faults: Vec<Value> = state.lock().expect("state").requests.iter().map(|r| r["fault"].clone()).collect();
+            assert_eq!(faults, vec![json!("429-wait"), json!("429"), json!("ok")]);
         }
     }
 }
