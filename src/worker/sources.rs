@@ -110,14 +110,26 @@ impl Embedded {
     }
 }
 
-/// The SHA-256 of the bundled model as listed in `models/SHA256SUMS` (None if unreadable).
+thread_local! {
+    /// The bundled model's SHA-256 once read: the page's files do not change under a running
+    /// worker, so every later run reads it from here instead of fetching the list again.
+    static BUNDLED_MODEL_SHA: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The SHA-256 of the bundled model as listed in `models/SHA256SUMS` (None if unreadable; a
+/// failed read is not remembered, so the next run tries again).
 async fn bundled_model_sha() -> Option<String> {
+    if let Some(sha) = BUNDLED_MODEL_SHA.with(|c| c.borrow().clone()) {
+        return Some(sha);
+    }
     let sums = fetch_bytes("models/SHA256SUMS").await.ok()?;
     let sums = String::from_utf8(sums).ok()?;
-    sums.lines().find_map(|l| {
+    let sha = sums.lines().find_map(|l| {
         let (sha, file) = l.split_once(char::is_whitespace)?;
         (file.trim().trim_start_matches('*') == BUNDLED_MODEL).then(|| sha.to_ascii_lowercase())
-    })
+    })?;
+    BUNDLED_MODEL_SHA.with(|c| *c.borrow_mut() = Some(sha.clone()));
+    Some(sha)
 }
 
 /// The bundled vectors of `vocab` if it is a bundled list and they were made for exactly this
