@@ -316,6 +316,42 @@ await runTests([
     assert(reqs.length >= 12 && reqs.length <= 13, `requests: ${reqs.length}`);
     await llm.control({ faults: [], delay_ms: 0 });
   }],
+  ['LLM: Stop ends a retry wait at once; the document stays pending and Resume sends it', async () => {
+    await llm.reset();
+    // The first request is answered 429 with Retry-After: 30: the page waits before retrying.
+    await llm.control({ faults: ['429-wait'], delay_ms: 0 });
+    await page.fill('#llm-endpoint', llm.url);
+    await page.fill('#llm-model', 'test-model');
+    await page.fill('#llm-concurrency', '1');
+    await page.check('#reviewed');
+    const earlier = new Set((await auditEntries()).map((a) => a.job));
+    const refused = async () => (await auditEntries()).some((a) => !earlier.has(a.job) && a.phase === 'response' && a.status === 429);
+    await page.click('#send');
+    // The 429 is on record, so the page is in (or about to enter) its 30 s wait.
+    const t0 = Date.now();
+    while (!(await refused())) {
+      assert(Date.now() - t0 < 30_000, 'the 429 never reached the audit log');
+      await page.waitForTimeout(100);
+    }
+    await page.waitForTimeout(500);
+    const stopped = Date.now();
+    await page.click('#stop');
+    await page.waitForSelector('#gen-progress[data-running="false"]', { timeout: 3_000 });
+    const waited = Date.now() - stopped;
+    const status = await page.textContent('#gen-progress');
+    assert(/0 of 12 documents generated, 0 failed\./.test(status), `after Stop: ${status}`);
+    assert((await llm.requests()).length === 1, 'no retry is sent after Stop');
+    console.log(`     Stop during a 30 s retry wait: not running after ${waited} ms`);
+    // The document in backoff was not marked failed: after a reload it is missing, and Resume sends it.
+    await page.reload();
+    await page.waitForSelector('#resume', { timeout: 60_000 });
+    assert(/0 of 12 documents are saved/.test(await page.textContent('#resume')), await page.textContent('#resume'));
+    await page.click('#resume-btn');
+    await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 60_000 });
+    assert(/12 of 12 documents generated, 0 failed\./.test(await page.textContent('#gen-progress')), await page.textContent('#gen-progress'));
+    const reqs = await llm.requests();
+    assert(reqs.length === 13 && reqs[0].fault === '429-wait', `1 refused + 12 documents = 13 requests, got ${reqs.length}`);
+  }],
   ['LLM: a double click sends once; a second tab on the running job sends nothing', async () => {
     await llm.reset();
     await llm.control({ faults: [], delay_ms: 1000 });
@@ -462,6 +498,19 @@ await runTests([
     }
   }],
 ]);
+
+/** Every entry of the page's audit log (IndexedDB `dpkps-generate`, store `audit`), oldest first. */
+async function auditEntries() {
+  return page.evaluate(() => new Promise((resolve, reject) => {
+    const open = indexedDB.open('dpkps-generate');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const all = open.result.transaction('audit').objectStore('audit').getAll();
+      all.onsuccess = () => { resolve(all.result.map((s) => JSON.parse(s))); open.result.close(); };
+      all.onerror = () => reject(all.error);
+    };
+  }));
+}
 
 /** A tab with the test corpus loaded and the first test's privacy settings. */
 async function ledgerPage(b) {
