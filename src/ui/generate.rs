@@ -505,6 +505,13 @@ impl GenState {
         drop(lock);
         self.release();
         self.refresh();
+        // Stopped (or halted) with documents never answered: the banner offers Resume and
+        // Discard at once, as after a reload (failed ones have "Retry failed documents").
+        let left = JOB.with(|j| j.borrow().as_ref().map(|j| (j.pending(false).len(), j.done(), j.items.len())));
+        if let Some((_, done, total)) = left.filter(|&(left, _, _)| left > 0) {
+            self.elsewhere.set(false);
+            self.resumable.set(Some((done, total)));
+        }
     }
 
     /// Stops the running job because something cannot be kept safely (storage), saying why.

@@ -342,6 +342,9 @@ await runTests([
     assert(/0 of 12 documents generated, 0 failed\./.test(status), `after Stop: ${status}`);
     assert((await llm.requests()).length === 1, 'no retry is sent after Stop');
     console.log(`     Stop during a 30 s retry wait: not running after ${waited} ms`);
+    // Resume is offered at once, without a reload.
+    await page.waitForSelector('#resume-btn', { timeout: 3_000 });
+    assert(/0 of 12 documents are saved/.test(await page.textContent('#resume')), await page.textContent('#resume'));
     // The document in backoff was not marked failed: after a reload it is missing, and Resume sends it.
     await page.reload();
     await page.waitForSelector('#resume', { timeout: 60_000 });
