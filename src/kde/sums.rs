@@ -147,12 +147,43 @@ fn add_cos_quantised(acc: &mut [i32], beta: &[f32], r: &[f32], a: f32, p: &[f32]
     }
 }
 
-/// Moves i32 partial sums into the i64 totals and zeroes them.
-fn flush(acc: &mut [i32], total: &mut [i64]) {
-    total.iter_mut().zip(acc.iter_mut()).for_each(|(t, a)| {
-        *t += *a as i64;
-        *a = 0;
-    });
+/// Per member, i32 partial sums of at most [`Partial::FLUSH`] contributions (|q| ≤ Q, so
+/// FLUSH·Q < 2^31: no overflow), moved to the i64 totals before the next one would exceed
+/// that: exact integers either way.
+struct Partial {
+    acc: Vec<Vec<i32>>,
+    added: Vec<u32>,
+}
+
+impl Partial {
+    const FLUSH: u32 = 1024;
+
+    fn new(members: usize, features: usize) -> Partial {
+        Partial { acc: vec![vec![0; features]; members], added: vec![0; members] }
+    }
+
+    /// Member m's partial sums, to add one contribution to (first moved to `totals` if they
+    /// already hold FLUSH).
+    fn member(&mut self, m: usize, totals: &mut [Vec<i64>]) -> &mut [i32] {
+        if self.added[m] == Self::FLUSH {
+            Self::flush(&mut self.acc[m], &mut totals[m]);
+            self.added[m] = 0;
+        }
+        self.added[m] += 1;
+        &mut self.acc[m]
+    }
+
+    /// Moves every partial sum to `totals`.
+    fn finish(mut self, totals: &mut [Vec<i64>]) {
+        self.acc.iter_mut().zip(totals).for_each(|(a, t)| Self::flush(a, t));
+    }
+
+    fn flush(acc: &mut [i32], total: &mut [i64]) {
+        total.iter_mut().zip(acc.iter_mut()).for_each(|(t, a)| {
+            *t += *a as i64;
+            *a = 0;
+        });
+    }
 }
 
 /// The (block, term) pairs the mechanism reads from `doc`.
@@ -191,20 +222,9 @@ pub(super) fn class_sums(docs: &[&KdeDoc<'_>], features: &Features, params: &Kde
         Sampler::IterativeLinear | Sampler::IterativeLog => {
             // r[doc] = Σ_{t<ℓ} p_t(z_t), grown one position at a time; each prefix a document
             // gives a member is its only one there (count 1: `Ensemble::members_of_prefix`).
-            // Contributions are added as i32 (at most FLUSH of them, |q| ≤ Q: no overflow)
-            // and moved to the i64 totals every FLUSH additions: exact integers either way.
-            const FLUSH: u32 = 1024;
             let per_batch = (BATCH_BYTES / (4 * i_count)).max(1);
             let mut r = Vec::new();
-            let mut acc = vec![vec![0i32; i_count]; ensemble.members()];
-            let mut pending = vec![0u32; ensemble.members()];
-            let mut add = |m: usize, acc: &mut Vec<Vec<i32>>, totals: &mut Vec<Vec<i64>>| {
-                pending[m] += 1;
-                if pending[m] == FLUSH {
-                    flush(&mut acc[m], &mut totals[m]);
-                    pending[m] = 0;
-                }
-            };
+            let mut partial = Partial::new(ensemble.members(), i_count);
             for chunk in docs.chunks(per_batch) {
                 r.clear();
                 r.resize(chunk.len() * i_count, 0f32);
@@ -224,22 +244,20 @@ pub(super) fn class_sums(docs: &[&KdeDoc<'_>], features: &Features, params: &Kde
                             let (prefix, last) = ensemble.block_scales(m, len);
                             if prefix != last {
                                 // Blocks before ℓ at one scale, block ℓ at another (rk: before).
-                                add_cos_quantised(&mut acc[m], beta, rk, prefix, p, last);
-                                add(m, &mut acc, &mut totals);
+                                add_cos_quantised(partial.member(m, &mut totals), beta, rk, prefix, p, last);
                             }
                         }
                         rk.iter_mut().zip(p).for_each(|(rv, p)| *rv += p);
                         for &m in &prefix_members {
                             let (prefix, last) = ensemble.block_scales(m, len);
                             if prefix == last {
-                                add_cos_quantised(&mut acc[m], beta, rk, last, rk, 0.0);
-                                add(m, &mut acc, &mut totals);
+                                add_cos_quantised(partial.member(m, &mut totals), beta, rk, last, rk, 0.0);
                             }
                         }
                     }
                 }
             }
-            acc.iter_mut().zip(totals.iter_mut()).for_each(|(a, t)| flush(a, t));
+            partial.finish(&mut totals);
         }
         Sampler::Histogram | Sampler::Markov => unreachable!("histogram samplers have no random features"),
     }
