@@ -31,8 +31,8 @@ pub(crate) fn round_to_i32(y: f32) -> i32 {
 fn reduce(x: f32) -> (f32, u32) {
     const INV_PI: f32 = std::f32::consts::FRAC_1_PI;
     const PI_A: f32 = 3.140625;
-    const PI_B: f32 = 9.675_025_939_941_406e-4;
-    const PI_C: f32 = 1.509_957_990_978_376_4e-7;
+    const PI_B: f32 = 9.675_026e-4;
+    const PI_C: f32 = 1.509_958e-7;
     let shifted = x * INV_PI + MAGIC;
     let n = shifted - MAGIC;
     let r = ((x - n * PI_A) - n * PI_B) - n * PI_C;
