@@ -102,7 +102,8 @@ fn parse(asset: BundledAsset, bytes: &[u8]) -> Result<String, String> {
     }
 }
 
-fn group_thousands(n: usize) -> String {
+/// 12345 → "12,345".
+pub(super) fn group_thousands(n: impl ToString) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

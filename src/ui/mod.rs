@@ -293,18 +293,7 @@ fn Columns() -> impl IntoView {
 
 /// The worker's idle-time pass over a user's own list, in plain words.
 fn own_list_note(done: u64, total: u64) -> String {
-    // 12345 → "12,345".
-    let n = |x: u64| {
-        let d = x.to_string();
-        let mut out = String::new();
-        for (i, c) in d.chars().enumerate() {
-            if i > 0 && (d.len() - i) % 3 == 0 {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        out
-    };
+    let n = assets::group_thousands;
     if done >= total {
         format!("{} of {} terms embedded in the background, kept in this page's memory: later runs need not embed them", n(done), n(total))
     } else {
