@@ -18,6 +18,7 @@ use clap::Args;
 
 use super::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_private_json, CliError, CorpusArgs, PipelineInputs};
 use crate::corpus::{self, Fields, Format, Ingest};
+use crate::dp::candidates::CandidateRule;
 use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
 use crate::eval::{EvalParams, EvalReport, Evaluation, Task};
@@ -75,6 +76,10 @@ pub(crate) struct EvaluateArgs {
     /// distribution against the exact kernel's; a classifier on exact-kernel samples).
     #[arg(long, requires = "no_dp")]
     diagnose: bool,
+    /// Which of Ṽ's terms the DP-KDE arms draw from: cleared (the terms a noisy count shows a
+    /// class uses; the pipeline's rule) or all (the paper's).
+    #[arg(long, default_value = "cleared", value_parser = ["cleared", "all"])]
+    candidates: String,
 }
 
 fn samplers(spec: &str) -> Result<Vec<Sampler>, CliError> {
@@ -123,6 +128,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
         bandwidth: args.inputs.kde.bandwidth,
         smoothing: args.inputs.kde.smoothing,
         class_counts_epsilon: args.inputs.kde.class_counts_epsilon()?,
+        candidates: if args.candidates == "all" { CandidateRule::All } else { CandidateRule::Cleared },
         classifier: SoftmaxParams { l2: args.l2, ..SoftmaxParams::default() },
     };
     let public = load_vocabulary(&args.inputs.vocab.vocabulary)?;
@@ -243,6 +249,13 @@ fn print_table(r: &EvalReport) {
         r.params.kde_terms_per_doc,
         r.params.per_class
     );
+    if s.dp_vocabulary_terms > 0.0 {
+        let rule = match r.params.candidates {
+            CandidateRule::Cleared => "its cleared terms",
+            CandidateRule::All => "all of it",
+        };
+        println!("Ṽ: {:.0} terms; the DP-KDE arms draw from {rule}: {:.0} (mean over seeds)", s.dp_vocabulary_terms, s.dp_candidates);
+    }
     println!(
         "{:<24} {:<10} {:>15} {:>15} {:>7} {:>7} {:>8} {:>7} {:>6}",
         "arm", "view", "accuracy", "macro-F1", "acc/np", "F1/np", "n_train", "n_test", "I"

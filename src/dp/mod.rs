@@ -8,6 +8,7 @@
 //! [`crate::ledger::Spend`] stating the ε it used, and its proof argument sits in a comment
 //! next to the code.
 
+pub mod candidates;
 pub mod counts;
 pub mod rng;
 #[cfg(test)]

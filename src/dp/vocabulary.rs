@@ -147,6 +147,11 @@ pub struct SelectedTerm {
     pub id: TermId,
     /// The noisy count (a DP output, safe to show).
     pub noisy_count: i64,
+    /// The largest of its noisy counts over the classes' histograms (per class), or its noisy
+    /// count (one histogram): what [`super::candidates`] compares with Ṽ's clearing threshold.
+    /// None in Ṽs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_noisy_count: Option<i64>,
 }
 
 /// Ṽ: the private vocabulary, a DP artefact (ε_voc-DP).
@@ -157,15 +162,22 @@ pub struct PrivateVocabulary {
     pub params: VocabParams,
     /// In decreasing noisy count.
     pub terms: Vec<SelectedTerm>,
+    /// τ: the noisy count that fewer than one zero-count entry of all the noisy histograms is
+    /// expected to reach (a public function of |V|, the number of histograms, ε_voc and S; see
+    /// [`super::candidates`]). None in Ṽs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clearing_threshold: Option<i64>,
 }
 
 impl PrivateVocabulary {
-    fn new(vocab: &PublicVocabulary, params: &VocabParams, terms: Vec<SelectedTerm>) -> PrivateVocabulary {
+    /// Ṽ from `histograms` noisy histograms over `vocab`.
+    fn new(vocab: &PublicVocabulary, params: &VocabParams, terms: Vec<SelectedTerm>, histograms: usize) -> PrivateVocabulary {
         PrivateVocabulary {
             public_vocabulary: vocab.name.clone(),
             public_vocabulary_checksum: vocab.checksum.clone(),
             params: *params,
             terms,
+            clearing_threshold: Some(super::candidates::clearing_threshold(vocab.len() * histograms, params)),
         }
     }
 }
@@ -190,7 +202,7 @@ pub fn select_vocabulary(
     let top = NoisyHistogram::draw(&hist.counts, params.top_n, scale, rng).top(params.top_n);
     let terms = top
         .into_iter()
-        .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count })
+        .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(noisy_count) })
         .collect();
     let spend = Spend {
         stage: "vocabulary".into(),
@@ -206,7 +218,7 @@ pub fn select_vocabulary(
         }),
         scope: Scope::AllDocuments,
     };
-    Ok((PrivateVocabulary::new(vocab, params, terms), spend))
+    Ok((PrivateVocabulary::new(vocab, params, terms, 1), spend))
 }
 
 /// The per-class mechanism (module docs, "Per class"): one histogram per class of the public
@@ -228,7 +240,7 @@ pub fn select_vocabulary_by_class(
     let noisy: Vec<NoisyHistogram<'_>> = hists.iter().map(|h| NoisyHistogram::draw(&h.counts, n, scale, rng)).collect();
     let terms: Vec<SelectedTerm> = summed_round_robin(noisy, n, rng)
         .into_iter()
-        .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count })
+        .map(|(id, noisy_count, best)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(best) })
         .collect();
     let spends = class_names
         .iter()
@@ -248,7 +260,7 @@ pub fn select_vocabulary_by_class(
             scope: Scope::Partition { label: name.to_string() },
         })
         .collect();
-    Ok((PrivateVocabulary::new(vocab, params, terms), spends))
+    Ok((PrivateVocabulary::new(vocab, params, terms, hists.len()), spends))
 }
 
 /// Stage 2 on documents given as (class, first terms): one histogram over all of them, or
@@ -299,13 +311,17 @@ pub(crate) fn round_robin(ranked: &[Vec<TermId>], n: usize) -> Vec<TermId> {
 }
 
 /// Ṽ from the classes' noisy histograms (module docs, "Per class"): round robin over each
-/// class's top `n`, each term's count summed over the classes in class order; largest first,
-/// ties to the lower id.
-fn summed_round_robin(mut noisy: Vec<NoisyHistogram<'_>>, n: usize, rng: &mut SecureRng) -> Vec<(TermId, i64)> {
+/// class's top `n`, each term's count summed over the classes in class order, with the largest
+/// of its counts; largest sum first, ties to the lower id.
+fn summed_round_robin(mut noisy: Vec<NoisyHistogram<'_>>, n: usize, rng: &mut SecureRng) -> Vec<(TermId, i64, i64)> {
     let ranked: Vec<Vec<TermId>> = noisy.iter().map(|h| h.top(n).into_iter().map(|(id, _)| id).collect()).collect();
-    let mut terms: Vec<(TermId, i64)> = round_robin(&ranked, n)
+    let mut terms: Vec<(TermId, i64, i64)> = round_robin(&ranked, n)
         .into_iter()
-        .map(|id| (id, noisy.iter_mut().fold(0i64, |s, h| s.saturating_add(h.value(id, rng)))))
+        .map(|id| {
+            let values: Vec<i64> = noisy.iter_mut().map(|h| h.value(id, rng)).collect();
+            let sum = values.iter().fold(0i64, |s, &v| s.saturating_add(v));
+            (id, sum, values.into_iter().max().unwrap_or(i64::MIN))
+        })
         .collect();
     terms.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     terms
@@ -664,7 +680,7 @@ mod tests {
             let lazy: Vec<Vec<(TermId, i64)>> = (0..trials)
                 .map(|_| {
                     let noisy = vec![NoisyHistogram::draw_with(&a, n, scale, ta, &mut rng), NoisyHistogram::draw_with(&b, n, scale, tb, &mut rng)];
-                    summed_round_robin(noisy, n, &mut rng)
+                    summed_round_robin(noisy, n, &mut rng).into_iter().map(|(id, sum, _)| (id, sum)).collect()
                 })
                 .collect();
             let full: Vec<Vec<(TermId, i64)>> = (0..trials).map(|_| full(&mut rng)).collect();

@@ -55,6 +55,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use crate::classes::{ClassSet, OtherLabels};
+use crate::dp::candidates::CandidateRule;
 use crate::dp::vocabulary::{round_robin, select_from_documents, VocabParams};
 use crate::dp::{DpError, ParamError, SecureRng};
 use crate::embed::TermEmbeddings;
@@ -127,6 +128,10 @@ pub struct EvalParams {
     /// (the noiseless arms use the exact counts); `None`: `per_class` for every class.
     #[serde(default)]
     pub class_counts_epsilon: Option<f64>,
+    /// Which of Ṽ's terms the DP-KDE arms draw from (`dp::candidates`); the noiseless arms'
+    /// exact vocabulary has no noise words and is read whole.
+    #[serde(default)]
+    pub candidates: CandidateRule,
     pub classifier: SoftmaxParams,
 }
 
@@ -239,6 +244,12 @@ pub struct TaskSummary {
     pub test_docs_without_terms: f64,
     /// Training documents without any matched term (no sequence for `nonprivate`), mean.
     pub train_docs_without_terms: f64,
+    /// Terms of Ṽ and of them the DP-KDE arms' candidates (`EvalParams::candidates`), mean
+    /// over seeds (0 without DP arms).
+    #[serde(default)]
+    pub dp_vocabulary_terms: f64,
+    #[serde(default)]
+    pub dp_candidates: f64,
 }
 
 /// One repetition of one arm in one view.
@@ -301,6 +312,8 @@ struct Round {
     split: Split,
     /// Ṽ (ε_voc-DP), when there are DP sampler arms.
     dp_vocab: Vec<TermId>,
+    /// What the DP-KDE arms draw from: Ṽ's terms under `EvalParams::candidates`.
+    dp_candidates: Vec<TermId>,
     /// The exact top-N vocabulary, when there are noiseless arms.
     exact_vocab: Vec<TermId>,
 }
@@ -355,21 +368,21 @@ impl Evaluation {
             no_terms_test += split.test.iter().filter(|&&i| docs[i].terms.is_empty()).count();
             no_terms_train += split.train.iter().filter(|&&i| docs[i].terms.is_empty()).count();
             let s = params.vocab.terms_per_doc;
-            let dp_vocab = if needs_dp {
+            let (dp_vocab, dp_candidates) = if needs_dp {
                 // ε_voc-DP on the training part only; the ledger spend is dropped (module docs).
                 let names: Vec<&str> = classes.iter().map(String::as_str).collect();
                 let train = split.train.iter().map(|&i| (Some(docs[i].class), docs[i].terms.as_slice()));
                 let (pv, _spends) = select_from_documents(train, &names, public, &params.vocab, rng)?;
-                pv.terms.iter().map(|t| t.id).collect()
+                (pv.terms.iter().map(|t| t.id).collect(), pv.kde_candidates(params.candidates))
             } else {
-                Vec::new()
+                (Vec::new(), Vec::new())
             };
             let exact_vocab = if needs_exact {
                 exact_top_n(&docs, &split.train, s, params.vocab.top_n, params.vocab.per_class.then_some(classes.len()))
             } else {
                 Vec::new()
             };
-            rounds.push(Round { seed, split, dp_vocab, exact_vocab });
+            rounds.push(Round { seed, split, dp_vocab, dp_candidates, exact_vocab });
         }
         progress("splitting and drawing vocabularies", params.seeds.len(), params.seeds.len());
         let r0 = &rounds[0].split;
@@ -384,6 +397,8 @@ impl Evaluation {
             other_left_out: other,
             test_docs_without_terms: no_terms_test as f64 / n_rounds,
             train_docs_without_terms: no_terms_train as f64 / n_rounds,
+            dp_vocabulary_terms: rounds.iter().map(|r| r.dp_vocab.len()).sum::<usize>() as f64 / n_rounds,
+            dp_candidates: rounds.iter().map(|r| r.dp_candidates.len()).sum::<usize>() as f64 / n_rounds,
         };
         Ok(Evaluation { params, classes, docs, sources, summary, rounds })
     }
@@ -456,7 +471,11 @@ impl Evaluation {
                     let arm = format!("{}-{}", if noiseless { "nodp" } else { "dp" }, sampler.name());
                     progress(&format!("seed {}: {arm}", round.seed), done, total);
                     let params = p.kde_params(sampler, noiseless);
-                    let vocab = if noiseless { &round.exact_vocab } else { &round.dp_vocab };
+                    let vocab = match (noiseless, sampler.hist_kind()) {
+                        (true, _) => &round.exact_vocab,
+                        (false, Some(_)) => &round.dp_vocab,
+                        (false, None) => &round.dp_candidates,
+                    };
                     let seqs = self.sample_arm(round, vocab, &params, noiseless, kde_emb, rng)?;
                     self.score(&arm, round.seed, &seqs, &test, emb, Some(params.features), &mut results)?;
                     done += 1;

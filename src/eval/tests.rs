@@ -61,6 +61,7 @@ fn params(task: Task) -> EvalParams {
         bandwidth: 1.0,
         smoothing: 0.0,
         class_counts_epsilon: None,
+        candidates: Default::default(),
         classifier: SoftmaxParams::default(),
     }
 }
