@@ -1,23 +1,26 @@
 //! Sampling keyphrase sequences from released DP-KDEs (DP-KPS section 2, appendix B.2).
 //! Everything here reads only DP outputs (Ṽ and the DP-KDEs): post-processing, no privacy cost.
 //!
-//! - independent: score every candidate w ∈ Ṽ once, p(w) ∝ max(score − floor, 0); L i.i.d.
+//! - independent: score every candidate w once, p(w) ∝ max(score − floor, 0); L i.i.d.
 //!   draws;
 //! - iterative (linear or logarithmic ensemble): at step ℓ, score every candidate w as the
 //!   next keyphrase of each sequence's prefix with the member that covers length ℓ.
 //!
 //! # The noise floor
 //! The paper draws ∝ max(score, 0). A score is signal plus error (random features, DP noise),
-//! and about half of Ṽ's N candidates carry no signal: their clipped error holds much of the
+//! and many of the N candidates carry no signal: their clipped error holds much of the
 //! mass. Measured on MTSamples (noiseless, `dpkps evaluate --no-dp --diagnose`): even at the
 //! first step, where the largest exact score is 16 times the rms random-feature error, the
 //! draw distribution was 0.33 in total variation from the exact kernel's. So each step also
 //! scores [`NULLS`] null candidates, random unit vectors (data-independent, fixed seed) that no
 //! training keyphrase is near: their scores are the error alone, for this class and prefix.
 //! Weights are max(score − floor, 0) with floor = the nulls' mean + 3 standard deviations; if
-//! fewer than 1% of Ṽ clear it, the step has no detectable signal and the paper's max(score, 0)
-//! is kept (drawing only a few noise outliers would repeat them in every sequence). If every
-//! score is ≤ 0 the draw is uniform over Ṽ. This reads only the release and public vectors:
+//! fewer than 1% of the candidates (or fewer than three) clear it, the step has no detectable
+//! signal and the paper's max(score, 0) is kept (drawing only a few noise outliers would repeat
+//! them in every sequence). If every score is ≤ 0 the draw is uniform over the candidates.
+//!
+//! The candidates are Ṽ for the histogram samplers and Ṽ's cleared terms for the DP-KDE
+//! samplers (`dp::candidates`: the terms whose noisy count shows some class uses them). This reads only the release and public vectors:
 //! post-processing, no privacy cost.
 //!
 //! # Batched scoring
@@ -44,14 +47,15 @@ use crate::linalg::{gemm, MatRef};
 use crate::trig::{cos_fast, sin_fast};
 use crate::vocab::TermId;
 
-/// A sampled sequence: a class label and L keyphrases (ids of Ṽ's terms).
+/// A sampled sequence: a class label and L keyphrases (ids of candidates, all in Ṽ).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sequence {
     pub label: Option<String>,
     pub keyphrases: Vec<TermId>,
 }
 
-/// The candidates Ṽ with their embeddings, as an N × d matrix.
+/// The candidates (Ṽ, or Ṽ's cleared terms for the DP-KDE samplers) with their embeddings, as
+/// an N × d matrix (N: the number of candidates).
 pub struct Candidates {
     pub ids: Vec<TermId>,
     pub matrix: Vec<f32>,
@@ -98,6 +102,12 @@ const SCORE_ROWS: usize = 512;
 /// (with Gaussian errors, about one of 1,000 pure-noise candidates passes).
 const Z_FLOOR: f64 = 3.0;
 
+/// The fewest candidates above the floor that count as signal, however few the candidates: with
+/// the DP-KDE samplers' ~50–400 cleared candidates (`dp::candidates`) 1% would be one or two,
+/// and with no signal one of 100 error-only candidates passes a 3-sd floor in about one step
+/// of eight (Gaussian tail 0.13% each), three in about one of 3,000.
+const MIN_PASS: usize = 3;
+
 /// The noise floor of one row of scores from the null candidates' scores (0 without nulls).
 fn noise_floor(nulls: &[f32]) -> f32 {
     if nulls.len() < 2 {
@@ -109,13 +119,14 @@ fn noise_floor(nulls: &[f32]) -> f32 {
     (mean + Z_FLOOR * var.sqrt()).max(0.0) as f32
 }
 
-/// The draw weights: max(score − floor, 0); if fewer than 1% of the scores are above the
-/// floor, max(score, 0) (the step has no detectable signal: the paper's rule); if none is
+/// The draw weights: max(score − floor, 0); if fewer than 1% of the scores (or fewer than
+/// [`MIN_PASS`]) are above the floor, max(score, 0) (the step has no detectable signal: the paper's rule); if none is
 /// positive either, uniform.
 pub(crate) fn weights(scores: &[f32], floor: f32) -> Vec<f64> {
-    // Fewer than 1% of the candidates above the floor: too few to be the signal rather than
-    // the noise's own outliers, and drawing only those would repeat a few noise terms.
-    let min_pass = (scores.len() / 100).max(1);
+    // Fewer than 1% of the candidates (and fewer than MIN_PASS) above the floor: too few to be
+    // the signal rather than the noise's own outliers, and drawing only those would repeat a
+    // few noise terms.
+    let min_pass = (scores.len() / 100).max(MIN_PASS.min(scores.len()));
     let floor = if scores.iter().filter(|&&s| s > floor).count() >= min_pass { floor } else { 0.0 };
     let w: Vec<f64> = scores.iter().map(|&s| (s - floor).max(0.0) as f64).collect();
     let total: f64 = w.iter().sum();
@@ -142,7 +153,7 @@ fn draw(scores: &[f32], floor: f32, rng: &mut SecureRng) -> usize {
     w.iter().rposition(|&x| x > 0.0).unwrap_or(0)
 }
 
-/// Ṽ's embeddings followed by the [`NULLS`] null candidates.
+/// The candidates' embeddings followed by the [`NULLS`] null candidates.
 fn with_nulls(cands: &Candidates) -> Candidates {
     let mut matrix = cands.matrix.clone();
     for v in crate::kde::Features::synthetic_unit_vectors(NULLS, cands.dim, 0x6e75_6c6c) {
@@ -153,7 +164,8 @@ fn with_nulls(cands: &Candidates) -> Candidates {
     Candidates { ids, matrix, dim: cands.dim }
 }
 
-/// Splits scores of Ṽ + nulls (rows of N + NULLS) into Ṽ's scores (rows of N) and floors.
+/// Splits scores of candidates + nulls (rows of N + NULLS) into the candidates' scores (rows of
+/// N) and floors.
 fn split_nulls(ext: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
     let width = n + NULLS;
     let rows = ext.len() / width;
@@ -570,6 +582,14 @@ mod tests {
         let noise: Vec<f32> = (0..1000).map(|_| gauss()).collect();
         let w = weights(&noise, floor);
         assert!(w.iter().filter(|&&x| x > 0.0).count() > 300, "fell back to max(score, 0)");
+        // Few candidates (the cleared ones): two outliers above the floor are not drawn alone,
+        // three strong scores are.
+        let mut few: Vec<f32> = (0..100).map(|i| (i % 7) as f32 * 0.2 - 0.3).collect();
+        few[10] = floor + 1.0;
+        few[20] = floor + 1.0;
+        assert!(weights(&few, floor).iter().filter(|&&x| x > 0.0).count() > 50, "two outliers drawn alone");
+        few[30] = floor + 1.0;
+        assert_eq!(weights(&few, floor).iter().filter(|&&x| x > 0.0).count(), 3);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! ([`super::vocabulary`]). Where the classes are small next to the noise, most of Ṽ is terms
 //! that only noise selected: on MTSamples with the English list (340,453 words, 40 classes,
 //! ε_voc = 2, S = 3), 939 of Ṽ's 1,000 terms are among no document's first 10 terms. The
-//! histogram samplers give such terms no class mass (their own histogram's noise is one
+//! histogram samplers give such terms little class mass (their own histogram's noise is one
 //! document), so they keep all of Ṽ. The DP-KDE samplers score every candidate by its kernel
 //! similarity to the documents' keyphrases: a noise word is a candidate like any other, must be
 //! embedded (with the English list, about 460 words beyond the bundled vectors in every run,
@@ -33,10 +33,11 @@
 //! τ moves only logarithmically with the share (English, 40 classes: 25 for one word, 18 for
 //! N/10, 16 for N/4).
 //!
-//! Privacy map. τ is a function of public values only: |V| (the public vocabulary), the size of
-//! the public class set, ε_voc and S. The rule reads nothing but Ṽ's noisy counts, a released
+//! Privacy map. τ is a function of public values only: |V| (the public vocabulary), the number
+//! of classes of the public class set (with "other" when the curator keeps it; one histogram
+//! without per-class selection), ε_voc, S and N. The rule reads nothing but Ṽ's noisy counts, a released
 //! ε_voc-DP output: post-processing, no ε of its own. The DP-KDE releases do not depend on the
-//! candidates at all (their sums are over the documents' terms; `kde::KdeSet::candidates` is
+//! candidates at all (their sums are over the documents' terms; `kde::DpKdeSet::candidates` is
 //! empty for them), so their privacy map is unchanged; the sampler reads the candidates like
 //! any public set.
 

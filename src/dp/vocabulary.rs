@@ -162,9 +162,9 @@ pub struct PrivateVocabulary {
     pub params: VocabParams,
     /// In decreasing noisy count.
     pub terms: Vec<SelectedTerm>,
-    /// τ: the noisy count that fewer than one zero-count entry of all the noisy histograms is
-    /// expected to reach (a public function of |V|, the number of histograms, ε_voc and S; see
-    /// [`super::candidates`]). None in Ṽs written before it existed.
+    /// τ: the noisy count that at most N/10 zero-count entries, over all the noisy histograms,
+    /// are expected to reach (a public function of |V|, the number of histograms, ε_voc, S and
+    /// N; see [`super::candidates`]). None in Ṽs written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clearing_threshold: Option<i64>,
 }
@@ -669,35 +669,51 @@ mod tests {
         let scale = Ratio::from_f64(1.0).unwrap();
         let limit = 2.69 * (2.0 / trials as f64).sqrt();
         let mut rng = SecureRng::seeded_for_tests(43);
-        let full = |rng: &mut SecureRng| -> Vec<(TermId, i64)> {
+        // (id, summed count, largest count) per selected term, largest sum first.
+        let full = |rng: &mut SecureRng| -> Vec<(TermId, i64, i64)> {
             let all: Vec<Vec<(TermId, i64)>> = [&a, &b].iter().map(|c| full_draw(c, scale, rng)).collect();
             let ranked: Vec<Vec<TermId>> = all.iter().map(|v| top_of(v.clone(), n).into_iter().map(|p| p.0).collect()).collect();
-            let mut terms: Vec<(TermId, i64)> = round_robin(&ranked, n).into_iter().map(|id| (id, all.iter().map(|v| v[id as usize].1).sum())).collect();
+            let mut terms: Vec<(TermId, i64, i64)> = round_robin(&ranked, n)
+                .into_iter()
+                .map(|id| {
+                    let values = all.iter().map(|v| v[id as usize].1);
+                    (id, values.clone().sum(), values.max().unwrap())
+                })
+                .collect();
             terms.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
             terms
         };
         for (ta, tb) in [(None, None), (Some(1), Some(1)), (Some(6), Some(6)), (None, Some(1)), (Some(6), Some(1))] {
-            let lazy: Vec<Vec<(TermId, i64)>> = (0..trials)
+            let lazy: Vec<Vec<(TermId, i64, i64)>> = (0..trials)
                 .map(|_| {
                     let noisy = vec![NoisyHistogram::draw_with(&a, n, scale, ta, &mut rng), NoisyHistogram::draw_with(&b, n, scale, tb, &mut rng)];
-                    summed_round_robin(noisy, n, &mut rng).into_iter().map(|(id, sum, _)| (id, sum)).collect()
+                    summed_round_robin(noisy, n, &mut rng)
                 })
                 .collect();
-            let full: Vec<Vec<(TermId, i64)>> = (0..trials).map(|_| full(&mut rng)).collect();
+            let full: Vec<Vec<(TermId, i64, i64)>> = (0..trials).map(|_| full(&mut rng)).collect();
             let what = format!("T {ta:?}, {tb:?}");
-            let ids = |runs: &[Vec<(TermId, i64)>]| {
+            let ids = |runs: &[Vec<(TermId, i64, i64)>]| {
                 let mut f: HashMap<Vec<TermId>, usize> = HashMap::new();
-                runs.iter().for_each(|r| *f.entry(set_of(r)).or_default() += 1);
+                runs.iter().for_each(|r| {
+                    let pairs: Vec<(TermId, i64)> = r.iter().map(|p| (p.0, p.1)).collect();
+                    *f.entry(set_of(&pairs)).or_default() += 1
+                });
                 f
             };
             assert_same_frequencies(&ids(&lazy), &ids(&full), &what);
             for rank in 0..=n {
-                // rank n: the total of the n counts.
-                let pick = |runs: &[Vec<(TermId, i64)>]| -> Vec<i64> {
+                // rank n: the total of the n counts. The largest per-class count of the term at
+                // each rank (what `dp::candidates` reads) too.
+                let pick = |runs: &[Vec<(TermId, i64, i64)>]| -> Vec<i64> {
                     runs.iter().map(|r| if rank < n { r[rank].1 } else { r.iter().map(|p| p.1).sum() }).collect()
                 };
                 let d = ks_two_sample(pick(&lazy), pick(&full));
                 assert!(d < limit, "{what}, rank {rank}: two-sample KS distance {d}");
+                if rank < n {
+                    let best = |runs: &[Vec<(TermId, i64, i64)>]| -> Vec<i64> { runs.iter().map(|r| r[rank].2).collect() };
+                    let d = ks_two_sample(best(&lazy), best(&full));
+                    assert!(d < limit, "{what}, rank {rank}: largest count, two-sample KS distance {d}");
+                }
             }
         }
     }
