@@ -101,14 +101,6 @@ impl<'m> MatchingSink<'m> {
     }
 }
 
-/// The candidates `sampler` draws from Ṽ (see [`Release::candidate_ids`]).
-pub fn candidate_ids(pv: &crate::dp::vocabulary::PrivateVocabulary, sampler: crate::kde::Sampler) -> Vec<TermId> {
-    match sampler.hist_kind() {
-        Some(_) => pv.terms.iter().map(|t| t.id).collect(),
-        None => pv.kde_candidates(crate::dp::candidates::CandidateRule::Cleared),
-    }
-}
-
 impl MatchedCorpus {
     /// The vocabulary histogram h (first S distinct terms per document).
     pub fn histogram(&self, vocab_len: usize, terms_per_doc: usize) -> TermHistogram {
@@ -159,10 +151,9 @@ pub struct Release {
 impl Release {
     pub const FORMAT: &'static str = "dpkps-release-v1";
 
-    /// The sampling candidates: Ṽ's term ids for the histogram samplers (their entries are
-    /// Ṽ's, in order), Ṽ's cleared terms for the DP-KDE samplers (`dp::candidates`).
+    /// Ṽ's term ids (the sampling candidates).
     pub fn candidate_ids(&self) -> Vec<TermId> {
-        candidate_ids(&self.vocabulary, self.kde.params.sampler)
+        self.vocabulary.terms.iter().map(|t| t.id).collect()
     }
 
     /// Sequences per class for `per_class` on average: in proportion to the DP class counts

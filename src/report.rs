@@ -74,10 +74,7 @@ impl PrivacyReport {
                  has total weight 1)",
                 if settings.sampler == crate::kde::Sampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
             ),
-            None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member), sampled over \
-                     the private vocabulary's cleared terms (noisy count at least a public threshold τ, or the 50 largest if \
-                     fewer; post-processing)"
-                .to_string(),
+            None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
         };
         let vocab = if settings.vocab_per_class {
             "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"

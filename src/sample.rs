@@ -18,9 +18,7 @@
 //! fewer than 1% of the candidates (or fewer than three) clear it, the step has no detectable
 //! signal and the paper's max(score, 0) is kept (drawing only a few noise outliers would repeat
 //! them in every sequence). If every score is ≤ 0 the draw is uniform over the candidates.
-//!
-//! The candidates are Ṽ for the histogram samplers and Ṽ's cleared terms for the DP-KDE
-//! samplers (`dp::candidates`: the terms whose noisy count shows some class uses them). This reads only the release and public vectors:
+//! This reads only the release and public vectors:
 //! post-processing, no privacy cost.
 //!
 //! # Batched scoring
@@ -47,15 +45,14 @@ use crate::linalg::{gemm, MatRef};
 use crate::trig::{cos_fast, sin_fast};
 use crate::vocab::TermId;
 
-/// A sampled sequence: a class label and L keyphrases (ids of candidates, all in Ṽ).
+/// A sampled sequence: a class label and L keyphrases (ids of Ṽ's terms).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sequence {
     pub label: Option<String>,
     pub keyphrases: Vec<TermId>,
 }
 
-/// The candidates (Ṽ, or Ṽ's cleared terms for the DP-KDE samplers) with their embeddings, as
-/// an N × d matrix (N: the number of candidates).
+/// The candidates (Ṽ) with their embeddings, as an N × d matrix.
 pub struct Candidates {
     pub ids: Vec<TermId>,
     pub matrix: Vec<f32>,
@@ -102,10 +99,10 @@ const SCORE_ROWS: usize = 512;
 /// (with Gaussian errors, about one of 1,000 pure-noise candidates passes).
 const Z_FLOOR: f64 = 3.0;
 
-/// The fewest candidates above the floor that count as signal, however few the candidates: with
-/// the DP-KDE samplers' ~50–400 cleared candidates (`dp::candidates`) 1% would be one or two,
-/// and with no signal one of 100 error-only candidates passes a 3-sd floor in about one step
-/// of eight (Gaussian tail 0.13% each), three in about one of 3,000.
+/// The fewest candidates above the floor that count as signal, however few the candidates: for
+/// a Ṽ of N < 300 (or `evaluate --candidates cleared`, `dp::candidates`) 1% would be one or
+/// two, and with no signal one of 100 error-only candidates passes a 3-sd floor in about one
+/// step of eight (Gaussian tail 0.13% each), three in about one of 3,000.
 const MIN_PASS: usize = 3;
 
 /// The noise floor of one row of scores from the null candidates' scores (0 without nulls).
@@ -120,8 +117,8 @@ fn noise_floor(nulls: &[f32]) -> f32 {
 }
 
 /// The draw weights: max(score − floor, 0); if fewer than 1% of the scores (or fewer than
-/// [`MIN_PASS`]) are above the floor, max(score, 0) (the step has no detectable signal: the paper's rule); if none is
-/// positive either, uniform.
+/// [`MIN_PASS`]) are above the floor, max(score, 0) (the step has no detectable signal: the
+/// paper's rule); if none is positive either, uniform.
 pub(crate) fn weights(scores: &[f32], floor: f32) -> Vec<f64> {
     // Fewer than 1% of the candidates (and fewer than MIN_PASS) above the floor: too few to be
     // the signal rather than the noise's own outliers, and drawing only those would repeat a

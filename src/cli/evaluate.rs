@@ -76,9 +76,9 @@ pub(crate) struct EvaluateArgs {
     /// distribution against the exact kernel's; a classifier on exact-kernel samples).
     #[arg(long, requires = "no_dp")]
     diagnose: bool,
-    /// Which of Ṽ's terms the DP-KDE arms draw from: cleared (the terms a noisy count shows a
-    /// class uses; the pipeline's rule) or all (the paper's).
-    #[arg(long, default_value = "cleared", value_parser = ["cleared", "all"])]
+    /// Which of Ṽ's terms the DP-KDE arms draw from: all (the paper's and the pipeline's) or
+    /// cleared (the terms a noisy count shows a class uses; `dp::candidates`, measured there).
+    #[arg(long, default_value = "all", value_parser = ["all", "cleared"])]
     candidates: String,
 }
 

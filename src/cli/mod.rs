@@ -732,12 +732,7 @@ fn kde_stage(
     let mut ids = if params.sampler.embeds_document_terms() { mc.distinct_terms(take) } else { Vec::new() };
     let candidates = pv.terms.iter().map(|t| t.id).collect::<Vec<_>>();
     if params.sampler.hist_kind().is_none() || params.smoothing > 0.0 {
-        // The DP-KDE samplers draw only from Ṽ's cleared terms (`dp::candidates`).
-        let drawn_from = crate::pipeline::candidate_ids(&pv, params.sampler);
-        if let (None, Some(tau)) = (params.sampler.hist_kind(), pv.clearing_threshold) {
-            eprintln!("the sampler draws from {} of Ṽ's {} terms (noisy count at least τ = {tau})", drawn_from.len(), pv.terms.len());
-        }
-        ids.extend(drawn_from);
+        ids.extend(&candidates);
     }
     ids.sort_unstable();
     ids.dedup();

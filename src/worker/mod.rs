@@ -522,15 +522,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         })
         .await
         .map_err(at(Stage::Vocabulary))?;
-    let selected = match (settings.kde_params().sampler.hist_kind(), pv.clearing_threshold) {
-        (None, Some(tau)) => format!(
-            "{} terms selected; the sampler draws from {} of them (noisy count at least τ = {tau})",
-            pv.terms.len(),
-            crate::pipeline::candidate_ids(&pv, settings.kde_params().sampler).len()
-        ),
-        _ => format!("{} terms selected", pv.terms.len()),
-    };
-    post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note: selected });
+    post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note: format!("{} terms selected", pv.terms.len()) });
     checkpoint(&mut clock).await?;
 
     // 2 and 3. Embeddings: the bundled vectors, this session's memory, this browser's cache of
@@ -539,9 +531,6 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let kde_params = settings.kde_params();
     let take = kde_params.doc_terms_read();
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
-    // What the sampler draws from: Ṽ for the histogram samplers, Ṽ's cleared terms for the
-    // DP-KDE samplers (`dp::candidates`); only these of Ṽ are embedded.
-    let drawn_from = crate::pipeline::candidate_ids(&pv, kde_params.sampler);
     // The histogram samplers read no embedding of the documents' terms, and Ṽ's only to
     // smooth: without smoothing nothing is embedded at all.
     let vectors_needed = kde_params.sampler.hist_kind().is_none() || kde_params.smoothing > 0.0;
@@ -553,7 +542,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         Vec::new()
     };
     if vectors_needed {
-        ids.extend(&drawn_from);
+        ids.extend(&released);
     }
     ids.sort_unstable();
     ids.dedup();
@@ -561,7 +550,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let got = sources::embeddings(sources, vocab, &ids, Some(&store), &mut clock).await?;
     let (emb, checksum) = (&got.emb, got.model_checksum.clone());
     let fresh: std::collections::HashSet<TermId> = got.fresh.iter().copied().collect();
-    let fresh_released: Vec<TermId> = drawn_from.iter().copied().filter(|id| fresh.contains(id)).collect();
+    let fresh_released: Vec<TermId> = released.iter().copied().filter(|id| fresh.contains(id)).collect();
     // The cache only saves time: ε_voc is already spent, so a failed write (storage full) must
     // not end the run; it is said in the stage's note.
     let not_cached = match store.put_embeddings(&checksum, vocab, &fresh_released, emb).await {
@@ -613,9 +602,9 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let t0 = now_ms();
     progress(Stage::Sample, 0, 1);
     let cands = if vectors_needed {
-        Candidates::new(&drawn_from, emb).map_err(at(Stage::Sample))?
+        Candidates::new(&released, emb).map_err(at(Stage::Sample))?
     } else {
-        Candidates::without_vectors(&drawn_from, emb.dim())
+        Candidates::without_vectors(&released, emb.dim())
     };
     let seqs = crate::sample::sample_sized(&kde, &cands, &sizes, &mut rng).map_err(at(Stage::Sample))?;
     post(&Event::StageDone { stage: Stage::Sample, seconds: seconds_since(t0), note: format!("{} sequences", seqs.len()) });
