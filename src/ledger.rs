@@ -62,11 +62,15 @@ pub struct Run {
     /// The budget account (dataset name) it was recorded under, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub account: Option<String>,
+    /// The earlier run whose private vocabulary this run reused (its ε_voc is counted there,
+    /// once; this run's outputs depend on it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocabulary_from: Option<String>,
 }
 
 impl Run {
     pub fn new(id: String, started: String) -> Run {
-        Run { id, started, spends: Vec::new(), account: None }
+        Run { id, started, spends: Vec::new(), account: None, vocabulary_from: None }
     }
 
     /// ε of this run under the composition rules in the module docs.

@@ -253,6 +253,11 @@ pub struct RunSettings {
     /// Ṽ from per-class noisy histograms (`dp::vocabulary`, "Per class").
     #[serde(default = "yes")]
     pub vocab_per_class: bool,
+    /// Reuse the private vocabulary this page released in an earlier run on the same corpus
+    /// with the same vocabulary settings (`pipeline::VocabKey`) instead of drawing and paying
+    /// for a new one: post-processing of that release, no new ε_voc.
+    #[serde(default = "yes")]
+    pub reuse_vocabulary: bool,
     /// Smoothing of the histogram samplers (0: off).
     #[serde(default)]
     pub smoothing: f64,
@@ -293,6 +298,7 @@ impl Default for RunSettings {
             classes: Vec::new(),
             other_class: None,
             vocab_per_class: true,
+            reuse_vocabulary: true,
             smoothing: 0.0,
             eps_counts: Some(Self::DEFAULT_EPS_COUNTS),
             account: None,
@@ -406,14 +412,19 @@ impl RunSettings {
     /// The refusal at the Run button (and in the worker): this run's ε on top of what the
     /// account has spent would exceed its budget.
     pub fn check_budget(&self, spent: f64) -> Result<(), FieldError> {
+        self.check_budget_of(spent, self.epsilon())
+    }
+
+    /// [`Self::check_budget`] for a run that will spend `planned` (less than [`Self::epsilon`]
+    /// when it reuses an earlier run's private vocabulary).
+    pub fn check_budget_of(&self, spent: f64, planned: f64) -> Result<(), FieldError> {
         match self.budget {
-            Some(b) if spent + self.epsilon() > b + 1e-12 => Err(FieldError {
+            Some(b) if spent + planned > b + 1e-12 => Err(FieldError {
                 field: "budget",
                 message: format!(
-                    "this run (ε = {}) would bring the account “{}” to ε = {:.4}, above its budget of {b} (already spent: {spent:.4}); lower ε or raise the budget",
-                    self.epsilon(),
+                    "this run (ε = {planned}) would bring the account “{}” to ε = {:.4}, above its budget of {b} (already spent: {spent:.4}); lower ε or raise the budget",
                     self.account.as_deref().unwrap_or(""),
-                    spent + self.epsilon()
+                    spent + planned
                 ),
             }),
             _ => Ok(()),
@@ -447,6 +458,9 @@ pub struct RunResult {
     pub embedded_fresh: usize,
     /// The privacy report (JSON), ready to download.
     pub report: String,
+    /// The earlier run whose private vocabulary this run reused (`RunSettings::reuse_vocabulary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocabulary_from: Option<String>,
 }
 
 /// Embedding throughput measured in the worker.

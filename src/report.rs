@@ -81,6 +81,19 @@ impl PrivacyReport {
         } else {
             "noisy top-N vocabulary, discrete Laplace of scale S/ε_voc"
         };
+        // A reused private vocabulary: released (and counted in the ledger) by an earlier run;
+        // this run's outputs depend on it, so the guarantee includes its ε_voc, spent once.
+        let (reused, reused_epsilon) = match &run.vocabulary_from {
+            Some(from) => (
+                format!(
+                    "; released by the earlier run {from} on this corpus, where this ε_voc was spent and counted, and reused \
+                     here without a new draw: this run itself spent ε = {:.4}",
+                    run.epsilon()
+                ),
+                settings.eps_voc,
+            ),
+            None => (String::new(), 0.0),
+        };
         PrivacyReport {
             format: Self::FORMAT.into(),
             generated,
@@ -91,9 +104,9 @@ impl PrivacyReport {
                 .into(),
             guarantee: format!(
                 "The keyphrase sequences, the private vocabulary and everything generated from them (prompts, LLM \
-                 output) are ({:.4})-differentially private: ε_voc = {} ({vocab}) plus ε_kde = {} ({summaries}; \
+                 output) are ({:.4})-differentially private: ε_voc = {} ({vocab}{reused}) plus ε_kde = {} ({summaries}; \
                  classes are disjoint and compose in parallel){}. Later steps are post-processing.",
-                run.epsilon(),
+                run.epsilon() + reused_epsilon,
                 settings.eps_voc,
                 settings.eps_kde,
                 match settings.eps_counts {
@@ -180,7 +193,7 @@ impl PrivacyReport {
 table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-align:left;border-bottom:1px solid #ccd;padding:.3rem .5rem}}\
 .big{{font-size:1.3rem;font-weight:600}}</style></head><body>\
 <h1>Privacy report</h1><p>{generated} · {format}</p>\
-<p class=\"big\">This run: ε = {eps_run:.4} (document-level). All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).</p>\
+<p class=\"big\">This run spent ε = {eps_run:.4} (document-level). All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).</p>\
 <h2>Guarantee</h2><p>{guarantee}</p><h2>Neighbouring relation</h2><p>{relation}</p>\
 <h2>Non-DP checks on this corpus</h2><p>non_dp_checks_on_this_corpus: {checks}. {checks_note}</p>\
 <h2>Parameters</h2><table>{params}</table>\
@@ -235,5 +248,24 @@ mod tests {
         assert_eq!((r.non_dp_checks_on_this_corpus, r.non_dp_settings_compared), (1, 7));
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"non_dp_checks_on_this_corpus\":1") && r.non_dp_checks.contains("comparing 7"), "{json}");
+    }
+
+    #[test]
+    fn a_reused_vocabulary_is_in_the_guarantee_but_not_in_the_runs_spend() {
+        let settings = RunSettings { eps_voc: 2.0, eps_kde: 4.0, eps_counts: Some(0.1), ..RunSettings::default() };
+        let mut run = Run::new("r2".into(), "t".into());
+        run.vocabulary_from = Some("r1".into());
+        run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 4.0, params: serde_json::Value::Null, scope: Scope::AllDocuments });
+        run.spends.push(Spend { stage: "class counts".into(), mechanism: "m".into(), epsilon: 0.1, params: serde_json::Value::Null, scope: Scope::AllDocuments });
+        let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
+        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10);
+        assert!((r.epsilon_run - 4.1).abs() < 1e-12, "this run spent ε_kde + ε_counts: {}", r.epsilon_run);
+        assert!(r.guarantee.contains("(6.1000)-differentially private"), "{}", r.guarantee);
+        assert!(r.guarantee.contains("released by the earlier run r1") && r.guarantee.contains("this run itself spent ε = 4.1000"), "{}", r.guarantee);
+        // Without reuse the guarantee is the run's own ε.
+        run.vocabulary_from = None;
+        let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
+        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10);
+        assert!(r.guarantee.contains("(4.1000)-differentially private") && !r.guarantee.contains("earlier run"), "{}", r.guarantee);
     }
 }

@@ -372,9 +372,16 @@ fn Privacy() -> impl IntoView {
         Some(match (s.earlier_runs, planned) {
             (0, Some(p)) => format!("No earlier run on this corpus in this browser. This run spends ε = {p}."),
             (n, Some(p)) => format!(
-                "This corpus already had {n} run(s) in this browser, spending ε = {:.3}. Running again adds ε = {p}: the total becomes ε = {:.3}.",
+                "This corpus already had {n} run(s) in this browser, spending ε = {:.3}. Running again adds ε = {p}: the total becomes ε = {:.3}.{}",
                 s.spent_before,
-                s.spent_before + p
+                s.spent_before + p,
+                match parsed.get() {
+                    Ok(r) if r.reuse_vocabulary => format!(
+                        " If this page already released a private vocabulary with these vocabulary settings, it is reused: the run then adds ε = {:.3} (no new ε_voc).",
+                        p - r.eps_voc
+                    ),
+                    _ => String::new(),
+                }
             ),
             (n, None) => format!("Spent on this corpus so far: ε = {:.3} over {n} run(s).", s.spent_before),
         })
@@ -406,6 +413,7 @@ fn Privacy() -> impl IntoView {
                     <NumberField id="budget" label="Budget (ε, account)" help="most ε the account may spend; empty: none" value=ledger_view::budget_field() errors=errors />
                     <SamplerField />
                     <VocabPerClassField />
+                    <ReuseVocabularyField />
                     <ProportionalField />
                 </div>
                 <ClassesField errors=errors />
@@ -486,6 +494,14 @@ fn CheckField(id: &'static str, label: &'static str, help: String, value: RwSign
 fn VocabPerClassField() -> impl IntoView {
     let help = "Each class picks its own top terms from its own noisy counts, so a small class keeps its keyphrases (same ε_voc).";
     view! { <CheckField id="vocab_per_class" label="Private vocabulary per class" help=help.to_string() value=app().settings.vocab_per_class /> }
+}
+
+/// Reuse of the private vocabulary an earlier run of this page released (`pipeline::VocabKey`).
+#[component]
+fn ReuseVocabularyField() -> impl IntoView {
+    let help = "When an earlier run in this page used the same corpus, vocabulary list, ε_voc, S, N, classes and \
+                account, its private vocabulary is used again: it is already released, so ε_voc is not spent again.";
+    view! { <CheckField id="reuse_vocabulary" label="Reuse the private vocabulary" help=help.to_string() value=app().settings.reuse_vocabulary /> }
 }
 
 /// The DP class counts (`dp::counts`): sequences per class in proportion, for a small ε.
@@ -762,8 +778,15 @@ fn Results() -> impl IntoView {
                     <h2 id="res-h">"5. Private keyphrases"</h2>
                     <p class="ledger" id="spent">
                         {format!(
-                            "This run spent ε = {:.3}; total on this corpus in this browser: ε = {:.3}. {} terms embedded by the model, {} read (bundled vectors, this session's memory, this browser's cache).",
-                            r.epsilon_run, r.epsilon_total, r.embedded_fresh, r.embedded_from_cache
+                            "This run spent ε = {:.3}{}; total on this corpus in this browser: ε = {:.3}. {} terms embedded by the model, {} read (bundled vectors, this session's memory, this browser's cache).",
+                            r.epsilon_run,
+                            match &r.vocabulary_from {
+                                Some(from) => format!(" (its private vocabulary is the one run {from} released and paid for: reused, no new ε_voc)"),
+                                None => String::new(),
+                            },
+                            r.epsilon_total,
+                            r.embedded_fresh,
+                            r.embedded_from_cache
                         )}
                     </p>
                     <div class="two">

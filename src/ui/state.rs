@@ -56,6 +56,8 @@ pub struct SettingsFields {
     pub gather_other: RwSignal<bool>,
     pub other_name: RwSignal<String>,
     pub vocab_per_class: RwSignal<bool>,
+    /// Reuse this page's earlier private vocabulary when its settings match (no new ε_voc).
+    pub reuse_vocabulary: RwSignal<bool>,
     /// Sequences per class in proportion to DP class counts (ε = `DEFAULT_EPS_COUNTS`).
     pub proportional: RwSignal<bool>,
     /// Whether the corpus was read with a label column (set by `AppState::load`): then the
@@ -79,6 +81,7 @@ impl SettingsFields {
             gather_other: RwSignal::new(d.other_class.is_some()),
             other_name: RwSignal::new(d.other_class.clone().unwrap_or_else(|| crate::classes::ClassSet::OTHER.to_string())),
             vocab_per_class: RwSignal::new(d.vocab_per_class),
+            reuse_vocabulary: RwSignal::new(d.reuse_vocabulary),
             proportional: RwSignal::new(d.eps_counts.is_some()),
             labelled: RwSignal::new(false),
         }
@@ -140,6 +143,7 @@ impl SettingsFields {
             classes: self.class_names(),
             other_class: self.gather_other.get().then(|| self.other_name.get()),
             vocab_per_class: self.vocab_per_class.get(),
+            reuse_vocabulary: self.reuse_vocabulary.get(),
             eps_counts: self.proportional.get().then_some(RunSettings::DEFAULT_EPS_COUNTS),
             ..RunSettings::default()
         };

@@ -86,6 +86,16 @@ struct State {
     live: Option<sources::LiveCache>,
     /// The idle-time pass over a user's own list (`background`).
     background: Option<background::Background>,
+    /// The private vocabulary this page released last, for later runs with the same key
+    /// (`RunSettings::reuse_vocabulary`). A DP output; memory only.
+    released_vocab: Option<ReleasedVocab>,
+}
+
+/// A released Ṽ: what shaped it, and the run that paid for it (its ε_voc is in the ledger).
+struct ReleasedVocab {
+    key: crate::pipeline::VocabKey,
+    pv: Rc<crate::dp::vocabulary::PrivateVocabulary>,
+    run_id: String,
 }
 
 thread_local! {
@@ -454,7 +464,7 @@ fn iso_now() -> String {
 }
 
 async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
-    let State { loaded, model, helpers, vectors, live, kde_helpers, .. } = state;
+    let State { loaded, model, helpers, vectors, live, kde_helpers, released_vocab, .. } = state;
     // Started now, so that they are ready by the DP-KDE stage (`kde_share`).
     if kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().sampler.hist_kind().is_none() {
         *kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
@@ -480,6 +490,13 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         Some(a) => book.account_spent(a, &fp),
         None => book.ledger(&fp).total_epsilon(),
     };
+    // An earlier run's Ṽ with the same key: read again (post-processing), no new ε_voc.
+    let vocab_key = crate::pipeline::VocabKey::new(corpus, vocab, &settings.vocab_params(), &classes, account.as_deref());
+    let reused = released_vocab
+        .as_ref()
+        .filter(|r| settings.reuse_vocabulary && r.key == vocab_key)
+        .map(|r| (Rc::clone(&r.pv), r.run_id.clone()));
+    let planned = if reused.is_some() { settings.epsilon() - settings.eps_voc } else { settings.epsilon() };
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let mut id = [0u8; 8];
     rng.fill(&mut id);
@@ -493,7 +510,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         let recorded_here = book.ledger(&fp).runs.iter().find(|r| r.id == run_id).map_or(0.0, |r| r.epsilon());
         let stored = account.as_ref().and_then(|a| book.accounts.get(a)).and_then(|a| a.budget);
         let s = RunSettings { budget: settings.budget.or(stored), ..settings.clone() };
-        s.check_budget(spent_by(book) - recorded_here).map_err(|e| e.message)
+        s.check_budget_of(spent_by(book) - recorded_here, planned).map_err(|e| e.message)
     };
     let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
     within_budget(&book).map_err(|e| Stop::Failed(None, e))?;
@@ -508,8 +525,17 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     // tab may have spent meanwhile; then this result is dropped unseen, which costs nothing).
     let t0 = now_ms();
     progress(Stage::Vocabulary, 0, 1);
-    let (pv, spends) = corpus.dp_vocabulary(vocab, &settings.vocab_params(), &classes, &mut rng).map_err(at(Stage::Vocabulary))?;
-    run.spends.extend(spends);
+    let (pv, fresh_vocab) = match reused {
+        Some((pv, from)) => {
+            run.vocabulary_from = Some(from);
+            (pv, false)
+        }
+        None => {
+            let (pv, spends) = corpus.dp_vocabulary(vocab, &settings.vocab_params(), &classes, &mut rng).map_err(at(Stage::Vocabulary))?;
+            run.spends.extend(spends);
+            (Rc::new(pv), true)
+        }
+    };
     store
         .update_ledger(|b| {
             b.adopt_legacy(&corpus.keys.legacy, &fp);
@@ -522,7 +548,19 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         })
         .await
         .map_err(at(Stage::Vocabulary))?;
-    post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note: format!("{} terms selected", pv.terms.len()) });
+    // On record: later runs with the same key may read it (its ε_voc is in the ledger now).
+    let note = match &run.vocabulary_from {
+        Some(from) => format!(
+            "{} terms, reused from run {from} of this page (ε_voc = {} was spent then, not again)",
+            pv.terms.len(),
+            settings.eps_voc
+        ),
+        None => format!("{} terms selected", pv.terms.len()),
+    };
+    if fresh_vocab {
+        *released_vocab = Some(ReleasedVocab { key: vocab_key, pv: Rc::clone(&pv), run_id: run_id.clone() });
+    }
+    post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note });
     checkpoint(&mut clock).await?;
 
     // 2 and 3. Embeddings: the bundled vectors, this session's memory, this browser's cache of
@@ -635,6 +673,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         embedded_from_cache: got.bundled + got.from_memory + got.from_cache,
         embedded_fresh: got.fresh.len(),
         report: serde_json::to_string_pretty(&report).unwrap_or_default(),
+        vocabulary_from: run.vocabulary_from.clone(),
     }))
 }
 

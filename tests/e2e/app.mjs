@@ -189,12 +189,24 @@ await runTests([
     });
     assert(!shown.includes(RARE), 'the undeclared label is shown outside the curator\'s corpus facts');
   }],
-  ['a second run adds to the ledger and reads the vectors it has (bundled, in memory, cached)', async () => {
-    assert(/already had 1 run\(s\).*ε = 25\.100.*total becomes ε = 50\.200/.test(await page.textContent('#ledger-note')), 'ledger warning before run 2');
+  ['a second run reuses the private vocabulary (no new ε_voc) and reads the vectors it has', async () => {
+    const note = await page.textContent('#ledger-note');
+    assert(/already had 1 run\(s\).*ε = 25\.100.*total becomes ε = 50\.200/.test(note), `ledger warning before run 2: ${note}`);
+    assert(/it is reused: the run then adds ε = 5\.100 \(no new ε_voc\)/.test(note), `the reuse is announced: ${note}`);
+    const terms1 = await page.locator('#top-terms li').allTextContents();
     await page.click('#run');
-    await page.waitForFunction(() => /total on this corpus in this browser: ε = 50\.200/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
+    // ε_kde + ε_counts only: 25.1 + 5.1.
+    await page.waitForFunction(() => /total on this corpus in this browser: ε = 30\.200/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
     await settle();
-    const m = (await page.textContent('#spent')).match(/(\d+) terms embedded by the model, (\d+) read \(bundled vectors/);
+    const spent = await page.textContent('#spent');
+    assert(/This run spent ε = 5\.100 \(its private vocabulary is the one run [0-9a-f]{16} released and paid for: reused, no new ε_voc\)/.test(spent), spent);
+    assert(/reused from run [0-9a-f]{16} of this page \(ε_voc = 20 was spent then, not again\)/.test(await page.textContent('li[data-stage="vocabulary"]')), 'the stage says so');
+    const terms2 = await page.locator('#top-terms li').allTextContents();
+    assert(JSON.stringify(terms1) === JSON.stringify(terms2), `the same Ṽ with the same noisy counts: ${terms1} / ${terms2}`);
+    const report = JSON.parse(await download('#dl-report'));
+    assert(Math.abs(report.epsilon_run - 5.1) < 1e-9, `this run's own spend: ${report.epsilon_run}`);
+    assert(/\(25\.1000\)-differentially private/.test(report.guarantee) && /released by the earlier run [0-9a-f]{16}/.test(report.guarantee), report.guarantee);
+    const m = spent.match(/(\d+) terms embedded by the model, (\d+) read \(bundled vectors/);
     assert(m && Number(m[1]) === 0 && Number(m[2]) > 0, `a second run computes nothing: ${m}`);
     // Those two counts are exact figures about the corpus, not DP: shown, never stored.
     const stored = await page.evaluate(() => new Promise((resolve, reject) => {
@@ -207,6 +219,14 @@ await runTests([
       };
     }));
     assert(/"sequences"/.test(stored) && !/embedded_(fresh|from_cache)/.test(stored), `the stored run: ${stored.slice(0, 200)}`);
+    // Unticked: a new private vocabulary, paid for in full.
+    await page.uncheck('#reuse_vocabulary');
+    await page.click('#run');
+    await page.waitForFunction(() => /total on this corpus in this browser: ε = 55\.300/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
+    await settle();
+    assert(/This run spent ε = 25\.100;/.test(await page.textContent('#spent')), await page.textContent('#spent'));
+    assert(/12 terms selected/.test(await page.textContent('li[data-stage="vocabulary"]')), 'a new Ṽ');
+    await page.check('#reuse_vocabulary');
   }],
   ['LLM: test connection, review what leaves, generate through injected faults', async () => {
     await llm.reset();

@@ -16,6 +16,9 @@
 //   DPKPS_BENCH_LIMIT=900 (seconds: a run still going then is cancelled and shown as "> limit")
 //   DPKPS_BENCH_WAIT_BACKGROUND=1 (before the repeated runs on an own list: wait until the
 //   worker's idle-time pass has embedded the list, as a curator who ran once and came back)
+//   DPKPS_BENCH_AGAIN_REUSE=1 (the repeated runs reuse the private vocabulary, the page's
+//   default; 0: each draws a new one). The first run of every sampler always draws its own, so
+//   that its figures are a whole run's.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +38,7 @@ const [againVocab, againSampler] = (process.env.DPKPS_BENCH_AGAIN_SETTING ?? `${
 // with N = 1000 (8,000,000 counts at most), so it runs with N = MARKOV_N.
 const MARKOV_N = Number(process.env.DPKPS_BENCH_MARKOV_N ?? 400);
 const limit = Number(process.env.DPKPS_BENCH_LIMIT ?? 900);
+const againReuse = process.env.DPKPS_BENCH_AGAIN_REUSE !== '0';
 const MB = (b) => (b / 1e6).toFixed(0);
 
 // The corpus: the header once, the rows `repeat` times. With DPKPS_BENCH_VARY=1, copy r of a
@@ -181,8 +185,9 @@ async function loadCorpus(vocab) {
 }
 
 const results = [];
-async function runOnce(vocab, sampler, classes, n) {
+async function runOnce(vocab, sampler, classes, n, reuse) {
   await page.selectOption('#sampler', sampler);
+  await page.setChecked('#reuse_vocabulary', reuse);
   await page.fill('#top_n', sampler === 'markov' ? String(MARKOV_N) : '1000');
   await page.waitForFunction(() => !document.querySelector('#run')?.disabled, null, { timeout: 30_000 });
   const t1 = Date.now();
@@ -198,16 +203,16 @@ async function runOnce(vocab, sampler, classes, n) {
   const failed = overLimit ? null : await page.$('#error');
   const mem = await memory();
   const what = overLimit ? `over the limit of ${limit} s (cancelled)` : failed ? `FAILED: ${(await failed.textContent()).trim()}` : null;
-  console.log(`    ${sampler}${sampler === 'markov' ? ` (N = ${MARKOV_N})` : ''}, ${classes} classes, run ${n}: Run → results ${wall.toFixed(1)} s${what ? ` (${what})` : ''}`);
+  console.log(`    ${sampler}${sampler === 'markov' ? ` (N = ${MARKOV_N})` : ''}, ${classes} classes, run ${n}${reuse ? ' (reuse Ṽ if it may)' : ''}: Run → results ${wall.toFixed(1)} s${what ? ` (${what})` : ''}`);
   for (const s of await stageNotes()) console.log(`      ${s}`);
   console.log(`      memory: ${memText(mem)}`);
-  results.push({ vocab, sampler, n, wall, failed: failed ? 'FAILED' : overLimit ? `> ${limit}` : null, stages: await stageSeconds(), mem });
+  results.push({ vocab, sampler, n, reuse, wall, failed: failed ? 'FAILED' : overLimit ? `> ${limit}` : null, stages: await stageSeconds(), mem });
 }
 
 let loaded = { vocab: null, classes: 0 };
 for (const vocab of vocabs) {
   loaded = { vocab, classes: await loadCorpus(vocab) };
-  for (const sampler of samplers) await runOnce(vocab, sampler, loaded.classes, 1);
+  for (const sampler of samplers) await runOnce(vocab, sampler, loaded.classes, 1, false);
 }
 /** Waits (at most `limit` s) for the worker's idle-time pass over an own list (self.dpkpsBackground). */
 async function waitBackground() {
@@ -230,14 +235,14 @@ if (again > 0) {
   console.log(`  the same settings again in the same page (${againVocab}, ${againSampler}): memory must not grow`);
   const classes = loaded.vocab === againVocab ? loaded.classes : await loadCorpus(againVocab);
   if (againVocab === 'custom' && process.env.DPKPS_BENCH_WAIT_BACKGROUND !== '0') await waitBackground();
-  for (let n = 2; n <= again + 1; n++) await runOnce(againVocab, againSampler, classes, n);
+  for (let n = 2; n <= again + 1; n++) await runOnce(againVocab, againSampler, classes, n, againReuse);
 }
 
 console.log('\n| vocabulary | sampler | run | Run → results (s) | ' + STAGES.join(' | ') + ' | worker wasm (MB) | helpers wasm (MB) | renderer peak (MB) |');
 console.log('|---|---|---|---|' + STAGES.map(() => '---|').join('') + '---|---|---|');
 for (const r of results) {
   const st = STAGES.map((s) => (r.stages[s] == null ? '–' : r.stages[s].toFixed(1)));
-  console.log(`| ${r.vocab} | ${r.sampler} | ${r.n} | ${r.failed ?? r.wall.toFixed(1)} | ${st.join(' | ')} | ${MB(r.mem.worker)} | ${r.mem.helpers.map(MB).join('+') || '–'} | ${MB(r.mem.rendererPeak)} |`);
+  console.log(`| ${r.vocab} | ${r.sampler} | ${r.n}${r.reuse ? ' (reuse)' : ''} | ${r.failed ?? r.wall.toFixed(1)} | ${st.join(' | ')} | ${MB(r.mem.worker)} | ${r.mem.helpers.map(MB).join('+') || '–'} | ${MB(r.mem.rendererPeak)} |`);
 }
 await browser.close();
 await server.close();
