@@ -78,6 +78,13 @@ impl Run {
         self.epsilon_by_stage().values().fold(0.0, |a, b| a + b)
     }
 
+    /// Whether this run is on record as having paid for a private vocabulary of ε ≥ `epsilon`
+    /// under `account`: what a later run that reuses its Ṽ relies on.
+    pub fn paid_for_vocabulary(&self, epsilon: f64, account: Option<&str>) -> bool {
+        self.account.as_deref() == account
+            && self.epsilon_by_stage().get("vocabulary").is_some_and(|&e| e >= epsilon - 1e-12)
+    }
+
     /// ε of each stage of this run: whole-corpus spends add up; spends on disjoint
     /// partitions (classes) take the maximum over partitions.
     pub fn epsilon_by_stage(&self) -> BTreeMap<&str, f64> {
@@ -522,6 +529,30 @@ mod account_tests {
         let mut fresh = LedgerBook::default();
         fresh.merge(&here);
         assert_eq!(fresh.account_spent("clinic", "fp"), here.account_spent("clinic", "fp"));
+    }
+
+    #[test]
+    fn a_run_that_reused_a_vocabulary_travels_and_adds_only_its_own_spends() {
+        let mut here = LedgerBook::default();
+        here.extend_run("fp", &run("a", 2.0, Some("clinic")));
+        let mut b = Run::new("b".into(), "t".into());
+        b.account = Some("clinic".into());
+        b.vocabulary_from = Some("a".into());
+        b.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 4.0, params: serde_json::Value::Null, scope: Scope::Partition { label: "x".into() } });
+        here.extend_run("fp", &b);
+        assert_eq!(here.ledger("fp").total_epsilon(), 6.0);
+        // Who paid for the reused Ṽ: run a, under its account, at ε_voc = 2.
+        let a = &here.ledger("fp").runs[0];
+        assert!(a.paid_for_vocabulary(2.0, Some("clinic")));
+        assert!(!a.paid_for_vocabulary(2.5, Some("clinic")), "paid less than asked");
+        assert!(!a.paid_for_vocabulary(2.0, None), "another account");
+        assert!(!here.ledger("fp").runs[1].paid_for_vocabulary(0.1, Some("clinic")), "a reusing run paid for none");
+        // Exported and imported: the link survives and nothing is counted twice.
+        let mut fresh = LedgerBook::default();
+        fresh.merge(&LedgerBook::from_json(&here.to_json()).unwrap());
+        assert_eq!(fresh.ledger("fp").runs[1].vocabulary_from.as_deref(), Some("a"));
+        assert_eq!(fresh.ledger("fp").total_epsilon(), 6.0);
+        assert_eq!(fresh.merge(&here), MergeSummary::default());
     }
 
     #[test]

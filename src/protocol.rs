@@ -458,9 +458,10 @@ pub struct RunResult {
     pub embedded_fresh: usize,
     /// The privacy report (JSON), ready to download.
     pub report: String,
-    /// The earlier run whose private vocabulary this run reused (`RunSettings::reuse_vocabulary`).
+    /// The earlier run whose private vocabulary this run reused (`RunSettings::reuse_vocabulary`),
+    /// and the ε of this run's outputs (`epsilon_run` plus that vocabulary's ε_voc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vocabulary_from: Option<String>,
+    pub vocabulary_from: Option<(String, f64)>,
 }
 
 /// Embedding throughput measured in the worker.

@@ -27,6 +27,13 @@ pub struct PrivacyReport {
     pub epsilon_kde: f64,
     /// ε of this run (sequential composition of its stages; classes in parallel).
     pub epsilon_run: f64,
+    /// The ε of this run's outputs: `epsilon_run`, plus the ε_voc of a reused private
+    /// vocabulary (spent by the run `vocabulary_from`).
+    #[serde(default)]
+    pub epsilon_outputs: f64,
+    /// The earlier run whose private vocabulary this run reused (and which paid its ε_voc).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocabulary_from: Option<String>,
     /// ε spent on this corpus in this browser, this run included.
     pub epsilon_corpus_total: f64,
     pub runs_on_corpus: usize,
@@ -117,6 +124,8 @@ impl PrivacyReport {
             epsilon_vocabulary: settings.eps_voc,
             epsilon_kde: settings.eps_kde,
             epsilon_run: run.epsilon(),
+            epsilon_outputs: run.epsilon() + reused_epsilon,
+            vocabulary_from: run.vocabulary_from.clone(),
             epsilon_corpus_total: ledger.total_epsilon(),
             runs_on_corpus: ledger.runs.len(),
             settings: settings.clone(),
@@ -193,7 +202,7 @@ impl PrivacyReport {
 table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-align:left;border-bottom:1px solid #ccd;padding:.3rem .5rem}}\
 .big{{font-size:1.3rem;font-weight:600}}</style></head><body>\
 <h1>Privacy report</h1><p>{generated} · {format}</p>\
-<p class=\"big\">This run spent ε = {eps_run:.4} (document-level). All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).</p>\
+<p class=\"big\">{headline} All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).</p>\
 <h2>Guarantee</h2><p>{guarantee}</p><h2>Neighbouring relation</h2><p>{relation}</p>\
 <h2>Non-DP checks on this corpus</h2><p>non_dp_checks_on_this_corpus: {checks}. {checks_note}</p>\
 <h2>Parameters</h2><table>{params}</table>\
@@ -202,7 +211,13 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
 <h2>Not in this report</h2><p>{not_included}</p><p>Method: {method}</p></body></html>",
             generated = esc(&self.generated),
             format = esc(&self.format),
-            eps_run = self.epsilon_run,
+            headline = esc(&match &self.vocabulary_from {
+                Some(from) => format!(
+                    "These outputs: ε = {:.4} (document-level), of which this run spent ε = {:.4} and run {from} the reused private vocabulary's ε_voc.",
+                    self.epsilon_outputs, self.epsilon_run
+                ),
+                None => format!("This run: ε = {:.4} (document-level).", self.epsilon_run),
+            }),
             eps_total = self.epsilon_corpus_total,
             runs = self.runs_on_corpus,
             guarantee = esc(&self.guarantee),
@@ -262,10 +277,14 @@ mod tests {
         assert!((r.epsilon_run - 4.1).abs() < 1e-12, "this run spent ε_kde + ε_counts: {}", r.epsilon_run);
         assert!(r.guarantee.contains("(6.1000)-differentially private"), "{}", r.guarantee);
         assert!(r.guarantee.contains("released by the earlier run r1") && r.guarantee.contains("this run itself spent ε = 4.1000"), "{}", r.guarantee);
+        assert!((r.epsilon_outputs - 6.1).abs() < 1e-12 && r.vocabulary_from.as_deref() == Some("r1"));
+        assert!(r.to_html().contains("These outputs: ε = 6.1000 (document-level), of which this run spent ε = 4.1000 and run r1"), "{}", r.to_html());
         // Without reuse the guarantee is the run's own ε.
         run.vocabulary_from = None;
         let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
         let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10);
         assert!(r.guarantee.contains("(4.1000)-differentially private") && !r.guarantee.contains("earlier run"), "{}", r.guarantee);
+        assert!((r.epsilon_outputs - 4.1).abs() < 1e-12 && r.vocabulary_from.is_none());
+        assert!(r.to_html().contains("This run: ε = 4.1000 (document-level)."));
     }
 }

@@ -781,7 +781,9 @@ fn Results() -> impl IntoView {
                             "This run spent ε = {:.3}{}; total on this corpus in this browser: ε = {:.3}. {} terms embedded by the model, {} read (bundled vectors, this session's memory, this browser's cache).",
                             r.epsilon_run,
                             match &r.vocabulary_from {
-                                Some(from) => format!(" (its private vocabulary is the one run {from} released and paid for: reused, no new ε_voc)"),
+                                Some((from, outputs)) => format!(
+                                    " (its private vocabulary is the one run {from} released and paid for: reused, no new ε_voc; these outputs are ε = {outputs:.3})"
+                                ),
                                 None => String::new(),
                             },
                             r.epsilon_total,

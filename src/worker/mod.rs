@@ -337,6 +337,9 @@ async fn load(
         return Err(Stop::Failed(Some(Stage::Read), "no file was given".into()));
     }
     state.loaded = None;
+    // A corpus read again may carry other labels under the same texts (the fingerprint is of
+    // the texts): its Ṽ is drawn anew.
+    state.released_vocab = None;
     let vocab = match vocabulary {
         VocabChoice::Bundled { which } => bundled_vocab(state, which).await?,
         VocabChoice::Custom { name } => {
@@ -492,15 +495,25 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     };
     // An earlier run's Ṽ with the same key: read again (post-processing), no new ε_voc.
     let vocab_key = crate::pipeline::VocabKey::new(corpus, vocab, &settings.vocab_params(), &classes, account.as_deref());
-    let reused = released_vocab
+    let mut reused = released_vocab
         .as_ref()
         .filter(|r| settings.reuse_vocabulary && r.key == vocab_key)
         .map(|r| (Rc::clone(&r.pv), r.run_id.clone()));
-    let planned = if reused.is_some() { settings.epsilon() - settings.eps_voc } else { settings.epsilon() };
+    // Only while the ledger still holds the run that paid for it (storage can be wiped under an
+    // open page): else a new Ṽ, paid for in full.
+    let paid = |book: &crate::ledger::LedgerBook, from: &str| {
+        book.ledger(&corpus.fingerprint).runs.iter().any(|r| r.id == from && r.paid_for_vocabulary(settings.eps_voc, account.as_deref()))
+    };
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let mut id = [0u8; 8];
     rng.fill(&mut id);
     let run_id = crate::corpus::hex(&id);
+    let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
+    if reused.as_ref().is_some_and(|(_, from)| !paid(&book, from)) {
+        reused = None;
+        *released_vocab = None;
+    }
+    let planned = if reused.is_some() { settings.epsilon() - settings.eps_voc } else { settings.epsilon() };
     // The budget reserves the whole run: what everything else recorded has spent, plus this
     // run's full planned ε, must fit the budget (the page's field, else the account's stored
     // one). Checked before anything is computed and again inside every transaction that
@@ -512,7 +525,6 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         let s = RunSettings { budget: settings.budget.or(stored), ..settings.clone() };
         s.check_budget_of(spent_by(book) - recorded_here, planned).map_err(|e| e.message)
     };
-    let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
     within_budget(&book).map_err(|e| Stop::Failed(None, e))?;
     let mut run = Run::new(run_id.clone(), iso_now());
     run.account = account.clone();
@@ -539,6 +551,9 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     store
         .update_ledger(|b| {
             b.adopt_legacy(&corpus.keys.legacy, &fp);
+            if run.vocabulary_from.as_deref().is_some_and(|from| !paid(b, from)) {
+                return Err("the run that paid for the reused private vocabulary is no longer in the ledger; run again to draw a new one".into());
+            }
             within_budget(b)?;
             b.extend_run(&fp, &run);
             if let Some(a) = &account {
@@ -673,7 +688,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         embedded_from_cache: got.bundled + got.from_memory + got.from_cache,
         embedded_fresh: got.fresh.len(),
         report: serde_json::to_string_pretty(&report).unwrap_or_default(),
-        vocabulary_from: run.vocabulary_from.clone(),
+        vocabulary_from: run.vocabulary_from.clone().map(|from| (from, report.epsilon_outputs)),
     }))
 }
 

@@ -199,12 +199,12 @@ await runTests([
     await page.waitForFunction(() => /total on this corpus in this browser: ε = 30\.200/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
     await settle();
     const spent = await page.textContent('#spent');
-    assert(/This run spent ε = 5\.100 \(its private vocabulary is the one run [0-9a-f]{16} released and paid for: reused, no new ε_voc\)/.test(spent), spent);
+    assert(/This run spent ε = 5\.100 \(its private vocabulary is the one run [0-9a-f]{16} released and paid for: reused, no new ε_voc; these outputs are ε = 25\.100\)/.test(spent), spent);
     assert(/reused from run [0-9a-f]{16} of this page \(ε_voc = 20 was spent then, not again\)/.test(await page.textContent('li[data-stage="vocabulary"]')), 'the stage says so');
     const terms2 = await page.locator('#top-terms li').allTextContents();
     assert(JSON.stringify(terms1) === JSON.stringify(terms2), `the same Ṽ with the same noisy counts: ${terms1} / ${terms2}`);
     const report = JSON.parse(await download('#dl-report'));
-    assert(Math.abs(report.epsilon_run - 5.1) < 1e-9, `this run's own spend: ${report.epsilon_run}`);
+    assert(Math.abs(report.epsilon_run - 5.1) < 1e-9 && Math.abs(report.epsilon_outputs - 25.1) < 1e-9, `this run's own spend and its outputs' ε: ${report.epsilon_run}, ${report.epsilon_outputs}`);
     assert(/\(25\.1000\)-differentially private/.test(report.guarantee) && /released by the earlier run [0-9a-f]{16}/.test(report.guarantee), report.guarantee);
     const m = spent.match(/(\d+) terms embedded by the model, (\d+) read \(bundled vectors/);
     assert(m && Number(m[1]) === 0 && Number(m[2]) > 0, `a second run computes nothing: ${m}`);
