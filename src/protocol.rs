@@ -431,6 +431,18 @@ impl RunSettings {
         }
     }
 
+    /// Whether a run with these settings would reuse the private vocabulary of an earlier run
+    /// with `earlier` (same list and corpus assumed): reuse on, and the same ε_voc, N, S,
+    /// per-class choice, classes and account (`pipeline::VocabKey`, which the worker checks).
+    pub fn reuses_vocabulary_of(&self, earlier: &RunSettings) -> bool {
+        let account = |s: &RunSettings| s.account.as_deref().map(str::trim).filter(|a| !a.is_empty()).map(str::to_string);
+        self.reuse_vocabulary
+            && self.vocab_params() == earlier.vocab_params()
+            && self.classes == earlier.classes
+            && self.other_class == earlier.other_class
+            && account(self) == account(earlier)
+    }
+
     /// ε this run will spend: ε_voc + ε_kde (+ ε of the class counts) (sequential composition;
     /// classes in parallel).
     pub fn epsilon(&self) -> f64 {
@@ -546,5 +558,27 @@ mod tests {
         assert!(e.starts_with("big.txt is 2.0 GiB and a corpus may be at most 2.0 GiB"), "{e}");
         let e = limits::check("a vocabulary", "v.txt", 100 << 20, limits::VOCABULARY).unwrap_err();
         assert!(e.contains("100.0 MiB") && e.contains("64.0 MiB"), "{e}");
+    }
+
+    #[test]
+    fn a_run_reuses_the_vocabulary_only_with_the_same_vocabulary_settings() {
+        let earlier = RunSettings { classes: vec!["a".into(), "b".into()], account: Some("clinic".into()), ..RunSettings::default() };
+        // What does not shape Ṽ may change: ε_kde, the sampler, L, I, the budget, the account's spacing.
+        let same = RunSettings { eps_kde: 9.0, sampler: Sampler::IterativeLog, len: 5, features: 512, budget: Some(50.0), account: Some(" clinic ".into()), ..earlier.clone() };
+        assert!(same.reuses_vocabulary_of(&earlier));
+        assert_eq!(same.check_budget_of(40.0, same.epsilon() - same.eps_voc).map_err(|e| e.message), Ok(()));
+        assert!(same.check_budget(40.0).is_err(), "the full ε would not fit");
+        for other in [
+            RunSettings { reuse_vocabulary: false, ..same.clone() },
+            RunSettings { eps_voc: 1.0, ..same.clone() },
+            RunSettings { top_n: 500, ..same.clone() },
+            RunSettings { terms_per_doc: 2, ..same.clone() },
+            RunSettings { vocab_per_class: false, ..same.clone() },
+            RunSettings { classes: vec!["a".into()], ..same.clone() },
+            RunSettings { other_class: Some("other".into()), ..same.clone() },
+            RunSettings { account: None, ..same.clone() },
+        ] {
+            assert!(!other.reuses_vocabulary_of(&earlier), "{other:?}");
+        }
     }
 }

@@ -130,6 +130,11 @@ fn refresh_account(st: LedgerState) {
     }
 }
 
+/// The run's budget account as the page has it (None: no name given).
+pub fn account_name() -> Option<String> {
+    Some(ledger().account.get().trim().to_string()).filter(|a| !a.is_empty())
+}
+
 /// The settings with the account and budget, refused (field "budget") if the run would take
 /// the account over its budget. The worker checks again against what is recorded then.
 pub fn with_account(parsed: Result<RunSettings, Vec<FieldError>>) -> Result<RunSettings, Vec<FieldError>> {
@@ -148,7 +153,7 @@ pub fn with_account(parsed: Result<RunSettings, Vec<FieldError>>) -> Result<RunS
             let mut errs = s.check(None).into_iter().filter(|e| e.field == "budget").collect::<Vec<_>>();
             let spent = status.filter(|st| st.name == account).map_or(0.0, |st| st.spent);
             if errs.is_empty() {
-                if let Err(e) = s.check_budget(spent) {
+                if let Err(e) = s.check_budget_of(spent, super::app().planned_epsilon(&s)) {
                     errs.push(e);
                 }
             }

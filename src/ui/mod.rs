@@ -368,20 +368,17 @@ fn Privacy() -> impl IntoView {
     };
     let ledger_note = move || {
         let s = app.summary.get()?;
-        let planned = parsed.get().ok().map(|p: RunSettings| p.epsilon());
+        // With the account, as the run will be sent (it is part of what a reuse must match).
+        let settings = parsed.get().ok().map(|p: RunSettings| RunSettings { account: ledger_view::account_name(), ..p });
+        let planned = settings.as_ref().map(|p| app.planned_epsilon(p));
+        let reuses = settings.as_ref().zip(planned).is_some_and(|(p, e)| e < p.epsilon());
         Some(match (s.earlier_runs, planned) {
             (0, Some(p)) => format!("No earlier run on this corpus in this browser. This run spends ε = {p}."),
             (n, Some(p)) => format!(
-                "This corpus already had {n} run(s) in this browser, spending ε = {:.3}. Running again adds ε = {p}: the total becomes ε = {:.3}.{}",
+                "This corpus already had {n} run(s) in this browser, spending ε = {:.3}. Running again {}adds ε = {p:.3}: the total becomes ε = {:.3}.",
                 s.spent_before,
-                s.spent_before + p,
-                match parsed.get() {
-                    Ok(r) if r.reuse_vocabulary => format!(
-                        " If this page already released a private vocabulary with these vocabulary settings, it is reused: the run then adds ε = {:.3} (no new ε_voc).",
-                        p - r.eps_voc
-                    ),
-                    _ => String::new(),
-                }
+                if reuses { "reuses the last run's private vocabulary (already paid for, no new ε_voc) and " } else { "" },
+                s.spent_before + p
             ),
             (n, None) => format!("Spent on this corpus so far: ε = {:.3} over {n} run(s).", s.spent_before),
         })

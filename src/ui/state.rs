@@ -191,6 +191,11 @@ pub struct AppState {
     pub evaluation: RwSignal<Option<crate::eval::EvalReport>>,
     /// The worker's idle-time pass over a user's own list: (terms embedded, of).
     pub background: RwSignal<Option<(u64, u64)>>,
+    /// The settings of the run in progress, and of the last run that finished on the loaded
+    /// corpus: the worker keeps that run's private vocabulary for a run with the same
+    /// vocabulary settings (`RunSettings::reuses_vocabulary_of`), which then spends no ε_voc.
+    pub running: RwSignal<Option<RunSettings>>,
+    pub last_finished: RwSignal<Option<RunSettings>>,
 }
 
 impl AppState {
@@ -215,6 +220,17 @@ impl AppState {
             bench: RwSignal::new(None),
             evaluation: RwSignal::new(None),
             background: RwSignal::new(None),
+            running: RwSignal::new(None),
+            last_finished: RwSignal::new(None),
+        }
+    }
+
+    /// ε a run with `s` will spend: without ε_voc when it reuses the last finished run's private
+    /// vocabulary (the worker checks again, against its memory and the ledger).
+    pub fn planned_epsilon(&self, s: &RunSettings) -> f64 {
+        match self.last_finished.get() {
+            Some(earlier) if s.reuses_vocabulary_of(&earlier) => s.epsilon() - s.eps_voc,
+            _ => s.epsilon(),
         }
     }
 
@@ -300,6 +316,8 @@ impl AppState {
         self.settings.labelled.set(!label.is_empty());
         self.summary.set(None);
         self.result.set(None);
+        // The worker drops the kept private vocabulary when a corpus is read.
+        self.last_finished.set(None);
         self.begin(Job::Load);
         self.stages.set(vec![(Stage::Read, StageState::Running { done: 0, total: 0 })]);
         engine::send(
@@ -317,6 +335,7 @@ impl AppState {
         self.result.set(None);
         self.begin(Job::Run);
         self.stages.set(Stage::RUN.iter().map(|s| (*s, StageState::Waiting)).collect());
+        self.running.set(Some(settings.clone()));
         engine::send(&Request::Run { settings }, &[]);
     }
 
@@ -408,6 +427,9 @@ impl AppState {
                 }
                 self.result.set(Some(r));
                 self.job.set(None);
+                if let Some(settings) = self.running.get_untracked() {
+                    self.last_finished.set(Some(settings));
+                }
                 if let Some(s) = self.summary.get_untracked() {
                     // The ledger moved on: show what was spent so far.
                     let spent = self.result.get_untracked().map_or(s.spent_before, |r| r.epsilon_total);

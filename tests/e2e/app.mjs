@@ -191,8 +191,7 @@ await runTests([
   }],
   ['a second run reuses the private vocabulary (no new ε_voc) and reads the vectors it has', async () => {
     const note = await page.textContent('#ledger-note');
-    assert(/already had 1 run\(s\).*ε = 25\.100.*total becomes ε = 50\.200/.test(note), `ledger warning before run 2: ${note}`);
-    assert(/it is reused: the run then adds ε = 5\.100 \(no new ε_voc\)/.test(note), `the reuse is announced: ${note}`);
+    assert(/already had 1 run\(s\) in this browser, spending ε = 25\.100\. Running again reuses the last run's private vocabulary \(already paid for, no new ε_voc\) and adds ε = 5\.100: the total becomes ε = 30\.200\./.test(note), `ledger note before run 2: ${note}`);
     const terms1 = await page.locator('#top-terms li').allTextContents();
     await page.click('#run');
     // ε_kde + ε_counts only: 25.1 + 5.1.
@@ -221,6 +220,7 @@ await runTests([
     assert(/"sequences"/.test(stored) && !/embedded_(fresh|from_cache)/.test(stored), `the stored run: ${stored.slice(0, 200)}`);
     // Unticked: a new private vocabulary, paid for in full.
     await page.uncheck('#reuse_vocabulary');
+    await page.waitForFunction(() => /Running again adds ε = 25\.100: the total becomes ε = 55\.300\./.test(document.querySelector('#ledger-note')?.textContent ?? ''), null, { timeout: 5_000 });
     await page.click('#run');
     await page.waitForFunction(() => /total on this corpus in this browser: ε = 55\.300/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
     await settle();
