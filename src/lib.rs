@@ -24,6 +24,7 @@ pub mod llm;
 pub mod ledger;
 pub mod overlap;
 pub mod pipeline;
+pub mod reuse;
 pub mod sample;
 pub mod text;
 pub(crate) mod trig;

@@ -167,33 +167,6 @@ impl Release {
     }
 }
 
-/// Everything that shapes a DP vocabulary release: the corpus (its fingerprint), the public list
-/// (its checksum), ε_voc, N, S and the per-class choice, the public class set, and the budget
-/// account it was paid from. A run whose key equals an earlier run's may read that run's Ṽ
-/// instead of releasing a new one: Ṽ is a DP output, so reading it again is post-processing
-/// and costs no ε (the ledger keeps the one ε_voc of the run that released it). The account is
-/// in the key so that each account's budget pays for the Ṽ its runs use.
-#[derive(Debug, Clone, PartialEq)]
-pub struct VocabKey {
-    corpus: String,
-    vocabulary: String,
-    params: VocabParams,
-    classes: ClassSet,
-    account: Option<String>,
-}
-
-impl VocabKey {
-    pub fn new(corpus: &MatchedCorpus, vocab: &PublicVocabulary, params: &VocabParams, classes: &ClassSet, account: Option<&str>) -> VocabKey {
-        VocabKey {
-            corpus: corpus.fingerprint.clone(),
-            vocabulary: vocab.checksum.clone(),
-            params: *params,
-            classes: classes.clone(),
-            account: account.map(str::to_string),
-        }
-    }
-}
-
 impl MatchedCorpus {
     /// The documents as the DP summaries see them: class (by the public class set; dropped
     /// documents are left out) and first `len` terms.

@@ -254,7 +254,7 @@ pub struct RunSettings {
     #[serde(default = "yes")]
     pub vocab_per_class: bool,
     /// Reuse the private vocabulary this page released in an earlier run on the same corpus
-    /// with the same vocabulary settings (`pipeline::VocabKey`) instead of drawing and paying
+    /// with the same vocabulary settings (`reuse::VocabKey`) instead of drawing and paying
     /// for a new one: post-processing of that release, no new ε_voc.
     #[serde(default = "yes")]
     pub reuse_vocabulary: bool,
@@ -433,7 +433,7 @@ impl RunSettings {
 
     /// Whether a run with these settings would reuse the private vocabulary of an earlier run
     /// with `earlier` (same list and corpus assumed): reuse on, and the same ε_voc, N, S,
-    /// per-class choice, classes and account (`pipeline::VocabKey`, which the worker checks).
+    /// per-class choice, classes and account (`reuse::VocabKey`, which the worker checks).
     pub fn reuses_vocabulary_of(&self, earlier: &RunSettings) -> bool {
         let account = |s: &RunSettings| s.account.as_deref().map(str::trim).filter(|a| !a.is_empty()).map(str::to_string);
         self.reuse_vocabulary

@@ -493,7 +493,7 @@ fn VocabPerClassField() -> impl IntoView {
     view! { <CheckField id="vocab_per_class" label="Private vocabulary per class" help=help.to_string() value=app().settings.vocab_per_class /> }
 }
 
-/// Reuse of the private vocabulary an earlier run of this page released (`pipeline::VocabKey`).
+/// Reuse of the private vocabulary an earlier run of this page released (`reuse::VocabKey`).
 #[component]
 fn ReuseVocabularyField() -> impl IntoView {
     let help = "When an earlier run in this page used the same corpus, vocabulary list, ε_voc, S, N, classes and \

@@ -38,6 +38,7 @@ use crate::protocol::{
     VocabChoice,
 };
 use crate::report::{Checked, PrivacyReport};
+use crate::reuse::{KeptVocabulary, VocabKey};
 use crate::sample::Candidates;
 use crate::kde::Sampler;
 use crate::vocab::{Bundled, Matcher, PublicVocabulary, TermId};
@@ -87,15 +88,8 @@ struct State {
     /// The idle-time pass over a user's own list (`background`).
     background: Option<background::Background>,
     /// The private vocabulary this page released last, for later runs with the same key
-    /// (`RunSettings::reuse_vocabulary`). A DP output; memory only.
-    released_vocab: Option<ReleasedVocab>,
-}
-
-/// A released Ṽ: what shaped it, and the run that paid for it (its ε_voc is in the ledger).
-struct ReleasedVocab {
-    key: crate::pipeline::VocabKey,
-    pv: Rc<crate::dp::vocabulary::PrivateVocabulary>,
-    run_id: String,
+    /// (`RunSettings::reuse_vocabulary`, `crate::reuse`). A DP output; memory only.
+    released_vocab: Option<KeptVocabulary>,
 }
 
 thread_local! {
@@ -493,26 +487,15 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         Some(a) => book.account_spent(a, &fp),
         None => book.ledger(&fp).total_epsilon(),
     };
-    // An earlier run's Ṽ with the same key: read again (post-processing), no new ε_voc.
-    let vocab_key = crate::pipeline::VocabKey::new(corpus, vocab, &settings.vocab_params(), &classes, account.as_deref());
-    let mut reused = released_vocab
-        .as_ref()
-        .filter(|r| settings.reuse_vocabulary && r.key == vocab_key)
-        .map(|r| (Rc::clone(&r.pv), r.run_id.clone()));
-    // Only while the ledger still holds the run that paid for it (storage can be wiped under an
-    // open page): else a new Ṽ, paid for in full.
-    let paid = |book: &crate::ledger::LedgerBook, from: &str| {
-        book.ledger(&corpus.fingerprint).runs.iter().any(|r| r.id == from && r.paid_for_vocabulary(settings.eps_voc, account.as_deref()))
-    };
+    let vocab_key = VocabKey::new(corpus, vocab, &settings.vocab_params(), &classes, account.as_deref());
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let mut id = [0u8; 8];
     rng.fill(&mut id);
     let run_id = crate::corpus::hex(&id);
     let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
-    if reused.as_ref().is_some_and(|(_, from)| !paid(&book, from)) {
-        reused = None;
-        *released_vocab = None;
-    }
+    // An earlier run's Ṽ with the same key, its spend still on record: read again
+    // (post-processing), no new ε_voc.
+    let reused = released_vocab.as_ref().filter(|_| settings.reuse_vocabulary).and_then(|k| k.reusable(&vocab_key, &book));
     let planned = if reused.is_some() { settings.epsilon() - settings.eps_voc } else { settings.epsilon() };
     // The budget reserves the whole run: what everything else recorded has spent, plus this
     // run's full planned ε, must fit the budget (the page's field, else the account's stored
@@ -551,7 +534,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     store
         .update_ledger(|b| {
             b.adopt_legacy(&corpus.keys.legacy, &fp);
-            if run.vocabulary_from.as_deref().is_some_and(|from| !paid(b, from)) {
+            if run.vocabulary_from.as_deref().is_some_and(|from| !crate::reuse::paid(b, &vocab_key, from)) {
                 return Err("the run that paid for the reused private vocabulary is no longer in the ledger; run again to draw a new one".into());
             }
             within_budget(b)?;
@@ -573,7 +556,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
         None => format!("{} terms selected", pv.terms.len()),
     };
     if fresh_vocab {
-        *released_vocab = Some(ReleasedVocab { key: vocab_key, pv: Rc::clone(&pv), run_id: run_id.clone() });
+        *released_vocab = Some(KeptVocabulary::new(vocab_key, Rc::clone(&pv), run_id.clone()));
     }
     post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note });
     checkpoint(&mut clock).await?;
