@@ -307,6 +307,11 @@ impl Default for RunSettings {
     }
 }
 
+/// A budget account's name as recorded: trimmed; None if blank.
+pub fn account_name(name: Option<&str>) -> Option<String> {
+    name.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
 /// A setting the worker would refuse, with why, for the field that holds it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FieldError {
@@ -435,12 +440,16 @@ impl RunSettings {
     /// with `earlier` (same list and corpus assumed): reuse on, and the same ε_voc, N, S,
     /// per-class choice, classes and account (`reuse::VocabKey`, which the worker checks).
     pub fn reuses_vocabulary_of(&self, earlier: &RunSettings) -> bool {
-        let account = |s: &RunSettings| s.account.as_deref().map(str::trim).filter(|a| !a.is_empty()).map(str::to_string);
         self.reuse_vocabulary
             && self.vocab_params() == earlier.vocab_params()
             && self.classes == earlier.classes
             && self.other_class == earlier.other_class
-            && account(self) == account(earlier)
+            && self.account_name() == earlier.account_name()
+    }
+
+    /// The budget account the run is recorded under: the name trimmed, None if blank.
+    pub fn account_name(&self) -> Option<String> {
+        account_name(self.account.as_deref())
     }
 
     /// ε this run will spend: ε_voc + ε_kde (+ ε of the class counts) (sequential composition;

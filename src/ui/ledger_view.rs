@@ -132,7 +132,7 @@ fn refresh_account(st: LedgerState) {
 
 /// The run's budget account as the page has it (None: no name given).
 pub fn account_name() -> Option<String> {
-    Some(ledger().account.get().trim().to_string()).filter(|a| !a.is_empty())
+    crate::protocol::account_name(Some(&ledger().account.get()))
 }
 
 /// The settings with the account and budget, refused (field "budget") if the run would take

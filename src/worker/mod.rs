@@ -395,11 +395,6 @@ fn read_matched(infos: &[FileInfo], files: &[File], fields: &Fields, vocab: &Pub
     sink.finish(&name).map_err(at(stage))
 }
 
-/// The account's name as the ledger keeps it (trimmed; empty: none).
-fn account_name(name: Option<&str>) -> Option<String> {
-    name.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
-}
-
 /// Export, import and the account's state: under the ledger lock, beside any running job.
 async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, String> {
     let store = Store::open().await?;
@@ -414,7 +409,7 @@ async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, S
             Ok(LedgerEvent::Imported { summary })
         }
         Request::Account { name } => {
-            let name = account_name(Some(&name)).ok_or("name the budget account (the dataset)")?;
+            let name = crate::protocol::account_name(Some(&name)).ok_or("name the budget account (the dataset)")?;
             // The loaded corpus's keys (a copy: the job may start meanwhile).
             let keys = STATE.with(|s| s.try_borrow().ok().and_then(|s| s.loaded.as_ref().map(|l| l.corpus.keys.clone())));
             let keys = keys.ok_or("load a corpus first (or wait for the running step to finish)")?;
@@ -480,7 +475,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     // Checked before any ε is spent (public inputs only).
     settings.kde_params().check_release_size(settings.top_n, classes.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
     let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was run")))?;
-    let account = account_name(settings.account.as_deref());
+    let account = settings.account_name();
     let fp = corpus.fingerprint.clone();
     // The budget (before anything is computed): what the account, or this corpus, has spent.
     let spent_by = |book: &crate::ledger::LedgerBook| match &account {
