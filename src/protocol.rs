@@ -452,6 +452,16 @@ impl RunSettings {
         account_name(self.account.as_deref())
     }
 
+    /// ε a run with these settings records: [`Self::epsilon`], less ε_voc when it reuses a
+    /// private vocabulary an earlier run released and paid for.
+    pub fn planned_epsilon(&self, reuses_vocabulary: bool) -> f64 {
+        if reuses_vocabulary {
+            self.epsilon() - self.eps_voc
+        } else {
+            self.epsilon()
+        }
+    }
+
     /// ε this run will spend: ε_voc + ε_kde (+ ε of the class counts) (sequential composition;
     /// classes in parallel).
     pub fn epsilon(&self) -> f64 {

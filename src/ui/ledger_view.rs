@@ -139,7 +139,7 @@ pub fn account_name() -> Option<String> {
 /// the account over its budget. The worker checks again against what is recorded then.
 pub fn with_account(parsed: Result<RunSettings, Vec<FieldError>>) -> Result<RunSettings, Vec<FieldError>> {
     let st = ledger();
-    let account = st.account.get().trim().to_string();
+    let account = account_name();
     let budget_text = st.budget.get();
     let budget = match budget_text.trim() {
         "" => Ok(None),
@@ -148,10 +148,10 @@ pub fn with_account(parsed: Result<RunSettings, Vec<FieldError>>) -> Result<RunS
     let status = st.status.get();
     match (parsed, budget) {
         (Ok(mut s), Ok(budget)) => {
-            s.account = (!account.is_empty()).then_some(account.clone());
+            s.account = account;
             s.budget = budget;
             let mut errs = s.check(None).into_iter().filter(|e| e.field == "budget").collect::<Vec<_>>();
-            let spent = status.filter(|st| st.name == account).map_or(0.0, |st| st.spent);
+            let spent = status.filter(|st| s.account.as_deref() == Some(st.name.as_str())).map_or(0.0, |st| st.spent);
             if errs.is_empty() {
                 if let Err(e) = s.check_budget_of(spent, super::app().planned_epsilon(&s)) {
                     errs.push(e);

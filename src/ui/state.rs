@@ -228,10 +228,7 @@ impl AppState {
     /// ε a run with `s` will spend: without ε_voc when it reuses the last finished run's private
     /// vocabulary (the worker checks again, against its memory and the ledger).
     pub fn planned_epsilon(&self, s: &RunSettings) -> f64 {
-        match self.last_finished.get() {
-            Some(earlier) if s.reuses_vocabulary_of(&earlier) => s.epsilon() - s.eps_voc,
-            _ => s.epsilon(),
-        }
+        s.planned_epsilon(self.last_finished.get().is_some_and(|earlier| s.reuses_vocabulary_of(&earlier)))
     }
 
     /// Shows the last run's DP outputs again after a reload (the embedding counts, never

@@ -491,7 +491,7 @@ async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     // An earlier run's Ṽ with the same key, its spend still on record: read again
     // (post-processing), no new ε_voc.
     let reused = released_vocab.as_ref().filter(|_| settings.reuse_vocabulary).and_then(|k| k.reusable(&vocab_key, &book));
-    let planned = if reused.is_some() { settings.epsilon() - settings.eps_voc } else { settings.epsilon() };
+    let planned = settings.planned_epsilon(reused.is_some());
     // The budget reserves the whole run: what everything else recorded has spent, plus this
     // run's full planned ε, must fit the budget (the page's field, else the account's stored
     // one). Checked before anything is computed and again inside every transaction that
