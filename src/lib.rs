@@ -24,7 +24,6 @@ pub mod llm;
 pub mod ledger;
 pub mod overlap;
 pub mod pipeline;
-pub mod reuse;
 pub mod sample;
 pub mod text;
 pub(crate) mod trig;
@@ -33,7 +32,7 @@ pub mod vocab;
 pub mod preview;
 pub mod prompt;
 pub mod protocol;
-pub mod report;
+pub mod run;
 
 #[cfg(all(not(target_arch = "wasm32"), feature = "embed"))]
 pub mod cli;

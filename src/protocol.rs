@@ -10,10 +10,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::classes::{ClassSet, OtherLabels};
-use crate::dp::vocabulary::VocabParams;
-use crate::kde::{KdeParams, Sampler};
 use crate::vocab::Bundled;
+
+// What a run request carries and what its progress names: defined with the orchestration
+// (`crate::run`), which the CLI drives too; carried here as they are.
+pub use crate::run::{account_name, FieldError, RunSettings, Stage};
 
 /// The largest inputs the app accepts, refused by size before a byte is read. A worker's
 /// memory is one wasm heap (at most 4 GiB); the corpus is streamed in 4 MiB slices, the other
@@ -133,35 +134,6 @@ pub struct AccountStatus {
     pub settings_compared: usize,
 }
 
-/// The long stages, each with its own progress bar.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    Read,
-    Vocabulary,
-    Model,
-    Embed,
-    Kde,
-    Sample,
-    Evaluate,
-}
-
-impl Stage {
-    pub const RUN: [Stage; 5] = [Stage::Vocabulary, Stage::Model, Stage::Embed, Stage::Kde, Stage::Sample];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Stage::Read => "Read and match documents",
-            Stage::Vocabulary => "DP vocabulary (ε_voc)",
-            Stage::Model => "Load the embedding model",
-            Stage::Embed => "Embed terms",
-            Stage::Kde => "DP kernel density estimates (ε_kde)",
-            Stage::Sample => "Sample keyphrase sequences",
-            Stage::Evaluate => "Train and test classifiers (not DP)",
-        }
-    }
-}
-
 /// Worker → UI.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -226,249 +198,6 @@ pub struct CorpusSummary {
     pub earlier_runs: usize,
 }
 
-/// Everything the curator sets before a run. Checked field by field ([`RunSettings::check`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunSettings {
-    pub eps_voc: f64,
-    pub eps_kde: f64,
-    /// S: terms per document counted in the vocabulary histogram.
-    pub terms_per_doc: usize,
-    /// N: size of the private vocabulary.
-    pub top_n: usize,
-    /// L: keyphrases per sequence.
-    pub len: usize,
-    /// I: random Fourier features.
-    pub features: usize,
-    pub per_class: usize,
-    pub sampler: Sampler,
-    /// h: kernel bandwidth of the DP-KDEs.
-    pub bandwidth: f64,
-    /// The public class set (`crate::classes`): the label values the curator declared.
-    /// Required when the corpus has a label column; ignored without one.
-    #[serde(default)]
-    pub classes: Vec<String>,
-    /// Documents with other labels: `None` drops them; `Some(name)` gathers them in that class.
-    #[serde(default)]
-    pub other_class: Option<String>,
-    /// Ṽ from per-class noisy histograms (`dp::vocabulary`, "Per class").
-    #[serde(default = "yes")]
-    pub vocab_per_class: bool,
-    /// Reuse the private vocabulary this page released in an earlier run on the same corpus
-    /// with the same vocabulary settings (`reuse::VocabKey`) instead of drawing and paying
-    /// for a new one: post-processing of that release, no new ε_voc.
-    #[serde(default = "yes")]
-    pub reuse_vocabulary: bool,
-    /// Smoothing of the histogram samplers (0: off).
-    #[serde(default)]
-    pub smoothing: f64,
-    /// ε of the DP class counts (`dp::counts`): sequences per class in proportion to them;
-    /// `None`: `per_class` sequences for every class.
-    #[serde(default)]
-    pub eps_counts: Option<f64>,
-    /// The budget account (the dataset's name) the run is recorded under.
-    #[serde(default)]
-    pub account: Option<String>,
-    /// The account's budget: a run that would take the account over it is refused.
-    #[serde(default)]
-    pub budget: Option<f64>,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for RunSettings {
-    fn default() -> Self {
-        RunSettings {
-            // ε = 6 split (2, 4): with the histogram sampler the vocabulary is the bottleneck
-            // (its noise S/ε_voc is spread over the whole public vocabulary; the histogram's is
-            // one document). On MTSamples (two-class, 3 seeds, DP ÷ non-private) (2, 4) kept
-            // 1.05 against 0.97 for (1, 5) (README, "evaluate").
-            eps_voc: 2.0,
-            eps_kde: 4.0,
-            // Tuned on MTSamples (README, "evaluate"): the histogram sampler with a per-class
-            // vocabulary of N = 1000 from S = 3 terms per document kept the most utility under DP.
-            terms_per_doc: 3,
-            top_n: 1000,
-            len: 10,
-            features: 2048,
-            per_class: 50,
-            sampler: KdeParams::DEFAULT_SAMPLER,
-            bandwidth: KdeParams::DEFAULT_BANDWIDTH,
-            classes: Vec::new(),
-            other_class: None,
-            vocab_per_class: true,
-            reuse_vocabulary: true,
-            smoothing: 0.0,
-            eps_counts: Some(Self::DEFAULT_EPS_COUNTS),
-            account: None,
-            budget: None,
-        }
-    }
-}
-
-/// A budget account's name as recorded: trimmed; None if blank.
-pub fn account_name(name: Option<&str>) -> Option<String> {
-    name.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
-}
-
-/// A setting the worker would refuse, with why, for the field that holds it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FieldError {
-    pub field: &'static str,
-    pub message: String,
-}
-
-impl RunSettings {
-    /// The default ε of the DP class counts (noise of scale 10 documents: small next to classes
-    /// of a few hundred, cheap next to ε_voc + ε_kde).
-    pub const DEFAULT_EPS_COUNTS: f64 = 0.1;
-
-    /// Most sequences per class a run may ask for.
-    pub const MAX_PER_CLASS: usize = 100_000;
-
-    pub fn vocab_params(&self) -> VocabParams {
-        VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class: self.vocab_per_class }
-    }
-
-    pub fn kde_params(&self) -> KdeParams {
-        KdeParams {
-            epsilon: self.eps_kde,
-            sampler: self.sampler,
-            len: self.len,
-            features: self.features,
-            terms_per_doc: self.len,
-            bandwidth: self.bandwidth,
-            smoothing: self.smoothing,
-        }
-    }
-
-    /// The run's public class set; `labelled`: whether the corpus was read with a label column.
-    pub fn class_set(&self, labelled: bool) -> Result<ClassSet, FieldError> {
-        if !labelled {
-            return Ok(ClassSet::unlabelled());
-        }
-        let other = match &self.other_class {
-            Some(name) => OtherLabels::Class { name: name.clone() },
-            None => OtherLabels::Drop,
-        };
-        ClassSet::declared(&self.classes, other).map_err(|e| FieldError { field: "classes", message: e.to_string() })
-    }
-
-    /// Terms kept per document while matching: enough for S and for what the sampler reads.
-    pub fn keep(&self) -> usize {
-        self.terms_per_doc.max(self.kde_params().doc_terms_read())
-    }
-
-    /// Every problem, one per field, in the words the core uses. `vocab_len`: size of the
-    /// public vocabulary, if known (N cannot exceed it).
-    pub fn check(&self, vocab_len: Option<usize>) -> Vec<FieldError> {
-        let mut out = Vec::new();
-        let vp = self.vocab_params();
-        if let Err(e) = crate::dp::check_epsilon("ε_voc", self.eps_voc) {
-            out.push(FieldError { field: "eps_voc", message: e.to_string() });
-        }
-        if let Err(e) = crate::dp::check_epsilon("ε_kde", self.eps_kde) {
-            out.push(FieldError { field: "eps_kde", message: e.to_string() });
-        }
-        // The vocabulary checks, with a valid ε so that only N and S are judged here.
-        let vp_fields = VocabParams { epsilon: 1.0, ..vp };
-        if let Err(e) = vp_fields.validate(vocab_len.unwrap_or(usize::MAX)) {
-            let field = if e.name.starts_with("N ") { "top_n" } else { "terms_per_doc" };
-            out.push(FieldError { field, message: e.to_string() });
-        }
-        let kp = KdeParams { epsilon: 1.0, ..self.kde_params() };
-        if let Err(e) = kp.validate() {
-            let field = if e.name.starts_with("I ") {
-                "features"
-            } else if e.name.starts_with("h ") {
-                "bandwidth"
-            } else if e.name.starts_with("the smoothing") {
-                "smoothing"
-            } else {
-                "len"
-            };
-            out.push(FieldError { field, message: e.to_string() });
-        }
-        if out.is_empty() {
-            if let Err(e) = self.kde_params().noise_scale() {
-                out.push(FieldError { field: "eps_kde", message: format!("ε_kde is too small for these I and L: {e}") });
-            }
-        }
-        if let Some(e) = self.eps_counts {
-            if let Err(e) = crate::dp::check_epsilon("ε of the class counts", e) {
-                out.push(FieldError { field: "eps_counts", message: e.to_string() });
-            }
-        }
-        if let Some(b) = self.budget {
-            if let Err(e) = crate::dp::check_epsilon("the budget", b) {
-                out.push(FieldError { field: "budget", message: e.to_string() });
-            }
-        }
-        if self.per_class == 0 || self.per_class > Self::MAX_PER_CLASS {
-            out.push(FieldError {
-                field: "per_class",
-                message: format!("sequences per class = {}: must be between 1 and {}", self.per_class, Self::MAX_PER_CLASS),
-            });
-        }
-        out
-    }
-
-    /// The refusal at the Run button (and in the worker): this run's ε on top of what the
-    /// account has spent would exceed its budget.
-    pub fn check_budget(&self, spent: f64) -> Result<(), FieldError> {
-        self.check_budget_of(spent, self.epsilon())
-    }
-
-    /// [`Self::check_budget`] for a run that will spend `planned` (less than [`Self::epsilon`]
-    /// when it reuses an earlier run's private vocabulary).
-    pub fn check_budget_of(&self, spent: f64, planned: f64) -> Result<(), FieldError> {
-        match self.budget {
-            Some(b) if spent + planned > b + 1e-12 => Err(FieldError {
-                field: "budget",
-                message: format!(
-                    "this run (ε = {planned}) would bring the account “{}” to ε = {:.4}, above its budget of {b} (already spent: {spent:.4}); lower ε or raise the budget",
-                    self.account.as_deref().unwrap_or(""),
-                    spent + planned
-                ),
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// Whether a run with these settings would reuse the private vocabulary of an earlier run
-    /// with `earlier` (same list and corpus assumed): reuse on, and the same ε_voc, N, S,
-    /// per-class choice, classes and account (`reuse::VocabKey`, which the worker checks).
-    pub fn reuses_vocabulary_of(&self, earlier: &RunSettings) -> bool {
-        self.reuse_vocabulary
-            && self.vocab_params() == earlier.vocab_params()
-            && self.classes == earlier.classes
-            && self.other_class == earlier.other_class
-            && self.account_name() == earlier.account_name()
-    }
-
-    /// The budget account the run is recorded under: the name trimmed, None if blank.
-    pub fn account_name(&self) -> Option<String> {
-        account_name(self.account.as_deref())
-    }
-
-    /// ε a run with these settings records: [`Self::epsilon`], less ε_voc when it reuses a
-    /// private vocabulary an earlier run released and paid for.
-    pub fn planned_epsilon(&self, reuses_vocabulary: bool) -> f64 {
-        if reuses_vocabulary {
-            self.epsilon() - self.eps_voc
-        } else {
-            self.epsilon()
-        }
-    }
-
-    /// ε this run will spend: ε_voc + ε_kde (+ ε of the class counts) (sequential composition;
-    /// classes in parallel).
-    pub fn epsilon(&self) -> f64 {
-        self.eps_voc + self.eps_kde + self.eps_counts.unwrap_or(0.0)
-    }
-}
-
 /// One sampled keyphrase sequence, as shown and downloaded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SequenceOut {
@@ -526,36 +255,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_settings_are_valid() {
-        assert!(RunSettings::default().check(Some(28_469)).is_empty());
-    }
-
-    #[test]
-    fn each_bad_field_is_named() {
-        let s = RunSettings {
-            eps_voc: 0.0,
-            eps_kde: f64::NAN,
-            terms_per_doc: 0,
-            top_n: 10,
-            len: 65,
-            features: 0,
-            per_class: 0,
-            sampler: Sampler::Independent,
-            bandwidth: 0.1,
-            ..RunSettings::default()
-        };
-        let fields: Vec<&str> = s.check(Some(100)).iter().map(|e| e.field).collect();
-        assert_eq!(fields, vec!["eps_voc", "eps_kde", "terms_per_doc", "len", "per_class"]);
-        let s = RunSettings { top_n: 200, features: 0, bandwidth: -1.0, ..RunSettings::default() };
-        let errs = s.check(Some(100));
-        assert_eq!(errs.iter().map(|e| e.field).collect::<Vec<_>>(), vec!["top_n", "features"]);
-        assert!(errs[0].message.contains("cannot exceed"), "{}", errs[0].message);
-        // One error per field and check: the bandwidth is reported once I is fixed.
-        let errs = RunSettings { bandwidth: -1.0, ..RunSettings::default() }.check(None);
-        assert_eq!(errs.iter().map(|e| e.field).collect::<Vec<_>>(), vec!["bandwidth"]);
-    }
-
-    #[test]
     fn messages_round_trip_as_json() {
         let r = Request::Load {
             files: vec![FileInfo { name: "a.csv".into(), size: 3 }],
@@ -577,27 +276,5 @@ mod tests {
         assert!(e.starts_with("big.txt is 2.0 GiB and a corpus may be at most 2.0 GiB"), "{e}");
         let e = limits::check("a vocabulary", "v.txt", 100 << 20, limits::VOCABULARY).unwrap_err();
         assert!(e.contains("100.0 MiB") && e.contains("64.0 MiB"), "{e}");
-    }
-
-    #[test]
-    fn a_run_reuses_the_vocabulary_only_with_the_same_vocabulary_settings() {
-        let earlier = RunSettings { classes: vec!["a".into(), "b".into()], account: Some("clinic".into()), ..RunSettings::default() };
-        // What does not shape Ṽ may change: ε_kde, the sampler, L, I, the budget, the account's spacing.
-        let same = RunSettings { eps_kde: 9.0, sampler: Sampler::IterativeLog, len: 5, features: 512, budget: Some(50.0), account: Some(" clinic ".into()), ..earlier.clone() };
-        assert!(same.reuses_vocabulary_of(&earlier));
-        assert_eq!(same.check_budget_of(40.0, same.epsilon() - same.eps_voc).map_err(|e| e.message), Ok(()));
-        assert!(same.check_budget(40.0).is_err(), "the full ε would not fit");
-        for other in [
-            RunSettings { reuse_vocabulary: false, ..same.clone() },
-            RunSettings { eps_voc: 1.0, ..same.clone() },
-            RunSettings { top_n: 500, ..same.clone() },
-            RunSettings { terms_per_doc: 2, ..same.clone() },
-            RunSettings { vocab_per_class: false, ..same.clone() },
-            RunSettings { classes: vec!["a".into()], ..same.clone() },
-            RunSettings { other_class: Some("other".into()), ..same.clone() },
-            RunSettings { account: None, ..same.clone() },
-        ] {
-            assert!(!other.reuses_vocabulary_of(&earlier), "{other:?}");
-        }
     }
 }

@@ -68,7 +68,7 @@ pub fn report_html(job: &crate::llm::Job) {
 
 /// The printable privacy report from its JSON.
 pub fn report_html_of(report_json: &str) {
-    match serde_json::from_str::<crate::report::PrivacyReport>(report_json) {
+    match serde_json::from_str::<crate::run::report::PrivacyReport>(report_json) {
         Ok(r) => save("dpkps-privacy-report.html", "text/html", &r.to_html()),
         Err(e) => web_sys::console::warn_1(&format!("report unreadable: {e}").into()),
     }

@@ -14,6 +14,7 @@ mod background;
 mod files;
 mod kde_share;
 mod pool;
+mod run;
 mod sources;
 mod store;
 
@@ -31,15 +32,12 @@ use crate::corpus::{Fields, Format};
 use crate::dp::SecureRng;
 use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
 use crate::embed::Embed;
-use crate::ledger::Run;
 use crate::pipeline::{MatchedCorpus, MatchingSink};
 use crate::protocol::{
-    limits, AccountStatus, BenchFigures, CorpusSummary, Event, FileInfo, LedgerEvent, Request, RunResult, RunSettings, SequenceOut, Stage,
+    limits, AccountStatus, BenchFigures, CorpusSummary, Event, FileInfo, LedgerEvent, Request, RunSettings, Stage,
     VocabChoice,
 };
-use crate::report::{Checked, PrivacyReport};
-use crate::reuse::{KeptVocabulary, VocabKey};
-use crate::sample::Candidates;
+use crate::run::reuse::KeptVocabulary;
 use crate::kde::Sampler;
 use crate::vocab::{Bundled, Matcher, PublicVocabulary, TermId};
 
@@ -235,7 +233,7 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
         Request::Load { files: infos, text_col, label_col, vocabulary } => {
             load(&mut state, &infos, &files, text_col, label_col, vocabulary).await
         }
-        Request::Run { settings } => run(&mut state, &settings).await,
+        Request::Run { settings } => run::run(&mut state, &settings).await,
         Request::UseModel { model, tokenizer } => {
             let (m, t) = match (files.first(), files.get(1)) {
                 (Some(m), Some(t)) => (m, t),
@@ -453,221 +451,6 @@ async fn load_bundled_model(report: bool) -> Result<Model, Stop> {
 
 fn iso_now() -> String {
     js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default()
-}
-
-async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
-    let State { loaded, model, helpers, vectors, live, kde_helpers, released_vocab, .. } = state;
-    // Started now, so that they are ready by the DP-KDE stage (`kde_share`).
-    if kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().sampler.hist_kind().is_none() {
-        *kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
-    }
-    let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {
-        return Err(Stop::Failed(None, "load a corpus first".into()));
-    };
-    let problems = settings.check(Some(vocab.len()));
-    if let Some(p) = problems.first() {
-        return Err(Stop::Failed(None, p.message.clone()));
-    }
-    if settings.keep() > KEEP {
-        return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
-    }
-    let classes = settings.class_set(*labelled).map_err(|e| Stop::Failed(None, e.message))?;
-    // Checked before any ε is spent (public inputs only).
-    settings.kde_params().check_release_size(settings.top_n, classes.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
-    let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was run")))?;
-    let account = settings.account_name();
-    let fp = corpus.fingerprint.clone();
-    // The budget (before anything is computed): what the account, or this corpus, has spent.
-    let spent_by = |book: &crate::ledger::LedgerBook| match &account {
-        Some(a) => book.account_spent(a, &fp),
-        None => book.ledger(&fp).total_epsilon(),
-    };
-    let vocab_key = VocabKey::new(corpus, vocab, &settings.vocab_params(), &classes, account.as_deref());
-    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
-    let mut id = [0u8; 8];
-    rng.fill(&mut id);
-    let run_id = crate::corpus::hex(&id);
-    let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
-    // An earlier run's Ṽ with the same key, its spend still on record: read again
-    // (post-processing), no new ε_voc.
-    let reused = released_vocab.as_ref().filter(|_| settings.reuse_vocabulary).and_then(|k| k.reusable(&vocab_key, &book));
-    let planned = settings.planned_epsilon(reused.is_some());
-    // The budget reserves the whole run: what everything else recorded has spent, plus this
-    // run's full planned ε, must fit the budget (the page's field, else the account's stored
-    // one). Checked before anything is computed and again inside every transaction that
-    // records a spend, so two tabs running at once cannot together pass the cap: the one that
-    // would exceed it drops its unseen result (which costs nothing).
-    let within_budget = |book: &crate::ledger::LedgerBook| -> Result<(), String> {
-        let recorded_here = book.ledger(&fp).runs.iter().find(|r| r.id == run_id).map_or(0.0, |r| r.epsilon());
-        let stored = account.as_ref().and_then(|a| book.accounts.get(a)).and_then(|a| a.budget);
-        let s = RunSettings { budget: settings.budget.or(stored), ..settings.clone() };
-        s.check_budget_of(spent_by(book) - recorded_here, planned).map_err(|e| e.message)
-    };
-    within_budget(&book).map_err(|e| Stop::Failed(None, e))?;
-    let mut run = Run::new(run_id.clone(), iso_now());
-    run.account = account.clone();
-    let mut sketch_key = [0u8; 32];
-    rng.fill(&mut sketch_key);
-    let mut clock = now_ms();
-
-    // 1. DP vocabulary (ε_voc). The spend is saved before anything is shown: one transaction
-    // under the ledger lock that checks the budget again against what is recorded NOW (another
-    // tab may have spent meanwhile; then this result is dropped unseen, which costs nothing).
-    let t0 = now_ms();
-    progress(Stage::Vocabulary, 0, 1);
-    let (pv, fresh_vocab) = match reused {
-        Some((pv, from)) => {
-            run.vocabulary_from = Some(from);
-            (pv, false)
-        }
-        None => {
-            let (pv, spends) = corpus.dp_vocabulary(vocab, &settings.vocab_params(), &classes, &mut rng).map_err(at(Stage::Vocabulary))?;
-            run.spends.extend(spends);
-            (Rc::new(pv), true)
-        }
-    };
-    store
-        .update_ledger(|b| {
-            b.adopt_legacy(&corpus.keys.legacy, &fp);
-            if run.vocabulary_from.as_deref().is_some_and(|from| !crate::reuse::paid(b, &vocab_key, from)) {
-                return Err("the run that paid for the reused private vocabulary is no longer in the ledger; run again to draw a new one".into());
-            }
-            within_budget(b)?;
-            b.extend_run(&fp, &run);
-            if let Some(a) = &account {
-                b.note_corpus(a, &corpus.keys, settings.budget, || sketch_key);
-            }
-            Ok(())
-        })
-        .await
-        .map_err(at(Stage::Vocabulary))?;
-    // On record: later runs with the same key may read it (its ε_voc is in the ledger now).
-    let note = match &run.vocabulary_from {
-        Some(from) => format!(
-            "{} terms, reused from run {from} of this page (ε_voc = {} was spent then, not again)",
-            pv.terms.len(),
-            settings.eps_voc
-        ),
-        None => format!("{} terms selected", pv.terms.len()),
-    };
-    if fresh_vocab {
-        *released_vocab = Some(KeptVocabulary::new(vocab_key, Rc::clone(&pv), run_id.clone()));
-    }
-    post(&Event::StageDone { stage: Stage::Vocabulary, seconds: seconds_since(t0), note });
-    checkpoint(&mut clock).await?;
-
-    // 2 and 3. Embeddings: the bundled vectors, this session's memory, this browser's cache of
-    // Ṽ's terms; the model (loaded only then) computes the rest, in memory (see `sources`).
-    let t0 = now_ms();
-    let kde_params = settings.kde_params();
-    let take = kde_params.doc_terms_read();
-    let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
-    // The histogram samplers read no embedding of the documents' terms, and Ṽ's only to
-    // smooth: without smoothing nothing is embedded at all.
-    let vectors_needed = kde_params.sampler.hist_kind().is_none() || kde_params.smoothing > 0.0;
-    // Only what the mechanism reads: the first `take` terms of the documents the class set
-    // keeps (documents of undeclared labels, left out, are never read).
-    let mut ids: Vec<TermId> = if kde_params.sampler.embeds_document_terms() {
-        corpus.kde_docs(take, &classes).iter().flat_map(|d| d.terms.iter().copied()).collect()
-    } else {
-        Vec::new()
-    };
-    if vectors_needed {
-        ids.extend(&released);
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    let sources = sources::Sources { model, helpers, vectors, live };
-    let got = sources::embeddings(sources, vocab, &ids, Some(&store), &mut clock).await?;
-    let (emb, checksum) = (&got.emb, got.model_checksum.clone());
-    let fresh: std::collections::HashSet<TermId> = got.fresh.iter().copied().collect();
-    let fresh_released: Vec<TermId> = released.iter().copied().filter(|id| fresh.contains(id)).collect();
-    // The cache only saves time: ε_voc is already spent, so a failed write (storage full) must
-    // not end the run; it is said in the stage's note.
-    let not_cached = match store.put_embeddings(&checksum, vocab, &fresh_released, emb).await {
-        Ok(()) => String::new(),
-        Err(e) => format!(" (not cached for next time: {e})"),
-    };
-    post(&Event::StageDone {
-        stage: Stage::Embed,
-        seconds: seconds_since(t0),
-        note: format!("{}{not_cached}", got.note()),
-    });
-
-    // 4. DP-KDEs (ε_kde, classes in parallel). Saved to the ledger before sampling.
-    let t0 = now_ms();
-    progress(Stage::Kde, 0, 1);
-    checkpoint(&mut clock).await?;
-    let (kde, spends) =
-        kde_share::build(&corpus.kde_docs(take, &classes), &classes, emb, &released, &kde_params, kde_helpers.as_mut(), &mut rng).await?;
-    run.spends.extend(spends);
-    // DP class counts (sequences per class in proportion), on record with the DP summaries.
-    let sizes = match settings.eps_counts {
-        Some(eps) => {
-            let (noisy, spend) =
-                crate::dp::counts::noisy_class_counts(&corpus.class_counts(&classes), eps, &mut rng).map_err(at(Stage::Kde))?;
-            run.spends.push(spend);
-            crate::dp::counts::apportion(settings.per_class * classes.len(), &noisy, 1)
-        }
-        None => vec![settings.per_class; classes.len()],
-    };
-    store
-        .update_ledger(|b| {
-            within_budget(b)?;
-            b.extend_run(&fp, &run);
-            Ok(())
-        })
-        .await
-        .map_err(at(Stage::Kde))?;
-    post(&Event::StageDone {
-        stage: Stage::Kde,
-        seconds: seconds_since(t0),
-        note: match kde_params.sampler.hist_kind() {
-            Some(_) => format!("{} class(es), {} sampler", kde.classes.len(), kde_params.sampler.name()),
-            None => format!("{} class(es), I = {}", kde.classes.len(), settings.features),
-        },
-    });
-    checkpoint(&mut clock).await?;
-
-    // 5. Sampling (post-processing of the DP-KDEs).
-    let t0 = now_ms();
-    progress(Stage::Sample, 0, 1);
-    let cands = if vectors_needed {
-        Candidates::new(&released, emb).map_err(at(Stage::Sample))?
-    } else {
-        Candidates::without_vectors(&released, emb.dim())
-    };
-    let seqs = crate::sample::sample_sized(&kde, &cands, &sizes, &mut rng).map_err(at(Stage::Sample))?;
-    post(&Event::StageDone { stage: Stage::Sample, seconds: seconds_since(t0), note: format!("{} sequences", seqs.len()) });
-
-    // What is recorded now (other tabs' runs on this corpus included).
-    let ledger = store.ledger().await.map_err(at(Stage::Sample))?.ledger(&fp);
-    let report = PrivacyReport::new(
-        iso_now(),
-        settings,
-        &run,
-        &ledger,
-        Checked { name: vocab.name.clone(), sha256: vocab.checksum.clone() },
-        Checked { name: got.model_name.clone(), sha256: checksum },
-        &classes,
-        seqs.len(),
-    );
-    Ok(Event::Finished(RunResult {
-        vocabulary: pv.terms.iter().map(|t| (t.term.clone(), t.noisy_count)).collect(),
-        sequences: seqs
-            .iter()
-            .map(|s| SequenceOut {
-                label: s.label.clone(),
-                keyphrases: s.keyphrases.iter().map(|&id| vocab.term(id).to_string()).collect(),
-            })
-            .collect(),
-        epsilon_run: run.epsilon(),
-        epsilon_total: ledger.total_epsilon(),
-        embedded_from_cache: got.bundled + got.from_memory + got.from_cache,
-        embedded_fresh: got.fresh.len(),
-        report: serde_json::to_string_pretty(&report).unwrap_or_default(),
-        vocabulary_from: run.vocabulary_from.clone().map(|from| (from, report.epsilon_outputs)),
-    }))
 }
 
 /// The helper pool for `m`'s model, started if `batches` make it worth it (a helper needs a

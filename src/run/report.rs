@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Ledger, Run, Spend};
-use crate::protocol::RunSettings;
+use super::RunSettings;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checked {

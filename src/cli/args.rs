@@ -1,0 +1,409 @@
+//! The command line: subcommands and their options (clap), and how the options become the
+//! run settings that the page sends too ([`RunSettings`]): one plan type for both front ends.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::classes::ClassSet;
+use crate::corpus::Format;
+use crate::dp::vocabulary::VocabParams;
+use crate::dp::DpError;
+use crate::kde::Sampler;
+use crate::run::RunSettings;
+
+use super::{bench, evaluate, vectors, CliError};
+
+#[derive(Parser)]
+#[command(name = "dpkps", version, about = "Differentially private synthetic text by keyphrase prompt seeding (DP-KPS)")]
+pub(super) struct Cli {
+    #[command(subcommand)]
+    pub(super) command: Command,
+}
+
+#[derive(Subcommand)]
+pub(super) enum Command {
+    /// Read a corpus and print its counts (private: for the curator only).
+    Ingest {
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        /// Write the counts as JSON here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Match documents against a public vocabulary; writes one JSON line per document
+    /// (label and matched terms). The output is PRIVATE data: keep it on this machine.
+    Match {
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        #[command(flatten)]
+        vocab: VocabArgs,
+        /// Keep at most this many distinct terms per document.
+        #[arg(long, default_value_t = 64)]
+        keep: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Select the DP vocabulary (ε_voc-DP) and record the spend in the privacy ledger.
+    Vocab {
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        #[command(flatten)]
+        classes: ClassArgs,
+        #[command(flatten)]
+        vocab: VocabArgs,
+        #[command(flatten)]
+        dp: VocabDpArgs,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// Where to write the private vocabulary (JSON, a DP artefact).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Build per-class DP-KDEs (ε_kde-DP) and sample keyphrase sequences; writes one JSON line
+    /// per sequence `{"label", "keyphrases"}`, and the release (to sample more later).
+    Sequences {
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        #[command(flatten)]
+        classes: ClassArgs,
+        #[command(flatten)]
+        vocab: VocabArgs,
+        /// The private vocabulary written by `dpkps vocab`.
+        #[arg(long)]
+        private_vocab: PathBuf,
+        #[command(flatten)]
+        kde: KdeArgs,
+        #[command(flatten)]
+        model: ModelArgs,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// Sequences (JSONL).
+        #[arg(long)]
+        out: PathBuf,
+        /// Where to save the release (DP vocabulary + DP-KDEs) for `dpkps sample`.
+        #[arg(long)]
+        release: Option<PathBuf>,
+    },
+    /// Sample more sequences from a saved release: no privacy cost (post-processing).
+    Sample {
+        /// A release written by `sequences --release` or `pipeline`.
+        #[arg(long)]
+        release: PathBuf,
+        #[command(flatten)]
+        vocab: VocabArgs,
+        #[command(flatten)]
+        model: ModelArgs,
+        /// Sequences per class.
+        #[arg(long, default_value_t = 100)]
+        per_class: usize,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// The whole pipeline: DP vocabulary, DP-KDEs, keyphrase sequences. Writes
+    /// vocabulary.json, release.json, sequences.jsonl and run.json (the ledger entry) to a folder.
+    Pipeline {
+        #[command(flatten)]
+        inputs: PipelineInputs,
+        #[command(flatten)]
+        classes: ClassArgs,
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        #[arg(long)]
+        out_dir: PathBuf,
+    },
+    /// Show the privacy ledger (all corpora, or the one given with --corpus).
+    Ledger {
+        #[command(flatten)]
+        ledger: LedgerArgs,
+        /// Show only the ledger of this corpus (same reading options as the other commands).
+        #[arg(long)]
+        corpus: Vec<PathBuf>,
+        #[arg(long)]
+        format: Option<Format>,
+        #[arg(long)]
+        text_col: Option<String>,
+        #[arg(long)]
+        label_col: Option<String>,
+    },
+    /// Utility evaluation without an LLM: classifiers trained on DP keyphrase sequences (per
+    /// sampler), on the real training sequences and the majority class, tested on held-out
+    /// documents. The figures are NOT differentially private; nothing is recorded in the ledger.
+    Evaluate(evaluate::EvaluateArgs),
+    /// Precompute the bundled vectors of a bundled vocabulary (int8; `scripts/vectors.sh`
+    /// runs it before every `trunk build`).
+    EmbedVocab(vectors::EmbedVocabArgs),
+    /// Benchmarks that print figures (not pass/fail tests).
+    Bench {
+        #[command(subcommand)]
+        which: bench::Bench,
+    },
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct CorpusArgs {
+    /// Corpus files (.csv, .tsv, .jsonl, .txt) or folders of .txt files (one document each).
+    #[arg(long, required = true, num_args = 1..)]
+    pub(crate) corpus: Vec<PathBuf>,
+    /// Input format; by default guessed from each file's extension.
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<Format>,
+    /// Column (CSV/TSV) or field (JSONL) holding the text.
+    #[arg(long)]
+    pub(crate) text_col: Option<String>,
+    /// Column or field holding the class label (optional).
+    #[arg(long)]
+    pub(crate) label_col: Option<String>,
+    /// For .txt files: use the name of the folder holding each file as its label.
+    #[arg(long)]
+    pub(crate) label_from_dir: bool,
+}
+
+/// The public class set (`crate::classes`): required with a label column for every command
+/// that releases something, because a class set read from the data would itself leak.
+#[derive(Args, Clone)]
+pub(crate) struct ClassArgs {
+    /// The classes, comma-separated: label values that may appear in the outputs and prompts.
+    /// They must be public (not derived from private data). Required with --label-col.
+    #[arg(long, conflicts_with = "classes_file")]
+    pub(crate) classes: Option<String>,
+    /// The classes, one per line (`#` comments), instead of --classes.
+    #[arg(long)]
+    pub(crate) classes_file: Option<PathBuf>,
+    /// Documents with any other label (or none): "drop" (left out of the per-class releases) or
+    /// "class" (gathered into one more class, named by --other-name).
+    #[arg(long, default_value = "drop")]
+    pub(crate) other: String,
+    /// The name of the extra class with --other class.
+    #[arg(long, default_value = crate::classes::ClassSet::OTHER)]
+    pub(crate) other_name: String,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct VocabArgs {
+    /// Public vocabulary: "medical" (MeSH 2017), "english" (GloVe 6B words), or a file with
+    /// one term per line.
+    #[arg(long, default_value = "medical")]
+    pub(crate) vocabulary: String,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct VocabDpArgs {
+    /// ε for the DP vocabulary.
+    #[arg(long)]
+    pub(crate) eps_voc: f64,
+    /// N: size of the private vocabulary. With the histogram samplers a large Ṽ costs little
+    /// (terms only noise selected get no class mass), and N = 1000 kept the most utility on
+    /// MTSamples; for the DP-KDE samplers 100 was best (their noise spreads over every term).
+    #[arg(long, default_value_t = 1000)]
+    pub(crate) top_n: usize,
+    /// S: distinct matched terms each document contributes (noise scale S/ε_voc; 3 was best on
+    /// MTSamples).
+    #[arg(long, default_value_t = 3)]
+    pub(crate) terms_per_doc: usize,
+    /// "per-class": Ṽ from each class's own noisy histogram (round robin; parallel composition,
+    /// still ε_voc), so small classes keep their keyphrases; "global": one histogram.
+    #[arg(long, default_value = "per-class")]
+    pub(crate) vocab_scope: String,
+}
+
+impl VocabDpArgs {
+    pub(crate) fn params(&self) -> Result<VocabParams, CliError> {
+        let per_class = match self.vocab_scope.trim() {
+            "per-class" => true,
+            "global" => false,
+            other => {
+                return Err(CliError::Input { path: "--vocab-scope".into(), message: format!("unknown scope {other:?}; use per-class or global") })
+            }
+        };
+        Ok(VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class })
+    }
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct KdeArgs {
+    /// ε for the DP-KDEs (each class gets it: classes are disjoint).
+    #[arg(long)]
+    pub(crate) eps_kde: f64,
+    /// Sampler: histogram (a noisy keyphrase histogram over Ṽ), markov (a noisy keyphrase row
+    /// plus transition histograms over Ṽ: chains start from the row and back off to it), or the
+    /// paper's DP-KDEs: independent, iterative-linear, iterative-log. The default kept the most
+    /// utility under DP on MTSamples (README, "evaluate"); check yours with `dpkps evaluate`.
+    #[arg(long, default_value = crate::kde::KdeParams::DEFAULT_SAMPLER.name())]
+    pub(crate) sampler: String,
+    /// L: keyphrases per sequence.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) len: usize,
+    /// I: random features of the DP-KDE samplers (data-independent default; see src/kde.rs,
+    /// "Choosing I").
+    #[arg(long, default_value_t = crate::kde::KdeParams::DEFAULT_FEATURES)]
+    pub(crate) features: usize,
+    /// M: keyphrases per document in the independent sampler's KDE, and the Ṽ-keyphrases per
+    /// document of the histogram samplers.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) kde_terms_per_doc: usize,
+    /// Sequences to sample per class.
+    #[arg(long, default_value_t = 100)]
+    pub(crate) per_class: usize,
+    /// h: kernel bandwidth (exp(−‖x−y‖²/(h·ℓ)); 1 is the paper's). Chosen on MTSamples.
+    #[arg(long, default_value_t = crate::kde::KdeParams::DEFAULT_BANDWIDTH)]
+    pub(crate) bandwidth: f64,
+    /// Kernel smoothing of the histogram samplers over Ṽ's embeddings (exp(−‖v−w‖²/s)); 0: off.
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) smoothing: f64,
+    /// ε of the DP class counts: sequences per class in proportion to them (--per-class ×
+    /// classes in all), at least one each; "off": --per-class for every class.
+    #[arg(long, default_value = "0.1")]
+    pub(crate) eps_counts: String,
+}
+
+impl KdeArgs {
+    pub(crate) fn class_counts_epsilon(&self) -> Result<Option<f64>, CliError> {
+        if self.eps_counts.trim() == "off" {
+            return Ok(None);
+        }
+        let e: f64 = self.eps_counts.trim().parse().map_err(|_| CliError::Input {
+            path: "--eps-counts".into(),
+            message: format!("{:?} is neither a number nor \"off\"", self.eps_counts),
+        })?;
+        crate::dp::check_epsilon("ε for the class counts (--eps-counts)", e).map_err(DpError::from)?;
+        Ok(Some(e))
+    }
+}
+
+/// Everything the whole pipeline reads (shared by `pipeline` and `evaluate`).
+#[derive(Args, Clone)]
+pub(crate) struct PipelineInputs {
+    #[command(flatten)]
+    pub(crate) corpus: CorpusArgs,
+    #[command(flatten)]
+    pub(crate) vocab: VocabArgs,
+    #[command(flatten)]
+    pub(crate) dp: VocabDpArgs,
+    #[command(flatten)]
+    pub(crate) kde: KdeArgs,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct ModelArgs {
+    /// ONNX sentence-embedding model [default: the bundled all-MiniLM-L6-v2].
+    #[arg(long)]
+    pub(crate) model: Option<PathBuf>,
+    /// Its tokenizer.json [default: the bundled one].
+    #[arg(long)]
+    pub(crate) tokenizer: Option<PathBuf>,
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct LedgerArgs {
+    /// Privacy ledger file [default: $DPKPS_LEDGER, else ~/.local/share/dpkps/ledger.json].
+    #[arg(long)]
+    pub(crate) ledger: Option<PathBuf>,
+    /// Refuse to run if the total ε spent on this corpus (with --account: under the account)
+    /// would exceed this.
+    #[arg(long)]
+    pub(crate) budget: Option<f64>,
+    /// Budget account (the dataset's name): runs are recorded under it, --budget caps all
+    /// that is spent under it whatever extract is read, and a corpus overlapping an earlier
+    /// one of the account by 20% or more is warned about (the app does the same).
+    #[arg(long)]
+    pub(crate) account: Option<String>,
+}
+
+impl clap::ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Csv, Format::Tsv, Format::Jsonl, Format::Txt]
+    }
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(match self {
+            Format::Csv => "csv",
+            Format::Tsv => "tsv",
+            Format::Jsonl => "jsonl",
+            Format::Txt => "txt",
+        }))
+    }
+}
+
+
+/// The declared classes of a releasing command and the name of the class gathering other
+/// labels, if any (module `crate::classes`; the class set itself is built by the run plan).
+pub(crate) fn declared_classes(corpus: &CorpusArgs, args: &ClassArgs) -> Result<(Vec<String>, Option<String>), CliError> {
+    let labelled = corpus.label_col.is_some() || corpus.label_from_dir;
+    let names = match (&args.classes, &args.classes_file) {
+        (Some(list), _) => Some(ClassSet::parse_names(list, true)),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::Input { path: path.display().to_string(), message: format!("cannot read: {e}") })?;
+            Some(ClassSet::parse_names(&text, false))
+        }
+        (None, None) => None,
+    };
+    if !labelled {
+        if names.is_some() {
+            return Err(CliError::Input { path: "--classes".into(), message: "needs --label-col (or --label-from-dir): without labels there is one class".into() });
+        }
+        return Ok((Vec::new(), None));
+    }
+    let Some(names) = names else {
+        return Err(CliError::Input {
+            path: "--label-col".into(),
+            message: "needs --classes a,b,c or --classes-file FILE: the class names appear in the outputs and prompts, so they must be declared \
+                      (public), not read from the private labels"
+                .into(),
+        });
+    };
+    let other = match args.other.trim() {
+        "drop" => None,
+        "class" => Some(args.other_name.clone()),
+        o => return Err(CliError::Input { path: "--other".into(), message: format!("unknown choice {o:?}; use drop or class") }),
+    };
+    Ok((names, other))
+}
+
+
+/// The run settings of a releasing command: the vocabulary options (`None`: Ṽ is given, with
+/// its own parameters `given`), the summary and sampling options, the classes and the ledger's.
+pub(crate) fn run_settings(
+    vocab: Option<&VocabDpArgs>,
+    given: Option<&VocabParams>,
+    kde: &KdeArgs,
+    classes: (Vec<String>, Option<String>),
+    ledger: &LedgerArgs,
+) -> Result<RunSettings, CliError> {
+    let sampler = Sampler::parse(&kde.sampler).ok_or_else(|| CliError::Input {
+        path: "--sampler".into(),
+        message: format!(
+            "unknown sampler {:?}; use {}",
+            kde.sampler,
+            Sampler::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+        ),
+    })?;
+    let vp = match (vocab, given) {
+        (Some(v), _) => v.params()?,
+        (None, Some(p)) => *p,
+        (None, None) => VocabParams { epsilon: 1.0, top_n: 1000, terms_per_doc: 3, per_class: true },
+    };
+    let (classes, other_class) = classes;
+    Ok(RunSettings {
+        eps_voc: vp.epsilon,
+        eps_kde: kde.eps_kde,
+        terms_per_doc: vp.terms_per_doc,
+        top_n: vp.top_n,
+        len: kde.len,
+        features: kde.features,
+        per_class: kde.per_class,
+        sampler,
+        bandwidth: kde.bandwidth,
+        classes,
+        other_class,
+        vocab_per_class: vp.per_class,
+        reuse_vocabulary: false,
+        smoothing: kde.smoothing,
+        eps_counts: kde.class_counts_epsilon()?,
+        account: ledger.account.clone(),
+        budget: ledger.budget,
+        kde_terms_per_doc: Some(kde.kde_terms_per_doc),
+    })
+}

@@ -1,0 +1,193 @@
+//! The CLI's files: reading corpora, vocabularies, the model and JSON; writing outputs
+//! atomically, private ones readable by their owner only.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::corpus::{Fields, Format};
+use crate::pipeline::{MatchedCorpus, MatchingSink};
+use crate::vocab::{Bundled, Matcher, PublicVocabulary};
+
+use super::args::{CorpusArgs, LedgerArgs, ModelArgs};
+use super::CliError;
+
+/// The embedding model: the bundled one unless the user names another.
+pub(crate) fn load_model(args: &ModelArgs) -> Result<Box<dyn crate::embed::Embed>, CliError> {
+    let bundled = |f: &str| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models")).join(f);
+    let model = args.model.clone().unwrap_or_else(|| bundled(crate::embed::onnx::BUNDLED_MODEL));
+    let tok = args.tokenizer.clone().unwrap_or_else(|| bundled("tokenizer.json"));
+    let read = |p: &Path| std::fs::read(p).map_err(|e| CliError::Input { path: p.display().to_string(), message: format!("cannot read: {e}") });
+    Ok(Box::new(crate::embed::onnx::OnnxEmbedder::from_bytes(&read(&model)?, &read(&tok)?)?))
+}
+
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError> {
+    let bytes = std::fs::read(path).map_err(|e| CliError::Input { path: path.display().to_string(), message: format!("cannot read: {e}") })?;
+    serde_json::from_slice(&bytes).map_err(|e| CliError::Input { path: path.display().to_string(), message: format!("not a valid file of this kind: {e}") })
+}
+
+pub(crate) fn now_utc() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format!("unix:{secs}")
+}
+
+pub(crate) fn print_stats(mc: &MatchedCorpus) {
+    let s = &mc.stats;
+    eprintln!(
+        "read {} records: {} documents, {} empty (skipped), {} classes{}",
+        s.records,
+        s.documents,
+        s.empty_skipped,
+        s.classes.len(),
+        if s.unlabelled > 0 { format!(", {} without a label", s.unlabelled) } else { String::new() }
+    );
+}
+
+/// Loads a bundled vocabulary by name, or a user's list from a file.
+pub fn load_vocabulary(spec: &str) -> Result<PublicVocabulary, CliError> {
+    if let Some(b) = Bundled::parse_name(spec) {
+        return Ok(PublicVocabulary::parse_bundled(b, bundled_bytes(b))?);
+    }
+    let bytes = std::fs::read(spec).map_err(|e| CliError::Input {
+        path: spec.to_string(),
+        message: format!("not a bundled vocabulary (english, medical) and not a readable file: {e}"),
+    })?;
+    let name = Path::new(spec).file_name().map_or(spec.to_string(), |n| n.to_string_lossy().into_owned());
+    Ok(PublicVocabulary::parse(&name, &bytes)?)
+}
+
+pub(crate) fn bundled_bytes(b: Bundled) -> &'static [u8] {
+    match b {
+        Bundled::English => include_bytes!("../../www/vocab/english_glove6b.txt"),
+        Bundled::Medical => include_bytes!("../../www/vocab/medical_mesh2017.txt"),
+    }
+}
+
+/// One input file and how to read it.
+pub(crate) struct Input {
+    pub(crate) path: PathBuf,
+    pub(crate) format: Format,
+    pub(crate) txt_label: Option<String>,
+}
+
+pub(crate) fn inputs(args: &CorpusArgs) -> Result<Vec<Input>, CliError> {
+    let mut out = Vec::new();
+    for p in &args.corpus {
+        let meta = std::fs::metadata(p)
+            .map_err(|e| CliError::Input { path: p.display().to_string(), message: format!("cannot open: {e}") })?;
+        if meta.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| CliError::Input { path: p.display().to_string(), message: e.to_string() })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && Format::from_path(&f.to_string_lossy()) == Some(Format::Txt))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                return Err(CliError::Input { path: p.display().to_string(), message: "the folder has no .txt files".into() });
+            }
+            for f in files {
+                let label = args.label_from_dir.then(|| dir_label(&f)).flatten();
+                out.push(Input { path: f, format: Format::Txt, txt_label: label });
+            }
+        } else {
+            let format = match args.format {
+                Some(f) => f,
+                None => Format::from_path(&p.to_string_lossy()).ok_or_else(|| CliError::Input {
+                    path: p.display().to_string(),
+                    message: "unknown file type; use .csv, .tsv, .jsonl or .txt, or pass --format".into(),
+                })?,
+            };
+            let label = (format == Format::Txt && args.label_from_dir).then(|| dir_label(p)).flatten();
+            out.push(Input { path: p.clone(), format, txt_label: label });
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn dir_label(file: &Path) -> Option<String> {
+    file.parent().and_then(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned())
+}
+
+/// Streams every input through the matcher.
+pub(crate) fn read_corpus(args: &CorpusArgs, matcher: Option<&Matcher>, keep: usize) -> Result<MatchedCorpus, CliError> {
+    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone() };
+    let inputs = inputs(args)?;
+    let has_labels = args.label_col.is_some() || args.label_from_dir;
+    let mut sink = MatchingSink::new(matcher, keep, has_labels);
+    for input in &inputs {
+        let name = input.path.display().to_string();
+        let file = File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
+        sink.read(BufReader::with_capacity(1 << 20, file), &name, input.format, &fields, input.txt_label.as_deref())?;
+    }
+    let name = if inputs.len() == 1 { inputs[0].path.display().to_string() } else { format!("{} files", inputs.len()) };
+    Ok(sink.finish(&name)?)
+}
+
+pub(crate) fn ledger_path(args: &LedgerArgs) -> PathBuf {
+    if let Some(p) = &args.ledger {
+        return p.clone();
+    }
+    if let Some(p) = std::env::var_os("DPKPS_LEDGER") {
+        return PathBuf::from(p);
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+    home.join(".local/share/dpkps/ledger.json")
+}
+
+pub(crate) fn json_text<T: Serialize>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Writes a DP output (or other public data) as JSON: see [`write_file`].
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
+    write_file(path, json_text(value).as_bytes())
+}
+
+/// Writes private data as JSON: see [`write_private`].
+pub(crate) fn write_private_json<T: Serialize>(path: &Path, value: &T) -> Result<(), CliError> {
+    write_private(path, json_text(value).as_bytes())
+}
+
+/// Writes a DP output (or other public data), with the permissions the user's umask gives.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    write_atomic(path, bytes, false)
+}
+
+/// Writes a file derived from private data that is not a DP release, or that records its use
+/// (the ledger, a run's entry, matches, exact counts, evaluation figures): on Unix it is
+/// readable and writable by its owner only (0600), whatever the umask, its temporary file
+/// included, so it is never readable by others even for a moment.
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    write_atomic(path, bytes, true)
+}
+
+/// Writes atomically: a temporary file next to the target, then a rename.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<(), CliError> {
+    let err = |source| CliError::Write { path: path.display().to_string(), source };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let tmp = path.with_extension("tmp~");
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    if private {
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    }
+    let mut f = options.open(&tmp).map_err(err)?;
+    #[cfg(unix)]
+    if private {
+        // `mode` applies only to a file it creates: a stale temporary file keeps its own.
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    }
+    #[cfg(not(unix))]
+    let _ = private;
+    f.write_all(bytes).map_err(err)?;
+    f.sync_all().map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(err)
+}

@@ -1,0 +1,315 @@
+//! The releasing commands (`vocab`, `sequences`, `pipeline`) and `sample`: each builds a
+//! [`RunPlan`] from its options and drives the core's run stages (`crate::run`) over
+//! [`CliHost`], the native side of what differs from the browser: the model loaded from disk,
+//! the ledger file locked for the whole run, progress on stderr.
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use crate::dp::vocabulary::PrivateVocabulary;
+use crate::dp::{DpError, SecureRng};
+use crate::embed::{Embed, TermEmbeddings};
+use crate::ledger::LedgerBook;
+use crate::pipeline::{MatchedCorpus, Release};
+use crate::run::report::Checked;
+use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
+use crate::sample::Sequence;
+use crate::vocab::{Matcher, PublicVocabulary, TermId};
+
+use super::args::{declared_classes, run_settings, ClassArgs, CorpusArgs, KdeArgs, LedgerArgs, ModelArgs, PipelineInputs, VocabArgs, VocabDpArgs};
+use super::io::{load_model, load_vocabulary, now_utc, print_stats, read_corpus, read_json, write_file, write_json, write_private_json};
+use super::ledger_file::LedgerFile;
+use super::CliError;
+
+/// The native host: every call answers at once (no event loop to yield to, nothing to cancel
+/// but the process).
+pub(crate) struct CliHost<'m> {
+    ledger: LedgerFile,
+    model: Option<(&'m mut dyn Embed, String)>,
+    stage_start: Instant,
+}
+
+impl<'m> CliHost<'m> {
+    /// Locks and reads the ledger (held until the host is dropped, so the budget checked is
+    /// the one the run's writes add to), says what the run will add, and warns when the
+    /// corpus overlaps an earlier corpus of the account.
+    pub(crate) fn open(ledger: &LedgerArgs, mc: &MatchedCorpus, planned: f64, model: Option<(&'m mut dyn Embed, String)>) -> Result<CliHost<'m>, CliError> {
+        let mut file = LedgerFile::open(&super::io::ledger_path(ledger))?;
+        // A ledger an older version keyed by the order-sensitive hash counts (and moves here on
+        // the next write).
+        file.book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
+        let spent = file.book.ledger(&mc.fingerprint).total_epsilon();
+        eprintln!(
+            "privacy ledger {}: this corpus has spent ε = {spent:.4} before; this run spends ε = {planned}, total after: {:.4}",
+            file.path().display(),
+            spent + planned
+        );
+        if let Some(a) = run::account_name(ledger.account.as_deref()) {
+            warn_overlap(&file.book, &a, mc);
+        }
+        Ok(CliHost { ledger: file, model, stage_start: Instant::now() })
+    }
+}
+
+fn warn_overlap(book: &LedgerBook, account: &str, mc: &MatchedCorpus) {
+    if let Some((_, o)) = book.overlaps(account, &mc.keys).first().filter(|(_, o)| *o >= crate::overlap::WARN_OVERLAP) {
+        eprintln!(
+            "warning: this corpus overlaps an earlier corpus of the account “{account}” by about {:.0}% of documents: \
+             it is not a fresh dataset, and its ε adds to the account's total",
+            100.0 * o
+        );
+    }
+}
+
+impl Host for CliHost<'_> {
+    type Error = CliError;
+
+    fn fail(&self, _stage: Option<Stage>, e: RunError) -> CliError {
+        e.into()
+    }
+
+    fn stage_started(&mut self, _stage: Stage) {
+        self.stage_start = Instant::now();
+    }
+
+    fn stage_done(&mut self, stage: Stage, note: String) {
+        eprintln!("{}: {note} ({:.1} s)", stage.title(), self.stage_start.elapsed().as_secs_f64());
+    }
+
+    async fn checkpoint(&mut self) -> Result<(), CliError> {
+        Ok(())
+    }
+
+    async fn ledger(&mut self) -> Result<LedgerBook, CliError> {
+        Ok(self.ledger.book.clone())
+    }
+
+    async fn commit(&mut self, _stage: Stage, change: &mut dyn FnMut(&mut LedgerBook) -> Result<(), RunError>) -> Result<(), CliError> {
+        let mut book = self.ledger.book.clone();
+        change(&mut book).map_err(CliError::Run)?;
+        self.ledger.book = book;
+        self.ledger.save()
+    }
+
+    async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], _released: &[TermId]) -> Result<Vectors, CliError> {
+        let Some((model, name)) = self.model.as_mut() else {
+            return Err(CliError::Input { path: "--model".into(), message: "this command loads no embedding model".into() });
+        };
+        let emb = crate::embed::embed_terms(vocab, ids, &mut **model, 32, &mut |done, total| {
+            if done == total || done % 1024 == 0 {
+                eprint!("\rembedding terms: {done}/{total}");
+            }
+        })?;
+        if !ids.is_empty() {
+            eprintln!();
+        }
+        Ok(Vectors { emb, model: Checked { name: name.clone(), sha256: model.checksum().to_string() }, note: format!("{} terms embedded", ids.len()) })
+    }
+
+    fn now(&self) -> String {
+        now_utc()
+    }
+}
+
+/// Runs a future of the core over [`CliHost`], whose calls never wait: it is ready at the first
+/// poll, so no executor is needed (one that returned `Pending` would be a bug, said so).
+pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => unreachable!("the CLI's host never waits"),
+    }
+}
+
+/// The model's name for the report: the file's name, or the bundled model's.
+fn model_name(args: &ModelArgs) -> String {
+    match &args.model {
+        Some(p) => p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
+        None => format!("{} (bundled)", crate::embed::onnx::BUNDLED_MODEL),
+    }
+}
+
+fn labelled(corpus: &CorpusArgs) -> bool {
+    corpus.label_col.is_some() || corpus.label_from_dir
+}
+
+/// Reads and matches the corpus, keeping what the plan's stages read.
+pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize) -> Result<MatchedCorpus, CliError> {
+    let matcher = Matcher::new(public)?;
+    let mc = read_corpus(corpus, Some(&matcher), keep)?;
+    print_stats(&mc);
+    Ok(mc)
+}
+
+/// `dpkps vocab`: the vocabulary stage alone (ε_voc), recorded as a run.
+pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs, dp: &VocabDpArgs, ledger: &LedgerArgs) -> Result<PrivateVocabulary, CliError> {
+    let public = load_vocabulary(&vocab.vocabulary)?;
+    let vp = dp.params()?;
+    let (names, other_class) = declared_classes(corpus, classes)?;
+    let settings = RunSettings {
+        eps_voc: vp.epsilon,
+        top_n: vp.top_n,
+        terms_per_doc: vp.terms_per_doc,
+        vocab_per_class: vp.per_class,
+        classes: names,
+        other_class,
+        account: ledger.account.clone(),
+        budget: ledger.budget,
+        ..RunSettings::default()
+    };
+    // Validated before reading anything large.
+    let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
+    let mc = read_matched(corpus, &public, vp.terms_per_doc)?;
+    let mut host = CliHost::open(ledger, &mc, vp.epsilon, None)?;
+    let mut rng = SecureRng::from_os()?;
+    block_on(async {
+        let mut rec = Recorder::start(&plan, &mc, vp.epsilon, &mut host, &mut rng).await?;
+        let pv = run::vocabulary(&plan, &mc, &public, Vocabulary::Draw, &mut rec, &mut host, &mut rng).await?;
+        Ok(Rc::unwrap_or_clone(pv))
+    })
+}
+
+/// `dpkps sequences`: the rest of a run from a private vocabulary `dpkps vocab` released.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sequences(
+    corpus: &CorpusArgs,
+    classes: &ClassArgs,
+    vocab: &VocabArgs,
+    private_vocab: &Path,
+    kde: &KdeArgs,
+    model: &ModelArgs,
+    ledger: &LedgerArgs,
+    out: &Path,
+    release: Option<&Path>,
+) -> Result<(), CliError> {
+    let public = load_vocabulary(&vocab.vocabulary)?;
+    let pv: PrivateVocabulary = read_json(private_vocab)?;
+    if pv.public_vocabulary_checksum != public.checksum {
+        return Err(CliError::Input {
+            path: private_vocab.display().to_string(),
+            message: format!("was selected from another public vocabulary than {:?}", public.name),
+        });
+    }
+    let settings = run_settings(None, Some(&pv.params), kde, declared_classes(corpus, classes)?, ledger)?;
+    let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
+    let mc = read_matched(corpus, &public, plan.keep())?;
+    let mut embedder = load_model(model)?;
+    let mut rng = SecureRng::from_os()?;
+    let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Given(Rc::new(pv)), (embedder.as_mut(), model_name(model)), &mut rng)?;
+    write_sequences(out, &output.sequences, &public)?;
+    if let Some(path) = release {
+        write_json(path, &output.release)?;
+    }
+    let report = out.with_extension("privacy-report.json");
+    write_report(&report, &output)?;
+    eprintln!("wrote the privacy report to {} (and .html)", report.display());
+    Ok(())
+}
+
+/// `dpkps pipeline`: the whole run into a folder.
+pub(crate) fn pipeline(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &LedgerArgs, out_dir: &Path) -> Result<(), CliError> {
+    let (plan, public) = pipeline_plan(inputs, classes, ledger)?;
+    std::fs::create_dir_all(out_dir).map_err(|e| CliError::Write { path: out_dir.display().to_string(), source: e })?;
+    let mc = read_matched(&inputs.corpus, &public, plan.keep())?;
+    let mut embedder = load_model(&inputs.model)?;
+    let mut rng = SecureRng::from_os()?;
+    let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Draw, (embedder.as_mut(), model_name(&inputs.model)), &mut rng)?;
+    write_pipeline(out_dir, &output, &public)
+}
+
+/// The plan of `dpkps pipeline` and its public list, checked before anything is read.
+pub(crate) fn pipeline_plan(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &LedgerArgs) -> Result<(RunPlan, PublicVocabulary), CliError> {
+    let declared = declared_classes(&inputs.corpus, classes)?;
+    let public = load_vocabulary(&inputs.vocab.vocabulary)?;
+    let settings = run_settings(Some(&inputs.dp), None, &inputs.kde, declared, ledger)?;
+    Ok((RunPlan::new(settings, labelled(&inputs.corpus), public.len())?, public))
+}
+
+/// Opens the ledger and runs every stage; every spend is on record (and the ledger's lock
+/// released) when it returns.
+pub(crate) fn run_whole(
+    plan: &RunPlan,
+    mc: &MatchedCorpus,
+    public: &PublicVocabulary,
+    ledger: &LedgerArgs,
+    source: Vocabulary,
+    model: (&mut dyn Embed, String),
+    rng: &mut SecureRng,
+) -> Result<RunOutput, CliError> {
+    let draws = matches!(source, Vocabulary::Draw);
+    let mut host = CliHost::open(ledger, mc, plan.planned_epsilon(draws), Some(model))?;
+    block_on(run::execute(plan, RunInputs { corpus: mc, vocab: public, vocabulary: source }, &mut host, rng))
+}
+
+/// What `dpkps pipeline` writes into its folder.
+pub(crate) fn write_pipeline(out_dir: &Path, output: &RunOutput, public: &PublicVocabulary) -> Result<(), CliError> {
+    write_json(&out_dir.join("vocabulary.json"), &*output.vocabulary)?;
+    write_json(&out_dir.join("release.json"), &output.release)?;
+    // The run's ledger entry records the corpus's use: the owner's, like the ledger.
+    write_private_json(&out_dir.join("run.json"), &output.run)?;
+    write_sequences(&out_dir.join("sequences.jsonl"), &output.sequences, public)?;
+    write_report(&out_dir.join("privacy-report.json"), output)?;
+    eprintln!(
+        "wrote vocabulary.json, release.json, sequences.jsonl, run.json and privacy-report.json/.html to {}",
+        out_dir.display()
+    );
+    Ok(())
+}
+
+/// `dpkps sample`: more sequences from a saved release (post-processing: no ε).
+pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_class: usize, out: &Path) -> Result<(), CliError> {
+    let public = load_vocabulary(&vocab.vocabulary)?;
+    let rel: Release = read_json(release)?;
+    if rel.format != Release::FORMAT || rel.vocabulary.public_vocabulary_checksum != public.checksum {
+        return Err(CliError::Input { path: release.display().to_string(), message: "is not a dpkps release for this public vocabulary".into() });
+    }
+    rel.kde.check()?;
+    let mut embedder = load_model(model)?;
+    if embedder.checksum() != rel.model_checksum {
+        return Err(CliError::Input {
+            path: "--model".into(),
+            message: "the release was built with another embedding model; sample with the same model".into(),
+        });
+    }
+    let p = &rel.kde.params;
+    let emb = if p.sampler.hist_kind().is_some() && p.smoothing == 0.0 {
+        TermEmbeddings::new(embedder.dim())
+    } else {
+        crate::embed::embed_terms(&public, &rel.candidate_ids(), embedder.as_mut(), 32, &mut |_, _| {})?
+    };
+    let mut rng = SecureRng::from_os()?;
+    let seqs = run::sample(&rel, &emb, per_class, &mut rng)?;
+    write_sequences(out, &seqs, &public)
+}
+
+/// The sequences as JSONL, one `{"label", "keyphrases"}` per line.
+fn write_sequences(out: &Path, seqs: &[Sequence], public: &PublicVocabulary) -> Result<(), CliError> {
+    let mut lines = String::new();
+    for s in seqs {
+        let keyphrases: Vec<&str> = s.keyphrases.iter().map(|&t| public.term(t)).collect();
+        lines.push_str(&serde_json::json!({"label": s.label, "keyphrases": keyphrases}).to_string());
+        lines.push('\n');
+    }
+    write_file(out, lines.as_bytes())?;
+    eprintln!("wrote {} keyphrase sequences to {}", seqs.len(), out.display());
+    Ok(())
+}
+
+/// The privacy report, as JSON at `path` and as the page's printable HTML beside it.
+fn write_report(path: &Path, output: &RunOutput) -> Result<(), CliError> {
+    write_json(path, &output.report)?;
+    write_file(&path.with_extension("html"), output.report.to_html().as_bytes())
+}
+
+impl From<RunError> for CliError {
+    fn from(e: RunError) -> CliError {
+        match e {
+            RunError::Dp(DpError::Rng(r)) => CliError::Dp(DpError::Rng(r)),
+            e => CliError::Run(e),
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! One corpus, one set of settings, one seeded RNG, through the CLI's path (its flags parsed by
+//! clap, its reader, its host with a locked ledger file, its writers) and through the page's
+//! (the settings as the page sends them, the worker's reader, a host that commits to an
+//! in-memory ledger in transactions and, like the worker's helpers, computes the DP-KDE sums in
+//! parts and adds them up): the releases and the sequences must be equal byte for byte.
+
+use clap::Parser;
+
+use crate::corpus::{Fields, Format};
+use crate::dp::SecureRng;
+use crate::embed::{Embed, EmbedError, TermEmbeddings};
+use crate::kde::{DpKdeSet, KdeDoc};
+use crate::ledger::{LedgerBook, Spend};
+use crate::pipeline::{MatchedCorpus, MatchingSink};
+use crate::run::report::Checked;
+use crate::run::{self, Host, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
+use crate::vocab::{Matcher, PublicVocabulary, TermId};
+
+use super::args::{Cli, Command};
+use super::run::{pipeline_plan, read_matched, run_whole, write_pipeline};
+
+/// A stand-in for the sentence model: a fixed unit vector per text (from its SHA-256).
+struct HashModel;
+
+impl Embed for HashModel {
+    fn dim(&self) -> usize {
+        8
+    }
+    fn checksum(&self) -> &str {
+        "hash-model"
+    }
+    fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        use sha2::Digest;
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let h = sha2::Sha256::digest(t.as_bytes());
+                let v: Vec<f32> = h[..8].iter().map(|&b| b as f32 - 127.5).collect();
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+                v.iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+}
+
+const TERMS: [&str; 12] = [
+    "heart failure", "chest pain", "atrial fibrillation", "blood pressure", "asthma", "cough",
+    "pulmonary embolism", "knee pain", "fracture", "skin rash", "diabetes mellitus", "renal failure",
+];
+
+/// 360 notes in three classes, each leaning on its own terms.
+fn corpus_csv() -> String {
+    let mut s = String::from("note,specialty\n");
+    for i in 0..360usize {
+        let class = ["Cardio", "Pulmo", "Ortho"][i % 3];
+        let base = (i % 3) * 4;
+        let words: Vec<&str> = (0..5).map(|k| TERMS[(base + (i * 7 + k * 3) % 6) % TERMS.len()]).collect();
+        s.push_str(&format!("\"Seen for {} and then {}; also {}, {} and {}.\",{class}\n", words[0], words[1], words[2], words[3], words[4]));
+    }
+    s
+}
+
+/// The page's host, natively: an in-memory ledger committed in transactions, the DP-KDE sums
+/// computed in three parts and added (as `worker::kde_share` does with its helpers).
+struct PageHost {
+    book: LedgerBook,
+    model: HashModel,
+}
+
+impl Host for PageHost {
+    type Error = RunError;
+    fn fail(&self, _: Option<Stage>, e: RunError) -> RunError {
+        e
+    }
+    fn stage_started(&mut self, _: Stage) {}
+    fn stage_done(&mut self, _: Stage, _: String) {}
+    async fn checkpoint(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+    async fn ledger(&mut self) -> Result<LedgerBook, RunError> {
+        Ok(self.book.clone())
+    }
+    async fn commit(&mut self, _: Stage, change: &mut dyn FnMut(&mut LedgerBook) -> Result<(), RunError>) -> Result<(), RunError> {
+        let mut b = self.book.clone();
+        change(&mut b)?;
+        self.book = b;
+        Ok(())
+    }
+    async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], _: &[TermId]) -> Result<Vectors, RunError> {
+        let emb = crate::embed::embed_terms(vocab, ids, &mut self.model, 32, &mut |_, _| {}).map_err(|e| RunError::Settings(e.to_string()))?;
+        Ok(Vectors { emb, model: Checked { name: "hash".into(), sha256: "hash-model".into() }, note: String::new() })
+    }
+    async fn summaries(&mut self, docs: &[KdeDoc<'_>], plan: &RunPlan, emb: &TermEmbeddings, candidates: &[TermId], rng: &mut SecureRng) -> Result<(DpKdeSet, Vec<Spend>), RunError> {
+        let params = plan.summary_params();
+        if params.sampler.hist_kind().is_some() {
+            return Ok(crate::kde::build(docs, &plan.classes, emb, candidates, &params, rng)?);
+        }
+        let seed = crate::kde::draw_seed(rng);
+        let mut total: Option<Vec<Vec<Vec<i64>>>> = None;
+        for part in docs.chunks(docs.len().div_ceil(3).max(1)) {
+            let sums = crate::kde::exact_sums(part, plan.classes.len(), emb, &params, seed)?;
+            total = Some(match total {
+                None => sums,
+                Some(mut t) => {
+                    t.iter_mut().flatten().zip(sums.iter().flatten()).for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(x, y)| *x += y));
+                    t
+                }
+            });
+        }
+        Ok(crate::kde::build_from_sums(docs, &plan.classes, emb, candidates, &params, seed, total.unwrap_or_default(), rng)?)
+    }
+    fn now(&self) -> String {
+        "now".into()
+    }
+}
+
+fn tmpdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("dpkps-same-release-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// The CLI's path: flags → plan → reader → run over the ledger file → the written files.
+fn cli_path(dir: &std::path::Path, flags: &[&str], seed: u64) -> (String, String) {
+    let corpus = dir.join("notes.csv");
+    std::fs::write(&corpus, corpus_csv()).expect("corpus");
+    std::fs::write(dir.join("terms.txt"), TERMS.join("\n")).expect("list");
+    let mut args = vec!["dpkps".to_string(), "pipeline".into(), "--corpus".into(), corpus.display().to_string()];
+    args.extend(["--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Ortho"].map(String::from));
+    args.extend(["--vocabulary".to_string(), dir.join("terms.txt").display().to_string()]);
+    args.extend(["--ledger".to_string(), dir.join("ledger.json").display().to_string(), "--out-dir".into(), dir.join("out").display().to_string()]);
+    args.extend(flags.iter().map(|s| s.to_string()));
+    let Command::Pipeline { inputs, classes, ledger, out_dir } = Cli::try_parse_from(&args).expect("flags").command else {
+        panic!("not the pipeline command")
+    };
+    let (plan, public) = pipeline_plan(&inputs, &classes, &ledger).expect("plan");
+    let mc = read_matched(&inputs.corpus, &public, plan.keep()).expect("corpus");
+    let mut model = HashModel;
+    let mut rng = SecureRng::seeded_for_tests(seed);
+    let out = run_whole(&plan, &mc, &public, &ledger, Vocabulary::Draw, (&mut model, "hash".into()), &mut rng).expect("run");
+    std::fs::create_dir_all(&out_dir).expect("out dir");
+    write_pipeline(&out_dir, &out, &public).expect("write");
+    let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).expect(f);
+    (read("release.json"), read("sequences.jsonl"))
+}
+
+/// The page's path: the settings as the page sends them (JSON), the worker's reader, its host.
+fn page_path(settings_json: &str, seed: u64) -> (String, String) {
+    let settings: RunSettings = serde_json::from_str(settings_json).expect("settings");
+    let public = PublicVocabulary::parse("terms.txt", TERMS.join("\n").as_bytes()).expect("list");
+    let plan = RunPlan::new(settings, true, public.len()).expect("plan");
+    let matcher = Matcher::new(&public).expect("matcher");
+    let mut sink = MatchingSink::new(Some(&matcher), 64, true);
+    let fields = Fields { text: Some("note".into()), label: Some("specialty".into()) };
+    sink.read(corpus_csv().as_bytes(), "notes.csv", Format::Csv, &fields, None).expect("read");
+    let mc: MatchedCorpus = sink.finish("notes.csv").expect("corpus");
+    let mut host = PageHost { book: LedgerBook::default(), model: HashModel };
+    let mut rng = SecureRng::seeded_for_tests(seed);
+    let out: RunOutput =
+        super::run::block_on(run::execute(&plan, RunInputs { corpus: &mc, vocab: &public, vocabulary: Vocabulary::Draw }, &mut host, &mut rng)).expect("run");
+    assert_eq!(host.book.ledger(&mc.fingerprint).runs.len(), 1, "the run is on record once");
+    let mut seqs = String::new();
+    for s in &out.sequences {
+        let keyphrases: Vec<&str> = s.keyphrases.iter().map(|&t| public.term(t)).collect();
+        seqs.push_str(&serde_json::json!({"label": s.label, "keyphrases": keyphrases}).to_string());
+        seqs.push('\n');
+    }
+    (super::io::json_text(&out.release), seqs)
+}
+
+#[test]
+fn the_cli_and_the_page_release_the_same_bytes() {
+    // The page's defaults but N = 8 (the list has 12 terms); the CLI given the same values.
+    let page = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":8,"len":10,"features":2048,"per_class":20,
+        "sampler":"SAMPLER","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":0.1}"#;
+    for (sampler, features) in [("histogram", "2048"), ("independent", "256"), ("iterative-linear", "128")] {
+        let flags = ["--eps-voc", "2", "--eps-kde", "4", "--top-n", "8", "--per-class", "20", "--sampler", sampler, "--features", features];
+        let dir = tmpdir(sampler);
+        let (cli_release, cli_seqs) = cli_path(&dir, &flags, 7);
+        let json = page.replace("SAMPLER", sampler).replace("\"features\":2048", &format!("\"features\":{features}"));
+        let (page_release, page_seqs) = page_path(&json, 7);
+        assert!(cli_release == page_release, "{sampler}: the releases differ");
+        assert_eq!(cli_seqs, page_seqs, "{sampler}: the sequences differ");
+        assert_eq!(cli_seqs.lines().count(), 60, "{sampler}: 20 per class on average");
+        // Another seed gives another release: the comparison is not vacuous.
+        let (other, _) = page_path(&json, 8);
+        assert!(other != page_release, "{sampler}: the seed must matter");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn the_cli_writes_the_privacy_report_the_page_writes() {
+    let dir = tmpdir("report");
+    let _ = cli_path(&dir, &["--eps-voc", "1", "--eps-kde", "3", "--top-n", "8"], 3);
+    let text = std::fs::read_to_string(dir.join("out/privacy-report.json")).expect("report");
+    let report: crate::run::report::PrivacyReport = serde_json::from_str(&text).expect("a privacy report");
+    assert!((report.epsilon_run - 4.1).abs() < 1e-12, "{}", report.epsilon_run);
+    assert_eq!(report.classes, vec!["Cardio", "Pulmo", "Ortho"]);
+    assert_eq!(report.spends.iter().map(|s| s.stage.as_str()).collect::<std::collections::BTreeSet<_>>().len(), 3);
+    let html = std::fs::read_to_string(dir.join("out/privacy-report.html")).expect("html");
+    assert!(html.contains("This run: ε = 4.1000"), "{html}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

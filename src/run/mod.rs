@@ -1,0 +1,87 @@
+//! The run: ONE orchestration of the pipeline after matching, driven by the CLI and by the
+//! app's worker alike.
+//!
+//! ```text
+//! RunSettings ──RunPlan::new──▶ RunPlan          (public inputs only; nothing read or spent)
+//! MatchedCorpus + RunPlan ──stages::vocabulary──▶ Ṽ           ε_voc   (or a reused / given Ṽ)
+//!                         ──Host::vectors──────▶ vectors      (the terms RunPlan::vector_ids names)
+//!                         ──stages::summaries──▶ DP summaries ε_kde   + DP class counts ε_counts
+//!                         ──stages::sample─────▶ keyphrase sequences  (post-processing)
+//!                         ──PrivacyReport::new─▶ the report
+//! ```
+//!
+//! Every DP stage returns its spends; the run records them through [`Host::commit`] before
+//! anything computed from them is shown or written, checking the budget again inside the same
+//! transaction. What differs between a native process and the browser is behind [`Host`]:
+//! where vectors come from (the CLI's model; the page's bundled vectors, caches, helper
+//! workers), how a spend is committed (a locked ledger file; an IndexedDB transaction),
+//! progress and cancel, and whether the exact sums of the DP summaries are shared among helper
+//! workers (the release is the same: the sums are exact integers).
+//!
+//! Neither front end branches on the keyphrase sampler: [`RunPlan::vector_ids`] says what must
+//! be embedded, and the summary and sampling stages dispatch on the sampler themselves.
+
+mod plan;
+pub mod report;
+pub mod reuse;
+mod settings;
+mod stages;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use plan::RunPlan;
+pub use settings::{account_name, FieldError, RunSettings};
+pub use stages::{execute, sample, summaries, vocabulary, Host, Recorder, RunInputs, RunOutput, Vectors, Vocabulary};
+
+use crate::dp::DpError;
+use crate::kde::KdeError;
+use crate::ledger::LedgerError;
+
+/// The long stages, each with its own progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Read,
+    Vocabulary,
+    Model,
+    Embed,
+    Kde,
+    Sample,
+    Evaluate,
+}
+
+impl Stage {
+    pub const RUN: [Stage; 5] = [Stage::Vocabulary, Stage::Model, Stage::Embed, Stage::Kde, Stage::Sample];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Stage::Read => "Read and match documents",
+            Stage::Vocabulary => "DP vocabulary (ε_voc)",
+            Stage::Model => "Load the embedding model",
+            Stage::Embed => "Embed terms",
+            Stage::Kde => "DP keyphrase summaries (ε_kde)",
+            Stage::Sample => "Sample keyphrase sequences",
+            Stage::Evaluate => "Train and test classifiers (not DP)",
+        }
+    }
+}
+
+/// Why a run stopped, in plain words. A front end turns it into its own error
+/// ([`Host::fail`]), with the stage it happened in.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A setting refused before anything is read or spent (the field's own words).
+    #[error("{0}")]
+    Settings(String),
+    #[error(transparent)]
+    Ledger(#[from] LedgerError),
+    #[error(transparent)]
+    Dp(#[from] DpError),
+    #[error(transparent)]
+    Summary(#[from] KdeError),
+    /// The ledger no longer holds what a reused release needs (its paying run).
+    #[error("{0}")]
+    Refused(String),
+}

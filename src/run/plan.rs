@@ -1,0 +1,96 @@
+//! The run plan: the curator's settings turned into validated stage parameters, from public
+//! inputs only (the settings, the public list's size, whether the corpus has a label column),
+//! before anything private is read or any ε spent. One plan for the CLI and the page: the
+//! planned ε, the budget rule and which terms need vectors are stated here once.
+
+use crate::classes::ClassSet;
+use crate::dp::vocabulary::VocabParams;
+use crate::kde::{KdeDoc, KdeParams};
+use crate::ledger::{LedgerBook, LedgerError};
+use crate::vocab::TermId;
+
+use super::{RunError, RunSettings};
+
+/// Validated settings and what follows from them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunPlan {
+    pub settings: RunSettings,
+    /// The public class set (declared, never read from the data).
+    pub classes: ClassSet,
+    /// The budget account the run is recorded under (trimmed; `None` if blank).
+    pub account: Option<String>,
+}
+
+impl RunPlan {
+    /// Checks every setting (the first problem is refused, in the field's words), the class
+    /// set, and that the release will fit (`KdeParams::check_release_size`: N candidates for
+    /// every declared class). `public_terms`: the public list's size; `labelled`: whether the
+    /// corpus is read with a label column.
+    pub fn new(settings: RunSettings, labelled: bool, public_terms: usize) -> Result<RunPlan, RunError> {
+        if let Some(p) = settings.check(Some(public_terms)).into_iter().next() {
+            return Err(RunError::Settings(p.message));
+        }
+        let classes = settings.class_set(labelled).map_err(|e| RunError::Settings(e.message))?;
+        settings.kde_params().check_release_size(settings.top_n, classes.len())?;
+        let account = settings.account_name();
+        Ok(RunPlan { settings, classes, account })
+    }
+
+    pub fn vocab_params(&self) -> VocabParams {
+        self.settings.vocab_params()
+    }
+
+    pub fn summary_params(&self) -> KdeParams {
+        self.settings.kde_params()
+    }
+
+    /// Terms to keep per document while matching: enough for S and for what the sampler reads.
+    pub fn keep(&self) -> usize {
+        self.settings.keep()
+    }
+
+    /// ε the run records: everything, less ε_voc when its Ṽ was released (and paid for) by an
+    /// earlier run.
+    pub fn planned_epsilon(&self, draws_vocabulary: bool) -> f64 {
+        self.settings.planned_epsilon(!draws_vocabulary)
+    }
+
+    /// Refuses the run when what is recorded in `book` (this run's own spends so far left
+    /// out, since `planned` counts them) plus `planned` would exceed the budget: the
+    /// account's (every corpus recorded under it; the settings' budget, else the stored one)
+    /// or, without an account, this corpus's. Checked before anything is computed and again
+    /// inside every transaction that records a spend, so two runs at once (two tabs, two
+    /// processes) cannot together pass the cap.
+    pub fn check_budget(&self, book: &LedgerBook, fingerprint: &str, run_id: &str, planned: f64) -> Result<(), LedgerError> {
+        let recorded_here = book.ledger(fingerprint).runs.iter().find(|r| r.id == run_id).map_or(0.0, |r| r.epsilon());
+        let planned = planned - recorded_here;
+        match &self.account {
+            Some(a) => book.check_account_budget(a, fingerprint, planned, self.settings.budget),
+            None => book.check_budget(fingerprint, planned, self.settings.budget),
+        }
+    }
+
+    /// Whether sampling reads Ṽ's vectors: the DP-KDE samplers always, the histogram samplers
+    /// only to smooth.
+    pub fn candidates_need_vectors(&self) -> bool {
+        let p = self.summary_params();
+        p.sampler.hist_kind().is_none() || p.smoothing > 0.0
+    }
+
+    /// The terms that must have vectors: what the summary mechanism reads of the documents it
+    /// sees (`docs`, the class set's documents only) and, if sampling reads them, Ṽ's terms
+    /// (`released`). Sorted, distinct.
+    pub fn vector_ids(&self, docs: &[KdeDoc<'_>], released: &[TermId]) -> Vec<TermId> {
+        let mut ids: Vec<TermId> = if self.summary_params().sampler.embeds_document_terms() {
+            docs.iter().flat_map(|d| d.terms.iter().copied()).collect()
+        } else {
+            Vec::new()
+        };
+        if self.candidates_need_vectors() {
+            ids.extend(released);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}

@@ -1,0 +1,305 @@
+//! The stages of a run, in order, over a [`Host`]: each takes the artefacts of the ones before
+//! and returns its own; every DP stage's spends are recorded ([`Recorder`]) before anything
+//! computed from them goes further. [`execute`] chains them; the CLI's `vocab` and `sample`
+//! commands call one stage each.
+
+use std::rc::Rc;
+
+use crate::dp::vocabulary::PrivateVocabulary;
+use crate::dp::SecureRng;
+use crate::embed::TermEmbeddings;
+use crate::kde::{DpKdeSet, KdeDoc, KdeParams};
+use crate::ledger::{Ledger, LedgerBook, Run, Spend};
+use crate::pipeline::{MatchedCorpus, Release};
+use crate::sample::{Candidates, Sequence};
+use crate::vocab::{PublicVocabulary, TermId};
+
+use super::report::{Checked, PrivacyReport};
+use super::reuse::VocabKey;
+use super::{RunError, RunPlan, Stage};
+
+/// What differs between a native process and the browser. The futures need not be `Send`
+/// (the worker is one thread) and the trait is used generically only.
+#[allow(async_fn_in_trait)]
+pub trait Host {
+    /// The front end's own error; the core's ([`RunError`]) become one through [`Host::fail`].
+    type Error;
+    /// The core's error `e`, which happened in `stage` (if in one), as this front end's.
+    fn fail(&self, stage: Option<Stage>, e: RunError) -> Self::Error;
+    /// A stage starts.
+    fn stage_started(&mut self, stage: Stage);
+    /// A stage is done; `note` says what came of it, in a line.
+    fn stage_done(&mut self, stage: Stage, note: String);
+    /// Between stages: yields to the event loop and stops if the curator cancelled.
+    async fn checkpoint(&mut self) -> Result<(), Self::Error>;
+    /// The privacy ledger as recorded now.
+    async fn ledger(&mut self) -> Result<LedgerBook, Self::Error>;
+    /// Applies `change` to the ledger as recorded now and keeps the result, atomically (a
+    /// locked file; one IndexedDB transaction under a Web Lock): another process or tab may
+    /// have spent meanwhile, and `change` sees it. If `change` refuses, nothing is kept.
+    async fn commit(&mut self, stage: Stage, change: &mut dyn FnMut(&mut LedgerBook) -> Result<(), RunError>) -> Result<(), Self::Error>;
+    /// Vectors of `ids` (terms of the public list `vocab`; `released`: Ṽ's terms, which a
+    /// host may cache), and the model they belong to.
+    async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], released: &[TermId]) -> Result<Vectors, Self::Error>;
+    /// The DP summaries (ε_kde) of `docs`: [`crate::kde::build`], which a host may share among
+    /// helper workers (the exact sums of parts add up to the same integers: the same release).
+    async fn summaries(
+        &mut self,
+        docs: &[KdeDoc<'_>],
+        plan: &RunPlan,
+        emb: &TermEmbeddings,
+        candidates: &[TermId],
+        rng: &mut SecureRng,
+    ) -> Result<(DpKdeSet, Vec<Spend>), Self::Error> {
+        crate::kde::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), rng).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
+    }
+    /// Ṽ was drawn and its ε_voc is on record under run `run_id`: a host may keep it for later
+    /// runs (the page does: `reuse`), even if this run fails later.
+    fn vocabulary_recorded(&mut self, _pv: &Rc<PrivateVocabulary>, _run_id: &str) {}
+    /// Now, as an ISO 8601 UTC time.
+    fn now(&self) -> String;
+}
+
+/// Vectors for a run and the model they come from.
+pub struct Vectors {
+    pub emb: TermEmbeddings,
+    pub model: Checked,
+    /// Where they came from, in a line (the embedding stage's note).
+    pub note: String,
+}
+
+/// Where the run's private vocabulary Ṽ comes from.
+pub enum Vocabulary {
+    /// Drawn now (ε_voc).
+    Draw,
+    /// Released by the earlier run `from` of this page under `key`: read again
+    /// (post-processing), while that run's ε_voc stays on record (`reuse::paid`, checked inside
+    /// the run's first ledger transaction).
+    Reuse { pv: Rc<PrivateVocabulary>, from: String, key: VocabKey },
+    /// Released by an earlier command (`dpkps vocab`), which recorded its ε_voc.
+    Given(Rc<PrivateVocabulary>),
+}
+
+impl Vocabulary {
+    fn draws(&self) -> bool {
+        matches!(self, Vocabulary::Draw)
+    }
+}
+
+/// A run's inputs: the matched corpus, the public list it was matched against, and Ṽ's source.
+pub struct RunInputs<'a> {
+    pub corpus: &'a MatchedCorpus,
+    pub vocab: &'a PublicVocabulary,
+    pub vocabulary: Vocabulary,
+}
+
+/// A finished run: DP outputs, the ledger entry and the report.
+pub struct RunOutput {
+    pub run: Run,
+    /// Ṽ, and whether this run drew it (else it was reused or given).
+    pub vocabulary: Rc<PrivateVocabulary>,
+    pub drew_vocabulary: bool,
+    /// Ṽ, the DP summaries, the model's checksum and the DP class counts: to sample again later.
+    pub release: Release,
+    pub sequences: Vec<Sequence>,
+    /// This corpus's ledger as recorded after the run (other runs included).
+    pub ledger: Ledger,
+    pub report: PrivacyReport,
+}
+
+/// The run's ledger entry and how it is recorded: after each DP stage, in one transaction
+/// that checks the budget again against what is recorded then.
+pub struct Recorder {
+    pub run: Run,
+    fingerprint: String,
+    planned: f64,
+    sketch_key: [u8; 32],
+    /// A reused Ṽ's key: its paying run must still be on record when this run is.
+    reused: Option<VocabKey>,
+}
+
+impl Recorder {
+    /// Starts a run (its id and the account's overlap-sketch key come from `rng`) and refuses
+    /// it if `planned` ε would exceed the budget.
+    pub async fn start<H: Host>(plan: &RunPlan, corpus: &MatchedCorpus, planned: f64, host: &mut H, rng: &mut SecureRng) -> Result<Recorder, H::Error> {
+        let mut id = [0u8; 8];
+        rng.fill(&mut id);
+        let mut sketch_key = [0u8; 32];
+        rng.fill(&mut sketch_key);
+        let mut run = Run::new(crate::corpus::hex(&id), host.now());
+        run.account = plan.account.clone();
+        let rec = Recorder { run, fingerprint: corpus.fingerprint.clone(), planned, sketch_key, reused: None };
+        let book = host.ledger().await?;
+        plan.check_budget(&book, &rec.fingerprint, &rec.run.id, planned).map_err(|e| host.fail(None, e.into()))?;
+        Ok(rec)
+    }
+
+    /// Records the run's spends so far (the entry is replaced in place: counted once).
+    async fn commit<H: Host>(&self, plan: &RunPlan, corpus: &MatchedCorpus, stage: Stage, host: &mut H) -> Result<(), H::Error> {
+        let mut change = |b: &mut LedgerBook| -> Result<(), RunError> {
+            // A ledger an older version keyed by the order-sensitive hash counts too.
+            b.adopt_legacy(&corpus.keys.legacy, &self.fingerprint);
+            if let (Some(key), Some(from)) = (&self.reused, self.run.vocabulary_from.as_deref()) {
+                if !super::reuse::paid(b, key, from) {
+                    return Err(RunError::Refused(
+                        "the run that paid for the reused private vocabulary is no longer in the ledger; run again to draw a new one".into(),
+                    ));
+                }
+            }
+            plan.check_budget(b, &self.fingerprint, &self.run.id, self.planned)?;
+            b.extend_run(&self.fingerprint, &self.run);
+            if let Some(a) = &plan.account {
+                b.note_corpus(a, &corpus.keys, plan.settings.budget, || self.sketch_key);
+            }
+            Ok(())
+        };
+        host.commit(stage, &mut change).await
+    }
+}
+
+/// Stage 1: Ṽ (ε_voc when drawn), recorded before it is used.
+pub async fn vocabulary<H: Host>(
+    plan: &RunPlan,
+    corpus: &MatchedCorpus,
+    vocab: &PublicVocabulary,
+    source: Vocabulary,
+    rec: &mut Recorder,
+    host: &mut H,
+    rng: &mut SecureRng,
+) -> Result<Rc<PrivateVocabulary>, H::Error> {
+    host.stage_started(Stage::Vocabulary);
+    let draws = source.draws();
+    let pv = match source {
+        Vocabulary::Draw => {
+            let (pv, spends) = corpus
+                .dp_vocabulary(vocab, &plan.vocab_params(), &plan.classes, rng)
+                .map_err(|e| host.fail(Some(Stage::Vocabulary), e.into()))?;
+            rec.run.spends.extend(spends);
+            Rc::new(pv)
+        }
+        Vocabulary::Reuse { pv, from, key } => {
+            rec.run.vocabulary_from = Some(from);
+            rec.reused = Some(key);
+            pv
+        }
+        Vocabulary::Given(pv) => pv,
+    };
+    // Nothing to record for a given Ṽ (its command recorded it); the summaries' spends are.
+    if !rec.run.spends.is_empty() || rec.reused.is_some() {
+        rec.commit(plan, corpus, Stage::Vocabulary, host).await?;
+    }
+    if draws {
+        host.vocabulary_recorded(&pv, &rec.run.id);
+    }
+    let note = match &rec.run.vocabulary_from {
+        Some(from) => format!(
+            "{} terms, reused from run {from} of this page (ε_voc = {} was spent then, not again)",
+            pv.terms.len(),
+            plan.settings.eps_voc
+        ),
+        None => format!("{} terms selected", pv.terms.len()),
+    };
+    host.stage_done(Stage::Vocabulary, note);
+    Ok(pv)
+}
+
+/// Stage 3: the DP summaries of every declared class (ε_kde) and the DP class counts
+/// (ε_counts), both recorded before they are returned, bundled with Ṽ as a [`Release`].
+pub async fn summaries<H: Host>(
+    plan: &RunPlan,
+    corpus: &MatchedCorpus,
+    pv: &PrivateVocabulary,
+    vectors: &Vectors,
+    rec: &mut Recorder,
+    host: &mut H,
+    rng: &mut SecureRng,
+) -> Result<Release, H::Error> {
+    host.stage_started(Stage::Kde);
+    host.checkpoint().await?;
+    let params: KdeParams = plan.summary_params();
+    let docs = corpus.kde_docs(params.doc_terms_read(), &plan.classes);
+    let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
+    let (kde, spends) = host.summaries(&docs, plan, &vectors.emb, &released, rng).await?;
+    rec.run.spends.extend(spends);
+    // DP class counts: sequences per class in proportion, on record with the summaries.
+    let class_counts = match plan.settings.eps_counts {
+        Some(eps) => {
+            let (noisy, spend) = crate::dp::counts::noisy_class_counts(&corpus.class_counts(&plan.classes), eps, rng)
+                .map_err(|e| host.fail(Some(Stage::Kde), e.into()))?;
+            rec.run.spends.push(spend);
+            Some(noisy)
+        }
+        None => None,
+    };
+    rec.commit(plan, corpus, Stage::Kde, host).await?;
+    let note = match params.sampler.hist_kind() {
+        Some(_) => format!("{} class(es), {} sampler", kde.classes.len(), params.sampler.name()),
+        None => format!("{} class(es), {} sampler, I = {}", kde.classes.len(), params.sampler.name(), params.features),
+    };
+    host.stage_done(Stage::Kde, note);
+    host.checkpoint().await?;
+    Ok(Release {
+        format: Release::FORMAT.into(),
+        vocabulary: pv.clone(),
+        kde,
+        model_checksum: vectors.model.sha256.clone(),
+        class_counts,
+    })
+}
+
+/// Stage 4: keyphrase sequences from a release (post-processing: no ε), `per_class` per class
+/// on average (in proportion to the DP class counts when the release has them). `emb` must
+/// hold Ṽ's vectors when the sampler reads them (the DP-KDE samplers; smoothing).
+pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, rng: &mut SecureRng) -> Result<Vec<Sequence>, RunError> {
+    let ids = release.candidate_ids();
+    let p = &release.kde.params;
+    let cands = if p.sampler.hist_kind().is_some() && p.smoothing == 0.0 {
+        Candidates::without_vectors(&ids, release.kde.dim)
+    } else {
+        Candidates::new(&ids, emb)?
+    };
+    Ok(crate::sample::sample_sized(&release.kde, &cands, &release.sizes(per_class), rng)?)
+}
+
+/// The whole run: Ṽ → vectors → DP summaries and class counts → sequences → report.
+pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut H, rng: &mut SecureRng) -> Result<RunOutput, H::Error> {
+    let RunInputs { corpus, vocab, vocabulary: source } = inputs;
+    let draws = source.draws();
+    let given = matches!(source, Vocabulary::Given(_));
+    let mut rec = Recorder::start(plan, corpus, plan.planned_epsilon(draws), host, rng).await?;
+    let pv = vocabulary(plan, corpus, vocab, source, &mut rec, host, rng).await?;
+    host.checkpoint().await?;
+
+    // Vectors: what the summary mechanism reads of the documents, and Ṽ's if sampling does.
+    let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
+    let docs = corpus.kde_docs(plan.summary_params().doc_terms_read(), &plan.classes);
+    let ids = plan.vector_ids(&docs, &released);
+    drop(docs);
+    host.stage_started(Stage::Embed);
+    let vectors = host.vectors(vocab, &ids, &released).await?;
+    host.stage_done(Stage::Embed, vectors.note.clone());
+
+    let release = summaries(plan, corpus, &pv, &vectors, &mut rec, host, rng).await?;
+
+    host.stage_started(Stage::Sample);
+    let sequences = sample(&release, &vectors.emb, plan.settings.per_class, rng).map_err(|e| host.fail(Some(Stage::Sample), e))?;
+    host.stage_done(Stage::Sample, format!("{} sequences", sequences.len()));
+
+    // What is recorded now (other runs on this corpus included).
+    let ledger = host.ledger().await?.ledger(&corpus.fingerprint);
+    let mut reported = rec.run.clone();
+    if given {
+        reported.vocabulary_from = Some("`dpkps vocab`".into());
+    }
+    let report = PrivacyReport::new(
+        host.now(),
+        &plan.settings,
+        &reported,
+        &ledger,
+        Checked { name: vocab.name.clone(), sha256: vocab.checksum.clone() },
+        vectors.model.clone(),
+        &plan.classes,
+        sequences.len(),
+    );
+    Ok(RunOutput { run: rec.run, vocabulary: pv, drew_vocabulary: draws, release, sequences, ledger, report })
+}

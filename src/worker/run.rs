@@ -1,0 +1,169 @@
+//! A run in the page: the core's one orchestration (`crate::run::execute`) over the worker's
+//! host. What is the browser's own: vectors from the bundled files, this session's memory,
+//! this browser's cache of Ṽ's terms and the model (with helper workers); the ledger in
+//! IndexedDB, each spend one transaction under a Web Lock; progress messages, cancel between
+//! stages; the DP-KDE sums shared with helper workers (`kde_share`: the same release); and the
+//! private vocabulary kept for later runs (`crate::run::reuse`).
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::dp::vocabulary::PrivateVocabulary;
+use crate::dp::SecureRng;
+use crate::embed::bundle::VectorFile;
+use crate::embed::TermEmbeddings;
+use crate::kde::{DpKdeSet, KdeDoc};
+use crate::ledger::{LedgerBook, Spend};
+use crate::protocol::{Event, RunResult, RunSettings, SequenceOut, Stage};
+use crate::run::report::Checked;
+use crate::run::reuse::{KeptVocabulary, VocabKey};
+use crate::run::{execute, Host, RunError, RunInputs, RunPlan, Vectors, Vocabulary};
+use crate::vocab::{Bundled, PublicVocabulary, TermId};
+
+use super::pool::{self, Pool};
+use super::sources::{self, LiveCache};
+use super::store::Store;
+use super::{at, checkpoint, iso_now, kde_share, now_ms, post, progress, seconds_since, Loaded, Model, State, Stop, KEEP};
+
+/// The worker's side of a run.
+struct WorkerHost<'s> {
+    store: Store,
+    model: &'s mut Option<Model>,
+    helpers: &'s mut Option<Pool>,
+    vectors: &'s mut HashMap<Bundled, Option<Rc<VectorFile>>>,
+    live: &'s mut Option<LiveCache>,
+    kde_helpers: &'s mut Option<Pool>,
+    /// Where a Ṽ this run draws is kept, and under which key.
+    kept: &'s mut Option<KeptVocabulary>,
+    key: VocabKey,
+    /// The last yield to the event loop (`checkpoint`), and when the current stage started.
+    clock: f64,
+    stage_start: f64,
+    /// Vectors read from the bundled files, memory or the cache; and computed by the model.
+    from_cache: usize,
+    fresh: usize,
+}
+
+impl Host for WorkerHost<'_> {
+    type Error = Stop;
+
+    fn fail(&self, stage: Option<Stage>, e: RunError) -> Stop {
+        Stop::Failed(stage, e.to_string())
+    }
+
+    fn stage_started(&mut self, stage: Stage) {
+        self.stage_start = now_ms();
+        // The embedding stage reports its own progress (`sources`), the model's included.
+        if stage != Stage::Embed {
+            progress(stage, 0, 1);
+        }
+    }
+
+    fn stage_done(&mut self, stage: Stage, note: String) {
+        post(&Event::StageDone { stage, seconds: seconds_since(self.stage_start), note });
+    }
+
+    async fn checkpoint(&mut self) -> Result<(), Stop> {
+        checkpoint(&mut self.clock).await
+    }
+
+    async fn ledger(&mut self) -> Result<LedgerBook, Stop> {
+        self.store.ledger().await.map_err(|e| Stop::Failed(None, e))
+    }
+
+    async fn commit(&mut self, stage: Stage, change: &mut dyn FnMut(&mut LedgerBook) -> Result<(), RunError>) -> Result<(), Stop> {
+        self.store.update_ledger(|b| change(b).map_err(|e| e.to_string())).await.map_err(at(stage))
+    }
+
+    async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], released: &[TermId]) -> Result<Vectors, Stop> {
+        let src = sources::Sources { model: &mut *self.model, helpers: &mut *self.helpers, vectors: &mut *self.vectors, live: &mut *self.live };
+        let got = sources::embeddings(src, vocab, ids, Some(&self.store), &mut self.clock).await?;
+        let fresh: std::collections::HashSet<TermId> = got.fresh.iter().copied().collect();
+        let fresh_released: Vec<TermId> = released.iter().copied().filter(|id| fresh.contains(id)).collect();
+        // The cache only saves time: ε_voc is already spent, so a failed write (storage full)
+        // must not end the run; it is said in the stage's note.
+        let not_cached = match self.store.put_embeddings(&got.model_checksum, vocab, &fresh_released, &got.emb).await {
+            Ok(()) => String::new(),
+            Err(e) => format!(" (not cached for next time: {e})"),
+        };
+        self.from_cache = got.bundled + got.from_memory + got.from_cache;
+        self.fresh = got.fresh.len();
+        let note = format!("{}{not_cached}", got.note());
+        Ok(Vectors { emb: got.emb, model: Checked { name: got.model_name, sha256: got.model_checksum }, note })
+    }
+
+    async fn summaries(
+        &mut self,
+        docs: &[KdeDoc<'_>],
+        plan: &RunPlan,
+        emb: &TermEmbeddings,
+        candidates: &[TermId],
+        rng: &mut SecureRng,
+    ) -> Result<(DpKdeSet, Vec<Spend>), Stop> {
+        kde_share::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), self.kde_helpers.as_mut(), rng).await
+    }
+
+    fn vocabulary_recorded(&mut self, pv: &Rc<PrivateVocabulary>, run_id: &str) {
+        // On record: later runs with the same key may read it (its ε_voc is in the ledger now).
+        *self.kept = Some(KeptVocabulary::new(self.key.clone(), Rc::clone(pv), run_id.to_string()));
+    }
+
+    fn now(&self) -> String {
+        iso_now()
+    }
+}
+
+/// A run request: the plan from the page's settings, Ṽ drawn or reused, the stages, the result.
+pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
+    let State { loaded, model, helpers, vectors, live, kde_helpers, released_vocab, .. } = state;
+    // Started now, so that they are ready by the DP-KDE stage (`kde_share`).
+    if kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().sampler.hist_kind().is_none() {
+        *kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
+    }
+    let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {
+        return Err(Stop::Failed(None, "load a corpus first".into()));
+    };
+    let plan = RunPlan::new(settings.clone(), *labelled, vocab.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
+    if plan.keep() > KEEP {
+        return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
+    }
+    let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was run")))?;
+    let key = VocabKey::new(corpus, vocab, &plan.vocab_params(), &plan.classes, plan.account.as_deref());
+    let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
+    // An earlier run's Ṽ with the same key, its spend still on record: read again
+    // (post-processing), no new ε_voc.
+    let source = match released_vocab.as_ref().filter(|_| settings.reuse_vocabulary).and_then(|k| k.reusable(&key, &book)) {
+        Some((pv, from)) => Vocabulary::Reuse { pv, from, key: key.clone() },
+        None => Vocabulary::Draw,
+    };
+    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
+    let mut host = WorkerHost {
+        store,
+        model,
+        helpers,
+        vectors,
+        live,
+        kde_helpers,
+        kept: released_vocab,
+        key,
+        clock: now_ms(),
+        stage_start: now_ms(),
+        from_cache: 0,
+        fresh: 0,
+    };
+    let out = execute(&plan, RunInputs { corpus, vocab, vocabulary: source }, &mut host, &mut rng).await?;
+    Ok(Event::Finished(RunResult {
+        vocabulary: out.vocabulary.terms.iter().map(|t| (t.term.clone(), t.noisy_count)).collect(),
+        sequences: out
+            .sequences
+            .iter()
+            .map(|s| SequenceOut { label: s.label.clone(), keyphrases: s.keyphrases.iter().map(|&id| vocab.term(id).to_string()).collect() })
+            .collect(),
+        epsilon_run: out.run.epsilon(),
+        epsilon_total: out.ledger.total_epsilon(),
+        embedded_from_cache: host.from_cache,
+        embedded_fresh: host.fresh,
+        report: serde_json::to_string_pretty(&out.report).unwrap_or_default(),
+        vocabulary_from: out.run.vocabulary_from.clone().map(|from| (from, out.report.epsilon_outputs)),
+    }))
+}
