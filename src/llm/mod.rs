@@ -1,0 +1,36 @@
+//! The LLM step: OpenAI-compatible `/v1/chat/completions` (vLLM, llama.cpp server, Ollama,
+//! hosted APIs). This module is the transport-free part: request bodies, reply parsing, the
+//! retry policy, and the generation job (what is done, what is left), so it is tested
+//! natively. The browser sends with `fetch` (`ui/generate.rs`).
+//!
+//! Privacy: a request body holds the messages of [`crate::prompt`] and the model settings,
+//! nothing else. Everything it is built from is a DP output or public.
+//!
+//! # Layout
+//! One file per concern, each depending only on those above it:
+//! - `error.rs`: [`LlmError`], which failures are retryable, the CORS advice.
+//! - `endpoint.rs`: [`EndpointUrl`], the narrow URL parser and CSP source matching.
+//! - `settings.rs`: [`LlmSettings`] and its checks (values, credentials, key, allowlist).
+//! - `request.rs`: the URLs called, the request body, [`parse_reply`].
+//! - `backoff.rs`: [`backoff_ms`], the wait between attempts.
+//! - `job.rs`: the [`Job`] (items, outcomes, the corpus exports).
+//! - `audit.rs`: [`AuditEntry`], capping and pruning of the audit log.
+//!
+//! The submodules are private; everything is re-exported here, so `crate::llm::Name` is the
+//! one path for each item.
+
+mod audit;
+mod backoff;
+mod endpoint;
+mod error;
+mod job;
+mod request;
+mod settings;
+
+pub use audit::{audit_to_prune, AuditEntry, AuditPhase, AUDIT_BODY_CAP, AUDIT_KEEP_JOBS};
+pub use backoff::backoff_ms;
+pub use endpoint::EndpointUrl;
+pub use error::{cors_advice, LlmError};
+pub use job::{Item, Job, Outcome, OutcomeRecord};
+pub use request::parse_reply;
+pub use settings::LlmSettings;

@@ -1,0 +1,89 @@
+//! One request and its reply: the URLs called, the JSON body sent, and the text read back.
+//!
+//! Privacy: the body holds the messages of [`crate::prompt`] and the model settings, nothing
+//! else (no key: it travels in the `authorization` header, set by the transport). Reading a
+//! reply is separate from the transport (`fetch` in `ui/generate.rs`) so it is tested natively.
+
+use crate::prompt::Message;
+
+use super::error::LlmError;
+use super::settings::LlmSettings;
+
+impl LlmSettings {
+    /// `…/v1/chat/completions` from the base URL (a full URL is accepted as is).
+    pub fn completions_url(&self) -> String {
+        let e = self.endpoint.trim().trim_end_matches('/');
+        if e.ends_with("/chat/completions") {
+            e.to_string()
+        } else {
+            format!("{e}/chat/completions")
+        }
+    }
+
+    pub fn models_url(&self) -> String {
+        let e = self.completions_url();
+        format!("{}/models", e.trim_end_matches("/chat/completions"))
+    }
+
+    /// The JSON body of one request.
+    pub fn body(&self, messages: &[Message]) -> String {
+        serde_json::json!({
+            "model": self.model.trim(),
+            "messages": messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "stream": false,
+        })
+        .to_string()
+    }
+}
+
+/// The text of a chat-completion reply, or why there is none.
+pub fn parse_reply(status: u16, body: &str) -> Result<String, LlmError> {
+    if !(200..300).contains(&status) {
+        let short: String = body.chars().take(300).collect();
+        return Err(LlmError::Status { status, body: short });
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(body).map_err(|e| LlmError::Malformed(format!("not JSON ({e})")))?;
+    let text = v
+        .pointer("/choices/0/message/content")
+        .and_then(|c| c.as_str())
+        .ok_or_else(|| LlmError::Malformed("no choices[0].message.content".into()))?;
+    if text.trim().is_empty() {
+        return Err(LlmError::Malformed("the generated text is empty".into()));
+    }
+    Ok(text.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings() -> LlmSettings {
+        LlmSettings { model: "m".into(), ..Default::default() }
+    }
+
+    #[test]
+    fn urls() {
+        let s = settings();
+        assert_eq!(s.completions_url(), "http://127.0.0.1:8000/v1/chat/completions");
+        assert_eq!(s.models_url(), "http://127.0.0.1:8000/v1/models");
+        let full = LlmSettings { endpoint: "https://x.org/v1/chat/completions/".into(), ..settings() };
+        assert_eq!(full.completions_url(), "https://x.org/v1/chat/completions");
+    }
+
+    #[test]
+    fn replies_are_parsed_and_classified() {
+        let ok = r#"{"choices":[{"message":{"role":"assistant","content":" A note. "}}]}"#;
+        assert_eq!(parse_reply(200, ok).unwrap(), "A note.");
+        let e = parse_reply(200, "<html>proxy</html>").unwrap_err();
+        assert!(matches!(e, LlmError::Malformed(_)) && e.retryable());
+        assert!(parse_reply(200, r#"{"choices":[]}"#).unwrap_err().retryable());
+        assert!(parse_reply(429, "slow down").unwrap_err().retryable());
+        assert!(parse_reply(503, "").unwrap_err().retryable());
+        let e = parse_reply(401, "bad key").unwrap_err();
+        assert!(!e.retryable() && e.to_string().contains("401"), "{e}");
+        assert!(LlmError::Timeout(5.0).retryable());
+    }
+}
