@@ -103,7 +103,7 @@ fn parse(asset: BundledAsset, bytes: &[u8]) -> Result<String, String> {
 }
 
 /// 12345 → "12,345".
-pub(super) fn group_thousands(n: impl ToString) -> String {
+pub fn group_thousands(n: impl ToString) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {

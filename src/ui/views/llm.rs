@@ -1,15 +1,12 @@
-//! Views of the LLM step: settings, "what leaves this browser", progress, downloads.
+//! The LLM step: the resume banner, settings, "what leaves this browser", progress and
+//! downloads. The state and its actions are `crate::ui::state::generate`.
 
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::download;
-use super::generate::GenState;
-use super::state::AppState;
-
-fn gen() -> GenState {
-    expect_context::<GenState>()
-}
+use crate::ui::io::download;
+use crate::ui::state::{app, gen};
+use crate::ui::text;
 
 #[component]
 fn Text(id: &'static str, label: &'static str, value: RwSignal<String>, #[prop(optional)] kind: Option<&'static str>) -> impl IntoView {
@@ -59,7 +56,7 @@ pub fn ResumeBanner() -> impl IntoView {
 
 #[component]
 pub fn Generate() -> impl IntoView {
-    let app = expect_context::<AppState>();
+    let app = app();
     let g = gen();
     let plan = Memo::new(move |_| app.result.get().map(|r| g.plan(&r)));
     let review = move || {
@@ -67,31 +64,19 @@ pub fn Generate() -> impl IntoView {
             // Not an error yet: what is missing before anything can be sent.
             Err(e) => view! { <p class="todo" id="llm-error" role="status">"Before sending: " {e}</p> }.into_any(),
             Ok(job) => {
-                let first: Vec<String> = job
-                    .items
-                    .iter()
-                    .take(3)
-                    .map(|i| i.messages.iter().map(|m| format!("[{}] {}", m.role, m.content)).collect::<Vec<_>>().join("\n"))
-                    .collect();
-                let all: String = job
-                    .items
-                    .iter()
-                    .map(|i| format!("#{} {}", i.index + 1, i.messages.last().map(|m| m.content.as_str()).unwrap_or("")))
-                    .collect::<Vec<_>>()
-                    .join("\n");
                 let n = job.items.len();
-                let tokens = job.estimated_tokens();
-                let url = job.llm.completions_url();
+                let (summary, ending) = text::leaves_summary(&job);
+                let (first, all) = (text::prompt_sample(&job), text::all_prompts(&job));
                 let job2 = job.clone();
                 view! {
                     <div class="leaves" id="leaves">
                         <h3>"What leaves this browser"</h3>
                         <p id="leaves-summary">
-                            {format!("{n} requests to {url}, about {tokens} prompt tokens in all. Each holds only the DP keyphrases, the label, your template")}
-                            {if job.prompts.few_shot.is_empty() { " and settings." } else { ", your public examples and settings." }}
+                            {summary}
+                            {ending}
                         </p>
                         <p class="hint">"The first prompts, exactly as they will be sent:"</p>
-                        <pre id="prompt-sample">{first.join("\n\n")}</pre>
+                        <pre id="prompt-sample">{first}</pre>
                         <details>
                             <summary>{format!("All {n} prompts")}</summary>
                             <pre id="prompt-all">{all}</pre>
@@ -128,7 +113,7 @@ pub fn Generate() -> impl IntoView {
             view! {
                 <div class="gen-progress" id="gen-progress" data-done=j.done data-total=j.total data-running=j.running.to_string()>
                     <progress max=j.total value=value aria-label="documents generated"></progress>
-                    <span>{format!("{} of {} documents generated, {} failed{}", j.done, j.total, j.failed, if j.running { "…" } else { "." })}</span>
+                    <span>{j.status_line()}</span>
                     <div class="actions">
                         {j.running.then(|| view! { <button id="stop" on:click=move |_| g.stop()>"Stop"</button> })}
                         {(!j.running && j.failed > 0).then(|| view! { <button id="retry" on:click=move |_| g.retry_failed()>"Retry failed documents"</button> })}

@@ -1,0 +1,239 @@
+//! The LLM step's state: the settings as typed (checked into `LlmSettings` and
+//! `PromptSettings`), the API key (remembered only on request), and the loaded job. Request
+//! building, reply parsing and the retry policy are in `crate::llm` (tested natively). The job's
+//! life (send, resume, discard, under its Web Lock) is in [`job`], the sending loop in [`send`].
+
+mod job;
+mod send;
+
+use std::cell::{Cell, RefCell};
+
+use leptos::prelude::*;
+
+use crate::llm::{Job, LlmError, LlmSettings};
+use crate::prompt::{parse_examples, PromptSettings};
+use crate::protocol::RunResult;
+
+use crate::ui::io::allowlist::{allowed_endpoints, browser_agrees};
+use crate::ui::io::storage;
+
+thread_local! {
+    static JOB: RefCell<Option<Job>> = const { RefCell::new(None) };
+    /// A generation (or a discard) is under way in this tab: one at a time.
+    static RUNNING: Cell<bool> = const { Cell::new(false) };
+}
+
+const REMEMBER_KEY: &str = "dpkps.llm.key";
+
+/// Progress of the current job, for the views.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct JobInfo {
+    pub id: String,
+    pub total: usize,
+    pub done: usize,
+    pub failed: usize,
+    pub running: bool,
+    pub tokens: usize,
+}
+
+impl JobInfo {
+    /// "3 of 10 documents generated, 1 failed…" (an ellipsis while running).
+    pub fn status_line(&self) -> String {
+        format!("{} of {} documents generated, {} failed{}", self.done, self.total, self.failed, if self.running { "…" } else { "." })
+    }
+}
+
+#[derive(Clone, Copy)]
+pub struct GenState {
+    pub endpoint: RwSignal<String>,
+    pub model: RwSignal<String>,
+    pub key: RwSignal<String>,
+    pub remember_key: RwSignal<bool>,
+    pub temperature: RwSignal<String>,
+    pub max_tokens: RwSignal<String>,
+    pub concurrency: RwSignal<String>,
+    pub timeout_s: RwSignal<String>,
+    pub attempts: RwSignal<String>,
+    pub doc_type: RwSignal<String>,
+    pub system: RwSignal<String>,
+    pub template: RwSignal<String>,
+    pub examples: RwSignal<String>,
+    pub examples_public: RwSignal<bool>,
+    pub reviewed: RwSignal<bool>,
+    pub connection: RwSignal<Option<String>>,
+    pub job: RwSignal<Option<JobInfo>>,
+    /// (index, label, text) of the latest documents.
+    pub recent: RwSignal<Vec<(usize, String, String)>>,
+    /// A job from an earlier visit with documents left: (done, total).
+    pub resumable: RwSignal<Option<(usize, usize)>>,
+    /// The saved job is being generated in another tab or window (its Web Lock is held).
+    pub elsewhere: RwSignal<bool>,
+    /// This tab is starting, running or discarding a job (Send and Resume are disabled).
+    pub busy: RwSignal<bool>,
+    pub error: RwSignal<Option<String>>,
+}
+
+impl GenState {
+    pub fn new() -> Self {
+        let d = LlmSettings::default();
+        let p = PromptSettings::default();
+        let remembered = storage::get(REMEMBER_KEY);
+        GenState {
+            endpoint: RwSignal::new(d.endpoint),
+            model: RwSignal::new(String::new()),
+            key: RwSignal::new(remembered.clone().unwrap_or_default()),
+            remember_key: RwSignal::new(remembered.is_some()),
+            temperature: RwSignal::new(d.temperature.to_string()),
+            max_tokens: RwSignal::new(d.max_tokens.to_string()),
+            concurrency: RwSignal::new(d.concurrency.to_string()),
+            timeout_s: RwSignal::new(d.timeout_s.to_string()),
+            attempts: RwSignal::new(d.max_attempts.to_string()),
+            doc_type: RwSignal::new(p.doc_type),
+            system: RwSignal::new(p.system),
+            template: RwSignal::new(p.template),
+            examples: RwSignal::new(String::new()),
+            examples_public: RwSignal::new(false),
+            reviewed: RwSignal::new(false),
+            connection: RwSignal::new(None),
+            job: RwSignal::new(None),
+            recent: RwSignal::new(Vec::new()),
+            resumable: RwSignal::new(None),
+            elsewhere: RwSignal::new(false),
+            busy: RwSignal::new(false),
+            error: RwSignal::new(None),
+        }
+    }
+
+    pub fn llm_settings(&self) -> Result<LlmSettings, String> {
+        let num = |name: &str, s: RwSignal<String>| -> Result<f64, String> {
+            s.get().trim().parse::<f64>().map_err(|_| format!("{name}: {:?} is not a number", s.get()))
+        };
+        let s = LlmSettings {
+            endpoint: self.endpoint.get().trim().to_string(),
+            model: self.model.get().trim().to_string(),
+            temperature: num("temperature", self.temperature)?,
+            max_tokens: num("max tokens", self.max_tokens)?.clamp(0.0, u32::MAX as f64) as u32,
+            concurrency: num("concurrency", self.concurrency)?.max(0.0) as usize,
+            timeout_s: num("timeout", self.timeout_s)?,
+            max_attempts: num("attempts", self.attempts)?.clamp(0.0, 1000.0) as u32,
+        };
+        s.check().map_err(|e| e.to_string())?;
+        s.check_allowed(&allowed_endpoints()).map_err(|e| e.to_string())?;
+        s.check_key(&self.key.get()).map_err(|e| e.to_string())?;
+        Ok(s)
+    }
+
+    /// What is wrong with the endpoint as typed, in plain words (shown at the field).
+    pub fn endpoint_error(&self) -> Option<String> {
+        let s = LlmSettings { endpoint: self.endpoint.get().trim().to_string(), ..LlmSettings::default() };
+        s.endpoint_url()
+            .and_then(|_| s.check_allowed(&allowed_endpoints()))
+            .and_then(|_| browser_agrees(&s.endpoint))
+            .err()
+            .map(|e| capitalise(&e.to_string()))
+    }
+
+    /// Why the key may not be sent to this endpoint, if it may not (shown at the key field).
+    pub fn key_error(&self) -> Option<String> {
+        let s = LlmSettings { endpoint: self.endpoint.get().trim().to_string(), ..LlmSettings::default() };
+        match s.check_key(&self.key.get()) {
+            Err(e @ (LlmError::KeyOverPlainHttp(_) | LlmError::SecretInUrl(_))) => Some(capitalise(&e.to_string())),
+            _ => None,
+        }
+    }
+
+    pub fn prompt_settings(&self) -> Result<PromptSettings, String> {
+        let few_shot = parse_examples(&self.examples.get()).map_err(|e| e.to_string())?;
+        if !few_shot.is_empty() && !self.examples_public.get() {
+            return Err("Confirm that the few-shot examples are public (not taken from the private corpus).".into());
+        }
+        let p = PromptSettings { doc_type: self.doc_type.get(), system: self.system.get(), template: self.template.get(), few_shot };
+        p.check().map_err(|e| e.to_string())?;
+        Ok(p)
+    }
+
+    /// The job that would be sent for `result`, or why not.
+    pub fn plan(&self, result: &RunResult) -> Result<Job, String> {
+        let llm = self.llm_settings()?;
+        let prompts = self.prompt_settings()?;
+        let id = format!("{:08x}", (js_sys::Math::random() * f64::from(u32::MAX)) as u32);
+        let created = js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default();
+        let mut job = Job::new(id, created, llm, prompts, &result.sequences, result.report.clone());
+        job.keyed = !self.key.get().trim().is_empty();
+        Ok(job)
+    }
+
+    pub fn set_key(&self, key: String) {
+        self.key.set(key);
+        self.store_key();
+    }
+
+    pub fn set_remember(&self, on: bool) {
+        self.remember_key.set(on);
+        self.store_key();
+    }
+
+    fn store_key(&self) {
+        let key = self.key.get_untracked();
+        storage::set(REMEMBER_KEY, self.remember_key.get_untracked().then_some(key.as_str()));
+    }
+
+    pub fn with_job<T>(&self, f: impl FnOnce(&Job) -> T) -> Option<T> {
+        JOB.with(|j| j.borrow().as_ref().map(f))
+    }
+
+    fn set_job(job: Option<Job>) {
+        JOB.with(|j| *j.borrow_mut() = job);
+    }
+
+    /// Whether resuming the loaded job needs the API key typed again (it was made with one,
+    /// and this browser did not remember it).
+    pub fn needs_key(&self) -> bool {
+        self.with_job(|j| j.keyed).unwrap_or(false) && self.key.get().trim().is_empty()
+    }
+
+    fn refresh(&self) {
+        let info = JOB.with(|j| {
+            j.borrow().as_ref().map(|j| JobInfo {
+                id: j.id.clone(),
+                total: j.items.len(),
+                done: j.done(),
+                failed: j.failed(),
+                running: self.job.get_untracked().is_some_and(|i| i.running),
+                tokens: j.estimated_tokens(),
+            })
+        });
+        self.job.set(info);
+    }
+
+    fn set_running(&self, running: bool) {
+        self.job.update(|j| {
+            if let Some(j) = j {
+                j.running = running;
+            }
+        });
+    }
+
+    /// Takes the tab's one generation slot, synchronously (a second click, or Resume while a
+    /// job runs, is refused here before anything is awaited). Released by [`Self::release`].
+    fn claim(&self) -> bool {
+        if RUNNING.get() {
+            self.error.set(Some("A generation is already running in this tab: stop it first.".into()));
+            return false;
+        }
+        RUNNING.set(true);
+        self.busy.set(true);
+        true
+    }
+
+    fn release(&self) {
+        RUNNING.set(false);
+        self.busy.set(false);
+        self.set_running(false);
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect::<String>() + ".").unwrap_or_default()
+}

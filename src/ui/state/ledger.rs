@@ -1,0 +1,213 @@
+//! The budget account, the ledger's export and import, the browser's storage persistence, and
+//! the utility check on a separate tuning file.
+//!
+//! The ledger itself lives in the worker's IndexedDB (`crate::worker`); this module only asks
+//! the worker (`Request::Account`, `ExportLedger`, `ImportLedger`) and keeps the answers. The
+//! budget is checked here at the Run button ([`LedgerState::with_account`]) and again by the
+//! worker.
+
+use std::cell::RefCell;
+
+use leptos::prelude::*;
+use web_sys::File;
+
+use crate::protocol::{AccountStatus, FieldError, LedgerEvent, Request, RunSettings};
+use crate::ui::engine;
+use crate::ui::io::{download, storage};
+use crate::ui::text;
+
+use super::app::AppState;
+
+thread_local! {
+    static TUNING_FILE: RefCell<Option<File>> = const { RefCell::new(None) };
+}
+
+/// Where the last account name is remembered (a name the curator chose; no data).
+const ACCOUNT_KEY: &str = "dpkps-account";
+
+#[derive(Clone, Copy)]
+pub struct LedgerState {
+    pub account: RwSignal<String>,
+    /// The budget field, as typed (empty: no budget).
+    pub budget: RwSignal<String>,
+    pub status: RwSignal<Option<AccountStatus>>,
+    /// `Some(false)`: the browser refused persistent storage.
+    pub persisted: RwSignal<Option<bool>>,
+    pub message: RwSignal<Option<String>>,
+    pub tuning_name: RwSignal<Option<String>>,
+    /// Whether the utility figures shown come from the tuning file.
+    pub last_check_on_tuning: RwSignal<bool>,
+}
+
+/// Sets up the state (call once in `App`), asks the browser to keep this origin's storage, and
+/// keeps the account's status current.
+pub fn init(app: AppState) {
+    let st = LedgerState {
+        account: RwSignal::new(storage::get(ACCOUNT_KEY).unwrap_or_else(|| "default".into())),
+        budget: RwSignal::new(String::new()),
+        status: RwSignal::new(None),
+        persisted: RwSignal::new(None),
+        message: RwSignal::new(None),
+        tuning_name: RwSignal::new(None),
+        last_check_on_tuning: RwSignal::new(false),
+    };
+    provide_context(st);
+    // Called outside the component tree: hold the state itself, not the context.
+    engine::on_ledger(move |ev| st.apply(ev));
+    storage::request_persistence(move |granted| st.persisted.set(Some(granted)));
+    // The account name the curator typed is remembered for the next visit (not at start).
+    Effect::watch(move || st.account.get(), |name, _, _| storage::set(ACCOUNT_KEY, Some(name.trim())), false);
+    // Ask again whenever the corpus, the account, a finished run or a check changes.
+    Effect::new(move |_| {
+        let loaded = app.summary.get().is_some();
+        let _ = (st.account.get(), app.result.get().map(|r| r.epsilon_total), app.evaluation.get().is_some());
+        if loaded && app.job.get().is_none() {
+            st.refresh();
+        }
+    });
+}
+
+impl LedgerState {
+    /// Ledger answers from the worker.
+    fn apply(self, ev: LedgerEvent) {
+        let st = self;
+        match ev {
+            LedgerEvent::Status(s) => {
+                if st.budget.get_untracked().trim().is_empty() {
+                    if let Some(b) = s.budget {
+                        st.budget.set(b.to_string());
+                    }
+                }
+                st.status.set(Some(s));
+            }
+            LedgerEvent::Exported { json } => {
+                download::ledger(&json);
+                st.message.set(Some("Ledger exported (dpkps-ledger.json). Keep it with the data: it holds the corpus keys and overlap sketches.".into()));
+            }
+            LedgerEvent::Imported { summary } => {
+                st.message.set(Some(format!(
+                    "Ledger imported: {} run(s) added, {} completed, {} utility check(s) added; runs already here were not counted twice.",
+                    summary.runs_added, summary.runs_extended, summary.checks_added
+                )));
+                if st.status.get_untracked().is_some() {
+                    st.refresh();
+                }
+            }
+            LedgerEvent::Failed { message } => st.message.set(Some(message)),
+        }
+    }
+
+    /// Asks the worker for the account's state with the loaded corpus.
+    pub fn refresh(&self) {
+        let name = self.account.get_untracked();
+        if !name.trim().is_empty() {
+            engine::send(&Request::Account { name }, &[]);
+        }
+    }
+
+    /// A new account name (typed): its budget is read from the ledger again.
+    pub fn set_account(&self, name: String) {
+        self.budget.set(String::new());
+        self.account.set(name);
+    }
+
+    /// The run's budget account as the page has it (None: no name given).
+    pub fn account_name(&self) -> Option<String> {
+        crate::protocol::account_name(Some(&self.account.get()))
+    }
+
+    /// The status of the account named now (None until the worker answers for it).
+    fn current_status(&self) -> Option<AccountStatus> {
+        self.status.get().filter(|s| s.name == self.account.get().trim())
+    }
+
+    /// The account's line: spent, budget, this corpus.
+    pub fn status_text(&self) -> Option<String> {
+        self.current_status().map(|s| text::account_status(&s))
+    }
+
+    /// The overlap warning for the account named now, if any.
+    pub fn overlap_warning(&self) -> Option<String> {
+        text::overlap_warning(&self.current_status()?)
+    }
+
+    /// The settings with the account and budget, refused (field "budget") if the run would take
+    /// the account over its budget. The worker checks again against what is recorded then.
+    pub fn with_account(&self, app: AppState, parsed: Result<RunSettings, Vec<FieldError>>) -> Result<RunSettings, Vec<FieldError>> {
+        let account = self.account_name();
+        let budget_text = self.budget.get();
+        let budget = match budget_text.trim() {
+            "" => Ok(None),
+            t => t.parse::<f64>().map(Some).map_err(|_| FieldError { field: "budget", message: format!("{t:?} is not a number") }),
+        };
+        let status = self.status.get();
+        match (parsed, budget) {
+            (Ok(mut s), Ok(budget)) => {
+                s.account = account;
+                s.budget = budget;
+                let mut errs = s.check(None).into_iter().filter(|e| e.field == "budget").collect::<Vec<_>>();
+                let spent = status.filter(|st| s.account.as_deref() == Some(st.name.as_str())).map_or(0.0, |st| st.spent);
+                if errs.is_empty() {
+                    if let Err(e) = s.check_budget_of(spent, app.planned_epsilon(&s)) {
+                        errs.push(e);
+                    }
+                }
+                if errs.is_empty() {
+                    Ok(s)
+                } else {
+                    Err(errs)
+                }
+            }
+            (Ok(_), Err(e)) => Err(vec![e]),
+            (Err(mut errs), b) => {
+                if let Err(e) = b {
+                    errs.push(e);
+                }
+                Err(errs)
+            }
+        }
+    }
+
+    /// The note by the Run button: spent so far on the loaded corpus, and what a run with
+    /// `parsed` adds (with the account, as the run will be sent: it is part of what a reuse of
+    /// the private vocabulary must match). None before a corpus is loaded.
+    pub fn ledger_note(&self, app: AppState, parsed: &Result<RunSettings, Vec<FieldError>>) -> Option<String> {
+        let s = app.summary.get()?;
+        let settings = parsed.as_ref().ok().map(|p| RunSettings { account: self.account_name(), ..p.clone() });
+        let planned = settings.map(|p| {
+            let e = app.planned_epsilon(&p);
+            (e, e < p.epsilon())
+        });
+        Some(text::ledger_note(&s, planned))
+    }
+
+    /// Exports the ledger (the worker answers with the JSON, downloaded in [`Self::apply`]).
+    pub fn export(&self) {
+        engine::send(&Request::ExportLedger, &[]);
+    }
+
+    /// Imports a ledger file into the worker's.
+    pub fn import(&self, file: File) {
+        self.message.set(None);
+        engine::send(&Request::ImportLedger, &[file]);
+    }
+
+    pub fn choose_tuning_file(&self, f: Option<File>) {
+        self.tuning_name.set(f.as_ref().map(File::name));
+        TUNING_FILE.with(|t| *t.borrow_mut() = f);
+    }
+
+    /// The utility check on the tuning file (needs valid settings and a chosen file).
+    pub fn check_on_tuning(&self, app: AppState, parsed: Result<RunSettings, Vec<FieldError>>) {
+        let (Ok(settings), Some(file)) = (parsed, TUNING_FILE.with(|t| t.borrow().clone())) else { return };
+        app.error.set(None);
+        self.last_check_on_tuning.set(true);
+        app.evaluate_tuning(settings, file);
+    }
+
+    /// The utility check on the private corpus (the figures are then marked as such).
+    pub fn check_on_corpus(&self, app: AppState, settings: RunSettings) {
+        self.last_check_on_tuning.set(false);
+        app.evaluate(settings);
+    }
+}

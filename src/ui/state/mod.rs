@@ -1,0 +1,24 @@
+//! The page's state: types holding signals, with methods for what the views show and do.
+//! [`app::AppState`] is the corpus, the settings form and the worker's progress;
+//! [`ledger::LedgerState`] the budget account and the ledger; [`generate::GenState`] the LLM
+//! step. Each is provided as a context by `App`; the getters below fetch them in views.
+
+pub mod app;
+pub mod events;
+pub mod generate;
+pub mod ledger;
+pub mod settings;
+
+use leptos::prelude::*;
+
+pub fn app() -> app::AppState {
+    expect_context::<app::AppState>()
+}
+
+pub fn ledger() -> ledger::LedgerState {
+    expect_context::<ledger::LedgerState>()
+}
+
+pub fn gen() -> generate::GenState {
+    expect_context::<generate::GenState>()
+}

@@ -1,0 +1,191 @@
+//! The sentences and figures the page shows, built from plain values: no signals, no DOM, so
+//! that the views only place them. (The `ui` module is built for wasm32 only; these functions
+//! take and return plain data so that they could move to a native-tested module unchanged.)
+
+use crate::eval::ArmReport;
+use crate::llm::Job;
+use crate::protocol::{AccountStatus, CorpusSummary, RunResult};
+
+use super::io::assets::group_thousands;
+
+/// A file size: "12.3 kB" or "1.2 MB".
+pub fn kilobytes(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1} MB", n as f64 / 1e6)
+    } else {
+        format!("{:.1} kB", n as f64 / 1e3)
+    }
+}
+
+/// The worker's idle-time pass over a user's own list, in plain words.
+pub fn own_list_note(done: u64, total: u64) -> String {
+    let n = group_thousands;
+    if done >= total {
+        format!("{} of {} terms embedded in the background, kept in this page's memory: later runs need not embed them", n(done), n(total))
+    } else {
+        format!("{} of {} terms embedded in the background so far (in the list's order, while the page is idle; a run goes first)", n(done), n(total))
+    }
+}
+
+/// The corpus's classes with their exact counts: "a: 3 · b: 5", or "no labels".
+pub fn classes_line(s: &CorpusSummary) -> String {
+    if s.classes.is_empty() {
+        "no labels".to_string()
+    } else {
+        s.classes.iter().map(|(l, n)| format!("{l}: {n}")).collect::<Vec<_>>().join(" · ")
+    }
+}
+
+/// The summary's vocabulary line.
+pub fn vocabulary_line(s: &CorpusSummary) -> String {
+    format!("{} ({} terms), {} distinct terms matched", s.vocabulary, s.vocabulary_terms, s.distinct_matched)
+}
+
+/// "1 document" or "n documents".
+pub fn documents(n: u64) -> String {
+    if n == 1 {
+        "1 document".to_string()
+    } else {
+        format!("{n} documents")
+    }
+}
+
+/// The note by the Run button: what this corpus has spent, and what the run will add
+/// (`planned`: the run's ε, with whether it reuses the last run's private vocabulary; `None`:
+/// the settings are not valid yet).
+pub fn ledger_note(s: &CorpusSummary, planned: Option<(f64, bool)>) -> String {
+    match (s.earlier_runs, planned) {
+        (0, Some((p, _))) => format!("No earlier run on this corpus in this browser. This run spends ε = {p}."),
+        (n, Some((p, reuses))) => format!(
+            "This corpus already had {n} run(s) in this browser, spending ε = {:.3}. Running again {}adds ε = {p:.3}: the total becomes ε = {:.3}.",
+            s.spent_before,
+            if reuses { "reuses the last run's private vocabulary (already paid for, no new ε_voc) and " } else { "" },
+            s.spent_before + p
+        ),
+        (n, None) => format!("Spent on this corpus so far: ε = {:.3} over {n} run(s).", s.spent_before),
+    }
+}
+
+/// What the run spent, and where its embeddings came from.
+pub fn spent_line(r: &RunResult) -> String {
+    format!(
+        "This run spent ε = {:.3}{}; total on this corpus in this browser: ε = {:.3}. {} terms embedded by the model, {} read (bundled vectors, this session's memory, this browser's cache).",
+        r.epsilon_run,
+        match &r.vocabulary_from {
+            Some((from, outputs)) => format!(
+                " (its private vocabulary is the one run {from} released and paid for: reused, no new ε_voc; these outputs are ε = {outputs:.3})"
+            ),
+            None => String::new(),
+        },
+        r.epsilon_total,
+        r.embedded_fresh,
+        r.embedded_from_cache
+    )
+}
+
+/// The 20 top terms of Ṽ with their noisy counts and the bar's style (width against the largest).
+pub fn top_terms(r: &RunResult) -> Vec<(String, i64, String)> {
+    let max = r.vocabulary.iter().map(|(_, c)| *c).max().unwrap_or(1).max(1) as f64;
+    r.vocabulary
+        .iter()
+        .take(20)
+        .map(|(t, c)| (t.clone(), *c, format!("width: {:.1}%", 100.0 * (*c).max(0) as f64 / max)))
+        .collect()
+}
+
+/// Up to four example sequences per class (heading, sequences as "a · b · c"), classes in the
+/// order the sequences come.
+pub fn examples(r: &RunResult) -> Vec<(String, Vec<String>)> {
+    let mut labels: Vec<Option<String>> = r.sequences.iter().map(|s| s.label.clone()).collect();
+    labels.dedup();
+    labels
+        .into_iter()
+        .map(|l| {
+            let items = r.sequences.iter().filter(|s| s.label == l).take(4).map(|s| s.keyphrases.join(" · ")).collect();
+            (l.unwrap_or_else(|| "(unlabelled)".into()), items)
+        })
+        .collect()
+}
+
+/// One arm of the utility check: (name, bar style, accuracy, macro-F1).
+pub fn arm_row(a: &ArmReport) -> (String, String, String, String) {
+    (
+        format!("{} · {}", a.arm, a.view),
+        format!("width: {:.1}%", 100.0 * a.accuracy_mean.clamp(0.0, 1.0)),
+        format!("{:.2} ± {:.2}", a.accuracy_mean, a.accuracy_std),
+        format!("macro-F1 {:.2}", a.macro_f1_mean),
+    )
+}
+
+/// How the utility figures were computed (`n_test`: held-out documents).
+pub fn utility_hint(n_test: usize) -> String {
+    format!(
+        "Accuracy on {} held-out documents (20%, 3 repetitions) of a classifier trained on each kind of sequence.                              dp-…: DP keyphrase sequences of each sampler; nonprivate: the documents' own sequences (upper bound);                              majority: always the largest class (floor). Pick the sampler that keeps the most.",
+        n_test
+    )
+}
+
+/// The account's line: what it spent, of which budget, and this corpus's share.
+pub fn account_status(s: &AccountStatus) -> String {
+    let budget = match s.budget {
+        Some(b) => format!(" of a budget of ε = {b}"),
+        None => " (no budget set)".into(),
+    };
+    format!(
+        "Account “{}”: ε = {:.3} spent{budget}. This corpus: ε = {:.3} over {} run(s).",
+        s.name, s.spent, s.corpus_spent, s.corpus_runs
+    )
+}
+
+/// The warning when the corpus overlaps an earlier corpus of the account (None: no overlap
+/// worth saying).
+pub fn overlap_warning(s: &AccountStatus) -> Option<String> {
+    let worst = s.overlaps.first().copied().filter(|&o| o >= crate::overlap::WARN_OVERLAP)?;
+    Some(format!(
+        "This corpus overlaps an earlier corpus of the account “{}” by about {:.0}% of documents. It is not a fresh \
+         dataset: its ε adds to the account's total, and the budget covers both.",
+        s.name,
+        100.0 * worst
+    ))
+}
+
+/// How many non-DP checks were run on this corpus.
+pub fn checks_note(s: &AccountStatus) -> String {
+    match s.non_dp_checks {
+        0 => "No utility check has been run on this corpus yet.".to_string(),
+        n => format!(
+            "A non-DP utility check has been run on this corpus {n} time(s), comparing {} setting(s). \
+             The privacy report states this: settings chosen from those figures are tuned on the private data.",
+            s.settings_compared
+        ),
+    }
+}
+
+/// The first three prompts of `job`, exactly as they will be sent (role-tagged messages).
+pub fn prompt_sample(job: &Job) -> String {
+    let first: Vec<String> = job
+        .items
+        .iter()
+        .take(3)
+        .map(|i| i.messages.iter().map(|m| format!("[{}] {}", m.role, m.content)).collect::<Vec<_>>().join("\n"))
+        .collect();
+    first.join("\n\n")
+}
+
+/// Every prompt of `job`, numbered (the last message of each).
+pub fn all_prompts(job: &Job) -> String {
+    job.items
+        .iter()
+        .map(|i| format!("#{} {}", i.index + 1, i.messages.last().map(|m| m.content.as_str()).unwrap_or("")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What leaves this browser, in two parts (the view shows them in a row).
+pub fn leaves_summary(job: &Job) -> (String, &'static str) {
+    let (n, tokens, url) = (job.items.len(), job.estimated_tokens(), job.llm.completions_url());
+    (
+        format!("{n} requests to {url}, about {tokens} prompt tokens in all. Each holds only the DP keyphrases, the label, your template"),
+        if job.prompts.few_shot.is_empty() { " and settings." } else { ", your public examples and settings." },
+    )
+}

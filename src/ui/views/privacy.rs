@@ -1,0 +1,85 @@
+//! Step 3: the privacy settings, the ledger note and the Run and Check buttons.
+
+use leptos::prelude::*;
+
+use crate::ui::state::{app, ledger};
+
+use super::classes::ClassesField;
+use super::ledger::{ChecksNote, FileStorageNote, TuningCheck};
+use super::settings_fields::{NumberField, ProportionalField, ReuseVocabularyField, SamplerField, VocabPerClassField};
+
+#[component]
+pub fn Privacy() -> impl IntoView {
+    let app = app();
+    let f = app.settings;
+    let ledger = ledger();
+    let parsed = Memo::new(move |_| app.parsed_settings());
+    // The Run button's settings: with the budget account, refused over its budget.
+    let runnable = Memo::new(move |_| ledger.with_account(app, parsed.get()));
+    let errors = Signal::derive(move || runnable.get().err().unwrap_or_default());
+    let ledger_note = move || ledger.ledger_note(app, &parsed.get());
+    view! {
+        <Show when=move || app.summary.get().is_some()>
+            <section aria-labelledby="priv-h" class="card">
+                <h2 id="priv-h">"3. Privacy settings"</h2>
+                <p class="hint">
+                    "ε (epsilon) bounds how much the output can depend on any one document: the smaller, the stronger the "
+                    "protection and the noisier the result. The whole run is (ε_voc + ε_kde, plus a small ε for the class proportions)-differentially private."
+                </p>
+                <div class="presets" role="group" aria-label="Presets from the paper">
+                    <span>"Presets from the paper:"</span>
+                    <button on:click=move |_| f.preset(1.0, 5.0)>"ε_voc 1 · ε_kde 5"</button>
+                    <button on:click=move |_| f.preset(1.0, 10.0)>"ε_voc 1 · ε_kde 10"</button>
+                    <button on:click=move |_| f.preset(5.0, 5.0)>"ε_voc 5 · ε_kde 5"</button>
+                    <button on:click=move |_| f.preset(5.0, 10.0)>"ε_voc 5 · ε_kde 10"</button>
+                </div>
+                <div class="grid">
+                    <NumberField id="eps_voc" label="ε_voc" help="vocabulary selection" value=f.eps_voc errors=errors />
+                    <NumberField id="eps_kde" label="ε_kde" help="keyphrase sequences" value=f.eps_kde errors=errors />
+                    <NumberField id="terms_per_doc" label="S" help="terms per document counted" value=f.terms_per_doc errors=errors />
+                    <NumberField id="top_n" label="N" help="private vocabulary size" value=f.top_n errors=errors />
+                    <NumberField id="len" label="L" help="keyphrases per sequence" value=f.len errors=errors />
+                    <NumberField id="features" label="I" help="random features" value=f.features errors=errors />
+                    <NumberField id="per_class" label="Sequences per class" help="how many to sample" value=f.per_class errors=errors />
+                    <NumberField id="bandwidth" label="h" help="kernel bandwidth (smaller: sharper)" value=f.bandwidth errors=errors />
+                    <NumberField id="budget" label="Budget (ε, account)" help="most ε the account may spend; empty: none" value=ledger.budget errors=errors />
+                    <SamplerField />
+                    <VocabPerClassField />
+                    <ReuseVocabularyField />
+                    <ProportionalField />
+                </div>
+                <ClassesField errors=errors />
+                <p class="ledger" id="ledger-note" role="note">{ledger_note}</p>
+                <FileStorageNote />
+                <div class="actions">
+                    <button
+                        id="evaluate"
+                        title="Trains classifiers on DP sequences of each sampler and tests them on held-out documents"
+                        prop:disabled=move || !app.can_evaluate(&parsed.get())
+                        on:click=move |_| {
+                            if let Ok(s) = parsed.get_untracked() {
+                                ledger.check_on_corpus(app, s)
+                            }
+                        }
+                    >
+                        "Check utility (not private: figures computed on this corpus)"
+                    </button>
+                    <button
+                        id="run"
+                        class="primary"
+                        prop:disabled=move || app.busy() || runnable.get().is_err()
+                        on:click=move |_| {
+                            if let Ok(s) = runnable.get_untracked() {
+                                app.run(s)
+                            }
+                        }
+                    >
+                        "Run (spends ε)"
+                    </button>
+                </div>
+                <ChecksNote />
+                <TuningCheck parsed=parsed />
+            </section>
+        </Show>
+    }
+}
