@@ -12,8 +12,7 @@
 
 mod background;
 mod files;
-mod kde_share;
-mod pool;
+mod helpers;
 mod sources;
 mod store;
 
@@ -43,6 +42,7 @@ use crate::sample::Candidates;
 use crate::kde::Sampler;
 use crate::vocab::{Bundled, Matcher, PublicVocabulary, TermId};
 
+use helpers::{kde_share, pool};
 use pool::Pool;
 use store::Store;
 
@@ -67,7 +67,7 @@ struct Loaded {
 struct Model {
     embedder: OnnxEmbedder,
     name: String,
-    /// The model's and tokenizer's bytes, for helper workers (see [`pool`]).
+    /// The model's and tokenizer's bytes, for helper workers (see [`helpers`]).
     bytes: Rc<(Vec<u8>, Vec<u8>)>,
 }
 
@@ -141,7 +141,7 @@ pub fn start() {
 
 fn on_message(ev: MessageEvent) {
     let data = ev.data();
-    if pool::serve(&data) {
+    if helpers::serve::serve(&data) {
         return;
     }
     let (json, files): (Option<String>, Vec<File>) = match data.dyn_ref::<js_sys::Array>() {
@@ -201,7 +201,7 @@ fn publish_memory() {
         .unwrap_or_default();
     let figures = js_sys::Object::new();
     let list: js_sys::Array = helpers.iter().map(|&b| JsValue::from_f64(b as f64)).collect();
-    let _ = js_sys::Reflect::set(&figures, &"worker".into(), &JsValue::from_f64(pool::wasm_memory_bytes() as f64));
+    let _ = js_sys::Reflect::set(&figures, &"worker".into(), &JsValue::from_f64(helpers::wasm_memory_bytes() as f64));
     let _ = js_sys::Reflect::set(&figures, &"helpers".into(), &list);
     let _ = js_sys::Reflect::set(&scope(), &"dpkpsMemory".into(), &figures);
 }
@@ -996,6 +996,6 @@ async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
         terms: texts.len(),
         batch1_terms_per_second: b1,
         batch32_terms_per_second: b32,
-        wasm_memory_bytes: pool::wasm_memory_bytes(),
+        wasm_memory_bytes: helpers::wasm_memory_bytes(),
     }))
 }
