@@ -18,7 +18,7 @@
 
 use super::pool::Pool;
 use super::wire::sums_request;
-use crate::worker::{at, now_ms, sleep, Stop, CANCEL};
+use crate::worker::control::{at, now_ms, sleep, Stop, CANCEL};
 use crate::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;

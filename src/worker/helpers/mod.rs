@@ -23,9 +23,11 @@
 //!
 //! The two ends are kept apart so that dependencies go one way: [`wire`] is the message format
 //! both ends speak (it depends on neither), [`pool`] is this worker's side (it starts helpers
-//! and hands them work), [`serve`] is a helper's side (it answers), and [`kde_share`] (the
-//! DP-KDE sums) drives a [`pool::Pool`]. Nothing here imports a job or the helper side back.
+//! and hands them work), [`serve`] is a helper's side (it answers), and the jobs that share
+//! work out, [`embed_share`] (embedding batches) and [`kde_share`] (the DP-KDE sums), drive a
+//! [`pool::Pool`]. Nothing here imports a job or the helper side back.
 
+pub mod embed_share;
 pub mod kde_share;
 pub mod pool;
 pub mod serve;
