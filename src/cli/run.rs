@@ -4,7 +4,7 @@
 //! the ledger file locked for the whole run, progress on stderr.
 
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
@@ -27,17 +27,28 @@ use super::CliError;
 
 /// The native host: every call answers at once (no event loop to yield to, nothing to cancel
 /// but the process).
-pub(crate) struct CliHost<'m> {
+pub(crate) struct CliHost {
     ledger: LedgerFile,
-    model: Option<(&'m mut dyn Embed, String)>,
+    model: Model,
+    /// Where Ṽ is written as soon as its ε_voc is on record (`pipeline`: what was paid for is
+    /// kept even if a later stage fails).
+    vocabulary_out: Option<PathBuf>,
     stage_start: Instant,
 }
 
-impl<'m> CliHost<'m> {
+/// The embedding model of a run: loaded when vectors are first needed (after ε_voc is on
+/// record: a model that fails to load costs no draw of Ṽ again), or given.
+pub(crate) enum Model {
+    None,
+    Load(ModelArgs),
+    Loaded(Box<dyn Embed>, String),
+}
+
+impl CliHost {
     /// Locks and reads the ledger (held until the host is dropped, so the budget checked is
     /// the one the run's writes add to), says what the run will add, and warns when the
     /// corpus overlaps an earlier corpus of the account.
-    pub(crate) fn open(ledger: &LedgerArgs, mc: &MatchedCorpus, planned: f64, model: Option<(&'m mut dyn Embed, String)>) -> Result<CliHost<'m>, CliError> {
+    pub(crate) fn open(ledger: &LedgerArgs, mc: &MatchedCorpus, planned: f64, model: Model, vocabulary_out: Option<PathBuf>) -> Result<CliHost, CliError> {
         let mut file = LedgerFile::open(&super::io::ledger_path(ledger))?;
         // A ledger an older version keyed by the order-sensitive hash counts (and moves here on
         // the next write).
@@ -51,7 +62,7 @@ impl<'m> CliHost<'m> {
         if let Some(a) = run::account_name(ledger.account.as_deref()) {
             warn_overlap(&file.book, &a, mc);
         }
-        Ok(CliHost { ledger: file, model, stage_start: Instant::now() })
+        Ok(CliHost { ledger: file, model, vocabulary_out, stage_start: Instant::now() })
     }
 }
 
@@ -65,7 +76,7 @@ fn warn_overlap(book: &LedgerBook, account: &str, mc: &MatchedCorpus) {
     }
 }
 
-impl Host for CliHost<'_> {
+impl Host for CliHost {
     type Error = CliError;
 
     fn fail(&self, _stage: Option<Stage>, e: RunError) -> CliError {
@@ -96,10 +107,13 @@ impl Host for CliHost<'_> {
     }
 
     async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], _released: &[TermId]) -> Result<Vectors, CliError> {
-        let Some((model, name)) = self.model.as_mut() else {
+        if let Model::Load(args) = &self.model {
+            self.model = Model::Loaded(load_model(args)?, model_name(args));
+        }
+        let Model::Loaded(model, name) = &mut self.model else {
             return Err(CliError::Input { path: "--model".into(), message: "this command loads no embedding model".into() });
         };
-        let emb = crate::embed::embed_terms(vocab, ids, &mut **model, 32, &mut |done, total| {
+        let emb = crate::embed::embed_terms(vocab, ids, model.as_mut(), 32, &mut |done, total| {
             if done == total || done % 1024 == 0 {
                 eprint!("\rembedding terms: {done}/{total}");
             }
@@ -108,6 +122,16 @@ impl Host for CliHost<'_> {
             eprintln!();
         }
         Ok(Vectors { emb, model: Checked { name: name.clone(), sha256: model.checksum().to_string() }, note: format!("{} terms embedded", ids.len()) })
+    }
+
+    fn vocabulary_recorded(&mut self, pv: &Rc<PrivateVocabulary>, _run_id: &str) {
+        if let Some(path) = &self.vocabulary_out {
+            // Ṽ is paid for: written now, so that a later failure does not lose it. A failed
+            // write is said, and the run goes on (the same file is written again at the end).
+            if let Err(e) = write_json(path, &**pv) {
+                eprintln!("warning: {e}");
+            }
+        }
     }
 
     fn now(&self) -> String {
@@ -126,7 +150,7 @@ pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
 }
 
 /// The model's name for the report: the file's name, or the bundled model's.
-fn model_name(args: &ModelArgs) -> String {
+pub(crate) fn model_name(args: &ModelArgs) -> String {
     match &args.model {
         Some(p) => p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
         None => format!("{} (bundled)", crate::embed::onnx::BUNDLED_MODEL),
@@ -164,7 +188,7 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
     // Validated before reading anything large.
     let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
     let mc = read_matched(corpus, &public, vp.terms_per_doc)?;
-    let mut host = CliHost::open(ledger, &mc, vp.epsilon, None)?;
+    let mut host = CliHost::open(ledger, &mc, vp.epsilon, Model::None, None)?;
     let mut rng = SecureRng::from_os()?;
     block_on(async {
         let mut rec = Recorder::start(&plan, &mc, vp.epsilon, &mut host, &mut rng).await?;
@@ -197,9 +221,8 @@ pub(crate) fn sequences(
     let settings = run_settings(None, Some(&pv.params), kde, declared_classes(corpus, classes)?, ledger)?;
     let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
     let mc = read_matched(corpus, &public, plan.keep())?;
-    let mut embedder = load_model(model)?;
     let mut rng = SecureRng::from_os()?;
-    let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Given(Rc::new(pv)), (embedder.as_mut(), model_name(model)), &mut rng)?;
+    let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Given(Rc::new(pv)), Model::Load(model.clone()), None, &mut rng)?;
     write_sequences(out, &output.sequences, &public)?;
     if let Some(path) = release {
         write_json(path, &output.release)?;
@@ -215,9 +238,9 @@ pub(crate) fn pipeline(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &Le
     let (plan, public) = pipeline_plan(inputs, classes, ledger)?;
     std::fs::create_dir_all(out_dir).map_err(|e| CliError::Write { path: out_dir.display().to_string(), source: e })?;
     let mc = read_matched(&inputs.corpus, &public, plan.keep())?;
-    let mut embedder = load_model(&inputs.model)?;
     let mut rng = SecureRng::from_os()?;
-    let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Draw, (embedder.as_mut(), model_name(&inputs.model)), &mut rng)?;
+    let vocabulary_out = Some(out_dir.join("vocabulary.json"));
+    let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Draw, Model::Load(inputs.model.clone()), vocabulary_out, &mut rng)?;
     write_pipeline(out_dir, &output, &public)
 }
 
@@ -237,11 +260,12 @@ pub(crate) fn run_whole(
     public: &PublicVocabulary,
     ledger: &LedgerArgs,
     source: Vocabulary,
-    model: (&mut dyn Embed, String),
+    model: Model,
+    vocabulary_out: Option<PathBuf>,
     rng: &mut SecureRng,
 ) -> Result<RunOutput, CliError> {
     let draws = matches!(source, Vocabulary::Draw);
-    let mut host = CliHost::open(ledger, mc, plan.planned_epsilon(draws), Some(model))?;
+    let mut host = CliHost::open(ledger, mc, plan.planned_epsilon(draws), model, vocabulary_out)?;
     block_on(run::execute(plan, RunInputs { corpus: mc, vocab: public, vocabulary: source }, &mut host, rng))
 }
 

@@ -17,7 +17,7 @@ use crate::run::{self, Host, RunError, RunInputs, RunOutput, RunPlan, RunSetting
 use crate::vocab::{Matcher, PublicVocabulary, TermId};
 
 use super::args::{Cli, Command};
-use super::run::{pipeline_plan, read_matched, run_whole, write_pipeline};
+use super::run::{pipeline_plan, read_matched, run_whole, write_pipeline, Model};
 
 /// A stand-in for the sentence model: a fixed unit vector per text (from its SHA-256).
 struct HashModel;
@@ -136,9 +136,9 @@ fn cli_path(dir: &std::path::Path, flags: &[&str], seed: u64) -> (String, String
     };
     let (plan, public) = pipeline_plan(&inputs, &classes, &ledger).expect("plan");
     let mc = read_matched(&inputs.corpus, &public, plan.keep()).expect("corpus");
-    let mut model = HashModel;
     let mut rng = SecureRng::seeded_for_tests(seed);
-    let out = run_whole(&plan, &mc, &public, &ledger, Vocabulary::Draw, (&mut model, "hash".into()), &mut rng).expect("run");
+    let model = Model::Loaded(Box::new(HashModel), "hash".into());
+    let out = run_whole(&plan, &mc, &public, &ledger, Vocabulary::Draw, model, None, &mut rng).expect("run");
     std::fs::create_dir_all(&out_dir).expect("out dir");
     write_pipeline(&out_dir, &out, &public).expect("write");
     let read = |f: &str| std::fs::read_to_string(out_dir.join(f)).expect(f);

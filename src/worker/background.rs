@@ -28,10 +28,13 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::spawn_local;
 
 use crate::embed::Embed;
+use crate::protocol::Event;
 use crate::vocab::{Bundled, PublicVocabulary, TermId};
 
+use super::control::{now_ms, post, scope, sleep, BUSY};
+use super::model::{load_bundled_model, BATCH};
 use super::sources::{LiveCache, LIVE_CACHE_MAX};
-use super::{helpers_for, now_ms, post, scope, sleep, Event, State, BATCH, BUSY, STATE};
+use super::{helpers_for, State, STATE};
 
 /// Terms of the list taken at a time (in list order), then batched by token count.
 const WINDOW: usize = 32 * BATCH;
@@ -102,7 +105,7 @@ async fn pass() {
             Some(Step::Wait) => sleep(5).await,
             Some(Step::NeedModel) => {
                 // Fetched without holding the state; kept only if no job loaded one meanwhile.
-                let Ok(m) = super::load_bundled_model(false).await else { return };
+                let Ok(m) = load_bundled_model(false).await else { return };
                 let kept = STATE.with(|s| {
                     s.try_borrow_mut().ok().is_some_and(|mut s| {
                         if s.model.is_none() {

@@ -9,49 +9,55 @@
 //!
 //! Privacy: the worker holds the matched corpus (term ids and labels, never the text after
 //! matching) in memory only. What it stores in IndexedDB is listed in [`store`].
+//!
+//! Layout: this file is the message loop (`on_message`, `handle`), the state kept between
+//! requests ([`State`]) and the run (`run`, with `helpers_for` and `helpers_ready`). Every
+//! other request has its own module ([`load`], [`model`], [`evaluate`], [`diagnostics`],
+//! [`ledger_requests`]); what the jobs share is [`control`] (progress, cancelling, stopping: a
+//! leaf), [`assets`], [`sources`] and [`store`]; the helper workers are [`helpers`]. The
+//! modules take the state from here; none of them imports another's job.
 
+mod assets;
 mod background;
+mod control;
+mod diagnostics;
+mod evaluate;
 mod files;
-mod kde_share;
-mod pool;
+mod helpers;
+mod ledger_requests;
+mod load;
+mod model;
 mod run;
 mod sources;
 mod store;
 
-use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
-use std::fmt::Display;
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::{spawn_local, JsFuture};
-use web_sys::{DedicatedWorkerGlobalScope, File, MessageEvent};
+use wasm_bindgen_futures::spawn_local;
+use web_sys::{File, MessageEvent};
 
-use crate::corpus::{Fields, Format};
-use crate::dp::SecureRng;
-use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
+use crate::corpus::Fields;
 use crate::embed::Embed;
-use crate::pipeline::{MatchedCorpus, MatchingSink};
-use crate::protocol::{
-    limits, AccountStatus, BenchFigures, CorpusSummary, Event, FileInfo, LedgerEvent, Request, RunSettings, Stage,
-    VocabChoice,
-};
+use crate::pipeline::MatchedCorpus;
+use crate::protocol::{Event, LedgerEvent, Request, Stage};
 use crate::run::reuse::KeptVocabulary;
-use crate::kde::Sampler;
-use crate::vocab::{Bundled, Matcher, PublicVocabulary, TermId};
+use crate::vocab::{Bundled, PublicVocabulary};
 
+use control::{now_ms, post, scope, sleep, Stop, BUSY, CANCEL};
+use diagnostics::{bench, model_check};
+use evaluate::evaluate;
+use helpers::pool;
+use ledger_requests::ledger_request;
+use load::{inspect, load};
+use model::{ensure_model, model_loaded, use_model, Model};
 use pool::Pool;
-use store::Store;
 
 /// Terms kept per document while matching: the largest S and L the app accepts.
 pub const KEEP: usize = 64;
-/// Bytes of the first file shown in the preview.
-const PREVIEW_BYTES: f64 = 64.0 * 1024.0;
-/// Terms per model call.
-const BATCH: usize = 32;
-/// How the bundled model is named in the page and the privacy report.
-const BUNDLED_MODEL_NAME: &str = "all-MiniLM-L6-v2 (bundled)";
 
 struct Loaded {
     corpus: MatchedCorpus,
@@ -60,13 +66,6 @@ struct Loaded {
     labelled: bool,
     /// The columns it was read with (a tuning file is read with the same).
     fields: Fields,
-}
-
-struct Model {
-    embedder: OnnxEmbedder,
-    name: String,
-    /// The model's and tokenizer's bytes, for helper workers (see [`pool`]).
-    bytes: Rc<(Vec<u8>, Vec<u8>)>,
 }
 
 #[derive(Default)]
@@ -92,40 +91,6 @@ struct State {
 
 thread_local! {
     static STATE: Rc<RefCell<State>> = Rc::default();
-    static CANCEL: Cell<bool> = const { Cell::new(false) };
-    static BUSY: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Why a job ended early.
-enum Stop {
-    Cancelled,
-    Failed(Option<Stage>, String),
-}
-
-fn at<E: Display>(stage: Stage) -> impl Fn(E) -> Stop {
-    move |e| Stop::Failed(Some(stage), e.to_string())
-}
-
-fn scope() -> DedicatedWorkerGlobalScope {
-    js_sys::global().unchecked_into()
-}
-
-fn post(ev: &Event) {
-    let json = serde_json::to_string(ev)
-        .unwrap_or_else(|e| format!(r#"{{"kind":"failed","stage":null,"message":"internal: {e}"}}"#));
-    let _ = scope().post_message(&JsValue::from_str(&json));
-}
-
-fn progress(stage: Stage, done: u64, total: u64) {
-    post(&Event::Progress { stage, done, total });
-}
-
-fn now_ms() -> f64 {
-    js_sys::Date::now()
-}
-
-fn seconds_since(t0: f64) -> f64 {
-    (now_ms() - t0) / 1000.0
 }
 
 /// Entry point (called by the `dpkps-worker` binary's `main`).
@@ -139,7 +104,7 @@ pub fn start() {
 
 fn on_message(ev: MessageEvent) {
     let data = ev.data();
-    if pool::serve(&data) {
+    if helpers::serve::serve(&data) {
         return;
     }
     let (json, files): (Option<String>, Vec<File>) = match data.dyn_ref::<js_sys::Array>() {
@@ -199,30 +164,9 @@ fn publish_memory() {
         .unwrap_or_default();
     let figures = js_sys::Object::new();
     let list: js_sys::Array = helpers.iter().map(|&b| JsValue::from_f64(b as f64)).collect();
-    let _ = js_sys::Reflect::set(&figures, &"worker".into(), &JsValue::from_f64(pool::wasm_memory_bytes() as f64));
+    let _ = js_sys::Reflect::set(&figures, &"worker".into(), &JsValue::from_f64(helpers::wasm_memory_bytes() as f64));
     let _ = js_sys::Reflect::set(&figures, &"helpers".into(), &list);
     let _ = js_sys::Reflect::set(&scope(), &"dpkpsMemory".into(), &figures);
-}
-
-/// Lets the event loop run for at least `ms` milliseconds (messages are handled meanwhile).
-async fn sleep(ms: i32) {
-    let p = js_sys::Promise::new(&mut |resolve, _| {
-        let _ = scope().set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
-    });
-    let _ = JsFuture::from(p).await;
-}
-
-/// Lets the event loop run (so `Cancel` can arrive) at most every 40 ms; stops if cancelled.
-async fn checkpoint(last_yield: &mut f64) -> Result<(), Stop> {
-    if now_ms() - *last_yield >= 40.0 {
-        sleep(0).await;
-        *last_yield = now_ms();
-    }
-    if CANCEL.get() {
-        Err(Stop::Cancelled)
-    } else {
-        Ok(())
-    }
 }
 
 async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
@@ -234,21 +178,7 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
             load(&mut state, &infos, &files, text_col, label_col, vocabulary).await
         }
         Request::Run { settings } => run::run(&mut state, &settings).await,
-        Request::UseModel { model, tokenizer } => {
-            let (m, t) = match (files.first(), files.get(1)) {
-                (Some(m), Some(t)) => (m, t),
-                _ => return Err(Stop::Failed(Some(Stage::Model), "attach the model and its tokenizer.json".into())),
-            };
-            let t0 = now_ms();
-            let mb = files::all(m, "a model", limits::MODEL).map_err(at(Stage::Model))?;
-            let tb = files::all(t, "a tokenizer", limits::TOKENIZER).map_err(at(Stage::Model))?;
-            let embedder = OnnxEmbedder::from_bytes(&mb, &tb)
-                .map_err(|e| Stop::Failed(Some(Stage::Model), format!("{}: {e}", model.name)))?;
-            let ev = model_loaded(&embedder, format!("{} + {}", model.name, tokenizer.name), t0);
-            state.model = Some(Model { embedder, name: model.name, bytes: Rc::new((mb, tb)) });
-            state.helpers = None;
-            Ok(ev)
-        }
+        Request::UseModel { model, tokenizer } => use_model(&mut state, &files, model, tokenizer),
         Request::UseBundledModel => {
             state.model = None;
             state.helpers = None;
@@ -266,191 +196,6 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
         // Handled in `on_message`.
         Request::Account { .. } | Request::ExportLedger | Request::ImportLedger => Err(Stop::Failed(None, "internal: ledger request".into())),
     }
-}
-
-fn model_loaded(e: &OnnxEmbedder, name: String, t0: f64) -> Event {
-    Event::ModelLoaded { name, dim: e.dim(), checksum: e.checksum().to_string(), seconds: seconds_since(t0) }
-}
-
-fn format_of(name: &str) -> Result<Format, Stop> {
-    Format::from_path(name).ok_or_else(|| {
-        Stop::Failed(
-            Some(Stage::Read),
-            format!("{name}: unknown kind of file; use .csv, .tsv, .jsonl or .txt (UTF-8 text)"),
-        )
-    })
-}
-
-fn inspect(infos: &[FileInfo], files: &[File]) -> Result<Event, Stop> {
-    let (Some(info), Some(file)) = (infos.first(), files.first()) else {
-        return Err(Stop::Failed(Some(Stage::Read), "no file was given".into()));
-    };
-    let format = format_of(&info.name)?;
-    let (bytes, complete) = files::head(file, PREVIEW_BYTES).map_err(at(Stage::Read))?;
-    let preview = crate::preview::preview(&bytes, &info.name, format, complete).map_err(at(Stage::Read))?;
-    Ok(Event::Inspected(preview))
-}
-
-/// An asset relative to the page (`models/…`, `vocab/…`), or its in-page copy in the single file.
-async fn fetch_bytes(path: &str) -> Result<Vec<u8>, String> {
-    if let Some(blob) = crate::inpage::asset(path).await {
-        return crate::inpage::bytes(&blob?).await;
-    }
-    let resp = JsFuture::from(scope().fetch_with_str(path))
-        .await
-        .map_err(|e| format!("{path}: could not be loaded from this page's address ({e:?})"))?;
-    let resp: web_sys::Response = resp.dyn_into().map_err(|_| format!("{path}: not a response"))?;
-    if !resp.ok() {
-        return Err(format!("{path}: HTTP {}", resp.status()));
-    }
-    let buf = JsFuture::from(resp.array_buffer().map_err(|e| format!("{e:?}"))?).await.map_err(|e| format!("{e:?}"))?;
-    Ok(js_sys::Uint8Array::new(&buf).to_vec())
-}
-
-async fn bundled_vocab(state: &mut State, which: Bundled) -> Result<Rc<PublicVocabulary>, Stop> {
-    if let Some(v) = state.vocabs.get(&which) {
-        return Ok(v.clone());
-    }
-    let bytes = fetch_bytes(&format!("vocab/{}", which.file_name())).await.map_err(at(Stage::Read))?;
-    let v = Rc::new(PublicVocabulary::parse_bundled(which, &bytes).map_err(at(Stage::Read))?);
-    state.vocabs.insert(which, v.clone());
-    Ok(v)
-}
-
-async fn load(
-    state: &mut State,
-    infos: &[FileInfo],
-    files: &[File],
-    text_col: Option<String>,
-    label_col: Option<String>,
-    vocabulary: VocabChoice,
-) -> Result<Event, Stop> {
-    if infos.is_empty() || files.len() < infos.len() {
-        return Err(Stop::Failed(Some(Stage::Read), "no file was given".into()));
-    }
-    state.loaded = None;
-    // A corpus read again may carry other labels under the same texts (the fingerprint is of
-    // the texts): its Ṽ is drawn anew.
-    state.released_vocab = None;
-    let vocab = match vocabulary {
-        VocabChoice::Bundled { which } => bundled_vocab(state, which).await?,
-        VocabChoice::Custom { name } => {
-            let file = files.get(infos.len()).ok_or_else(|| Stop::Failed(Some(Stage::Read), "attach the term list".into()))?;
-            let bytes = files::all(file, "a vocabulary", limits::VOCABULARY).map_err(at(Stage::Read))?;
-            Rc::new(PublicVocabulary::parse(&name, &bytes).map_err(at(Stage::Read))?)
-        }
-    };
-    let fields = Fields { text: text_col.filter(|s| !s.is_empty()), label: label_col.filter(|s| !s.is_empty()) };
-    let corpus = read_matched(infos, files, &fields, &vocab, Stage::Read)?;
-    let (spent_before, earlier_runs) = match Store::open().await {
-        Ok(store) => {
-            // A ledger recorded under the older, order-sensitive key is moved to this one.
-            let (legacy, fp) = (corpus.keys.legacy.clone(), corpus.fingerprint.clone());
-            let ledger = store
-                .update_ledger(move |b| {
-                    b.adopt_legacy(&legacy, &fp);
-                    Ok(b.ledger(&fp))
-                })
-                .await
-                .map_err(at(Stage::Read))?;
-            (ledger.total_epsilon(), ledger.runs.len())
-        }
-        Err(e) => return Err(Stop::Failed(Some(Stage::Read), e)),
-    };
-    let summary = CorpusSummary {
-        documents: corpus.stats.documents,
-        empty_skipped: corpus.stats.empty_skipped,
-        docs_without_terms: corpus.docs_without_terms,
-        classes: corpus.stats.classes.iter().map(|(k, v)| (k.clone(), *v)).collect(),
-        unlabelled: corpus.stats.unlabelled,
-        vocabulary: vocab.name.clone(),
-        vocabulary_terms: vocab.len(),
-        distinct_matched: corpus.distinct_terms(KEEP).len(),
-        spent_before,
-        earlier_runs,
-    };
-    let labelled = fields.label.is_some();
-    state.loaded = Some(Loaded { corpus, vocab, labelled, fields });
-    Ok(Event::Loaded(summary))
-}
-
-/// Reads and matches `files` (the first `infos.len()`), with progress under `stage`.
-fn read_matched(infos: &[FileInfo], files: &[File], fields: &Fields, vocab: &PublicVocabulary, stage: Stage) -> Result<MatchedCorpus, Stop> {
-    let matcher = Matcher::new(vocab).map_err(at(stage))?;
-    let mut sink = MatchingSink::new(Some(&matcher), KEEP, fields.label.is_some());
-    let total: f64 = files.iter().take(infos.len()).map(|f| f.size()).sum();
-    let name = if infos.len() == 1 { infos[0].name.clone() } else { format!("{} files together", infos.len()) };
-    limits::check("a corpus", &name, total as u64, limits::CORPUS_TOTAL).map_err(at(stage))?;
-    let mut base = 0.0;
-    for (info, file) in infos.iter().zip(files) {
-        let format = format_of(&info.name)?;
-        let mut report = |pos: f64| progress(stage, (base + pos) as u64, total as u64);
-        let reader = files::BlobReader::new(file.clone(), &mut report).map_err(at(stage))?;
-        sink.read(reader, &info.name, format, fields, None).map_err(at(stage))?;
-        base += file.size();
-    }
-    let name = if infos.len() == 1 { infos[0].name.clone() } else { format!("{} files", infos.len()) };
-    sink.finish(&name).map_err(at(stage))
-}
-
-/// Export, import and the account's state: under the ledger lock, beside any running job.
-async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, String> {
-    let store = Store::open().await?;
-    match req {
-        Request::ExportLedger => Ok(LedgerEvent::Exported { json: store.update_ledger(|b| Ok(b.to_json())).await? }),
-        Request::ImportLedger => {
-            let file = files.first().ok_or("attach the ledger file")?;
-            let bytes = files::all(file, "a ledger file", limits::LEDGER)?;
-            let text = String::from_utf8(bytes).map_err(|_| format!("{}: not a dpkps ledger (not UTF-8 text)", file.name()))?;
-            let other = crate::ledger::LedgerBook::from_json(&text).map_err(|e| format!("{}: {e}", file.name()))?;
-            let summary = store.update_ledger(move |b| Ok(b.merge(&other))).await?;
-            Ok(LedgerEvent::Imported { summary })
-        }
-        Request::Account { name } => {
-            let name = crate::protocol::account_name(Some(&name)).ok_or("name the budget account (the dataset)")?;
-            // The loaded corpus's keys (a copy: the job may start meanwhile).
-            let keys = STATE.with(|s| s.try_borrow().ok().and_then(|s| s.loaded.as_ref().map(|l| l.corpus.keys.clone())));
-            let keys = keys.ok_or("load a corpus first (or wait for the running step to finish)")?;
-            let book = store.ledger().await?;
-            let ledger = book.ledger(&keys.fingerprint);
-            Ok(LedgerEvent::Status(AccountStatus {
-                spent: book.account_spent(&name, &keys.fingerprint),
-                budget: book.accounts.get(&name).and_then(|a| a.budget),
-                corpus_spent: ledger.total_epsilon(),
-                corpus_runs: ledger.runs.len(),
-                overlaps: book.overlaps(&name, &keys).into_iter().map(|(_, o)| o).collect(),
-                non_dp_checks: ledger.utility_checks.len(),
-                settings_compared: ledger.settings_compared(),
-                name,
-            }))
-        }
-        _ => Err("internal: not a ledger request".into()),
-    }
-}
-
-async fn ensure_model(slot: &mut Option<Model>) -> Result<&mut Model, Stop> {
-    if slot.is_none() {
-        *slot = Some(load_bundled_model(true).await?);
-    }
-    slot.as_mut().ok_or_else(|| Stop::Failed(Some(Stage::Model), "no model".into()))
-}
-
-/// The bundled model, fetched and loaded (with the model stage's progress if `report`).
-async fn load_bundled_model(report: bool) -> Result<Model, Stop> {
-    if report {
-        progress(Stage::Model, 0, 2);
-    }
-    let model = fetch_bytes(&format!("models/{BUNDLED_MODEL}")).await.map_err(at(Stage::Model))?;
-    let tok = fetch_bytes("models/tokenizer.json").await.map_err(at(Stage::Model))?;
-    if report {
-        progress(Stage::Model, 1, 2);
-    }
-    let embedder = OnnxEmbedder::from_bytes(&model, &tok).map_err(at(Stage::Model))?;
-    Ok(Model { embedder, name: BUNDLED_MODEL_NAME.into(), bytes: Rc::new((model, tok)) })
-}
-
-fn iso_now() -> String {
-    js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default()
 }
 
 /// The helper pool for `m`'s model, started if `batches` make it worth it (a helper needs a
@@ -483,302 +228,3 @@ async fn helpers_ready(pool: &mut Pool, limit_ms: f64) -> Result<(), Stop> {
     Ok(())
 }
 
-/// Embeds every batch, here and on the helpers at once, calling `done(k, vectors, by_helper)`
-/// exactly once per batch k as it finishes (in any order). A batch a helper fails on, answers
-/// wrongly, or holds for much longer than a batch takes here is embedded here instead.
-async fn embed_batches(
-    embedder: &mut OnnxEmbedder,
-    mut pool: Option<&mut Pool>,
-    batches: &[Vec<&str>],
-    clock: &mut f64,
-    done: &mut dyn FnMut(usize, Vec<Vec<f32>>, bool) -> Result<(), Stop>,
-) -> Result<(), Stop> {
-    let dim = embedder.dim();
-    let mut queue: VecDeque<usize> = (0..batches.len()).collect();
-    // Batches out on a helper: sequence number → (batch, when it was sent).
-    let mut away: HashMap<u64, (usize, f64)> = HashMap::new();
-    let mut finished = vec![false; batches.len()];
-    let mut left = batches.len();
-    // The slowest batch embedded here, to tell a slow helper from a lost one.
-    let mut slowest_here_ms = 0.0f64;
-    while left > 0 {
-        if let Some(p) = pool.as_deref_mut() {
-            for r in p.poll() {
-                // Replies to batches of an earlier, cancelled job, or taken back, are not in `away`.
-                let Some((k, _)) = away.remove(&r.seq) else { continue };
-                match r.result {
-                    Ok(flat) if flat.len() == dim * batches[k].len() => {
-                        finished[k] = true;
-                        left -= 1;
-                        done(k, flat.chunks(dim).map(<[f32]>::to_vec).collect(), true)?;
-                    }
-                    Ok(_) => {
-                        p.retire(r.slot);
-                        queue.push_front(k);
-                    }
-                    Err(_) => queue.push_front(k),
-                }
-            }
-            while let Some(&k) = queue.front() {
-                let Some(seq) = p.send(&batches[k]) else { break };
-                away.insert(seq, (k, now_ms()));
-                queue.pop_front();
-            }
-        }
-        if let Some(k) = queue.pop_front() {
-            let t0 = now_ms();
-            let vecs = embedder.embed(&batches[k]).map_err(at(Stage::Embed))?;
-            slowest_here_ms = slowest_here_ms.max(now_ms() - t0);
-            finished[k] = true;
-            left -= 1;
-            done(k, vecs, false)?;
-            if away.is_empty() {
-                checkpoint(clock).await?;
-                continue;
-            }
-            // Let the helpers' replies in now, so that no helper waits idle for its next batch.
-            sleep(0).await;
-        } else if left > 0 {
-            // All that is left is on the helpers. Wait for their replies, but take back a batch
-            // held for far longer than one takes here (a helper that hangs must not hang the job).
-            let patience = 2_000.0 + 4.0 * slowest_here_ms;
-            let overdue = away.iter().filter(|(_, &(_, sent))| now_ms() - sent > patience).map(|(&seq, _)| seq).min();
-            match overdue.and_then(|seq| away.remove(&seq)) {
-                Some((k, _)) if !finished[k] => queue.push_back(k),
-                _ => sleep(2).await,
-            }
-        }
-        *clock = now_ms();
-        if CANCEL.get() {
-            return Err(Stop::Cancelled);
-        }
-    }
-    Ok(())
-}
-
-/// The utility check of `crate::eval` on the loaded corpus, or on a separate tuning file read
-/// with the same columns and vocabulary: all the samplers, 3 seeds, 20% held out. On the loaded
-/// corpus its figures are NOT differentially private (they are computed on the private
-/// documents): nothing is released, but the check is counted in the corpus's ledger before its
-/// figures are shown (tuning on private data; the privacy report states it). A check on a
-/// tuning file reads nothing of the private corpus and is not counted.
-async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<(FileInfo, File)>) -> Result<Event, Stop> {
-    use crate::eval::classifier::SoftmaxParams;
-    use crate::eval::{EvalParams, Evaluation, Task};
-    let State { loaded, model, helpers, vectors, live, .. } = state;
-    let Some(Loaded { corpus: private, vocab, fields, .. }) = loaded.as_ref() else {
-        return Err(Stop::Failed(None, "load a corpus first".into()));
-    };
-    let tuning_corpus = match &tuning {
-        Some((info, file)) => Some(read_matched(std::slice::from_ref(info), std::slice::from_ref(file), fields, vocab, Stage::Evaluate)?),
-        None => None,
-    };
-    let corpus = tuning_corpus.as_ref().unwrap_or(private);
-    if corpus.stats.classes.len() < 2 {
-        return Err(Stop::Failed(Some(Stage::Evaluate), "the utility check needs a label column with at least two classes".into()));
-    }
-    if let Some(p) = settings.check(Some(vocab.len())).first() {
-        return Err(Stop::Failed(None, p.message.clone()));
-    }
-    let params = EvalParams {
-        // Labels too rare to split (a one-document clinic) are left out rather than failing
-        // the whole check; this figure is for the curator only and releases nothing.
-        task: Task::MinClassDocs { min: crate::eval::split::MIN_CLASS_DOCS },
-        holdout: 0.2,
-        seeds: vec![0, 1, 2],
-        vocab: settings.vocab_params(),
-        eps_kde: settings.eps_kde,
-        len: settings.len,
-        features: Some(settings.features),
-        kde_terms_per_doc: settings.len,
-        per_class: settings.per_class,
-        // Markov keeps (N+1)·N counts per class: left out where that exceeds the release cap.
-        samplers: Sampler::ALL
-            .into_iter()
-            .filter(|&sampler| {
-                crate::kde::KdeParams { sampler, ..settings.kde_params() }
-                    .check_release_size(settings.top_n, corpus.stats.classes.len())
-                    .is_ok()
-            })
-            .collect(),
-        no_dp_arms: false,
-        bandwidth: settings.bandwidth,
-        smoothing: settings.smoothing,
-        class_counts_epsilon: None,
-        candidates: Default::default(),
-        classifier: SoftmaxParams::default(),
-    };
-    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
-    let mut clock = now_ms();
-    progress(Stage::Evaluate, 0, 1);
-    let ev = Evaluation::prepare(corpus, vocab, params, &mut rng, &mut |_, _, _| {}).map_err(at(Stage::Evaluate))?;
-    let store = Store::open().await.ok();
-    let sources = sources::Sources { model, helpers, vectors, live };
-    let emb = sources::embeddings(sources, vocab, &ev.terms_to_embed(), store.as_ref(), &mut clock).await?.emb;
-    checkpoint(&mut clock).await?;
-    let report = ev
-        .run(&emb, &mut rng, &mut |_, done, total| progress(Stage::Evaluate, done as u64, total as u64))
-        .map_err(at(Stage::Evaluate))?;
-    if tuning.is_none() {
-        // Counted before the figures are shown; without a ledger they are not shown.
-        let mut id = [0u8; 8];
-        rng.fill(&mut id);
-        let mut arms: Vec<&str> = report.arms.iter().map(|a| a.arm.as_str()).collect();
-        arms.sort_unstable();
-        arms.dedup();
-        let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: iso_now(), settings_compared: arms.len() };
-        let store = store.ok_or_else(|| Stop::Failed(Some(Stage::Evaluate), "browser storage is unavailable: the check cannot be recorded, so its figures are not shown".into()))?;
-        let fp = private.fingerprint.clone();
-        store
-            .update_ledger(move |b| {
-                b.record_check(&fp, check);
-                Ok(())
-            })
-            .await
-            .map_err(at(Stage::Evaluate))?;
-    }
-    Ok(Event::Evaluated(report))
-}
-
-/// Embeds the 20 reference terms shipped with the bundled model and compares with
-/// sentence-transformers' vectors (`models/reference_embeddings.json`).
-///
-/// The terms go one per batch through the helper workers as well (started and waited for
-/// here), so the check covers every worker that embeds in a run.
-async fn model_check(state: &mut State) -> Result<Event, Stop> {
-    let lists = [bundled_vocab(state, Bundled::Medical).await?, bundled_vocab(state, Bundled::English).await?];
-    let State { model: slot, helpers, vectors, .. } = state;
-    #[derive(serde::Deserialize)]
-    struct Reference {
-        terms: Vec<String>,
-        emb: Vec<Vec<f32>>,
-    }
-    let bytes = fetch_bytes("models/reference_embeddings.json").await.map_err(at(Stage::Model))?;
-    let r: Reference = serde_json::from_slice(&bytes).map_err(at(Stage::Model))?;
-    let m = ensure_model(slot).await?;
-    let batches: Vec<Vec<&str>> = r.terms.iter().map(|t| vec![t.as_str()]).collect();
-    let pool = helpers_for(helpers, m, usize::MAX);
-    let helper_count = match pool {
-        Some(p) => {
-            helpers_ready(p, 120_000.0).await?;
-            p.idle()
-        }
-        None => 0,
-    };
-    let mut got = vec![Vec::new(); batches.len()];
-    let mut by_helpers = 0;
-    let mut clock = now_ms();
-    embed_batches(&mut m.embedder, helpers.as_mut(), &batches, &mut clock, &mut |k, mut v, by_helper| {
-        got[k] = v.pop().unwrap_or_default();
-        by_helpers += usize::from(by_helper);
-        Ok(())
-    })
-    .await
-    .map_err(|e| match e {
-        Stop::Failed(_, m) => Stop::Failed(Some(Stage::Model), m),
-        other => other,
-    })?;
-    let mut worst = (f64::INFINITY, String::new());
-    for ((term, want), have) in r.terms.iter().zip(&r.emb).zip(&got) {
-        let dot: f64 = want.iter().zip(have).map(|(a, b)| f64::from(*a) * f64::from(*b)).sum();
-        let na: f64 = want.iter().map(|a| f64::from(*a).powi(2)).sum::<f64>().sqrt();
-        let nb: f64 = have.iter().map(|a| f64::from(*a).powi(2)).sum::<f64>().sqrt();
-        let cos = if want.len() == have.len() { dot / (na * nb) } else { f64::NAN };
-        if !(cos >= worst.0) {
-            worst = (cos, term.clone());
-        }
-    }
-    // The shipped bundled vectors against this model: random terms of each list.
-    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(Some(Stage::Model), e.to_string()))?;
-    let (vectors_checked, vectors_worst_cosine, vectors_worst_term) =
-        sources::check_bundled(m, helpers, vectors, &lists, 32, &mut rng).await.map_err(|e| match e {
-            Stop::Failed(_, m) => Stop::Failed(Some(Stage::Model), m),
-            other => other,
-        })?;
-    Ok(Event::ModelChecked {
-        terms: r.terms.len(),
-        worst_cosine: worst.0,
-        worst_term: worst.1,
-        passed: worst.0 >= 0.999 && (vectors_checked == 0 || vectors_worst_cosine >= 0.995),
-        helpers: helper_count,
-        by_helpers,
-        vectors_checked,
-        vectors_worst_cosine,
-        vectors_worst_term,
-    })
-}
-
-/// Terms/s at batch 1 and 32 on the first `terms` medical-glossary terms, plus load time.
-async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
-    let vocab = bundled_vocab(state, Bundled::Medical).await?;
-    let State { model, helpers, .. } = state;
-    *model = None;
-    *helpers = None;
-    let t0 = now_ms();
-    let m = ensure_model(model).await?;
-    let model_load_seconds = seconds_since(t0);
-    let mut texts: Vec<&str> = (0..terms.min(vocab.len())).map(|i| vocab.term(i as TermId)).collect();
-    // Batched as the pipeline batches them: similar lengths together (less padding).
-    crate::embed::sort_for_batching(&m.embedder, &mut texts, |t| *t);
-    let mut rate = |batch: usize| -> Result<f64, Stop> {
-        let t0 = now_ms();
-        for chunk in texts.chunks(batch) {
-            m.embedder.embed(chunk).map_err(at(Stage::Embed))?;
-        }
-        Ok(texts.len() as f64 / seconds_since(t0))
-    };
-    let b1 = rate(1)?;
-    let b32 = rate(32)?;
-    // The longest run of terms of equal token count (at most 32), embedded 8 times as one batch.
-    let same: Vec<&str> = {
-        let mut best: &[&str] = &[];
-        let key = |t: &&str| m.embedder.batch_key(t);
-        for group in texts.chunk_by(|a, b| key(a) == key(b)) {
-            if group.len() > best.len() {
-                best = group;
-            }
-        }
-        best.iter().take(32).copied().collect()
-    };
-    let t0 = now_ms();
-    for _ in 0..8 {
-        m.embedder.embed(&same).map_err(at(Stage::Embed))?;
-    }
-    let same_shape = (8 * same.len()) as f64 / seconds_since(t0);
-    let tokens = |t: &[&str]| t.iter().map(|t| m.embedder.batch_key(t)).sum::<usize>() as f64 / t.len().max(1) as f64;
-    let (mean_tokens, same_shape_tokens) = (tokens(&texts), tokens(&same));
-    // The app's own path: batches of 32 shared between this worker and the helpers, once they
-    // have started and loaded the model (that time is reported apart).
-    let t0 = now_ms();
-    let count = pool::helpers_for_this_machine();
-    let mut pool = if count > 0 { Pool::start(count, &m.bytes.0, &m.bytes.1, m.embedder.checksum()).ok() } else { None };
-    if let Some(p) = pool.as_mut() {
-        helpers_ready(p, 120_000.0).await?;
-    }
-    let helpers_start_seconds = seconds_since(t0);
-    let helpers_ready = pool.as_ref().map_or(0, Pool::idle);
-    let batches: Vec<Vec<&str>> = texts.chunks(BATCH).map(<[&str]>::to_vec).collect();
-    let t0 = now_ms();
-    let mut clock = t0;
-    embed_batches(&mut m.embedder, pool.as_mut(), &batches, &mut clock, &mut |_, _, _| Ok(())).await?;
-    let with_helpers = texts.len() as f64 / seconds_since(t0);
-    let singles: Vec<Vec<&str>> = texts.iter().map(|t| vec![*t]).collect();
-    let t0 = now_ms();
-    embed_batches(&mut m.embedder, pool.as_mut(), &singles, &mut clock, &mut |_, _, _| Ok(())).await?;
-    let b1_with_helpers = texts.len() as f64 / seconds_since(t0);
-    *helpers = pool;
-    Ok(Event::Benched(BenchFigures {
-        helpers: helpers_ready,
-        helpers_start_seconds,
-        batch32_with_helpers_terms_per_second: with_helpers,
-        batch1_with_helpers_terms_per_second: b1_with_helpers,
-        batch32_same_shape_terms_per_second: same_shape,
-        mean_tokens,
-        same_shape_tokens,
-        model_load_seconds,
-        terms: texts.len(),
-        batch1_terms_per_second: b1,
-        batch32_terms_per_second: b32,
-        wasm_memory_bytes: pool::wasm_memory_bytes(),
-    }))
-}

@@ -20,10 +20,13 @@ use crate::run::reuse::{KeptVocabulary, VocabKey};
 use crate::run::{execute, Host, RunError, RunInputs, RunPlan, Vectors, Vocabulary};
 use crate::vocab::{Bundled, PublicVocabulary, TermId};
 
-use super::pool::{self, Pool};
+use super::control::{at, checkpoint, iso_now, now_ms, post, progress, seconds_since, Stop};
+use super::helpers::kde_share;
+use super::helpers::pool::{self, Pool};
+use super::model::Model;
 use super::sources::{self, LiveCache};
 use super::store::Store;
-use super::{at, checkpoint, iso_now, kde_share, now_ms, post, progress, seconds_since, Loaded, Model, State, Stop, KEEP};
+use super::{Loaded, State, KEEP};
 
 /// The worker's side of a run.
 struct WorkerHost<'s> {

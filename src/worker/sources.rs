@@ -20,10 +20,16 @@ use std::rc::Rc;
 use crate::embed::bundle::VectorFile;
 use crate::embed::onnx::BUNDLED_MODEL;
 use crate::embed::{Embed, TermEmbeddings};
-use crate::protocol::Stage;
+use crate::protocol::{Event, Stage};
 use crate::vocab::{Bundled, PublicVocabulary, TermId};
 
-use super::{at, embed_batches, ensure_model, fetch_bytes, helpers_for, now_ms, post, progress, seconds_since, Event, Model, Pool, Stop, Store, BATCH};
+use super::assets::fetch_bytes;
+use super::control::{at, now_ms, post, progress, seconds_since, Stop};
+use super::helpers::embed_share::embed_batches;
+use super::helpers::pool::Pool;
+use super::helpers_for;
+use super::model::{ensure_model, Model, BATCH, BUNDLED_MODEL_NAME};
+use super::store::Store;
 
 /// Vectors the model computed in this page session, for one model and one vocabulary (another
 /// model or list replaces them). Memory only.
@@ -164,7 +170,7 @@ pub async fn embeddings(
     let t_model = now_ms();
     let (mut name, mut checksum) = match src.model.as_ref() {
         Some(m) => (m.name.clone(), m.embedder.checksum().to_string()),
-        None => (super::BUNDLED_MODEL_NAME.to_string(), bundled_model_sha().await.unwrap_or_default()),
+        None => (BUNDLED_MODEL_NAME.to_string(), bundled_model_sha().await.unwrap_or_default()),
     };
     if ids.is_empty() && !checksum.is_empty() {
         // Nothing to embed (a histogram sampler without smoothing): neither the bundled

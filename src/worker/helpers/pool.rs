@@ -1,24 +1,7 @@
-//! Helpers: more Web Workers running the same model, so that embedding uses more than one core.
-//!
-//! Why workers and not threads: tract can spread its matrix products over a rayon pool, but in
-//! wasm that needs shared memory, which browsers grant only to cross-origin-isolated pages (a
-//! server sending COOP/COEP headers, which a curator's plain file server may not), a std built
-//! with atomics (nightly `-Zbuild-std`), and a second, unthreaded build for every page served
-//! without those headers. Embedding terms needs none of that: batches are independent, so K
-//! workers, each with its own copy of the model, embed K batches at once and share nothing. The
-//! price is memory, one model per helper (about 145 MB of wasm memory each), hence the cap.
-//!
-//! A helper is this same worker binary (same script URL, or the same in-page sources in the
-//! single-file build: `crate::inpage`). It becomes a helper when its first
-//! request is a helper message: a JS array whose first element is [`LOAD`] or [`EMBED`].
-//!
-//! Privacy: the batches are private (which vocabulary terms occur in the corpus is), and they
-//! stay inside this page: helpers are dedicated workers of the page's own origin, started by
-//! this worker; they never fetch, store nothing, and post only to this worker. They live, with
-//! the last terms they embedded in their memory, until the model changes or the page closes,
-//! like this worker. Determinism: batches are formed before they are handed out and every
-//! worker runs the same single-threaded wasm on the same batch, so an embedding does not depend
-//! on which worker made it.
+//! This worker's side of the helpers (see [`super`]): starts them, hands each idle one a
+//! request, and reads their replies (format: [`super::wire`]). The jobs that share work out
+//! (`embed_batches`, [`super::kde_share`]) drive a [`Pool`]; it knows nothing of them, nor of
+//! the helper's side ([`super::serve`]).
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -28,17 +11,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{MessageEvent, Worker};
 
-use crate::embed::onnx::OnnxEmbedder;
-use crate::embed::Embed;
+use super::wire::{read_reply, Said, EMBED, LOAD};
 
 /// Most helpers started, whatever the core count: each holds its own model.
 pub const MAX_HELPERS: usize = 3;
-/// First element of a helper request carrying model and tokenizer bytes.
-pub const LOAD: &str = "dpkps-helper-load";
-/// First element of a helper request carrying a batch of texts (a JSON array of strings).
-pub const EMBED: &str = "dpkps-helper-embed";
-/// First element of a helper request carrying a share of the DP-KDE build (`kde_share`).
-pub const SUMS: &str = "dpkps-helper-sums";
 
 /// A finished batch: its sequence number, the helper that answered, and the flat embeddings
 /// or why there are none.
@@ -48,20 +24,6 @@ pub struct Reply {
     pub result: Result<Vec<f32>, String>,
     /// A share of the DP-KDE sums (`kde_share`); empty for embeddings.
     pub sums: Vec<f64>,
-}
-
-/// What a helper said, as the pool sees it.
-enum Said {
-    Loaded(u64),
-    Embedded(u64, Vec<f32>, u64),
-    Summed(u64, Vec<f64>, u64),
-    Failed(Option<u64>, String),
-}
-
-/// This worker's wasm linear memory in bytes. Linear memory only grows, so it is also the
-/// peak since the worker started (the benchmark prints it after every run).
-pub fn wasm_memory_bytes() -> u64 {
-    wasm_bindgen::memory().unchecked_into::<js_sys::WebAssembly::Memory>().buffer().unchecked_into::<js_sys::ArrayBuffer>().byte_length() as u64
 }
 
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -266,102 +228,5 @@ impl Pool {
             self.bytes = None;
         }
         done
-    }
-}
-
-/// A helper's reply: the worker's `Ready` event (a JSON string) counts as `Loaded` from a
-/// starting helper; arrays carry the rest.
-fn read_reply(data: &JsValue) -> Option<Said> {
-    if let Some(s) = data.as_string() {
-        return s.contains(r#""kind":"ready""#).then_some(Said::Loaded(0));
-    }
-    let arr = data.dyn_ref::<js_sys::Array>()?;
-    match arr.get(0).as_string()?.as_str() {
-        "loaded" => Some(Said::Loaded(arr.get(1).as_f64().unwrap_or(0.0) as u64)),
-        "embedded" => {
-            let seq = arr.get(1).as_f64()? as u64;
-            let flat = arr.get(2).dyn_into::<js_sys::Float32Array>().ok()?.to_vec();
-            Some(Said::Embedded(seq, flat, arr.get(3).as_f64().unwrap_or(0.0) as u64))
-        }
-        "summed" => {
-            let seq = arr.get(1).as_f64()? as u64;
-            let sums = arr.get(2).dyn_into::<js_sys::Float64Array>().ok()?.to_vec();
-            Some(Said::Summed(seq, sums, arr.get(3).as_f64().unwrap_or(0.0) as u64))
-        }
-        "failed" => Some(Said::Failed(arr.get(1).as_f64().map(|s| s as u64), arr.get(2).as_string().unwrap_or_default())),
-        _ => None,
-    }
-}
-
-thread_local! {
-    /// The model, when this worker is a helper.
-    static HELPER_MODEL: RefCell<Option<OnnxEmbedder>> = const { RefCell::new(None) };
-}
-
-fn reply(parts: &[JsValue]) {
-    let arr = js_sys::Array::new();
-    for p in parts {
-        arr.push(p);
-    }
-    let scope: web_sys::DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-    let _ = scope.post_message(&arr);
-}
-
-/// If `data` is a helper request, serves it (this worker is then a helper) and returns true.
-pub fn serve(data: &JsValue) -> bool {
-    let Some(arr) = data.dyn_ref::<js_sys::Array>() else { return false };
-    match arr.get(0).as_string().as_deref() {
-        Some(LOAD) => {
-            let model = arr.get(1).dyn_into::<js_sys::Uint8Array>().map(|a| a.to_vec());
-            let tok = arr.get(2).dyn_into::<js_sys::Uint8Array>().map(|a| a.to_vec());
-            let loaded = match (model, tok) {
-                (Ok(m), Ok(t)) => OnnxEmbedder::from_bytes(&m, &t).map_err(|e| e.to_string()),
-                _ => Err("the helper was sent no model".to_string()),
-            };
-            match loaded {
-                Ok(e) => {
-                    HELPER_MODEL.with(|h| *h.borrow_mut() = Some(e));
-                    reply(&["loaded".into(), JsValue::from_f64(wasm_memory_bytes() as f64)]);
-                }
-                Err(e) => reply(&["failed".into(), JsValue::NULL, e.into()]),
-            }
-            true
-        }
-        Some(EMBED) => {
-            let seq = arr.get(1);
-            let texts: Result<Vec<String>, String> = arr
-                .get(2)
-                .as_string()
-                .ok_or_else(|| "no texts".to_string())
-                .and_then(|j| serde_json::from_str(&j).map_err(|e| e.to_string()));
-            let out = texts.and_then(|texts| {
-                let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
-                HELPER_MODEL.with(|h| match h.borrow_mut().as_mut() {
-                    Some(m) => m.embed(&refs).map_err(|e| e.to_string()),
-                    None => Err("the helper has no model".to_string()),
-                })
-            });
-            match out {
-                Ok(vecs) => {
-                    let flat: Vec<f32> = vecs.concat();
-                    let mem = JsValue::from_f64(wasm_memory_bytes() as f64);
-                    reply(&["embedded".into(), seq, js_sys::Float32Array::from(flat.as_slice()).into(), mem]);
-                }
-                Err(e) => reply(&["failed".into(), seq, e.into()]),
-            }
-            true
-        }
-        Some(SUMS) => {
-            let seq = arr.get(1);
-            match super::kde_share::serve(arr) {
-                Ok(sums) => {
-                    let mem = JsValue::from_f64(wasm_memory_bytes() as f64);
-                    reply(&["summed".into(), seq, js_sys::Float64Array::from(sums.as_slice()).into(), mem]);
-                }
-                Err(e) => reply(&["failed".into(), seq, e.into()]),
-            }
-            true
-        }
-        _ => false,
     }
 }

@@ -1,0 +1,45 @@
+//! The ledger's requests (`Account`, `ExportLedger`, `ImportLedger`): answered beside any
+//! running job, under the ledger's own lock in [`super::store`], never under the job's. They
+//! read the loaded corpus's keys only, never its documents.
+
+use web_sys::File;
+
+use super::files;
+use super::store::Store;
+use super::STATE;
+use crate::protocol::{limits, AccountStatus, LedgerEvent, Request};
+
+/// Export, import and the account's state: under the ledger lock, beside any running job.
+pub async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, String> {
+    let store = Store::open().await?;
+    match req {
+        Request::ExportLedger => Ok(LedgerEvent::Exported { json: store.update_ledger(|b| Ok(b.to_json())).await? }),
+        Request::ImportLedger => {
+            let file = files.first().ok_or("attach the ledger file")?;
+            let bytes = files::all(file, "a ledger file", limits::LEDGER)?;
+            let text = String::from_utf8(bytes).map_err(|_| format!("{}: not a dpkps ledger (not UTF-8 text)", file.name()))?;
+            let other = crate::ledger::LedgerBook::from_json(&text).map_err(|e| format!("{}: {e}", file.name()))?;
+            let summary = store.update_ledger(move |b| Ok(b.merge(&other))).await?;
+            Ok(LedgerEvent::Imported { summary })
+        }
+        Request::Account { name } => {
+            let name = crate::protocol::account_name(Some(&name)).ok_or("name the budget account (the dataset)")?;
+            // The loaded corpus's keys (a copy: the job may start meanwhile).
+            let keys = STATE.with(|s| s.try_borrow().ok().and_then(|s| s.loaded.as_ref().map(|l| l.corpus.keys.clone())));
+            let keys = keys.ok_or("load a corpus first (or wait for the running step to finish)")?;
+            let book = store.ledger().await?;
+            let ledger = book.ledger(&keys.fingerprint);
+            Ok(LedgerEvent::Status(AccountStatus {
+                spent: book.account_spent(&name, &keys.fingerprint),
+                budget: book.accounts.get(&name).and_then(|a| a.budget),
+                corpus_spent: ledger.total_epsilon(),
+                corpus_runs: ledger.runs.len(),
+                overlaps: book.overlaps(&name, &keys).into_iter().map(|(_, o)| o).collect(),
+                non_dp_checks: ledger.utility_checks.len(),
+                settings_compared: ledger.settings_compared(),
+                name,
+            }))
+        }
+        _ => Err("internal: not a ledger request".into()),
+    }
+}
