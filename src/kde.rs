@@ -106,6 +106,8 @@ mod sums;
 pub(crate) mod split;
 #[cfg(test)]
 mod privacy_checks;
+#[cfg(test)]
+mod golden;
 
 /// Grid of the fixed-point sums: 2^-GRID_BITS.
 pub const GRID_BITS: i32 = 20;
