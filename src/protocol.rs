@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::classes::{ClassSet, OtherLabels};
 use crate::dp::vocabulary::VocabParams;
-use crate::kde::{KdeParams, Sampler};
+use crate::summary::{KdeParams, Sampler};
 use crate::vocab::Bundled;
 
 /// The largest inputs the app accepts, refused by size before a byte is read. A worker's

@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::classes::{ClassSet, OtherLabels};
 use crate::corpus::{CorpusError, Fields, Format};
 use crate::dp::vocabulary::{PrivateVocabulary, VocabParams};
-use crate::kde::{KdeParams, Sampler};
+use crate::summary::{KdeParams, Sampler};
 use crate::pipeline::Release;
 use crate::sample::Candidates;
 use crate::dp::{DpError, SecureRng};
@@ -245,14 +245,14 @@ pub(crate) struct KdeArgs {
     /// plus transition histograms over Ṽ: chains start from the row and back off to it), or the
     /// paper's DP-KDEs: independent, iterative-linear, iterative-log. The default kept the most
     /// utility under DP on MTSamples (README, "evaluate"); check yours with `dpkps evaluate`.
-    #[arg(long, default_value = crate::kde::KdeParams::DEFAULT_SAMPLER.name())]
+    #[arg(long, default_value = crate::summary::KdeParams::DEFAULT_SAMPLER.name())]
     sampler: String,
     /// L: keyphrases per sequence.
     #[arg(long, default_value_t = 10)]
     len: usize,
     /// I: random features of the DP-KDE samplers (data-independent default; see src/kde.rs,
     /// "Choosing I").
-    #[arg(long, default_value_t = crate::kde::KdeParams::DEFAULT_FEATURES)]
+    #[arg(long, default_value_t = crate::summary::KdeParams::DEFAULT_FEATURES)]
     features: usize,
     /// M: keyphrases per document in the independent sampler's KDE, and the Ṽ-keyphrases per
     /// document of the histogram samplers.
@@ -262,7 +262,7 @@ pub(crate) struct KdeArgs {
     #[arg(long, default_value_t = 100)]
     per_class: usize,
     /// h: kernel bandwidth (exp(−‖x−y‖²/(h·ℓ)); 1 is the paper's). Chosen on MTSamples.
-    #[arg(long, default_value_t = crate::kde::KdeParams::DEFAULT_BANDWIDTH)]
+    #[arg(long, default_value_t = crate::summary::KdeParams::DEFAULT_BANDWIDTH)]
     bandwidth: f64,
     /// Kernel smoothing of the histogram samplers over Ṽ's embeddings (exp(−‖v−w‖²/s)); 0: off.
     #[arg(long, default_value_t = 0.0)]
@@ -387,7 +387,7 @@ pub enum CliError {
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
-    Kde(#[from] crate::kde::KdeError),
+    Kde(#[from] crate::summary::KdeError),
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
     #[error(transparent)]
@@ -744,7 +744,7 @@ fn kde_stage(
     })?;
     eprintln!(" ({:.1} s)", t0.elapsed().as_secs_f64());
     let t1 = Instant::now();
-    let (kde, spends) = crate::kde::build(&mc.kde_docs(take, classes), classes, &emb, &candidates, &params, rng)?;
+    let (kde, spends) = crate::summary::build(&mc.kde_docs(take, classes), classes, &emb, &candidates, &params, rng)?;
     eprintln!(
         "built the {} sampler's DP release ({} part(s)) for each of {} declared class(es), ε_kde = {} ({:.1} s)",
         params.sampler.name(),

@@ -16,7 +16,7 @@ use leptos::prelude::*;
 use assets::{AssetState, BundledAsset, BUNDLED};
 use state::{AppState, StageState};
 
-use crate::kde::Sampler;
+use crate::summary::Sampler;
 use crate::protocol::{FieldError, RunSettings};
 
 /// Largest S and L accepted by the app (the worker keeps this many terms per document).

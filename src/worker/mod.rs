@@ -40,7 +40,7 @@ use crate::protocol::{
 use crate::report::{Checked, PrivacyReport};
 use crate::reuse::{KeptVocabulary, VocabKey};
 use crate::sample::Candidates;
-use crate::kde::Sampler;
+use crate::summary::Sampler;
 use crate::vocab::{Bundled, Matcher, PublicVocabulary, TermId};
 
 use pool::Pool;
@@ -813,7 +813,7 @@ async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<(Fil
         samplers: Sampler::ALL
             .into_iter()
             .filter(|&sampler| {
-                crate::kde::KdeParams { sampler, ..settings.kde_params() }
+                crate::summary::KdeParams { sampler, ..settings.kde_params() }
                     .check_release_size(settings.top_n, corpus.stats.classes.len())
                     .is_ok()
             })

@@ -7,7 +7,7 @@ use crate::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::sample::{sample_sized, Candidates};
-use crate::kde::{build, build_from_sums, exact_sums, KdeDoc, KdeParams, Sampler};
+use crate::summary::{build, build_from_sums, exact_sums, KdeDoc, KdeParams, Sampler};
 use crate::vocab::TermId;
 
 fn hash(s: &str) -> String {
@@ -19,7 +19,7 @@ fn hash(s: &str) -> String {
 fn golden() -> Vec<(String, String)> {
     let dim = 8;
     let mut emb = TermEmbeddings::new(dim);
-    for (i, v) in crate::kde::Features::synthetic_unit_vectors(40, dim, 7).iter().enumerate() {
+    for (i, v) in crate::summary::kde::Features::synthetic_unit_vectors(40, dim, 7).iter().enumerate() {
         emb.insert(i as TermId, v).unwrap();
     }
     let terms: Vec<Vec<TermId>> = (0..60u32).map(|k| (0..(1 + k % 6)).map(|j| (k * 7 + j * 3) % 40).collect()).collect();
@@ -55,7 +55,7 @@ fn golden() -> Vec<(String, String)> {
     out
 }
 
-/// Recorded at 299c5f0, before `kde.rs`/`hist.rs` became `summary/`.
+/// Recorded at 299c5f0, before `kde.rs`/`hist.rs` became `summary/` (and `sample.rs` `sample/`).
 const GOLDEN: &[(&str, &str)] = &[
     ("histogram", "24316bbf38e0d555"),
     ("histogram+smoothing", "7d9bb69e405c2321"),
