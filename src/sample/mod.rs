@@ -17,6 +17,8 @@ use crate::vocab::TermId;
 
 pub mod hist;
 pub mod kde;
+#[cfg(test)]
+mod golden;
 
 pub use kde::{batched_scores, naive_scores};
 pub(crate) use kde::{sample_iterative, weights};

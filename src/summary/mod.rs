@@ -31,8 +31,6 @@ pub mod hist;
 pub mod kde;
 mod params;
 mod sampler;
-#[cfg(test)]
-mod golden;
 
 pub use params::{KdeParams, MAX_HIST_CELLS};
 pub use sampler::{Needs, Sampler};
@@ -364,7 +362,7 @@ fn release(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use kde::tests::unit_vectors;
 

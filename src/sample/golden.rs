@@ -1,5 +1,5 @@
-//! Golden test: the same release (and spends, and sampled sequences) for the same seed, per
-//! sampler. A change of these hashes means the ε_kde release changed for a fixed RNG seed.
+//! Golden test: the same ε_kde release (`crate::summary`: the artefact, its spends) and the
+//! same sampled sequences for the same seed, per sampler. A change of these hashes means the ε_kde release changed for a fixed RNG seed.
 
 use sha2::{Digest, Sha256};
 
