@@ -19,11 +19,11 @@
 //! paper's kernel becomes exp(−‖x − y‖²/(h·ℓ))): sentence embeddings of unrelated
 //! terms are all at ‖x − y‖² ≈ 1.2–1.6, so h = 1 barely tells them apart, and h = 0.1–0.3 does
 //! (measured on MTSamples with `dpkps evaluate`; 0.3 is the default since the noise floor and
-//! the linear ensemble's sharp last block, `sample`). h does not touch the privacy map: every
+//! the linear ensemble's sharp last block, `crate::sample::kde`). h does not touch the privacy map: every
 //! f_i stays in [-√2, √2], whatever ω is. Every ensemble member uses the first
 //! blocks of the same ω (each member's features are still exactly N(0, I) in its own
 //! dimension; sharing is data-independent, so privacy is unaffected). Sharing lets the
-//! sampler update a prefix's phase in O(I) per chosen keyphrase (see `sample`). Zero-padding a
+//! sampler update a prefix's phase in O(I) per chosen keyphrase (see `crate::sample::kde`). Zero-padding a
 //! prefix to a power of two adds nothing to θ, so the logarithmic ensemble needs no extra
 //! blocks. ω and β come from a ChaCha20 stream with a random, released, data-independent seed.
 //!
