@@ -139,7 +139,7 @@ impl MatchedCorpus {
 pub struct Release {
     pub format: String,
     pub vocabulary: PrivateVocabulary,
-    pub kde: crate::kde::DpKdeSet,
+    pub kde: crate::summary::DpKdeSet,
     /// Checksum of the embedding model the KDEs were built with (sampling must use the same).
     pub model_checksum: String,
     /// DP class counts (`dp::counts`), in the classes' order: sequences are sampled in
@@ -170,12 +170,12 @@ impl Release {
 impl MatchedCorpus {
     /// The documents as the DP summaries see them: class (by the public class set; dropped
     /// documents are left out) and first `len` terms.
-    pub fn kde_docs(&self, len: usize, classes: &ClassSet) -> Vec<crate::kde::KdeDoc<'_>> {
+    pub fn kde_docs(&self, len: usize, classes: &ClassSet) -> Vec<crate::summary::KdeDoc<'_>> {
         self.docs
             .iter()
             .filter_map(|d| {
                 let class = classes.assign(d.label.as_deref())?;
-                Some(crate::kde::KdeDoc { class, terms: &d.terms[..d.terms.len().min(len)] })
+                Some(crate::summary::KdeDoc { class, terms: &d.terms[..d.terms.len().min(len)] })
             })
             .collect()
     }

@@ -86,7 +86,8 @@ fn bundled_model_matches_sentence_transformers_in_the_browser() {
 fn kde_and_samplers_run_in_the_browser() {
     use dpkps::embed::TermEmbeddings;
     use dpkps::classes::{ClassSet, OtherLabels};
-    use dpkps::kde::{build, Features, KdeDoc, KdeParams, Sampler};
+    use dpkps::summary::kde::Features;
+    use dpkps::summary::{build, KdeDoc, KdeParams, Sampler};
     use dpkps::sample::{batched_scores, naive_scores, sample, Candidates};
     let dim = 16;
     let mut emb = TermEmbeddings::new(dim);

@@ -5,7 +5,8 @@
 
 use dpkps::dp::SecureRng;
 use dpkps::embed::TermEmbeddings;
-use dpkps::kde::{build, Features, KdeDoc, KdeParams, Sampler};
+use dpkps::summary::kde::Features;
+use dpkps::summary::{build, KdeDoc, KdeParams, Sampler};
 use dpkps::sample::{sample, Candidates};
 use wasm_bindgen_test::*;
 

@@ -7,7 +7,7 @@ use clap::Subcommand;
 use super::{load_vocabulary, read_corpus, CliError, CorpusArgs};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::kde::{self, KdeDoc, KdeParams, Sampler};
+use crate::summary::{self as kde, KdeDoc, KdeParams, Sampler};
 use crate::sample::{self, Candidates};
 use crate::vocab::{Matcher, TermId};
 
@@ -155,7 +155,7 @@ fn bench_kde(
     // Synthetic vocabulary of unit vectors; documents draw M distinct terms from it.
     let vocab = (4 * n_cands).max(2000);
     let mut emb = TermEmbeddings::new(dim);
-    for (t, e) in kde::Features::synthetic_unit_vectors(vocab, dim, 7).iter().enumerate() {
+    for (t, e) in crate::summary::kde::Features::synthetic_unit_vectors(vocab, dim, 7).iter().enumerate() {
         emb.insert(t as TermId, e).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
     }
     let doc_terms: Vec<Vec<TermId>> = (0..n_docs)

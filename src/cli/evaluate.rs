@@ -22,7 +22,7 @@ use crate::dp::candidates::CandidateRule;
 use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
 use crate::eval::{EvalParams, EvalReport, Evaluation, Task};
-use crate::kde::Sampler;
+use crate::summary::Sampler;
 use crate::vocab::Matcher;
 
 /// Sequences per class for the sampler arms unless `--per-class` says otherwise: enough

@@ -42,7 +42,7 @@ pub enum CliError {
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
-    Kde(#[from] crate::kde::KdeError),
+    Kde(#[from] crate::summary::KdeError),
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
     #[error(transparent)]

@@ -300,10 +300,10 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
         });
     }
     let p = &rel.kde.params;
-    let emb = if p.sampler.hist_kind().is_some() && p.smoothing == 0.0 {
-        TermEmbeddings::new(embedder.dim())
-    } else {
+    let emb = if p.needs().candidate_vectors {
         crate::embed::embed_terms(&public, &rel.candidate_ids(), embedder.as_mut(), 32, &mut |_, _| {})?
+    } else {
+        TermEmbeddings::new(embedder.dim())
     };
     let mut rng = SecureRng::from_os()?;
     let seqs = run::sample(&rel, &emb, per_class, &mut rng)?;

@@ -9,7 +9,7 @@ use clap::Parser;
 use crate::corpus::{Fields, Format};
 use crate::dp::SecureRng;
 use crate::embed::{Embed, EmbedError, TermEmbeddings};
-use crate::kde::{DpKdeSet, KdeDoc};
+use crate::summary::{DpKdeSet, KdeDoc};
 use crate::ledger::{LedgerBook, Spend};
 use crate::pipeline::{MatchedCorpus, MatchingSink};
 use crate::run::report::Checked;
@@ -93,12 +93,12 @@ impl Host for PageHost {
     async fn summaries(&mut self, docs: &[KdeDoc<'_>], plan: &RunPlan, emb: &TermEmbeddings, candidates: &[TermId], rng: &mut SecureRng) -> Result<(DpKdeSet, Vec<Spend>), RunError> {
         let params = plan.summary_params();
         if params.sampler.hist_kind().is_some() {
-            return Ok(crate::kde::build(docs, &plan.classes, emb, candidates, &params, rng)?);
+            return Ok(crate::summary::build(docs, &plan.classes, emb, candidates, &params, rng)?);
         }
-        let seed = crate::kde::draw_seed(rng);
+        let seed = crate::summary::draw_seed(rng);
         let mut total: Option<Vec<Vec<Vec<i64>>>> = None;
         for part in docs.chunks(docs.len().div_ceil(3).max(1)) {
-            let sums = crate::kde::exact_sums(part, plan.classes.len(), emb, &params, seed)?;
+            let sums = crate::summary::exact_sums(part, plan.classes.len(), emb, &params, seed)?;
             total = Some(match total {
                 None => sums,
                 Some(mut t) => {
@@ -107,7 +107,7 @@ impl Host for PageHost {
                 }
             });
         }
-        Ok(crate::kde::build_from_sums(docs, &plan.classes, emb, candidates, &params, seed, total.unwrap_or_default(), rng)?)
+        Ok(crate::summary::build_from_sums(docs, &plan.classes, emb, candidates, &params, seed, total.unwrap_or_default(), rng)?)
     }
     fn now(&self) -> String {
         "now".into()

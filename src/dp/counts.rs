@@ -8,25 +8,22 @@
 //! c[k] = documents assigned to class k by the public class set ([`crate::classes`]).
 //! Neighbouring relation: add or remove one document; it changes one entry by 1 (or none, if
 //! the class set drops it), so the L1 sensitivity is 1. Discrete Laplace noise of scale 1/ε on
-//! every declared class's count (exact sampler) is ε-DP. The apportionment of sequences
+//! every declared class's count (exact sampler, drawn by [`super::laplace`]) is ε-DP. The apportionment of sequences
 //! ([`apportion`]) reads only the noisy counts: post-processing.
 
-use super::sampler::{discrete_laplace, Ratio};
-use super::{check_epsilon, DpError, SecureRng};
+use super::{check_epsilon, laplace, DpError, SecureRng};
 use crate::ledger::{Scope, Spend};
 
 /// The noisy counts, in the class set's order, and the spend.
 pub fn noisy_class_counts(counts: &[u64], epsilon: f64, rng: &mut SecureRng) -> Result<(Vec<i64>, Spend), DpError> {
     check_epsilon("ε for the class counts", epsilon)?;
-    let scale = Ratio::int_over_f64(1, epsilon)?;
-    let noisy = counts.iter().map(|&c| (c.min(i64::MAX as u64) as i64).saturating_add(discrete_laplace(rng, scale))).collect();
-    let spend = Spend {
-        stage: "class counts".into(),
-        mechanism: "discrete Laplace on the class histogram".into(),
-        epsilon,
-        params: serde_json::json!({ "l1_sensitivity": 1, "noise_scale": scale.to_f64(), "classes": counts.len() }),
-        scope: Scope::AllDocuments,
-    };
+    let scale = laplace::scale(1, epsilon)?;
+    let noisy = laplace::release_counts(counts.iter().map(|&c| c.min(i64::MAX as u64) as i64), scale, rng);
+    let spend = laplace::spend("class counts", "discrete Laplace on the class histogram", epsilon)
+        .param("l1_sensitivity", 1)
+        .param("noise_scale", scale.to_f64())
+        .param("classes", counts.len())
+        .scope(Scope::AllDocuments);
     Ok((noisy, spend))
 }
 

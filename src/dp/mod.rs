@@ -7,9 +7,20 @@
 //! Each mechanism is a function plus its privacy map: it returns the artefact and a
 //! [`crate::ledger::Spend`] stating the ε it used, and its proof argument sits in a comment
 //! next to the code.
+//!
+//! # How to add a mechanism
+//! Write one file here (or, for a release with samplers of its own, a family under
+//! `crate::summary`): the function that computes the exact integer counts, with the privacy map
+//! in its module docs (neighbouring relation, L1 sensitivity Δ and why, composition), and a
+//! test beside it that checks the loss empirically (`testing`, with an under-noised variant
+//! it must catch). Draw the noise and write the ledger entry with [`laplace`]
+//! (`laplace::scale(Δ, ε)`, `laplace::release_counts`, `laplace::spend(..).param(..).scope(..)`)
+//! rather than by hand, and return the artefact with its [`crate::ledger::Spend`]. Then call it
+//! from the orchestration (the CLI and the app's worker) and record the spend in the ledger.
 
 pub mod candidates;
 pub mod counts;
+pub mod laplace;
 pub mod rng;
 #[cfg(test)]
 pub(crate) mod testing;

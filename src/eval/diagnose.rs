@@ -14,7 +14,7 @@ use super::{EvalError, Evaluation, RunResult};
 use crate::classes::{ClassSet, OtherLabels};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::kde::{KdeDoc, KdeParams, Noise, Sampler};
+use crate::summary::{KdeDoc, KdeParams, Noise, Sampler};
 use crate::linalg::{gemm, MatRef};
 use crate::sample::{sample_iterative, weights, Candidates};
 use crate::vocab::TermId;
@@ -72,7 +72,7 @@ impl ClassExact {
                 let next = index.len();
                 let i = *index.entry(t).or_insert_with(|| next);
                 if i == next {
-                    rows.extend_from_slice(emb.get(t).ok_or(crate::kde::KdeError::MissingEmbedding(t))?);
+                    rows.extend_from_slice(emb.get(t).ok_or(crate::summary::KdeError::MissingEmbedding(t))?);
                 }
                 ids.push(i);
             }
@@ -171,7 +171,7 @@ impl Evaluation {
                 let kde_docs: Vec<KdeDoc<'_>> = train.iter().map(|&i| KdeDoc { class: self.docs[i].class, terms: terms(i) }).collect();
                 let mut seed = [0u8; 32];
                 rng.fill(&mut seed);
-                let (set, _) = crate::kde::build_with(&kde_docs, &classes, emb, vocab, &params, seed, Noise::Off)?;
+                let (set, _) = crate::summary::build_with(&kde_docs, &classes, emb, vocab, &params, seed, Noise::Off)?;
                 let features = set.features()?;
                 let cands = Candidates::new(vocab, emb)?;
                 let cand_norm: Vec<f64> =

@@ -59,7 +59,7 @@ use crate::dp::candidates::CandidateRule;
 use crate::dp::vocabulary::{round_robin, select_from_documents, VocabParams};
 use crate::dp::{DpError, ParamError, SecureRng};
 use crate::embed::TermEmbeddings;
-use crate::kde::{KdeDoc, KdeError, KdeParams, Noise, Sampler};
+use crate::summary::{KdeDoc, KdeError, KdeParams, Noise, Sampler};
 use crate::pipeline::MatchedCorpus;
 use crate::sample::Candidates;
 use crate::vocab::{PublicVocabulary, TermId};
@@ -518,9 +518,9 @@ impl Evaluation {
             let mut seed = [0u8; 32];
             rng.fill(&mut seed);
             // The noise switch exists for this comparison only (see `kde::Noise`).
-            crate::kde::build_with(&kde_docs, &classes, emb, vocab, params, seed, Noise::Off)?
+            crate::summary::build_with(&kde_docs, &classes, emb, vocab, params, seed, Noise::Off)?
         } else {
-            crate::kde::build(&kde_docs, &classes, emb, vocab, params, rng)?
+            crate::summary::build(&kde_docs, &classes, emb, vocab, params, rng)?
         };
         let cands = Candidates::new(vocab, emb)?;
         let sizes = match self.params.class_counts_epsilon {

@@ -36,7 +36,7 @@ pub use settings::{account_name, FieldError, RunSettings};
 pub use stages::{execute, sample, summaries, vocabulary, Host, Recorder, RunInputs, RunOutput, Vectors, Vocabulary};
 
 use crate::dp::DpError;
-use crate::kde::KdeError;
+use crate::summary::KdeError;
 use crate::ledger::LedgerError;
 
 /// The long stages, each with its own progress bar.

@@ -5,7 +5,7 @@
 
 use crate::classes::ClassSet;
 use crate::dp::vocabulary::VocabParams;
-use crate::kde::{KdeDoc, KdeParams};
+use crate::summary::{KdeDoc, KdeParams};
 use crate::ledger::{LedgerBook, LedgerError};
 use crate::vocab::TermId;
 
@@ -70,18 +70,17 @@ impl RunPlan {
         }
     }
 
-    /// Whether sampling reads Ṽ's vectors: the DP-KDE samplers always, the histogram samplers
-    /// only to smooth.
+    /// Whether sampling reads Ṽ's vectors (`Sampler::needs`: the DP-KDE samplers always, the
+    /// histogram samplers only to smooth).
     pub fn candidates_need_vectors(&self) -> bool {
-        let p = self.summary_params();
-        p.sampler.hist_kind().is_none() || p.smoothing > 0.0
+        self.summary_params().needs().candidate_vectors
     }
 
     /// The terms that must have vectors: what the summary mechanism reads of the documents it
     /// sees (`docs`, the class set's documents only) and, if sampling reads them, Ṽ's terms
     /// (`released`). Sorted, distinct.
     pub fn vector_ids(&self, docs: &[KdeDoc<'_>], released: &[TermId]) -> Vec<TermId> {
-        let mut ids: Vec<TermId> = if self.summary_params().sampler.embeds_document_terms() {
+        let mut ids: Vec<TermId> = if self.summary_params().needs().document_term_vectors {
             docs.iter().flat_map(|d| d.terms.iter().copied()).collect()
         } else {
             Vec::new()

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::classes::{ClassSet, OtherLabels};
 use crate::dp::vocabulary::VocabParams;
-use crate::kde::{KdeParams, Sampler};
+use crate::summary::{KdeParams, Sampler};
 
 /// Everything the curator sets before a run. Checked field by field ([`RunSettings::check`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

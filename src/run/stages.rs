@@ -8,7 +8,7 @@ use std::rc::Rc;
 use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::kde::{DpKdeSet, KdeDoc, KdeParams};
+use crate::summary::{DpKdeSet, KdeDoc, KdeParams};
 use crate::ledger::{Ledger, LedgerBook, Run, Spend};
 use crate::pipeline::{MatchedCorpus, Release};
 use crate::sample::{Candidates, Sequence};
@@ -41,7 +41,7 @@ pub trait Host {
     /// Vectors of `ids` (terms of the public list `vocab`; `released`: Ṽ's terms, which a
     /// host may cache), and the model they belong to.
     async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], released: &[TermId]) -> Result<Vectors, Self::Error>;
-    /// The DP summaries (ε_kde) of `docs`: [`crate::kde::build`], which a host may share among
+    /// The DP summaries (ε_kde) of `docs`: [`crate::summary::build`], which a host may share among
     /// helper workers (the exact sums of parts add up to the same integers: the same release).
     async fn summaries(
         &mut self,
@@ -51,7 +51,7 @@ pub trait Host {
         candidates: &[TermId],
         rng: &mut SecureRng,
     ) -> Result<(DpKdeSet, Vec<Spend>), Self::Error> {
-        crate::kde::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), rng).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
+        crate::summary::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), rng).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
     }
     /// Ṽ was drawn and its ε_voc is on record under run `run_id`: a host may keep it for later
     /// runs (the page does: `reuse`), even if this run fails later.
@@ -253,11 +253,7 @@ pub async fn summaries<H: Host>(
 pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, rng: &mut SecureRng) -> Result<Vec<Sequence>, RunError> {
     let ids = release.candidate_ids();
     let p = &release.kde.params;
-    let cands = if p.sampler.hist_kind().is_some() && p.smoothing == 0.0 {
-        Candidates::without_vectors(&ids, release.kde.dim)
-    } else {
-        Candidates::new(&ids, emb)?
-    };
+    let cands = if p.needs().candidate_vectors { Candidates::new(&ids, emb)? } else { Candidates::without_vectors(&ids, release.kde.dim) };
     Ok(crate::sample::sample_sized(&release.kde, &cands, &release.sizes(per_class), rng)?)
 }
 

@@ -8,7 +8,7 @@ use super::load::read_matched;
 use super::store::Store;
 use super::{sources, Loaded, State};
 use crate::dp::SecureRng;
-use crate::kde::Sampler;
+use crate::summary::Sampler;
 use crate::protocol::{Event, FileInfo, RunSettings, Stage};
 
 /// The utility check of `crate::eval` on the loaded corpus, or on a separate tuning file read
@@ -51,7 +51,7 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<
         samplers: Sampler::ALL
             .into_iter()
             .filter(|&sampler| {
-                crate::kde::KdeParams { sampler, ..settings.kde_params() }
+                crate::summary::KdeParams { sampler, ..settings.kde_params() }
                     .check_release_size(settings.top_n, corpus.stats.classes.len())
                     .is_ok()
             })

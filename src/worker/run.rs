@@ -12,7 +12,7 @@ use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::SecureRng;
 use crate::embed::bundle::VectorFile;
 use crate::embed::TermEmbeddings;
-use crate::kde::{DpKdeSet, KdeDoc};
+use crate::summary::{DpKdeSet, KdeDoc};
 use crate::ledger::{LedgerBook, Spend};
 use crate::protocol::{Event, RunResult, RunSettings, SequenceOut, Stage};
 use crate::run::report::Checked;
@@ -119,8 +119,9 @@ impl Host for WorkerHost<'_> {
 /// A run request: the plan from the page's settings, Ṽ drawn or reused, the stages, the result.
 pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     let State { loaded, model, helpers, vectors, live, kde_helpers, released_vocab, .. } = state;
-    // Started now, so that they are ready by the DP-KDE stage (`kde_share`).
-    if kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().sampler.hist_kind().is_none() {
+    // Started now, so that they are ready by the DP-KDE stage (`kde_share`): the DP-KDE sums,
+    // which read the documents' term vectors, are the work worth sharing.
+    if kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().needs().document_term_vectors {
         *kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
     }
     let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::kde::Sampler;
+use crate::summary::Sampler;
 use crate::protocol::FieldError;
 use crate::ui::state::app;
 

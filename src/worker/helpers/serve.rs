@@ -11,7 +11,7 @@ use super::wasm_memory_bytes;
 use super::wire::{read_sums_request, EMBED, EMBEDDED, FAILED, LOAD, LOADED, SUMMED, SUMS};
 use crate::embed::onnx::OnnxEmbedder;
 use crate::embed::Embed;
-use crate::kde::{self, KdeDoc};
+use crate::summary::{self as kde, KdeDoc};
 
 thread_local! {
     /// The model, when this worker is a helper.

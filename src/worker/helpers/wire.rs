@@ -13,7 +13,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::embed::TermEmbeddings;
-use crate::kde::{KdeDoc, KdeParams};
+use crate::summary::{KdeDoc, KdeParams};
 use crate::vocab::TermId;
 
 /// First element of a helper request carrying model and tokenizer bytes.

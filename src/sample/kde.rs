@@ -1,5 +1,5 @@
-//! Sampling keyphrase sequences from released DP-KDEs (DP-KPS section 2, appendix B.2).
-//! Everything here reads only DP outputs (Ṽ and the DP-KDEs): post-processing, no privacy cost.
+//! Sampling from the DP-KDE family's release (`crate::summary::kde`): post-processing.
+//!
 //!
 //! - independent: score every candidate w once, p(w) ∝ max(score − floor, 0); L i.i.d.
 //!   draws;
@@ -35,57 +35,14 @@
 //! a cos/sin table, and one GEMM [A B]·[cos b; −sin b] per class. After a choice w*, r grows by
 //! the already computed projection of w*: O(I).
 
-use serde::{Deserialize, Serialize};
-
+use super::{Candidates, Sequence};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::hist::{sample_markov, sample_unigram, HistKind, Smoother};
-use crate::kde::{DpKdeSet, Features, KdeError, Sampler};
 use crate::linalg::{gemm, MatRef};
+use crate::summary::kde::Features;
+use crate::summary::{DpKdeSet, KdeError, Sampler};
 use crate::trig::{cos_fast, sin_fast};
 use crate::vocab::TermId;
-
-/// A sampled sequence: a class label and L keyphrases (ids of Ṽ's terms).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sequence {
-    pub label: Option<String>,
-    pub keyphrases: Vec<TermId>,
-}
-
-/// The candidates (Ṽ) with their embeddings, as an N × d matrix.
-pub struct Candidates {
-    pub ids: Vec<TermId>,
-    pub matrix: Vec<f32>,
-    pub dim: usize,
-}
-
-impl Candidates {
-    pub fn new(ids: &[TermId], emb: &TermEmbeddings) -> Result<Candidates, KdeError> {
-        let mut matrix = Vec::with_capacity(ids.len() * emb.dim());
-        for &id in ids {
-            matrix.extend_from_slice(emb.get(id).ok_or(KdeError::MissingEmbedding(id))?);
-        }
-        Ok(Candidates { ids: ids.to_vec(), matrix, dim: emb.dim() })
-    }
-
-    /// Candidates without their vectors: enough for the histogram samplers when they do not
-    /// smooth (they read only the release's counts).
-    pub fn without_vectors(ids: &[TermId], dim: usize) -> Candidates {
-        Candidates { ids: ids.to_vec(), matrix: Vec::new(), dim }
-    }
-
-    pub fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-
-    fn view(&self) -> MatRef<'_> {
-        MatRef::rows(&self.matrix, self.ids.len(), self.dim)
-    }
-}
 
 /// Null candidates: random unit vectors, data-independent (a fixed seed), scored beside Ṽ.
 /// Almost no training keyphrase is near a random direction of the embedding space, so their
@@ -153,7 +110,7 @@ fn draw(scores: &[f32], floor: f32, rng: &mut SecureRng) -> usize {
 /// The candidates' embeddings followed by the [`NULLS`] null candidates.
 fn with_nulls(cands: &Candidates) -> Candidates {
     let mut matrix = cands.matrix.clone();
-    for v in crate::kde::Features::synthetic_unit_vectors(NULLS, cands.dim, 0x6e75_6c6c) {
+    for v in Features::synthetic_unit_vectors(NULLS, cands.dim, 0x6e75_6c6c) {
         matrix.extend_from_slice(&v);
     }
     let mut ids = cands.ids.clone();
@@ -175,47 +132,35 @@ fn split_nulls(ext: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
     (scores, floors)
 }
 
-/// Samples `per_class` sequences for every class of `set`.
-pub fn sample(set: &DpKdeSet, cands: &Candidates, per_class: usize, rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
-    sample_sized(set, cands, &vec![per_class; set.classes.len()], rng)
-}
-
-/// Samples `counts[c]` sequences for class c of `set` (e.g. in proportion to DP class counts,
-/// `dp::counts::apportion`).
-pub fn sample_sized(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
-    set.check()?;
-    if cands.is_empty() || cands.dim != set.dim || counts.len() != set.classes.len() {
-        return Err(KdeError::BadArtefact("candidates"));
-    }
-    if let Some(kind) = set.params.sampler.hist_kind() {
-        return sample_histograms(set, kind, cands, counts, rng);
-    }
+/// The independent sampler: every candidate scored once per class, L i.i.d. draws per sequence.
+pub(super) fn sample_independent(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
     let features = set.features()?;
     let mut out = Vec::with_capacity(counts.iter().sum());
-    match set.params.sampler {
-        Sampler::Histogram | Sampler::Markov => unreachable!("handled above"),
-        Sampler::Independent => {
-            let ext = with_nulls(cands);
-            let table = PhaseTable::new(&features, &ext, 0, 1.0);
-            for (class, &n) in set.classes.iter().zip(counts) {
-                let (scores, floors) = split_nulls(&table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(0)), cands.len());
-                for _ in 0..n {
-                    let keyphrases = (0..set.params.len).map(|_| cands.ids[draw(&scores, floors[0], rng)]).collect();
-                    out.push(Sequence { label: class.label.clone(), keyphrases });
-                }
-            }
-        }
-        Sampler::IterativeLinear | Sampler::IterativeLog => {
-            let picks = sample_iterative(set, &features, cands, counts, rng, &mut |_, _, _, _, _| {});
-            for (class, chosen) in set.classes.iter().zip(picks) {
-                for p in chosen {
-                    out.push(Sequence { label: class.label.clone(), keyphrases: p.iter().map(|&w| cands.ids[w]).collect() });
-                }
-            }
+    let ext = with_nulls(cands);
+    let table = PhaseTable::new(&features, &ext, 0, 1.0);
+    for (class, &n) in set.classes.iter().zip(counts) {
+        let (scores, floors) = split_nulls(&table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(0)), cands.len());
+        for _ in 0..n {
+            let keyphrases = (0..set.params.len).map(|_| cands.ids[draw(&scores, floors[0], rng)]).collect();
+            out.push(Sequence { label: class.label.clone(), keyphrases });
         }
     }
     Ok(out)
 }
+
+/// The iterative samplers ([`sample_iterative`]), as sequences of Ṽ's terms.
+pub(super) fn sample_iterative_sequences(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+    let features = set.features()?;
+    let mut out = Vec::with_capacity(counts.iter().sum());
+    let picks = sample_iterative(set, &features, cands, counts, rng, &mut |_, _, _, _, _| {});
+    for (class, chosen) in set.classes.iter().zip(picks) {
+        for p in chosen {
+            out.push(Sequence { label: class.label.clone(), keyphrases: p.iter().map(|&w| cands.ids[w]).collect() });
+        }
+    }
+    Ok(out)
+}
+
 
 /// What [`sample_iterative`] shows its observer at each step: the class, the prefix length ℓ
 /// being completed, the prefixes so far (indices into the candidates) and their scores
@@ -302,35 +247,6 @@ fn distinct_prefixes(chosen: &[Vec<usize>]) -> (Vec<usize>, Vec<usize>) {
         })
         .collect();
     (first, of)
-}
-
-/// The histogram samplers (`crate::hist`): the candidates must be the release's Ṽ, in order.
-fn sample_histograms(set: &DpKdeSet, kind: HistKind, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
-    if cands.ids != set.candidates {
-        return Err(KdeError::BadArtefact("candidates"));
-    }
-    let smoother = if set.params.smoothing > 0.0 {
-        if cands.matrix.len() != cands.len() * cands.dim {
-            return Err(KdeError::BadArtefact("candidates (smoothing needs Ṽ's embeddings)"));
-        }
-        let mut emb = TermEmbeddings::new(cands.dim);
-        for (i, &id) in cands.ids.iter().enumerate() {
-            emb.insert(id, &cands.matrix[i * cands.dim..][..cands.dim]).map_err(|_| KdeError::BadArtefact("candidates"))?;
-        }
-        Some(Smoother::new(&cands.ids, &emb, set.params.smoothing)?)
-    } else {
-        None
-    };
-    let (eps, len, n) = (set.epsilon_per_member, set.params.len, cands.len());
-    let mut out = Vec::with_capacity(counts.iter().sum());
-    for (class, &count) in set.classes.iter().zip(counts) {
-        let picks = match kind {
-            HistKind::Unigram => sample_unigram(&class.sums[0], eps, smoother.as_ref(), len, count, rng),
-            HistKind::Transitions => sample_markov(&class.sums[0], n, eps, smoother.as_ref(), len, count, rng),
-        };
-        out.extend(picks.into_iter().map(|p| Sequence { label: class.label.clone(), keyphrases: p.into_iter().map(|w| cands.ids[w]).collect() }));
-    }
-    Ok(out)
 }
 
 /// For one step: the candidates' projections through block t and their cos/sin table.
@@ -453,6 +369,9 @@ pub fn batched_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, c
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classes::ClassSet;
+    use crate::sample::tests::{abc, class_docs, clustered};
+    use crate::summary::{build, build_with, KdeDoc, KdeParams, Noise};
 
     #[test]
     fn distinct_prefixes_are_scored_once_and_mapped_back() {
@@ -463,48 +382,6 @@ mod tests {
         assert!(of.iter().enumerate().all(|(q, &u)| chosen[first[u]] == chosen[q]));
         assert_eq!(distinct_prefixes(&vec![Vec::new(); 50]).0, vec![0]);
     }
-    use crate::kde::tests::unit_vectors;
-    use crate::classes::ClassSet;
-    use crate::kde::{build, build_with, KdeDoc, KdeParams, Noise};
-
-    /// Three well-separated clusters of 20 terms in 16 dimensions (centres 120° apart, so
-    /// cross-cluster kernel values are ≈ e^-3); class c uses cluster c.
-    fn clustered() -> (TermEmbeddings, Vec<Vec<TermId>>, Vec<&'static str>) {
-        let dim = 16;
-        let centres: Vec<Vec<f32>> = (0..3)
-            .map(|c| {
-                let a = c as f32 * std::f32::consts::TAU / 3.0;
-                let mut v = vec![0f32; dim];
-                (v[0], v[1]) = (a.cos(), a.sin());
-                v
-            })
-            .collect();
-        let jitter = unit_vectors(60, dim, 43);
-        let mut emb = TermEmbeddings::new(dim);
-        for t in 0..60usize {
-            let v: Vec<f32> = centres[t / 20].iter().zip(&jitter[t]).map(|(c, j)| c + 0.2 * j).collect();
-            let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            emb.insert(t as TermId, &v.iter().map(|x| x / n).collect::<Vec<_>>()).unwrap();
-        }
-        let mut docs = Vec::new();
-        let mut labels = Vec::new();
-        for k in 0..600u32 {
-            let c = k % 3;
-            docs.push((0..5u32).map(|j| c * 20 + (k * 7 + j * 3) % 20).collect::<Vec<_>>());
-            labels.push(["a", "b", "c"][c as usize]);
-        }
-        (emb, docs, labels)
-    }
-
-    fn abc() -> ClassSet {
-        ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap()
-    }
-
-    fn class_docs<'a>(docs: &'a [Vec<TermId>], labels: &[&str]) -> Vec<KdeDoc<'a>> {
-        let cs = abc();
-        docs.iter().zip(labels).map(|(t, l)| KdeDoc { class: cs.assign(Some(l)).unwrap(), terms: t }).collect()
-    }
-
     #[test]
     fn batched_scorer_equals_the_naive_scorer() {
         let (emb, docs, labels) = clustered();
@@ -524,39 +401,6 @@ mod tests {
                     assert!((a - b).abs() <= 1e-3 * scale, "{sampler:?} {prefix:?}: {a} vs {b}");
                 }
             }
-        }
-    }
-
-    #[test]
-    fn each_class_samples_from_its_own_cluster_for_every_sampler() {
-        let (emb, docs, labels) = clustered();
-        let kdocs = class_docs(&docs, &labels);
-        let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
-        for sampler in Sampler::ALL {
-            let params = KdeParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
-            let mut rng = SecureRng::seeded_for_tests(6);
-            let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
-            let seqs = sample(&set, &cands, 100, &mut rng).unwrap();
-            assert_eq!(seqs.len(), 300);
-            let mut own = 0usize;
-            for s in &seqs {
-                assert_eq!(s.keyphrases.len(), 5, "sequences have exactly L terms");
-                assert!(s.keyphrases.iter().all(|k| cands.ids.contains(k)), "terms come from Ṽ");
-                let c = ["a", "b", "c"].iter().position(|l| Some(*l) == s.label.as_deref()).unwrap() as u32;
-                own += s.keyphrases.iter().filter(|&&k| k / 20 == c).count();
-            }
-            let frac = own as f64 / (300 * 5) as f64;
-            let per_pos: Vec<f64> = (0..5).map(|p| seqs.iter().filter(|s| {
-                let c = ["a", "b", "c"].iter().position(|l| Some(*l) == s.label.as_deref()).unwrap() as u32;
-                s.keyphrases[p] / 20 == c }).count() as f64 / 300.0).collect();
-            println!("{sampler:?}: own {frac:.3}, by position {per_pos:.2?}");
-            // Chance is 1/3. With bandwidth 1/ℓ a wrong-cluster keyphrase at position ℓ only
-            // costs a factor e^(-3/ℓ) in the kernel, so later positions are less selective
-            // (noise-free expectation at ℓ = 2: 0.69; in the log ensemble, length-4 queries
-            // also meet zero-padded length-3 prefixes, ≈ 0.40). Overall, 0.5 is more than 15
-            // standard errors above chance with 1,500 draws.
-            assert!(frac > 0.5, "{sampler:?}: only {frac:.2} of keyphrases from the class's own cluster");
-            assert!(per_pos[0] > 0.8, "{sampler:?}: by position {per_pos:?}");
         }
     }
 

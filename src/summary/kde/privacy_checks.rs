@@ -1,13 +1,16 @@
 //! Tests of the DP-KDE release against its privacy map, from outside the build's own code:
-//! an empirical privacy check of the release (like `crate::hist`'s), with two under-noised
+//! an empirical privacy check of the release (like `crate::summary::hist`'s), with two under-noised
 //! variants it must catch; and each document's contribution against a naive reference (a
 //! contribution added twice or missed would break the sensitivity Δ = I·Q per member, and the
 //! empirical check, on one feature, would not see every path).
 
 use super::*;
+use crate::classes::ClassSet;
+use crate::dp::SecureRng;
+use crate::summary::{build_from_sums, build_with, exact_sums, DpKdeSet, Noise};
 use crate::dp::testing::{frequencies, max_log_ratio};
 
-/// Outcomes per corpus. 30,000 (as in `crate::hist`) keeps the 4-sd slack small enough to
+/// Outcomes per corpus. 30,000 (as in `crate::summary::hist`) keeps the 4-sd slack small enough to
 /// catch a loss of 2ε; each trial is one release of one feature.
 const TRIALS: usize = 30_000;
 

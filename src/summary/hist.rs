@@ -1,4 +1,5 @@
-//! DP keyphrase histograms over Ṽ: the low-noise alternative to the DP-KDEs (issue 13).
+//! The histogram family of the ε_kde release: DP keyphrase histograms over Ṽ, the low-noise
+//! alternative to the DP-KDEs (issue 13).
 //!
 //! The DP-KDE with I random features has L1 sensitivity √2·I, so each of its scores carries
 //! noise of order √(2I)/ε: with a few hundred documents per class, about the size of a
@@ -8,7 +9,8 @@
 //!
 //! - `histogram`: per class, h[w] = Σ_docs c_w(doc), where a document spreads weight 1 evenly
 //!   over the distinct Ṽ-terms among its first matched terms (at most M of them). Sequences
-//!   are L draws from p(w) ∝ max(h̃[w] − τ, 0), optionally smoothed by the embedding kernel.
+//!   are L draws from p(w) ∝ max(h̃[w] − τ, 0), optionally smoothed by the embedding kernel
+//!   (`crate::sample::hist`, with the post-processing choices).
 //! - `markov`: per class, one histogram of (1 + N) × N entries: row 0 is the class's keyphrase
 //!   histogram, to which a document gives ¾ of its weight spread evenly over its distinct
 //!   Ṽ-terms (at most M, in document order; all of it when it has one), and row p+1 holds the
@@ -16,7 +18,7 @@
 //!   Markov chains: t₁ from row 0, then t_{k+1} from t_k's row interpolated with row 0.
 //!   It keeps which keyphrases follow which, what the iterative KDE samplers aim for.
 //!   Until d8ac1f6 row 0 was a START row of first transitions; files saved then carry no
-//!   marker of it, so a markov release below `kde::KERNEL` 2 is refused as outdated.
+//!   marker of it, so a markov release below `summary::KERNEL` 2 is refused as outdated.
 //!
 //! # The mechanism and its privacy map
 //! Neighbouring relation: add or remove one document (labels from the fixed public class set,
@@ -28,30 +30,16 @@
 //! terms, so at most k − 1 distinct entries; G on one entry when k = 1), L1 ≤ 3G/4 + G/4 = G.
 //! So Δ₁ = G for both. Every
 //! entry of every declared class's histogram (zeros included: which entries are zero is
-//! private) gets discrete Laplace noise of scale G/ε (exact sampler, [`crate::dp::sampler`]):
+//! private) gets discrete Laplace noise of scale G/ε (exact sampler, [`crate::dp::sampler`], drawn
+//! by [`crate::dp::laplace`] in the release loop of `crate::summary`):
 //! ε-DP per class, and the classes compose in parallel (disjoint documents), so the release is
 //! ε_kde-DP. Ṽ itself is a DP output, so conditioning on it is adaptive composition with the
 //! ε_voc stage. Thresholding, smoothing and sampling read only the release: post-processing.
-//!
-//! # Post-processing choices (data-independent)
-//! - τ = ln(R)/ε in document units, R the entries per row (N): a pure-noise entry exceeds it
-//!   with probability ½·e^{−ln R} = 1/(2R), so about half an entry per row survives on noise
-//!   alone, while a keyphrase used by a few documents stays.
-//! - Smoothing (optional, `smoothing` > 0): p′(w) = Σ_v p(v)·K(v, w)/Σ_u K(v, u) with
-//!   K(v, w) = exp(−‖v − w‖²/smoothing) over Ṽ's embeddings: the paper's semantic spreading,
-//!   applied to the noisy histogram instead of through the noise.
-//! - Markov back-off: p(w | v) ∝ max(T̃[v, w] − τ, 0) + α·u(w), with u row 0 clipped the same
-//!   way and normalised, and α = 4 documents; a chain does not repeat a keyphrase while any other
-//!   has positive probability. Why row 0 is a unigram with most of the weight (issue 13): with
-//!   the weight spread over M transitions and a START row, a transition needed ⌈τ·M⌉ documents
-//!   to clear τ and the back-off (T's column sums, N + 1 noisy entries each) a threshold of
-//!   √(N+1)·ln N/ε, over 200 documents per term at ε = 10, N = 1000: chains wandered among a
-//!   few generic terms and lost utility even without noise (0.82–0.90 of `nonprivate` on
-//!   MTSamples, two-class, against 1.04–1.06 with row 0; README, "evaluate").
+//! [`Histograms`] is this family's [`Family`].
 
-use crate::dp::SecureRng;
+use super::{by_class, Family, KdeDoc, KdeError, KdeParams, GRID_BITS};
+use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
-use crate::kde::{KdeDoc, KdeError, GRID_BITS};
 use crate::vocab::TermId;
 
 /// Grid units per document: the L1 sensitivity Δ₁ of one class's histogram.
@@ -144,120 +132,57 @@ pub fn class_sums(kind: HistKind, docs: &[&KdeDoc<'_>], index: &CandidateIndex, 
     h
 }
 
-/// The noise threshold τ in grid units for ε and rows of `row_len` entries (module docs).
-pub fn threshold(epsilon: f64, row_len: usize) -> f64 {
-    (row_len.max(2) as f64).ln() / epsilon * DOC_WEIGHT as f64
-}
+/// The histogram family ([`Family`]): per class, one histogram of exact integer sums over Ṽ,
+/// Δ = G (module docs).
+pub(crate) struct Histograms(pub HistKind);
 
-/// max(x − τ, 0) for one row of noisy sums, in document units.
-fn clipped(row: &[i64], tau: f64) -> Vec<f64> {
-    row.iter().map(|&v| ((v as f64 - tau) / DOC_WEIGHT as f64).max(0.0)).collect()
-}
+/// The `histogram` sampler's family.
+pub(crate) static UNIGRAM: Histograms = Histograms(HistKind::Unigram);
+/// The `markov` sampler's family.
+pub(crate) static TRANSITIONS: Histograms = Histograms(HistKind::Transitions);
 
-/// The kernel smoother over Ṽ's embeddings: row-normalised K (N × N), or `None` when off.
-pub struct Smoother {
-    k: Vec<f64>,
-    n: usize,
-}
-
-impl Smoother {
-    pub fn new(ids: &[TermId], emb: &TermEmbeddings, bandwidth: f64) -> Result<Smoother, KdeError> {
-        let n = ids.len();
-        let vecs: Vec<&[f32]> = ids.iter().map(|&t| emb.get(t).ok_or(KdeError::MissingEmbedding(t))).collect::<Result<_, _>>()?;
-        let mut k = vec![0f64; n * n];
-        for v in 0..n {
-            for w in 0..n {
-                let d2: f32 = vecs[v].iter().zip(vecs[w]).map(|(a, b)| (a - b) * (a - b)).sum();
-                k[v * n + w] = (-(d2 as f64) / bandwidth).exp();
-            }
-            let z: f64 = k[v * n..][..n].iter().sum();
-            k[v * n..][..n].iter_mut().for_each(|x| *x /= z.max(f64::MIN_POSITIVE));
+impl Family for Histograms {
+    fn check_inputs(&self, _docs: &[KdeDoc<'_>], _emb: &TermEmbeddings, candidates: &[TermId]) -> Result<(), KdeError> {
+        if candidates.is_empty() {
+            return Err(KdeError::BadArtefact("candidates"));
         }
-        Ok(Smoother { k, n })
+        Ok(())
     }
 
-    /// p′ = pᵀK (mass preserving).
-    pub fn apply(&self, p: &[f64]) -> Vec<f64> {
-        let mut out = vec![0f64; self.n];
-        for (v, &pv) in p.iter().enumerate() {
-            if pv > 0.0 {
-                out.iter_mut().zip(&self.k[v * self.n..][..self.n]).for_each(|(o, k)| *o += pv * k);
-            }
-        }
-        out
+    fn exact_sums(&self, docs: &[KdeDoc<'_>], classes: usize, _emb: &TermEmbeddings, candidates: &[TermId], params: &KdeParams, _seed: [u8; 32]) -> Vec<Vec<Vec<i64>>> {
+        let index = CandidateIndex::new(candidates);
+        by_class(docs, classes).iter().map(|class_docs| vec![class_sums(self.0, class_docs, &index, params.terms_per_doc)]).collect()
     }
-}
 
-/// Draws an index with probability ∝ weights (non-negative); uniform if they sum to 0.
-pub(crate) fn draw_weighted(weights: &[f64], rng: &mut SecureRng) -> usize {
-    let total: f64 = weights.iter().sum();
-    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    if !(total > 0.0) || !total.is_finite() {
-        return ((u * weights.len() as f64) as usize).min(weights.len().saturating_sub(1));
+    fn sensitivity(&self, _params: &KdeParams) -> Result<u64, DpError> {
+        Ok(DOC_WEIGHT)
     }
-    let target = u * total;
-    let mut acc = 0.0;
-    for (i, &w) in weights.iter().enumerate() {
-        acc += w;
-        if acc > target {
-            return i;
-        }
-    }
-    weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
-}
 
-/// Samples `count` sequences of `len` candidate positions from one class's noisy unigram
-/// histogram (draws with replacement, as the paper's independent sampler).
-pub fn sample_unigram(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>, len: usize, count: usize, rng: &mut SecureRng) -> Vec<Vec<usize>> {
-    let mut p = clipped(sums, threshold(epsilon, sums.len()));
-    if let Some(s) = smoother {
-        p = s.apply(&p);
+    fn width(&self, _params: &KdeParams, candidates: usize) -> usize {
+        self.0.entries(candidates)
     }
-    (0..count).map(|_| (0..len).map(|_| draw_weighted(&p, rng)).collect()).collect()
-}
 
-/// Samples `count` Markov chains of `len` candidate positions from one class's noisy
-/// histogram ((N+1) × N: row 0 the keyphrase histogram, row p+1 the transitions out of p).
-pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smoother>, len: usize, count: usize, rng: &mut SecureRng) -> Vec<Vec<usize>> {
-    let tau = threshold(epsilon, n);
-    let rows: Vec<Vec<f64>> = (0..=n)
-        .map(|r| {
-            let row = clipped(&sums[r * n..][..n], tau);
-            match smoother {
-                Some(s) => s.apply(&row),
-                None => row,
-            }
-        })
-        .collect();
-    // Back-off: row 0, the class's keyphrase histogram (released beside the transitions).
-    let uni = rows[0].clone();
-    let uni_total: f64 = uni.iter().sum();
-    const ALPHA: f64 = 4.0;
-    let mut out = Vec::with_capacity(count);
-    let mut weights = vec![0f64; n];
-    for _ in 0..count {
-        let mut seq: Vec<usize> = Vec::with_capacity(len);
-        let mut row = 0usize;
-        for _ in 0..len {
-            for (w, wt) in weights.iter_mut().enumerate() {
-                let back = if uni_total > 0.0 { ALPHA * uni[w] / uni_total } else { 0.0 };
-                *wt = rows[row][w] + back;
-            }
-            if weights.iter().enumerate().any(|(w, &x)| x > 0.0 && !seq.contains(&w)) {
-                seq.iter().for_each(|&w| weights[w] = 0.0);
-            }
-            let next = draw_weighted(&weights, rng);
-            seq.push(next);
-            row = next + 1;
-        }
-        out.push(seq);
+    fn mechanism(&self, _delta: u64) -> (String, String) {
+        let what = match self.0 {
+            HistKind::Transitions => "keyphrase-row + transition",
+            HistKind::Unigram => "keyphrase",
+        };
+        (format!("discrete Laplace on the fixed-point {what} histogram over Ṽ"), format!("G·2^-{GRID_BITS} = 1 (a document's total weight)"))
     }
-    out
+
+    fn spend_params(&self, params: &KdeParams, _member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)> {
+        vec![("entries", self.0.entries(candidates).into()), ("keyphrases_per_doc_M", params.terms_per_doc.into())]
+    }
+
+    fn keeps_candidates(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dp::SecureRng;
 
     #[test]
     fn a_document_adds_at_most_one_unit_whatever_its_terms() {
@@ -314,7 +239,7 @@ mod tests {
     /// times, bucket the entry's noisy value (post-processing), and bound |ln P_D/P_D′| from
     /// below with 4-sd confidence intervals. The mechanism must stay within ε; a release made
     /// with twice the ε (what a sensitivity of ½ would give) must be caught.
-    fn estimated_loss(kind_sampler: crate::kde::Sampler, eps_used: f64, seed: u64) -> f64 {
+    fn estimated_loss(kind_sampler: crate::summary::Sampler, eps_used: f64, seed: u64) -> f64 {
         let bucket = |v: i64| (v as f64 / (DOC_WEIGHT as f64 / 2.0)).floor().clamp(-8.0, 8.0) as i64;
         // Index 0 is term 3's entry in both: the histogram's, and row 0 (the keyphrase row) of
         // the markov histogram, which a one-term document gives all its weight.
@@ -325,14 +250,14 @@ mod tests {
     /// releases (`build`, Ṽ = [3, 4], one class) each reduced to `event` of its sums.
     fn loss_between_empty_and<K: Eq + std::hash::Hash>(
         terms: &[TermId],
-        sampler: crate::kde::Sampler,
+        sampler: crate::summary::Sampler,
         eps_used: f64,
         seed: u64,
         trials: usize,
         event: impl Fn(&[i64]) -> K,
     ) -> f64 {
         use crate::classes::ClassSet;
-        use crate::kde::{build, KdeParams};
+        use crate::summary::build;
         let emb = TermEmbeddings::new(4);
         let cands = [3u32, 4];
         let classes = ClassSet::unlabelled();
@@ -352,7 +277,7 @@ mod tests {
     #[test]
     fn empirical_privacy_loss_stays_within_epsilon() {
         let eps = 1.0;
-        for (k, sampler) in [crate::kde::Sampler::Histogram, crate::kde::Sampler::Markov].into_iter().enumerate() {
+        for (k, sampler) in [crate::summary::Sampler::Histogram, crate::summary::Sampler::Markov].into_iter().enumerate() {
             let loss = estimated_loss(sampler, eps, 31 + k as u64);
             assert!(loss <= eps, "{sampler:?}: estimated privacy loss {loss} exceeds ε = {eps}");
             let bad = estimated_loss(sampler, 2.0 * eps, 41 + k as u64);
@@ -373,7 +298,7 @@ mod tests {
     /// Empirical check of the markov split (row 0 ¾, transitions ¼) with the real `build`, on
     /// neighbouring corpora: D empty, D′ one document with two Ṽ-terms. Outcome: `k2_event`.
     fn k2_markov_loss(eps_used: f64, seed: u64) -> f64 {
-        loss_between_empty_and(&[3, 4], crate::kde::Sampler::Markov, eps_used, seed, 100_000, k2_event)
+        loss_between_empty_and(&[3, 4], crate::summary::Sampler::Markov, eps_used, seed, 100_000, k2_event)
     }
 
     /// A two-term document is where the markov split is tight (3/8 + 3/8 + ¼ = 1): the real
@@ -442,28 +367,4 @@ mod tests {
         assert!(bad > eps, "a full weight per term went undetected (loss {bad})");
     }
 
-    #[test]
-    fn samplers_follow_the_histogram() {
-        let mut rng = SecureRng::seeded_for_tests(3);
-        let g = DOC_WEIGHT as i64;
-        // Unigram: term 1 has all the mass.
-        let seqs = sample_unigram(&[0, 50 * g, 0], 10.0, None, 5, 20, &mut rng);
-        assert!(seqs.iter().flatten().all(|&w| w == 1));
-        // Markov over 3 terms: row 0 (only 2) → 0 → 1 deterministic (large counts).
-        let n = 3;
-        let mut t = vec![0i64; (n + 1) * n];
-        t[2] = 50 * g;
-        t[3 * n] = 50 * g;
-        t[n + 1] = 50 * g;
-        let seqs = sample_markov(&t, n, 10.0, None, 3, 20, &mut rng);
-        for s in &seqs {
-            assert_eq!(s[0], 2);
-            assert_eq!(s.len(), 3);
-            let mut d = s.clone();
-            d.sort_unstable();
-            d.dedup();
-            assert_eq!(d.len(), 3, "no repeats while other terms have mass: {s:?}");
-        }
-        assert!(seqs.iter().filter(|s| s == &&vec![2, 0, 1]).count() >= 15, "{seqs:?}");
-    }
 }

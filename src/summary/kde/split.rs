@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use super::KdeParams;
+use crate::summary::KdeParams;
 
 /// Exact sums per class, member and feature (`super::exact_sums`).
 pub(crate) type Sums = Vec<Vec<Vec<i64>>>;
@@ -108,7 +108,8 @@ impl SplitSums {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{exact_sums, tests::unit_vectors, KdeDoc, Sampler};
+    use crate::summary::kde::tests::unit_vectors;
+    use crate::summary::{exact_sums, KdeDoc, Sampler};
     use super::*;
     use crate::embed::TermEmbeddings;
     use crate::vocab::TermId;

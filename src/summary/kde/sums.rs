@@ -18,7 +18,9 @@
 
 use std::collections::HashMap;
 
-use super::{Features, KdeDoc, KdeParams, Sampler, C_BOUND, GRID_BITS, Q_BOUND};
+use super::{Features, C_BOUND, Q_BOUND};
+use crate::summary::sampler::Sampler;
+use crate::summary::{KdeDoc, KdeParams, GRID_BITS};
 use crate::embed::TermEmbeddings;
 use crate::linalg::MatRef;
 use crate::trig::{cos_fast, round_to_i32};
@@ -267,7 +269,7 @@ pub(super) fn class_sums(docs: &[&KdeDoc<'_>], features: &Features, params: &Kde
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kde::tests::unit_vectors;
+    use crate::summary::kde::tests::unit_vectors;
 
     fn embeddings(n: usize, dim: usize) -> TermEmbeddings {
         let mut emb = TermEmbeddings::new(dim);
@@ -389,20 +391,20 @@ mod tests {
         let docs: Vec<KdeDoc<'_>> = lists.iter().enumerate().map(|(i, t)| KdeDoc { class: i % 3, terms: t }).collect();
         for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
             let params = KdeParams { epsilon: 1.0, sampler, len: 4, features: 32, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
-            let all = crate::kde::exact_sums(&docs, 3, &emb, &params, [3; 32]).unwrap();
+            let all = crate::summary::exact_sums(&docs, 3, &emb, &params, [3; 32]).unwrap();
             assert!(all.iter().flatten().all(|m| m.iter().any(|&v| v != 0)), "{sampler:?}: every class and member has sums");
             for split in [1, 1_500, 3_300] {
-                let mut a = crate::kde::exact_sums(&docs[..split], 3, &emb, &params, [3; 32]).unwrap();
-                let b = crate::kde::exact_sums(&docs[split..], 3, &emb, &params, [3; 32]).unwrap();
+                let mut a = crate::summary::exact_sums(&docs[..split], 3, &emb, &params, [3; 32]).unwrap();
+                let b = crate::summary::exact_sums(&docs[split..], 3, &emb, &params, [3; 32]).unwrap();
                 a.iter_mut().flatten().zip(b.iter().flatten()).for_each(|(x, y)| x.iter_mut().zip(y).for_each(|(x, y)| *x += y));
                 assert_eq!(a, all, "{sampler:?}, split at {split}");
             }
             let classes = crate::classes::ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
             let mut rng = crate::dp::SecureRng::seeded_for_tests(5);
-            let (set, spends) = crate::kde::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all.clone(), &mut rng).unwrap();
+            let (set, spends) = crate::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all.clone(), &mut rng).unwrap();
             set.check().unwrap();
             assert_eq!(spends.len(), 3 * params.ensemble().members());
-            assert!(crate::kde::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all[..2].to_vec(), &mut rng).is_err());
+            assert!(crate::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all[..2].to_vec(), &mut rng).is_err());
         }
     }
 }

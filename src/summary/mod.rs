@@ -1,0 +1,490 @@
+//! The ε_kde release ("DP summaries"): one artefact, [`DpKdeSet`], per-class noisy sums that the
+//! keyphrase samplers draw sequences from (`crate::sample`), whatever the sampler.
+//!
+//! Two families of mechanisms fill it ([`Family`]), each with its privacy map beside it:
+//! the random-feature DP-KDEs of the paper ([`kde`]: independent, iterative-linear,
+//! iterative-log) and the noisy keyphrase histograms over Ṽ ([`hist`]: histogram, markov).
+//! Both give exact integer sums per class and ensemble member in units of 2^-[`GRID_BITS`]
+//! with a stated L1 sensitivity Δ; the release loop here adds discrete Laplace noise of scale
+//! Δ·members/ε_kde to every entry ([`crate::dp::laplace`]) and writes one ledger entry per
+//! class and member. Members of a class compose sequentially, classes in parallel: the whole
+//! release is ε_kde-DP. Every declared class gets its sums, with no documents (noise only) if
+//! need be, so the release has the same shape on neighbouring corpora.
+//!
+//! # How to add a keyphrase sampler
+//! A variant of [`Sampler`] in [`sampler`] (its name, description and [`Sampler::needs`]: the
+//! registry, and its module docs say the steps), its family in [`family`] here (an existing
+//! one, or a new `impl Family` in a file beside [`hist`] and [`kde`], with its privacy map),
+//! the release versions it reads in [`first_kernel_read`], and one file under `crate::sample`
+//! that draws sequences from its release. The release loop, the artefact and the ledger
+//! entries are shared; the front ends ask [`KdeParams::needs`] and never branch on it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::classes::ClassSet;
+use crate::dp::{laplace, DpError, SecureRng};
+use crate::embed::TermEmbeddings;
+use crate::ledger::{Scope, Spend};
+use crate::vocab::TermId;
+
+pub mod hist;
+pub mod kde;
+mod params;
+mod sampler;
+
+pub use params::{KdeParams, MAX_HIST_CELLS};
+pub use sampler::{Needs, Sampler};
+
+use kde::Features;
+
+/// Grid of the fixed-point sums: 2^-GRID_BITS.
+pub const GRID_BITS: i32 = 20;
+
+/// One class's released sums: one I-vector per ensemble member (DP-KDE samplers), or one
+/// histogram over Ṽ (histogram samplers, [`hist`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassKde {
+    /// The class name (`None`: the corpus has no labels).
+    pub label: Option<String>,
+    /// The noisy sums exactly as released: integers in units of 2^-GRID_BITS.
+    pub sums: Vec<Vec<i64>>,
+}
+
+impl ClassKde {
+    /// Member m's noisy sums S̃ in real units.
+    pub fn member_sums(&self, m: usize) -> Vec<f64> {
+        self.sums[m].iter().map(|&v| v as f64 / (1u64 << GRID_BITS) as f64).collect()
+    }
+}
+
+/// The released DP-KDEs: a DP artefact. Sampling more sequences from it costs nothing more.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DpKdeSet {
+    pub params: KdeParams,
+    pub dim: usize,
+    /// Hex seed of ω and β (data-independent).
+    pub feature_seed: String,
+    pub epsilon_per_member: f64,
+    pub classes: Vec<ClassKde>,
+    /// The candidates the histogram samplers' entries refer to (Ṽ's term ids, in Ṽ's order);
+    /// empty for the DP-KDE samplers (their sums do not depend on the candidates).
+    #[serde(default)]
+    pub candidates: Vec<TermId>,
+    /// The version of the sums' meaning ([`KERNEL`]): the random-feature kernel they were built
+    /// with, and the markov histogram's layout; 0 in releases written before the field existed.
+    #[serde(default)]
+    pub kernel: u32,
+}
+
+/// The version of what a release's sums mean, so that a file saved by an earlier version is
+/// refused ([`DpKdeSet::check`]) rather than read with a meaning it was not built with:
+/// - 0 (releases without the field): the paper's block scales ([`kde::Ensemble::scales`]), 1/√ℓ
+///   for every block, which the independent and logarithmic samplers still use;
+/// - 1: the iterative-linear kernel with λ on the prefix (an iterative-linear release below 1
+///   is refused);
+/// - 2: the markov histogram's row 0 is the class's keyphrase histogram ([`hist`], since
+///   d8ac1f6); before, it was a START row of first transitions. Markov releases below 2 are
+///   refused: those of version 1 were saved both before and after that change, so the number
+///   cannot tell them apart. The histogram and DP-KDE samplers read every version as before.
+pub const KERNEL: u32 = 2;
+
+/// The first [`KERNEL`] whose releases of `sampler` mean what this version reads.
+fn first_kernel_read(sampler: Sampler) -> u32 {
+    match sampler {
+        Sampler::IterativeLinear => 1,
+        Sampler::Markov => 2,
+        Sampler::Histogram | Sampler::Independent | Sampler::IterativeLog => 0,
+    }
+}
+
+impl DpKdeSet {
+    pub fn features(&self) -> Result<Features, KdeError> {
+        let seed = parse_seed(&self.feature_seed).ok_or(KdeError::BadArtefact("feature_seed"))?;
+        Ok(Features::generate(self.params.features, self.dim, self.params.blocks(), self.params.bandwidth, seed))
+    }
+
+    /// Checks the artefact's shape (after loading a file).
+    pub fn check(&self) -> Result<(), KdeError> {
+        self.params.validate().map_err(|e| KdeError::Dp(e.into()))?;
+        let m = self.params.ensemble().members();
+        let family = family(self.params.sampler);
+        let width = family.width(&self.params, self.candidates.len());
+        let ok = self.classes.iter().all(|c| c.sums.len() == m && c.sums.iter().all(|s| s.len() == width))
+            && (!family.keeps_candidates() || !self.candidates.is_empty());
+        if !ok || self.classes.is_empty() || self.dim == 0 {
+            return Err(KdeError::BadArtefact("sums"));
+        }
+        if self.kernel > KERNEL {
+            return Err(KdeError::TooNew(self.kernel));
+        }
+        if self.kernel < first_kernel_read(self.params.sampler) {
+            return Err(KdeError::Outdated(self.params.sampler.name()));
+        }
+        Ok(())
+    }
+}
+
+fn parse_seed(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KdeError {
+    #[error(transparent)]
+    Dp(#[from] DpError),
+    #[error("the term with id {0} has no embedding")]
+    MissingEmbedding(TermId),
+    #[error("the release would hold {cells} noisy counts (the Markov sampler keeps (N+1)·N per class), more than {max}: choose a smaller N, fewer classes, or the histogram sampler")]
+    TooLarge { cells: usize, max: usize },
+    #[error("the DP-KDE file is damaged or from another version ({0})")]
+    BadArtefact(&'static str),
+    /// A release whose sums this version would read with another meaning ([`KERNEL`]).
+    #[error("this {0} release was saved by an earlier version of dpkps, whose {0} sampler built it differently; this version would misread it: build the release again")]
+    Outdated(&'static str),
+    #[error("this release was saved by a later version of dpkps (release version {0}; this one reads up to {KERNEL}): use that version to sample from it")]
+    TooNew(u32),
+}
+
+/// One document as the KDE sees it: its class (index in the [`ClassSet`]) and its keyphrases
+/// in order. Documents that the class set drops are not passed at all.
+#[derive(Debug, Clone, Copy)]
+pub struct KdeDoc<'a> {
+    pub class: usize,
+    pub terms: &'a [TermId],
+}
+
+/// Whether the mechanism adds noise.
+///
+/// `Off` exists for unit tests and for the utility evaluation's noiseless comparison arms
+/// (`crate::eval`), whose outputs are never released. It is `pub(crate)` on purpose: the only
+/// public entry point, [`build`], always adds Laplace noise, so no caller outside this crate
+/// (the CLI's release paths, the app, a user of the library) can produce a noiseless release.
+pub(crate) enum Noise<'r> {
+    Laplace(&'r mut SecureRng),
+    Off,
+}
+
+/// A family of ε_kde mechanisms: what the release loop ([`build`]) needs to know of the
+/// samplers it serves. Each implementation states its privacy map in its module docs: the
+/// exact sums, and why one document changes one member's sums of one class by at most Δ in L1.
+pub(crate) trait Family: Sync {
+    /// Refuses inputs the family cannot read (checked before anything is computed or spent).
+    fn check_inputs(&self, docs: &[KdeDoc<'_>], emb: &TermEmbeddings, candidates: &[TermId]) -> Result<(), KdeError>;
+    /// The exact sums (private: never released as such) per class (index in the class set,
+    /// `classes` of them) and ensemble member, in grid units, each [`Family::width`] long.
+    fn exact_sums(&self, docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, candidates: &[TermId], params: &KdeParams, seed: [u8; 32]) -> Vec<Vec<Vec<i64>>>;
+    /// Δ: the L1 sensitivity of one member's sums, in grid units.
+    fn sensitivity(&self, params: &KdeParams) -> Result<u64, DpError>;
+    /// Entries of one member's sums, for `candidates` terms in Ṽ.
+    fn width(&self, params: &KdeParams, candidates: usize) -> usize;
+    /// The ledger's words: the mechanism, and Δ in real units (Δ = `delta` grid units).
+    fn mechanism(&self, delta: u64) -> (String, String);
+    /// Member `member`'s own spend parameters (listed after the sampler's name and before Δ
+    /// and the noise scale).
+    fn spend_params(&self, params: &KdeParams, member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)>;
+    /// Whether the release carries Ṽ (its entries refer to the candidates).
+    fn keeps_candidates(&self) -> bool;
+}
+
+/// The family of each sampler.
+pub(crate) fn family(sampler: Sampler) -> &'static dyn Family {
+    match sampler {
+        Sampler::Histogram => &hist::UNIGRAM,
+        Sampler::Markov => &hist::TRANSITIONS,
+        Sampler::Independent | Sampler::IterativeLinear | Sampler::IterativeLog => &kde::RandomFeatures,
+    }
+}
+
+/// The documents of each class (index in the class set), in order.
+pub(crate) fn by_class<'a, 'd>(docs: &'a [KdeDoc<'d>], classes: usize) -> Vec<Vec<&'a KdeDoc<'d>>> {
+    let mut out: Vec<Vec<&KdeDoc<'_>>> = vec![Vec::new(); classes];
+    for d in docs {
+        out[d.class].push(d);
+    }
+    out
+}
+
+/// Builds the DP summaries of every declared class: ε_kde-DP (module docs; the families'
+/// privacy maps: [`kde`], [`hist`]). `candidates` is Ṽ (term ids in Ṽ's order): the histogram
+/// samplers' entries; the DP-KDE samplers do not read it. Returns the release and one spend
+/// per class and member.
+pub fn build(
+    docs: &[KdeDoc<'_>],
+    classes: &ClassSet,
+    emb: &TermEmbeddings,
+    candidates: &[TermId],
+    params: &KdeParams,
+    rng: &mut SecureRng,
+) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    let seed = draw_seed(rng);
+    build_with(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng))
+}
+
+/// The seed of ω and β: random, data-independent, released with the DP-KDEs.
+pub fn draw_seed(rng: &mut SecureRng) -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    rng.fill(&mut seed);
+    seed
+}
+
+/// The exact sums Σ_docs q(doc) of the DP-KDE samplers (private: never released as such), per
+/// class (index in the class set, `classes` of them) and member, for the features of `seed`.
+/// Exact integers: the sums of a split of the documents add up to those of all of them, bit for
+/// bit, so the work can be shared (the app's helper workers) and the release stays the same.
+/// `pub(crate)`, like [`Noise`]: noiseless private sums must not leave the crate's DP API.
+/// (Only the app's worker, a wasm32 module, calls it outside tests.)
+#[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
+pub(crate) fn exact_sums(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &KdeParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, KdeError> {
+    params.validate().map_err(DpError::from)?;
+    if params.sampler.hist_kind().is_some() {
+        return Err(KdeError::BadArtefact("sampler"));
+    }
+    if docs.iter().any(|d| d.class >= classes) {
+        return Err(KdeError::BadArtefact("document class"));
+    }
+    let family = family(params.sampler);
+    family.check_inputs(docs, emb, &[])?;
+    Ok(family.exact_sums(docs, classes, emb, &[], params, seed))
+}
+
+/// [`build`] for the DP-KDE samplers with the exact sums of all of `docs` already computed
+/// ([`exact_sums`], perhaps in parts, added up) for the features of `seed` ([`draw_seed`]).
+/// `pub(crate)`: it attaches the ε spends to whatever sums it is given (twice the exact sums
+/// would be released at half the noise they need), so only the crate's own callers may.
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
+pub(crate) fn build_from_sums(
+    docs: &[KdeDoc<'_>],
+    classes: &ClassSet,
+    emb: &TermEmbeddings,
+    candidates: &[TermId],
+    params: &KdeParams,
+    seed: [u8; 32],
+    sums: Vec<Vec<Vec<i64>>>,
+    rng: &mut SecureRng,
+) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    let members = params.ensemble().members();
+    let width = family(params.sampler).width(params, candidates.len());
+    if params.sampler.hist_kind().is_some() || sums.len() != classes.len() || sums.iter().any(|c| c.len() != members || c.iter().any(|m| m.len() != width)) {
+        return Err(KdeError::BadArtefact("sums"));
+    }
+    release(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng), Some(sums))
+}
+
+pub(crate) fn build_with(
+    docs: &[KdeDoc<'_>],
+    classes: &ClassSet,
+    emb: &TermEmbeddings,
+    candidates: &[TermId],
+    params: &KdeParams,
+    seed: [u8; 32],
+    noise: Noise<'_>,
+) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    release(docs, classes, emb, candidates, params, seed, noise, None)
+}
+
+/// The release loop, for every family: checks, the exact sums (computed here, or `precomputed`),
+/// discrete Laplace noise of scale Δ·members/ε_kde on every entry (drawn class by class, member
+/// by member, entry by entry), and one spend per class and member.
+#[allow(clippy::too_many_arguments)]
+fn release(
+    docs: &[KdeDoc<'_>],
+    classes: &ClassSet,
+    emb: &TermEmbeddings,
+    candidates: &[TermId],
+    params: &KdeParams,
+    seed: [u8; 32],
+    mut noise: Noise<'_>,
+    precomputed: Option<Vec<Vec<Vec<i64>>>>,
+) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+    params.validate().map_err(DpError::from)?;
+    if docs.iter().any(|d| d.class >= classes.len()) {
+        return Err(KdeError::BadArtefact("document class"));
+    }
+    let family = family(params.sampler);
+    family.check_inputs(docs, emb, candidates)?;
+    params.check_release_size(candidates.len(), classes.len())?;
+    let ensemble = params.ensemble();
+    let members = ensemble.members();
+    let eps_m = ensemble.epsilon_per_member(params.epsilon);
+    // Δ in grid units (the family's privacy map). Noise scale Δ/ε_m = Δ·members/ε_kde, computed
+    // exactly.
+    let delta = params.sensitivity()?;
+    let scale = params.noise_scale()?;
+    let grid = (1u64 << GRID_BITS) as f64;
+    let (mechanism, sensitivity) = family.mechanism(delta);
+    // Sums computed already (the app's helpers) are not computed again: for the DP-KDEs that
+    // would draw I·blocks·d Gaussians again, a noticeable part of a second in the app's worker.
+    let exact = match precomputed {
+        Some(sums) => sums,
+        None => family.exact_sums(docs, classes.len(), emb, candidates, params, seed),
+    };
+    let mut out = Vec::with_capacity(classes.len());
+    let mut spends = Vec::new();
+    for (c, totals) in exact.into_iter().enumerate() {
+        let sums = totals
+            .into_iter()
+            .map(|member| match &mut noise {
+                Noise::Laplace(rng) => laplace::release_counts(member, scale, rng),
+                Noise::Off => member,
+            })
+            .collect();
+        let name = classes.name(c).to_string();
+        for m in 0..members {
+            spends.push(
+                laplace::spend("kde", mechanism.clone(), eps_m)
+                    .param("sampler", params.sampler.name())
+                    .params(family.spend_params(params, m, candidates.len()))
+                    .param("l1_sensitivity", sensitivity.clone())
+                    .param("noise_scale", scale.to_f64() / grid)
+                    .scope(Scope::Partition { label: name.clone() }),
+            );
+        }
+        out.push(ClassKde { label: classes.is_labelled().then_some(name), sums });
+    }
+    let set = DpKdeSet {
+        params: *params,
+        dim: emb.dim(),
+        feature_seed: crate::corpus::hex(&seed),
+        epsilon_per_member: eps_m,
+        classes: out,
+        candidates: if family.keeps_candidates() { candidates.to_vec() } else { Vec::new() },
+        kernel: KERNEL,
+    };
+    Ok((set, spends))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kde::tests::unit_vectors;
+
+    /// Terms 0..n with synthetic unit vectors of dimension `dim` (seed 1).
+    fn embeddings_of(n: usize, dim: usize) -> TermEmbeddings {
+        let mut emb = TermEmbeddings::new(dim);
+        for (i, v) in unit_vectors(n, dim, 1).iter().enumerate() {
+            emb.insert(i as TermId, v).unwrap();
+        }
+        emb
+    }
+
+    #[test]
+    fn noise_scale_and_spends_follow_the_privacy_map() {
+        let emb = embeddings_of(5, 4);
+        let a = vec![0, 1, 2];
+        let b = vec![3, 4];
+        let docs = [KdeDoc { class: 0, terms: &a }, KdeDoc { class: 1, terms: &b }];
+        let classes = ClassSet::declared(&["x", "y"], crate::classes::OtherLabels::Drop).unwrap();
+        let params = KdeParams { epsilon: 6.0, sampler: Sampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        let mut rng = SecureRng::seeded_for_tests(1);
+        let (set, spends) = build(&docs, &classes, &emb, &[], &params, &mut rng).unwrap();
+        assert_eq!(set.classes.len(), 2);
+        assert_eq!(spends.len(), 2 * 3);
+        assert!(spends.iter().all(|s| (s.epsilon - 2.0).abs() < 1e-12));
+        let mut run = crate::ledger::Run::new("r".into(), "t".into());
+        run.spends = spends.clone();
+        assert!((run.epsilon() - 6.0).abs() < 1e-12, "classes must compose in parallel");
+        // scale = I·Q/ε_m grid units = 64·1482911/2 / 2^20 ≈ 45.25 ≈ √2·64/2
+        let scale = spends[0].params["noise_scale"].as_f64().unwrap();
+        assert!((scale - std::f64::consts::SQRT_2 * 64.0 / 2.0).abs() < 1e-3, "{scale}");
+        set.check().unwrap();
+        let json = serde_json::to_string(&set).unwrap();
+        let back: DpKdeSet = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, set);
+    }
+
+    #[test]
+    fn releases_of_an_earlier_linear_kernel_are_refused() {
+        // A release file written before the `kernel` field: an iterative-linear one was built
+        // with other block scales and is refused; the other samplers' kernel is unchanged.
+        let emb = embeddings_of(3, 4);
+        let t = vec![0, 1, 2];
+        let docs = [KdeDoc { class: 0, terms: &t }];
+        let mut rng = SecureRng::seeded_for_tests(2);
+        for sampler in [Sampler::IterativeLinear, Sampler::IterativeLog, Sampler::Independent] {
+            let params = KdeParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+            let (set, _) = build(&docs, &ClassSet::unlabelled(), &emb, &[], &params, &mut rng).unwrap();
+            assert_eq!(set.kernel, KERNEL);
+            set.check().unwrap();
+            let mut json = serde_json::to_value(&set).unwrap();
+            json.as_object_mut().unwrap().remove("kernel");
+            let old: DpKdeSet = serde_json::from_value(json).unwrap();
+            assert_eq!(old.kernel, 0);
+            assert_eq!(old.check().is_err(), sampler == Sampler::IterativeLinear, "{sampler:?}");
+            assert!(DpKdeSet { kernel: KERNEL + 1, ..set }.check().is_err(), "{sampler:?}: a later kernel");
+        }
+    }
+
+    #[test]
+    fn markov_releases_from_before_its_keyphrase_row_are_refused() {
+        // Before d8ac1f6 a markov release's row 0 was a START row, and its files carry only the
+        // `kernel` field (absent, or 1 both before and after the change): they are refused with
+        // words that say so, a new one round-trips and samples, and the histogram sampler's
+        // old files load as before.
+        let emb = embeddings_of(3, 4);
+        let t = vec![0, 1, 2];
+        let docs = [KdeDoc { class: 0, terms: &t }];
+        let cands = crate::sample::Candidates::without_vectors(&t, 4);
+        let mut rng = SecureRng::seeded_for_tests(5);
+        for sampler in [Sampler::Markov, Sampler::Histogram] {
+            let params = KdeParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+            let (set, _) = build(&docs, &ClassSet::unlabelled(), &emb, &t, &params, &mut rng).unwrap();
+            assert_eq!(set.kernel, KERNEL);
+            let back: DpKdeSet = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
+            assert_eq!(back, set);
+            back.check().unwrap();
+            assert_eq!(crate::sample::sample(&back, &cands, 2, &mut rng).unwrap().len(), 2, "{sampler:?}");
+            for old_kernel in [None, Some(1)] {
+                let mut json = serde_json::to_value(&set).unwrap();
+                let obj = json.as_object_mut().unwrap();
+                match old_kernel {
+                    None => obj.remove("kernel"),
+                    Some(k) => obj.insert("kernel".into(), k.into()),
+                };
+                let old: DpKdeSet = serde_json::from_value(json).unwrap();
+                match sampler {
+                    Sampler::Markov => {
+                        let e = old.check().unwrap_err();
+                        assert!(matches!(e, KdeError::Outdated("markov")), "{old_kernel:?}: {e}");
+                        assert!(e.to_string().contains("earlier version"), "{e}");
+                        assert!(crate::sample::sample(&old, &cands, 2, &mut rng).is_err(), "sampling must refuse it too");
+                    }
+                    _ => old.check().unwrap(),
+                }
+            }
+            assert!(matches!(DpKdeSet { kernel: KERNEL + 1, ..set }.check(), Err(KdeError::TooNew(_))), "{sampler:?}");
+        }
+    }
+
+    #[test]
+    fn missing_embeddings_and_bad_parameters_are_refused() {
+        let emb = TermEmbeddings::new(4);
+        let t = vec![7];
+        let docs = [KdeDoc { class: 0, terms: &t }];
+        let cs = ClassSet::unlabelled();
+        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        let mut rng = SecureRng::seeded_for_tests(1);
+        assert!(matches!(build(&docs, &cs, &emb, &[], &params, &mut rng), Err(KdeError::MissingEmbedding(7))));
+        let outside = [KdeDoc { class: 1, terms: &t }];
+        assert!(matches!(build(&outside, &cs, &emb, &[1], &KdeParams { sampler: Sampler::Histogram, ..params }, &mut rng), Err(KdeError::BadArtefact(_))));
+        for bad in [
+            KdeParams { epsilon: f64::NAN, ..params },
+            KdeParams { len: 0, ..params },
+            KdeParams { features: 0, ..params },
+            KdeParams { terms_per_doc: 0, ..params },
+            KdeParams { bandwidth: 0.0, ..params },
+            KdeParams { bandwidth: f64::INFINITY, ..params },
+            KdeParams { smoothing: -1.0, ..params },
+            KdeParams { smoothing: 0.001, ..params },
+        ] {
+            assert!(matches!(build(&docs, &cs, &emb, &[], &bad, &mut rng), Err(KdeError::Dp(_))), "{bad:?}");
+        }
+    }
+}
