@@ -23,10 +23,9 @@ pub mod ledger;
 pub mod overlap;
 pub mod pipeline;
 pub mod sample;
-pub mod summary;
 pub mod text;
 pub(crate) mod trig;
-pub mod vocab;
+pub mod public_vocab;
 
 pub mod preview;
 pub mod prompt;

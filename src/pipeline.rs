@@ -13,7 +13,7 @@ use crate::classes::ClassSet;
 use crate::dp::vocabulary::{select_from_documents, PrivateVocabulary, TermHistogram, VocabParams};
 use crate::dp::{DpError, SecureRng};
 use crate::ledger::Spend;
-use crate::vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
+use crate::public_vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
 
 
 /// One private document, reduced to what later stages need. Private: never released.
@@ -139,7 +139,7 @@ impl MatchedCorpus {
 pub struct Release {
     pub format: String,
     pub vocabulary: PrivateVocabulary,
-    pub kde: crate::summary::DpKdeSet,
+    pub kde: crate::dp::summary::DpSummary,
     /// Checksum of the embedding model the KDEs were built with (sampling must use the same).
     pub model_checksum: String,
     /// DP class counts (`dp::counts`), in the classes' order: sequences are sampled in
@@ -170,12 +170,12 @@ impl Release {
 impl MatchedCorpus {
     /// The documents as the DP summaries see them: class (by the public class set; dropped
     /// documents are left out) and first `len` terms.
-    pub fn kde_docs(&self, len: usize, classes: &ClassSet) -> Vec<crate::summary::KdeDoc<'_>> {
+    pub fn kde_docs(&self, len: usize, classes: &ClassSet) -> Vec<crate::dp::summary::SummaryDoc<'_>> {
         self.docs
             .iter()
             .filter_map(|d| {
                 let class = classes.assign(d.label.as_deref())?;
-                Some(crate::summary::KdeDoc { class, terms: &d.terms[..d.terms.len().min(len)] })
+                Some(crate::dp::summary::SummaryDoc { class, terms: &d.terms[..d.terms.len().min(len)] })
             })
             .collect()
     }

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::Bundled;
+use crate::public_vocab::Bundled;
 
 // What a run request carries and what its progress names: defined with the orchestration
 // (`crate::run`), which the CLI drives too; carried here as they are.

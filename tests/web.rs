@@ -8,7 +8,7 @@ use dpkps::corpus::{Corpus, Fields, Format};
 use dpkps::dp::vocabulary::VocabParams;
 use dpkps::dp::SecureRng;
 use dpkps::pipeline::MatchingSink;
-use dpkps::vocab::{Matcher, PublicVocabulary};
+use dpkps::public_vocab::{Matcher, PublicVocabulary};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -86,8 +86,8 @@ fn bundled_model_matches_sentence_transformers_in_the_browser() {
 fn kde_and_samplers_run_in_the_browser() {
     use dpkps::embed::TermEmbeddings;
     use dpkps::classes::{ClassSet, OtherLabels};
-    use dpkps::summary::kde::Features;
-    use dpkps::summary::{build, KdeDoc, KdeParams, Sampler};
+    use dpkps::dp::summary::kde::Features;
+    use dpkps::dp::summary::{build, SummaryDoc, SummaryParams, KeyphraseSampler};
     use dpkps::sample::{batched_scores, naive_scores, sample, Candidates};
     let dim = 16;
     let mut emb = TermEmbeddings::new(dim);
@@ -95,11 +95,11 @@ fn kde_and_samplers_run_in_the_browser() {
         emb.insert(t as u32, v).unwrap();
     }
     let terms: Vec<Vec<u32>> = (0..80u32).map(|k| vec![k % 40, (k * 3 + 1) % 40, (k * 7 + 2) % 40]).collect();
-    let docs: Vec<KdeDoc<'_>> = terms.iter().enumerate().map(|(k, t)| KdeDoc { class: k % 2, terms: t }).collect();
+    let docs: Vec<SummaryDoc<'_>> = terms.iter().enumerate().map(|(k, t)| SummaryDoc { class: k % 2, terms: t }).collect();
     let classes = ClassSet::declared(&["a", "b"], OtherLabels::Drop).unwrap();
     let cands = Candidates::new(&(0..40).collect::<Vec<_>>(), &emb).unwrap();
-    for sampler in Sampler::ALL {
-        let params = KdeParams { epsilon: 5.0, sampler, len: 3, features: 128, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+    for sampler in KeyphraseSampler::ALL {
+        let params = SummaryParams { epsilon: 5.0, sampler, len: 3, features: 128, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::from_os().unwrap();
         let (set, spends) = build(&docs, &classes, &emb, &cands.ids, &params, &mut rng).unwrap();
         assert_eq!(spends.len(), 2 * params.ensemble().members());
@@ -110,7 +110,7 @@ fn kde_and_samplers_run_in_the_browser() {
             continue;
         }
         let f = set.features().unwrap();
-        let prefix: &[u32] = if sampler == Sampler::Independent { &[] } else { &[5, 9] };
+        let prefix: &[u32] = if sampler == KeyphraseSampler::Independent { &[] } else { &[5, 9] };
         let fast = batched_scores(&set, &f, &cands, 0, prefix, &emb);
         let slow = naive_scores(&set, &f, &cands, 0, prefix, &emb);
         let scale = slow.iter().fold(1f32, |m, x| m.max(x.abs()));

@@ -5,8 +5,8 @@
 
 use dpkps::dp::SecureRng;
 use dpkps::embed::TermEmbeddings;
-use dpkps::summary::kde::Features;
-use dpkps::summary::{build, KdeDoc, KdeParams, Sampler};
+use dpkps::dp::summary::kde::Features;
+use dpkps::dp::summary::{build, SummaryDoc, SummaryParams, KeyphraseSampler};
 use dpkps::sample::{sample, Candidates};
 use wasm_bindgen_test::*;
 
@@ -29,10 +29,10 @@ fn bench_kde_generation_wasm() {
     let terms: Vec<Vec<u32>> = (0..n_docs as u64)
         .map(|k| (0..m as u64).map(|j| ((k * 7919 + j * 104729 + j * j * 13) % vocab as u64) as u32).collect())
         .collect();
-    let docs: Vec<KdeDoc<'_>> = terms.iter().map(|t| KdeDoc { label: None, terms: t }).collect();
+    let docs: Vec<SummaryDoc<'_>> = terms.iter().map(|t| SummaryDoc { label: None, terms: t }).collect();
     let cands = Candidates::new(&(0..n_cands as u32).collect::<Vec<_>>(), &emb).unwrap();
-    for sampler in [Sampler::IterativeLinear, Sampler::IterativeLog, Sampler::Independent] {
-        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0 };
+    for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent] {
+        let params = SummaryParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0 };
         let t0 = now_ms();
         let (set, _) = build(&docs, &emb, &params, &mut rng).unwrap();
         let t1 = now_ms();

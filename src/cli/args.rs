@@ -9,7 +9,7 @@ use crate::classes::ClassSet;
 use crate::corpus::Format;
 use crate::dp::vocabulary::VocabParams;
 use crate::dp::DpError;
-use crate::summary::Sampler;
+use crate::dp::summary::KeyphraseSampler;
 use crate::run::RunSettings;
 
 use super::{bench, evaluate, vectors, CliError};
@@ -60,7 +60,7 @@ pub(super) enum Command {
         #[arg(long)]
         out: PathBuf,
     },
-    /// Build per-class DP-KDEs (ε_kde-DP) and sample keyphrase sequences; writes one JSON line
+    /// Build the per-class DP summaries (ε_kde-DP, + DP class counts) and sample keyphrase sequences; writes one JSON line
     /// per sequence `{"label", "keyphrases"}`, and the release (to sample more later).
     Sequences {
         #[command(flatten)]
@@ -229,14 +229,14 @@ pub(crate) struct KdeArgs {
     /// plus transition histograms over Ṽ: chains start from the row and back off to it), or the
     /// paper's DP-KDEs: independent, iterative-linear, iterative-log. The default kept the most
     /// utility under DP on MTSamples (README, "evaluate"); check yours with `dpkps evaluate`.
-    #[arg(long, default_value = crate::summary::KdeParams::DEFAULT_SAMPLER.name())]
+    #[arg(long, default_value = crate::dp::summary::SummaryParams::DEFAULT_SAMPLER.name())]
     pub(crate) sampler: String,
     /// L: keyphrases per sequence.
     #[arg(long, default_value_t = 10)]
     pub(crate) len: usize,
-    /// I: random features of the DP-KDE samplers (data-independent default; see src/kde.rs,
+    /// I: random features of the DP-KDE samplers (data-independent default; see src/dp/summary/kde/mod.rs,
     /// "Choosing I").
-    #[arg(long, default_value_t = crate::summary::KdeParams::DEFAULT_FEATURES)]
+    #[arg(long, default_value_t = crate::dp::summary::SummaryParams::DEFAULT_FEATURES)]
     pub(crate) features: usize,
     /// M: keyphrases per document in the independent sampler's KDE, and the Ṽ-keyphrases per
     /// document of the histogram samplers.
@@ -246,7 +246,7 @@ pub(crate) struct KdeArgs {
     #[arg(long, default_value_t = 100)]
     pub(crate) per_class: usize,
     /// h: kernel bandwidth (exp(−‖x−y‖²/(h·ℓ)); 1 is the paper's). Chosen on MTSamples.
-    #[arg(long, default_value_t = crate::summary::KdeParams::DEFAULT_BANDWIDTH)]
+    #[arg(long, default_value_t = crate::dp::summary::SummaryParams::DEFAULT_BANDWIDTH)]
     pub(crate) bandwidth: f64,
     /// Kernel smoothing of the histogram samplers over Ṽ's embeddings (exp(−‖v−w‖²/s)); 0: off.
     #[arg(long, default_value_t = 0.0)]
@@ -372,12 +372,12 @@ pub(crate) fn run_settings(
     classes: (Vec<String>, Option<String>),
     ledger: &LedgerArgs,
 ) -> Result<RunSettings, CliError> {
-    let sampler = Sampler::parse(&kde.sampler).ok_or_else(|| CliError::Input {
+    let sampler = KeyphraseSampler::parse(&kde.sampler).ok_or_else(|| CliError::Input {
         path: "--sampler".into(),
         message: format!(
             "unknown sampler {:?}; use {}",
             kde.sampler,
-            Sampler::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+            KeyphraseSampler::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
         ),
     })?;
     let vp = match (vocab, given) {

@@ -7,9 +7,9 @@ use clap::Subcommand;
 use super::{load_vocabulary, read_corpus, CliError, CorpusArgs};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::summary::{self as kde, KdeDoc, KdeParams, Sampler};
+use crate::dp::summary::{self as kde, SummaryDoc, SummaryParams, KeyphraseSampler};
 use crate::sample::{self, Candidates};
-use crate::vocab::{Matcher, TermId};
+use crate::public_vocab::{Matcher, TermId};
 
 #[derive(Subcommand)]
 pub enum Bench {
@@ -155,7 +155,7 @@ fn bench_kde(
     // Synthetic vocabulary of unit vectors; documents draw M distinct terms from it.
     let vocab = (4 * n_cands).max(2000);
     let mut emb = TermEmbeddings::new(dim);
-    for (t, e) in crate::summary::kde::Features::synthetic_unit_vectors(vocab, dim, 7).iter().enumerate() {
+    for (t, e) in crate::dp::summary::kde::Features::synthetic_unit_vectors(vocab, dim, 7).iter().enumerate() {
         emb.insert(t as TermId, e).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
     }
     let doc_terms: Vec<Vec<TermId>> = (0..n_docs)
@@ -170,7 +170,7 @@ fn bench_kde(
             v
         })
         .collect();
-    let kdocs: Vec<KdeDoc<'_>> = doc_terms.iter().map(|t| KdeDoc { class: 0, terms: t }).collect();
+    let kdocs: Vec<SummaryDoc<'_>> = doc_terms.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
     let classes = crate::classes::ClassSet::unlabelled();
     let cand_ids: Vec<TermId> = (0..n_cands as TermId).collect();
     let cands = Candidates::new(&cand_ids, &emb).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
@@ -178,10 +178,10 @@ fn bench_kde(
         "benchmark: DP-KDE + sampling, n = {n_docs} documents x M = {m} terms, d = {dim}, I = {features}, N = {n_cands}, L = {m}, {n_seqs} sequences (one thread)"
     );
     for name in samplers {
-        let Some(sampler) = Sampler::parse(name) else {
+        let Some(sampler) = KeyphraseSampler::parse(name) else {
             return Err(CliError::Input { path: name.clone(), message: "unknown sampler (histogram, markov, independent, iterative-linear, iterative-log)".into() });
         };
-        let params = KdeParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0, smoothing: 0.0 };
+        let params = SummaryParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0, smoothing: 0.0 };
         let t0 = Instant::now();
         let (set, _) = kde::build(&kdocs, &classes, &emb, &cand_ids, &params, &mut rng).map_err(kde_err)?;
         let build = t0.elapsed().as_secs_f64();
@@ -197,7 +197,7 @@ fn bench_kde(
             gen_s,
             gen_s * 1000.0 / n_seqs as f64
         );
-        if naive_seqs > 0 && matches!(sampler, Sampler::IterativeLinear | Sampler::IterativeLog) {
+        if naive_seqs > 0 && matches!(sampler, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog) {
             // The paper's per-candidate scorer on the same features, for a few sequences and
             // a subset of candidates; scaled to all N candidates.
             let f = set.features().map_err(kde_err)?;
@@ -229,7 +229,7 @@ fn bench_kde(
     Ok(())
 }
 
-fn kde_err(e: kde::KdeError) -> CliError {
+fn kde_err(e: kde::SummaryError) -> CliError {
     CliError::Input { path: "benchmark".into(), message: e.to_string() }
 }
 

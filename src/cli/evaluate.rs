@@ -22,8 +22,8 @@ use crate::dp::candidates::CandidateRule;
 use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
 use crate::eval::{EvalParams, EvalReport, Evaluation, Task};
-use crate::summary::Sampler;
-use crate::vocab::Matcher;
+use crate::dp::summary::KeyphraseSampler;
+use crate::public_vocab::Matcher;
 
 /// Sequences per class for the sampler arms unless `--per-class` says otherwise: enough
 /// training examples for the classifier, cheap enough to sample (see the README).
@@ -82,13 +82,13 @@ pub(crate) struct EvaluateArgs {
     candidates: String,
 }
 
-fn samplers(spec: &str) -> Result<Vec<Sampler>, CliError> {
+fn samplers(spec: &str) -> Result<Vec<KeyphraseSampler>, CliError> {
     if spec.trim() == "all" {
-        return Ok(Sampler::ALL.to_vec());
+        return Ok(KeyphraseSampler::ALL.to_vec());
     }
     let mut out = Vec::new();
     for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let s = Sampler::parse(name).ok_or_else(|| CliError::Input {
+        let s = KeyphraseSampler::parse(name).ok_or_else(|| CliError::Input {
             path: "--sampler".into(),
             message: format!("unknown sampler {name:?}; use all, or a list of histogram, markov, independent, iterative-linear, iterative-log"),
         })?;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::corpus::{Fields, Format};
 use crate::pipeline::{MatchedCorpus, MatchingSink};
-use crate::vocab::{Bundled, Matcher, PublicVocabulary};
+use crate::public_vocab::{Bundled, Matcher, PublicVocabulary};
 
 use super::args::{CorpusArgs, LedgerArgs, ModelArgs};
 use super::CliError;

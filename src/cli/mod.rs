@@ -22,7 +22,7 @@ use clap::Parser;
 use crate::corpus::CorpusError;
 use crate::dp::DpError;
 use crate::ledger::LedgerError;
-use crate::vocab::{Matcher, VocabError};
+use crate::public_vocab::{Matcher, VocabError};
 
 use args::{Cli, Command};
 // What the other commands read (evaluate, bench, vectors, the ledger file).
@@ -42,7 +42,7 @@ pub enum CliError {
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
-    Kde(#[from] crate::summary::KdeError),
+    Kde(#[from] crate::dp::summary::SummaryError),
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
     #[error(transparent)]

@@ -18,7 +18,7 @@ use crate::pipeline::{MatchedCorpus, Release};
 use crate::run::report::Checked;
 use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
 use crate::sample::Sequence;
-use crate::vocab::{Matcher, PublicVocabulary, TermId};
+use crate::public_vocab::{Matcher, PublicVocabulary, TermId};
 
 use super::args::{declared_classes, run_settings, ClassArgs, CorpusArgs, KdeArgs, LedgerArgs, ModelArgs, PipelineInputs, VocabArgs, VocabDpArgs};
 use super::io::{load_model, load_vocabulary, now_utc, print_stats, read_corpus, read_json, write_file, write_json, write_private_json};

@@ -12,7 +12,7 @@ use super::CliError;
 use crate::embed::bundle;
 use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
 use crate::embed::Embed;
-use crate::vocab::Bundled;
+use crate::public_vocab::Bundled;
 
 #[derive(Args)]
 pub struct EmbedVocabArgs {

@@ -45,12 +45,12 @@
 //! without per-class selection), ε_voc, S and N. The rule reads nothing but Ṽ's noisy counts, a
 //! released ε_voc-DP output: post-processing, no ε of its own. The DP-KDE releases do not
 //! depend on the candidates at all (their sums are over the documents' terms;
-//! `kde::DpKdeSet::candidates` is empty for them), so their privacy map is unchanged.
+//! `kde::DpSummary::candidates` is empty for them), so their privacy map is unchanged.
 
 use serde::{Deserialize, Serialize};
 
 use super::vocabulary::{PrivateVocabulary, VocabParams};
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 /// The fewest candidates the rule leaves (module docs).
 pub const MIN_CANDIDATES: usize = 50;
@@ -116,7 +116,7 @@ mod tests {
     use super::*;
     use crate::dp::vocabulary::{select_from_documents, SelectedTerm};
     use crate::dp::SecureRng;
-    use crate::vocab::PublicVocabulary;
+    use crate::public_vocab::PublicVocabulary;
 
     fn params(epsilon: f64, s: usize) -> VocabParams {
         VocabParams { epsilon, top_n: 100, terms_per_doc: s, per_class: true }

@@ -1,16 +1,16 @@
 //! The discrete Laplace mechanism on exact integer counts: the one helper that draws the noise
 //! and writes the ledger entry, shared by every mechanism that releases counts (the ε_kde
-//! release, `crate::summary`; the DP class counts, [`super::counts`]).
+//! release, `crate::dp::summary`; the DP class counts, [`super::counts`]).
 //!
 //! # Privacy map
 //! For a vector of integer counts whose L1 sensitivity under the neighbouring relation
 //! (`super`: one document added or removed) is at most Δ, adding independent discrete Laplace
 //! noise of scale Δ/ε to every entry is ε-DP (the geometric mechanism; exact sampler
-//! [`super::sampler::discrete_laplace`], CKS20). Every entry gets noise, zeros included: which
+//! [`super::noise::discrete_laplace`], CKS20). Every entry gets noise, zeros included: which
 //! entries are zero is private. The caller states Δ and proves it beside its exact counts; this
 //! module only turns (Δ, ε) into the noise and the [`Spend`] that records it.
 
-use super::sampler::{discrete_laplace, Ratio};
+use super::noise::{discrete_laplace, Ratio};
 use super::{DpError, SecureRng};
 use crate::ledger::{Scope, Spend};
 

@@ -10,13 +10,14 @@
 //!
 //! # How to add a mechanism
 //! Write one file here (or, for a release with samplers of its own, a family under
-//! `crate::summary`): the function that computes the exact integer counts, with the privacy map
+//! `crate::dp::summary`): the function that computes the exact integer counts, with the privacy map
 //! in its module docs (neighbouring relation, L1 sensitivity Δ and why, composition), and a
 //! test beside it that checks the loss empirically (`testing`, with an under-noised variant
 //! it must catch). Draw the noise and write the ledger entry with [`laplace`]
 //! (`laplace::scale(Δ, ε)`, `laplace::release_counts`, `laplace::spend(..).param(..).scope(..)`)
-//! rather than by hand, and return the artefact with its [`crate::ledger::Spend`]. Then call it
-//! from the orchestration (the CLI and the app's worker) and record the spend in the ledger.
+//! rather than by hand, and return the artefact with its [`crate::ledger::Spend`]. Then add it as
+//! one step of the run in `crate::run::stages` (the one orchestration the CLI and the page's
+//! worker share), whose `Recorder` commits the spend to the ledger before the artefact is used.
 
 pub mod candidates;
 pub mod counts;
@@ -24,7 +25,8 @@ pub mod laplace;
 pub mod rng;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod sampler;
+pub mod noise;
+pub mod summary;
 pub mod vocabulary;
 
 pub use rng::SecureRng;

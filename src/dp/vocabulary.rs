@@ -1,7 +1,7 @@
 //! The DP vocabulary (DP-KPS, appendix B.1): which public terms the private corpus uses most.
 //!
 //! 1. Each document contributes its first S DISTINCT matched terms (see
-//!    [`crate::vocab::Matcher::first_distinct`]).
+//!    [`crate::public_vocab::Matcher::first_distinct`]).
 //! 2. Histogram over the WHOLE public vocabulary: h[v] = number of documents that contribute v.
 //! 3. Discrete Laplace noise of scale S/ε_voc on EVERY entry, zero counts included.
 //! 4. Keep the N entries with the largest noisy counts.
@@ -10,7 +10,7 @@
 //! (or -1) on at most S distinct entries and leaves the others alone, so the L1 sensitivity of
 //! h is Δ₁ = S. The vocabulary is public and fixed before seeing the data, so the set of
 //! entries does not depend on the data. Adding discrete Laplace noise of scale Δ₁/ε = S/ε to
-//! each entry of an integer vector with L1 sensitivity S is ε-DP (see [`super::sampler`]).
+//! each entry of an integer vector with L1 sensitivity S is ε-DP (see [`super::noise`]).
 //! Step 4 and everything downstream read only the noisy vector: post-processing, no extra
 //! cost. Leaving zero counts out of step 3 would reveal which terms occur at all (a term
 //! present in one document could only appear then), which is why every entry gets noise.
@@ -35,7 +35,7 @@
 //! [`NoisyHistogram`] draws them lazily, with exactly the joint distribution of drawing every
 //! one: the noise values are independent, and for an integer T ≥ 1 each zero-count entry's
 //! value Z is drawn in two steps, first the event Z ≥ T (an exact Bernoulli of probability
-//! P(Z ≥ T) = q^T/(1+q), `sampler::bernoulli_laplace_at_least`, which mostly fails after one
+//! P(Z ≥ T) = q^T/(1+q), `noise::bernoulli_laplace_at_least`, which mostly fails after one
 //! or two uniform draws), then Z given that event: T + a geometric variable (P(Z = z | Z ≥ T)
 //! ∝ q^z for z ≥ T), or, only when needed, Z given Z < T (exact rejection from the full
 //! distribution). Every non-zero count gets its full draw. If at least N entries then have a
@@ -49,10 +49,10 @@ use serde::{Deserialize, Serialize};
 
 use std::collections::HashMap;
 
-use super::sampler::{bernoulli_laplace_at_least, discrete_laplace, geometric, Ratio};
+use super::noise::{bernoulli_laplace_at_least, discrete_laplace, geometric, Ratio};
 use super::{check_epsilon, DpError, ParamError, SecureRng};
 use crate::ledger::{Scope, Spend};
-use crate::vocab::{PublicVocabulary, TermId};
+use crate::public_vocab::{PublicVocabulary, TermId};
 
 /// Parameters of the DP vocabulary.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 //! only. Reading the vector of any term reveals nothing about any corpus, so the worker can
 //! download the whole table and look up whatever it needs instead of running the model (the
 //! slowest stage in the page). What stays private is *which* terms a corpus matched: that set
-//! lives only in the worker's memory (see `worker/mod.rs`).
+//! lives only in the worker's memory (see `worker/sources.rs`).
 //!
 //! The table is built natively with the same model and code as the app
 //! (`dpkps embed-vocab`, run by `scripts/vectors.sh` before every `trunk build`) and checked
@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{EmbedError, TermEmbeddings};
-use crate::vocab::{PublicVocabulary, TermId};
+use crate::public_vocab::{PublicVocabulary, TermId};
 
 const MAGIC: &[u8; 8] = b"DPKPSV01";
 const QUANTIZATION: &str = "int8, one f32 scale per vector (max |x| / 127)";

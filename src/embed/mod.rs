@@ -10,7 +10,7 @@ pub mod onnx;
 
 use std::collections::HashMap;
 
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
@@ -97,7 +97,7 @@ pub fn sort_for_batching<'a, T>(model: &dyn Embed, items: &mut [T], text: impl F
 
 /// Embeds the given terms of `vocab`, `batch` at a time, calling `progress(done, total)`.
 pub fn embed_terms(
-    vocab: &crate::vocab::PublicVocabulary,
+    vocab: &crate::public_vocab::PublicVocabulary,
     ids: &[TermId],
     model: &mut dyn Embed,
     batch: usize,

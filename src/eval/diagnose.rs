@@ -14,10 +14,10 @@ use super::{EvalError, Evaluation, RunResult};
 use crate::classes::{ClassSet, OtherLabels};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::summary::{KdeDoc, KdeParams, Noise, Sampler};
+use crate::dp::summary::{SummaryDoc, SummaryParams, Noise, KeyphraseSampler};
 use crate::linalg::{gemm, MatRef};
 use crate::sample::{sample_iterative, weights, Candidates};
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 /// One step of one sampler, averaged over every sampled prefix of every class and round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ impl ClassExact {
                 let next = index.len();
                 let i = *index.entry(t).or_insert_with(|| next);
                 if i == next {
-                    rows.extend_from_slice(emb.get(t).ok_or(crate::summary::KdeError::MissingEmbedding(t))?);
+                    rows.extend_from_slice(emb.get(t).ok_or(crate::dp::summary::SummaryError::MissingEmbedding(t))?);
                 }
                 ids.push(i);
             }
@@ -92,7 +92,7 @@ impl ClassExact {
     /// Exact kernel scores of every candidate after `prefix` (candidate indices), as the
     /// release of member m approximates them (`kde` module docs), and the documents' prefix
     /// weights α_d.
-    fn scores(&self, params: &KdeParams, prefix: &[usize], cand_norm: &[f64]) -> (Vec<f64>, Vec<f64>) {
+    fn scores(&self, params: &SummaryParams, prefix: &[usize], cand_norm: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let ens = params.ensemble();
         let len = prefix.len() + 1;
         let m = ens.member_for(len);
@@ -161,17 +161,17 @@ impl Evaluation {
         let mut steps = Vec::new();
         let mut results = Vec::new();
         let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
-        for &sampler in p.samplers.iter().filter(|s| matches!(s, Sampler::IterativeLinear | Sampler::IterativeLog)) {
+        for &sampler in p.samplers.iter().filter(|s| matches!(s, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog)) {
             let params = p.kde_params(sampler, true);
             let mut acc: Vec<Acc> = (0..p.len).map(|_| Acc::default()).collect();
             for round in &self.rounds {
                 let vocab = &round.exact_vocab;
                 let train: Vec<usize> = round.split.train.iter().copied().filter(|&i| !self.docs[i].terms.is_empty()).collect();
                 let terms = |i: usize| &self.docs[i].terms[..self.docs[i].terms.len().min(p.len)];
-                let kde_docs: Vec<KdeDoc<'_>> = train.iter().map(|&i| KdeDoc { class: self.docs[i].class, terms: terms(i) }).collect();
+                let kde_docs: Vec<SummaryDoc<'_>> = train.iter().map(|&i| SummaryDoc { class: self.docs[i].class, terms: terms(i) }).collect();
                 let mut seed = [0u8; 32];
                 rng.fill(&mut seed);
-                let (set, _) = crate::summary::build_with(&kde_docs, &classes, emb, vocab, &params, seed, Noise::Off)?;
+                let (set, _) = crate::dp::summary::build_with(&kde_docs, &classes, emb, vocab, &params, seed, Noise::Off)?;
                 let features = set.features()?;
                 let cands = Candidates::new(vocab, emb)?;
                 let cand_norm: Vec<f64> =

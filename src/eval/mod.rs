@@ -59,10 +59,10 @@ use crate::dp::candidates::CandidateRule;
 use crate::dp::vocabulary::{round_robin, select_from_documents, VocabParams};
 use crate::dp::{DpError, ParamError, SecureRng};
 use crate::embed::TermEmbeddings;
-use crate::summary::{KdeDoc, KdeError, KdeParams, Noise, Sampler};
+use crate::dp::summary::{SummaryDoc, SummaryError, SummaryParams, Noise, KeyphraseSampler};
 use crate::pipeline::MatchedCorpus;
 use crate::sample::Candidates;
-use crate::vocab::{PublicVocabulary, TermId};
+use crate::public_vocab::{PublicVocabulary, TermId};
 
 use classifier::{ClassifierError, Rows, Softmax, SoftmaxParams, Standardiser};
 use split::Split;
@@ -115,13 +115,13 @@ pub struct EvalParams {
     pub kde_terms_per_doc: usize,
     /// Sequences sampled per class for each sampler arm.
     pub per_class: usize,
-    pub samplers: Vec<Sampler>,
+    pub samplers: Vec<KeyphraseSampler>,
     /// Also run the samplers with the noise switched off (`nodp-*` arms).
     pub no_dp_arms: bool,
-    /// Kernel bandwidth h of the KDEs and samplers (`KdeParams::bandwidth`).
+    /// Kernel bandwidth h of the KDEs and samplers (`SummaryParams::bandwidth`).
     #[serde(default = "one")]
     pub bandwidth: f64,
-    /// Smoothing of the histogram samplers (`KdeParams::smoothing`; 0: off).
+    /// Smoothing of the histogram samplers (`SummaryParams::smoothing`; 0: off).
     #[serde(default)]
     pub smoothing: f64,
     /// ε of the DP class counts (`dp::counts`): sequences per class in proportion to them
@@ -185,9 +185,9 @@ impl EvalParams {
 
     /// The KDE parameters of one arm: I as given, else the pipeline's data-independent
     /// default (DP arms) or [`NODP_FEATURES`] (noiseless arms).
-    fn kde_params(&self, sampler: Sampler, noiseless: bool) -> KdeParams {
-        let features = self.features.unwrap_or(if noiseless { NODP_FEATURES } else { KdeParams::DEFAULT_FEATURES });
-        KdeParams {
+    fn kde_params(&self, sampler: KeyphraseSampler, noiseless: bool) -> SummaryParams {
+        let features = self.features.unwrap_or(if noiseless { NODP_FEATURES } else { SummaryParams::DEFAULT_FEATURES });
+        SummaryParams {
             epsilon: self.eps_kde,
             sampler,
             len: self.len,
@@ -222,7 +222,7 @@ pub enum EvalError {
     #[error(transparent)]
     Dp(#[from] DpError),
     #[error(transparent)]
-    Kde(#[from] KdeError),
+    Kde(#[from] SummaryError),
     #[error("the classifier could not be trained: {0}")]
     Classifier(#[from] ClassifierError),
 }
@@ -497,19 +497,19 @@ impl Evaluation {
         &self,
         round: &Round,
         vocab: &[TermId],
-        params: &KdeParams,
+        params: &SummaryParams,
         noiseless: bool,
         emb: &TermEmbeddings,
         rng: &mut SecureRng,
     ) -> Result<Vec<(Vec<TermId>, usize)>, EvalError> {
         let take = params.doc_terms_read();
-        let kde_docs: Vec<KdeDoc<'_>> = round
+        let kde_docs: Vec<SummaryDoc<'_>> = round
             .split
             .train
             .iter()
             .map(|&i| {
                 let d = &self.docs[i];
-                KdeDoc { class: d.class, terms: &d.terms[..d.terms.len().min(take)] }
+                SummaryDoc { class: d.class, terms: &d.terms[..d.terms.len().min(take)] }
             })
             .collect();
         let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
@@ -518,9 +518,9 @@ impl Evaluation {
             let mut seed = [0u8; 32];
             rng.fill(&mut seed);
             // The noise switch exists for this comparison only (see `kde::Noise`).
-            crate::summary::build_with(&kde_docs, &classes, emb, vocab, params, seed, Noise::Off)?
+            crate::dp::summary::build_with(&kde_docs, &classes, emb, vocab, params, seed, Noise::Off)?
         } else {
-            crate::summary::build(&kde_docs, &classes, emb, vocab, params, rng)?
+            crate::dp::summary::build(&kde_docs, &classes, emb, vocab, params, rng)?
         };
         let cands = Candidates::new(vocab, emb)?;
         let sizes = match self.params.class_counts_epsilon {
@@ -680,7 +680,7 @@ impl Evaluation {
 fn mean_embedding(terms: &[TermId], emb: &TermEmbeddings) -> Result<Vec<f64>, EvalError> {
     let mut m = vec![0.0; emb.dim()];
     for &t in terms {
-        let v = emb.get(t).ok_or(KdeError::MissingEmbedding(t))?;
+        let v = emb.get(t).ok_or(SummaryError::MissingEmbedding(t))?;
         m.iter_mut().zip(v).for_each(|(a, &b)| *a += b as f64);
     }
     let n = terms.len().max(1) as f64;

@@ -56,7 +56,7 @@ fn params(task: Task) -> EvalParams {
         features: Some(256),
         kde_terms_per_doc: 6,
         per_class: 40,
-        samplers: vec![Sampler::Independent, Sampler::IterativeLinear],
+        samplers: vec![KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear],
         no_dp_arms: true,
         bandwidth: 1.0,
         smoothing: 0.0,

@@ -1,6 +1,6 @@
 //! The audit log: every request the page sends and what came back, so a curator can show
 //! exactly what left the machine. Entries are capped and old jobs' entries pruned because the
-//! log lives in the browser's storage; the storage itself is `ui/jobstore.rs`.
+//! log lives in the browser's storage; the storage itself is `ui/io/jobstore.rs`.
 
 use serde::{Deserialize, Serialize};
 

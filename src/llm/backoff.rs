@@ -1,6 +1,6 @@
 //! How long to wait between attempts. Whether to retry at all is [`super::LlmError::retryable`];
 //! this is only the delay, a pure function of the attempt number and the server's Retry-After,
-//! kept out of the transport (`ui/generate.rs`) so it is tested natively.
+//! kept out of the transport (`ui/io/fetch.rs`, driven by `ui/state/generate/`) so it is tested natively.
 
 /// Milliseconds to wait before attempt `attempt` (2, 3, …): the server's Retry-After if it
 /// gave one (capped), else exponential backoff 0.5 s, 1 s, 2 s, … capped at 30 s.

@@ -1,7 +1,7 @@
 //! The LLM step: OpenAI-compatible `/v1/chat/completions` (vLLM, llama.cpp server, Ollama,
 //! hosted APIs). This module is the transport-free part: request bodies, reply parsing, the
 //! retry policy, and the generation job (what is done, what is left), so it is tested
-//! natively. The browser sends with `fetch` (`ui/generate.rs`).
+//! natively. The browser sends with `fetch` (`ui/io/fetch.rs`, driven by `ui/state/generate/`).
 //!
 //! Privacy: a request body holds the messages of [`crate::prompt`] and the model settings,
 //! nothing else. Everything it is built from is a DP output or public.

@@ -2,7 +2,7 @@
 //!
 //! Privacy: the body holds the messages of [`crate::prompt`] and the model settings, nothing
 //! else (no key: it travels in the `authorization` header, set by the transport). Reading a
-//! reply is separate from the transport (`fetch` in `ui/generate.rs`) so it is tested natively.
+//! reply is separate from the transport (`fetch` in `ui/io/fetch.rs`) so it is tested natively.
 
 use crate::prompt::Message;
 

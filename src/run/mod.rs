@@ -36,7 +36,7 @@ pub use settings::{account_name, FieldError, RunSettings};
 pub use stages::{execute, sample, summaries, vocabulary, Host, Recorder, RunInputs, RunOutput, Vectors, Vocabulary};
 
 use crate::dp::DpError;
-use crate::summary::KdeError;
+use crate::dp::summary::SummaryError;
 use crate::ledger::LedgerError;
 
 /// The long stages, each with its own progress bar.
@@ -80,7 +80,7 @@ pub enum RunError {
     #[error(transparent)]
     Dp(#[from] DpError),
     #[error(transparent)]
-    Summary(#[from] KdeError),
+    Summary(#[from] SummaryError),
     /// The ledger no longer holds what a reused release needs (its paying run).
     #[error("{0}")]
     Refused(String),

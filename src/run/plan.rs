@@ -5,9 +5,9 @@
 
 use crate::classes::ClassSet;
 use crate::dp::vocabulary::VocabParams;
-use crate::summary::{KdeDoc, KdeParams};
+use crate::dp::summary::{SummaryDoc, SummaryParams};
 use crate::ledger::{LedgerBook, LedgerError};
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 use super::{RunError, RunSettings};
 
@@ -23,7 +23,7 @@ pub struct RunPlan {
 
 impl RunPlan {
     /// Checks every setting (the first problem is refused, in the field's words), the class
-    /// set, and that the release will fit (`KdeParams::check_release_size`: N candidates for
+    /// set, and that the release will fit (`SummaryParams::check_release_size`: N candidates for
     /// every declared class). `public_terms`: the public list's size; `labelled`: whether the
     /// corpus is read with a label column.
     pub fn new(settings: RunSettings, labelled: bool, public_terms: usize) -> Result<RunPlan, RunError> {
@@ -40,7 +40,7 @@ impl RunPlan {
         self.settings.vocab_params()
     }
 
-    pub fn summary_params(&self) -> KdeParams {
+    pub fn summary_params(&self) -> SummaryParams {
         self.settings.kde_params()
     }
 
@@ -70,7 +70,7 @@ impl RunPlan {
         }
     }
 
-    /// Whether sampling reads Ṽ's vectors (`Sampler::needs`: the DP-KDE samplers always, the
+    /// Whether sampling reads Ṽ's vectors (`KeyphraseSampler::needs`: the DP-KDE samplers always, the
     /// histogram samplers only to smooth).
     pub fn candidates_need_vectors(&self) -> bool {
         self.summary_params().needs().candidate_vectors
@@ -79,7 +79,7 @@ impl RunPlan {
     /// The terms that must have vectors: what the summary mechanism reads of the documents it
     /// sees (`docs`, the class set's documents only) and, if sampling reads them, Ṽ's terms
     /// (`released`). Sorted, distinct.
-    pub fn vector_ids(&self, docs: &[KdeDoc<'_>], released: &[TermId]) -> Vec<TermId> {
+    pub fn vector_ids(&self, docs: &[SummaryDoc<'_>], released: &[TermId]) -> Vec<TermId> {
         let mut ids: Vec<TermId> = if self.summary_params().needs().document_term_vectors {
             docs.iter().flat_map(|d| d.terms.iter().copied()).collect()
         } else {

@@ -79,7 +79,7 @@ impl PrivacyReport {
             Some(_) => format!(
                 "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
                  has total weight 1)",
-                if settings.sampler == crate::summary::Sampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
+                if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
             ),
             None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
         };

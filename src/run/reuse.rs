@@ -10,7 +10,7 @@ use crate::classes::ClassSet;
 use crate::dp::vocabulary::{PrivateVocabulary, VocabParams};
 use crate::ledger::LedgerBook;
 use crate::pipeline::MatchedCorpus;
-use crate::vocab::PublicVocabulary;
+use crate::public_vocab::PublicVocabulary;
 
 /// Everything that shapes a DP vocabulary release: the corpus (its fingerprint), the public list
 /// (its checksum), ε_voc, N, S and the per-class choice, the public class set, and the budget

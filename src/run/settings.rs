@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::classes::{ClassSet, OtherLabels};
 use crate::dp::vocabulary::VocabParams;
-use crate::summary::{KdeParams, Sampler};
+use crate::dp::summary::{SummaryParams, KeyphraseSampler};
 
 /// Everything the curator sets before a run. Checked field by field ([`RunSettings::check`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,7 +23,7 @@ pub struct RunSettings {
     /// I: random Fourier features.
     pub features: usize,
     pub per_class: usize,
-    pub sampler: Sampler,
+    pub sampler: KeyphraseSampler,
     /// h: kernel bandwidth of the DP-KDEs.
     pub bandwidth: f64,
     /// The public class set (`crate::classes`): the label values the curator declared.
@@ -80,8 +80,8 @@ impl Default for RunSettings {
             len: 10,
             features: 2048,
             per_class: 50,
-            sampler: KdeParams::DEFAULT_SAMPLER,
-            bandwidth: KdeParams::DEFAULT_BANDWIDTH,
+            sampler: SummaryParams::DEFAULT_SAMPLER,
+            bandwidth: SummaryParams::DEFAULT_BANDWIDTH,
             classes: Vec::new(),
             other_class: None,
             vocab_per_class: true,
@@ -119,8 +119,8 @@ impl RunSettings {
         VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class: self.vocab_per_class }
     }
 
-    pub fn kde_params(&self) -> KdeParams {
-        KdeParams {
+    pub fn kde_params(&self) -> SummaryParams {
+        SummaryParams {
             epsilon: self.eps_kde,
             sampler: self.sampler,
             len: self.len,
@@ -165,7 +165,7 @@ impl RunSettings {
             let field = if e.name.starts_with("N ") { "top_n" } else { "terms_per_doc" };
             out.push(FieldError { field, message: e.to_string() });
         }
-        let kp = KdeParams { epsilon: 1.0, ..self.kde_params() };
+        let kp = SummaryParams { epsilon: 1.0, ..self.kde_params() };
         if let Err(e) = kp.validate() {
             let field = if e.name.starts_with("I ") {
                 "features"
@@ -277,7 +277,7 @@ mod tests {
             len: 65,
             features: 0,
             per_class: 0,
-            sampler: Sampler::Independent,
+            sampler: KeyphraseSampler::Independent,
             bandwidth: 0.1,
             ..RunSettings::default()
         };
@@ -297,7 +297,7 @@ mod tests {
     fn a_run_reuses_the_vocabulary_only_with_the_same_vocabulary_settings() {
         let earlier = RunSettings { classes: vec!["a".into(), "b".into()], account: Some("clinic".into()), ..RunSettings::default() };
         // What does not shape Ṽ may change: ε_kde, the sampler, L, I, the budget, the account's spacing.
-        let same = RunSettings { eps_kde: 9.0, sampler: Sampler::IterativeLog, len: 5, features: 512, budget: Some(50.0), account: Some(" clinic ".into()), ..earlier.clone() };
+        let same = RunSettings { eps_kde: 9.0, sampler: KeyphraseSampler::IterativeLog, len: 5, features: 512, budget: Some(50.0), account: Some(" clinic ".into()), ..earlier.clone() };
         assert!(same.reuses_vocabulary_of(&earlier));
         assert_eq!(same.check_budget_of(40.0, same.epsilon() - same.eps_voc).map_err(|e| e.message), Ok(()));
         assert!(same.check_budget(40.0).is_err(), "the full ε would not fit");

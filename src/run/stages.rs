@@ -8,11 +8,11 @@ use std::rc::Rc;
 use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::summary::{DpKdeSet, KdeDoc, KdeParams};
+use crate::dp::summary::{DpSummary, SummaryDoc, SummaryParams};
 use crate::ledger::{Ledger, LedgerBook, Run, Spend};
 use crate::pipeline::{MatchedCorpus, Release};
 use crate::sample::{Candidates, Sequence};
-use crate::vocab::{PublicVocabulary, TermId};
+use crate::public_vocab::{PublicVocabulary, TermId};
 
 use super::report::{Checked, PrivacyReport};
 use super::reuse::VocabKey;
@@ -41,17 +41,17 @@ pub trait Host {
     /// Vectors of `ids` (terms of the public list `vocab`; `released`: Ṽ's terms, which a
     /// host may cache), and the model they belong to.
     async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], released: &[TermId]) -> Result<Vectors, Self::Error>;
-    /// The DP summaries (ε_kde) of `docs`: [`crate::summary::build`], which a host may share among
+    /// The DP summaries (ε_kde) of `docs`: [`crate::dp::summary::build`], which a host may share among
     /// helper workers (the exact sums of parts add up to the same integers: the same release).
     async fn summaries(
         &mut self,
-        docs: &[KdeDoc<'_>],
+        docs: &[SummaryDoc<'_>],
         plan: &RunPlan,
         emb: &TermEmbeddings,
         candidates: &[TermId],
         rng: &mut SecureRng,
-    ) -> Result<(DpKdeSet, Vec<Spend>), Self::Error> {
-        crate::summary::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), rng).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
+    ) -> Result<(DpSummary, Vec<Spend>), Self::Error> {
+        crate::dp::summary::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), rng).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
     }
     /// Ṽ was drawn and its ε_voc is on record under run `run_id`: a host may keep it for later
     /// runs (the page does: `reuse`), even if this run fails later.
@@ -216,7 +216,7 @@ pub async fn summaries<H: Host>(
 ) -> Result<Release, H::Error> {
     host.stage_started(Stage::Kde);
     host.checkpoint().await?;
-    let params: KdeParams = plan.summary_params();
+    let params: SummaryParams = plan.summary_params();
     let docs = corpus.kde_docs(params.doc_terms_read(), &plan.classes);
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
     let (kde, spends) = host.summaries(&docs, plan, &vectors.emb, &released, rng).await?;

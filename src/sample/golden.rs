@@ -1,4 +1,4 @@
-//! Golden test: the same ε_kde release (`crate::summary`: the artefact, its spends) and the
+//! Golden test: the same ε_kde release (`crate::dp::summary`: the artefact, its spends) and the
 //! same sampled sequences for the same seed, per sampler. A change of these hashes means the ε_kde release changed for a fixed RNG seed.
 
 use sha2::{Digest, Sha256};
@@ -7,8 +7,8 @@ use crate::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::sample::{sample_sized, Candidates};
-use crate::summary::{build, build_from_sums, exact_sums, KdeDoc, KdeParams, Sampler};
-use crate::vocab::TermId;
+use crate::dp::summary::{build, build_from_sums, exact_sums, SummaryDoc, SummaryParams, KeyphraseSampler};
+use crate::public_vocab::TermId;
 
 fn hash(s: &str) -> String {
     Sha256::digest(s.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
@@ -19,21 +19,21 @@ fn hash(s: &str) -> String {
 fn golden() -> Vec<(String, String)> {
     let dim = 8;
     let mut emb = TermEmbeddings::new(dim);
-    for (i, v) in crate::summary::kde::Features::synthetic_unit_vectors(40, dim, 7).iter().enumerate() {
+    for (i, v) in crate::dp::summary::kde::Features::synthetic_unit_vectors(40, dim, 7).iter().enumerate() {
         emb.insert(i as TermId, v).unwrap();
     }
     let terms: Vec<Vec<TermId>> = (0..60u32).map(|k| (0..(1 + k % 6)).map(|j| (k * 7 + j * 3) % 40).collect()).collect();
     let classes = ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
-    let docs: Vec<KdeDoc<'_>> = terms.iter().enumerate().map(|(k, t)| KdeDoc { class: k % 3, terms: t }).collect();
+    let docs: Vec<SummaryDoc<'_>> = terms.iter().enumerate().map(|(k, t)| SummaryDoc { class: k % 3, terms: t }).collect();
     let cands_ids: Vec<TermId> = (0..40).step_by(2).collect();
     let cands = Candidates::new(&cands_ids, &emb).unwrap();
     let mut out = Vec::new();
-    for sampler in Sampler::ALL {
+    for sampler in KeyphraseSampler::ALL {
         for smoothing in [0.0, 0.5] {
             if smoothing > 0.0 && sampler.hist_kind().is_none() {
                 continue;
             }
-            let params = KdeParams { epsilon: 3.0, sampler, len: 4, features: 64, terms_per_doc: 3, bandwidth: 0.3, smoothing };
+            let params = SummaryParams { epsilon: 3.0, sampler, len: 4, features: 64, terms_per_doc: 3, bandwidth: 0.3, smoothing };
             let mut rng = SecureRng::seeded_for_tests(1234);
             let (set, spends) = build(&docs, &classes, &emb, &cands_ids, &params, &mut rng).unwrap();
             let seqs = sample_sized(&set, &cands, &[3, 2, 4], &mut rng).unwrap();

@@ -1,4 +1,4 @@
-//! Sampling from the histogram family's release (`crate::summary::hist`): thresholding,
+//! Sampling from the histogram family's release (`crate::dp::summary::hist`): thresholding,
 //! smoothing, and unigram or Markov draws. It reads only the release: post-processing.
 //!
 //! # Post-processing choices (data-independent)
@@ -20,9 +20,9 @@
 use super::{Candidates, Sequence};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::summary::hist::{HistKind, DOC_WEIGHT};
-use crate::summary::{DpKdeSet, KdeError};
-use crate::vocab::TermId;
+use crate::dp::summary::hist::{HistKind, DOC_WEIGHT};
+use crate::dp::summary::{DpSummary, SummaryError};
+use crate::public_vocab::TermId;
 
 /// The noise threshold τ in grid units for ε and rows of `row_len` entries (module docs).
 pub fn threshold(epsilon: f64, row_len: usize) -> f64 {
@@ -41,9 +41,9 @@ pub struct Smoother {
 }
 
 impl Smoother {
-    pub fn new(ids: &[TermId], emb: &TermEmbeddings, bandwidth: f64) -> Result<Smoother, KdeError> {
+    pub fn new(ids: &[TermId], emb: &TermEmbeddings, bandwidth: f64) -> Result<Smoother, SummaryError> {
         let n = ids.len();
-        let vecs: Vec<&[f32]> = ids.iter().map(|&t| emb.get(t).ok_or(KdeError::MissingEmbedding(t))).collect::<Result<_, _>>()?;
+        let vecs: Vec<&[f32]> = ids.iter().map(|&t| emb.get(t).ok_or(SummaryError::MissingEmbedding(t))).collect::<Result<_, _>>()?;
         let mut k = vec![0f64; n * n];
         for v in 0..n {
             for w in 0..n {
@@ -135,18 +135,18 @@ pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smo
     out
 }
 
-/// The histogram samplers (`crate::summary::hist`): the candidates must be the release's Ṽ, in order.
-pub(super) fn sample_histograms(set: &DpKdeSet, kind: HistKind, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+/// The histogram samplers (`crate::dp::summary::hist`): the candidates must be the release's Ṽ, in order.
+pub(super) fn sample_histograms(set: &DpSummary, kind: HistKind, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
     if cands.ids != set.candidates {
-        return Err(KdeError::BadArtefact("candidates"));
+        return Err(SummaryError::BadArtefact("candidates"));
     }
     let smoother = if set.params.smoothing > 0.0 {
         if cands.matrix.len() != cands.len() * cands.dim {
-            return Err(KdeError::BadArtefact("candidates (smoothing needs Ṽ's embeddings)"));
+            return Err(SummaryError::BadArtefact("candidates (smoothing needs Ṽ's embeddings)"));
         }
         let mut emb = TermEmbeddings::new(cands.dim);
         for (i, &id) in cands.ids.iter().enumerate() {
-            emb.insert(id, &cands.matrix[i * cands.dim..][..cands.dim]).map_err(|_| KdeError::BadArtefact("candidates"))?;
+            emb.insert(id, &cands.matrix[i * cands.dim..][..cands.dim]).map_err(|_| SummaryError::BadArtefact("candidates"))?;
         }
         Some(Smoother::new(&cands.ids, &emb, set.params.smoothing)?)
     } else {

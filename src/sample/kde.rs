@@ -1,4 +1,4 @@
-//! Sampling from the DP-KDE family's release (`crate::summary::kde`): post-processing.
+//! Sampling from the DP-KDE family's release (`crate::dp::summary::kde`): post-processing.
 //!
 //!
 //! - independent: score every candidate w once, p(w) ∝ max(score − floor, 0); L i.i.d.
@@ -39,10 +39,10 @@ use super::{Candidates, Sequence};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::linalg::{gemm, MatRef};
-use crate::summary::kde::Features;
-use crate::summary::{DpKdeSet, KdeError, Sampler};
+use crate::dp::summary::kde::Features;
+use crate::dp::summary::{DpSummary, SummaryError, KeyphraseSampler};
 use crate::trig::{cos_fast, sin_fast};
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 /// Null candidates: random unit vectors, data-independent (a fixed seed), scored beside Ṽ.
 /// Almost no training keyphrase is near a random direction of the embedding space, so their
@@ -133,7 +133,7 @@ fn split_nulls(ext: &[f32], n: usize) -> (Vec<f32>, Vec<f32>) {
 }
 
 /// The independent sampler: every candidate scored once per class, L i.i.d. draws per sequence.
-pub(super) fn sample_independent(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+pub(super) fn sample_independent(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
     let features = set.features()?;
     let mut out = Vec::with_capacity(counts.iter().sum());
     let ext = with_nulls(cands);
@@ -149,7 +149,7 @@ pub(super) fn sample_independent(set: &DpKdeSet, cands: &Candidates, counts: &[u
 }
 
 /// The iterative samplers ([`sample_iterative`]), as sequences of Ṽ's terms.
-pub(super) fn sample_iterative_sequences(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+pub(super) fn sample_iterative_sequences(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
     let features = set.features()?;
     let mut out = Vec::with_capacity(counts.iter().sum());
     let picks = sample_iterative(set, &features, cands, counts, rng, &mut |_, _, _, _, _| {});
@@ -170,7 +170,7 @@ pub(crate) type StepObserver<'a> = &'a mut dyn FnMut(usize, usize, &[Vec<usize>]
 
 /// The iterative samplers: `counts[c]` sequences of class c, as indices into the candidates.
 pub(crate) fn sample_iterative(
-    set: &DpKdeSet,
+    set: &DpSummary,
     features: &Features,
     cands: &Candidates,
     counts: &[usize],
@@ -326,12 +326,12 @@ impl PhaseTable {
 
 /// The paper's scorer, one candidate at a time from the full prefix vectors: O(N·I·d·ℓ).
 /// A reference for tests and the benchmark's speed-up figure.
-pub fn naive_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, class: usize, prefix: &[TermId], emb: &TermEmbeddings) -> Vec<f32> {
+pub fn naive_scores(set: &DpSummary, features: &Features, cands: &Candidates, class: usize, prefix: &[TermId], emb: &TermEmbeddings) -> Vec<f32> {
     let len = prefix.len() + 1;
     let member = set.params.ensemble().member_for(len);
     let sums = set.classes[class].member_sums(member);
     let s = set.params.ensemble().scales(member, len);
-    let block = if set.params.sampler == Sampler::Independent { 0 } else { len - 1 };
+    let block = if set.params.sampler == KeyphraseSampler::Independent { 0 } else { len - 1 };
     (0..cands.len())
         .map(|w| {
             let cand = &cands.matrix[w * cands.dim..][..cands.dim];
@@ -350,11 +350,11 @@ pub fn naive_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, cla
 }
 
 /// The batched scorer for one prefix (for tests and benchmarks).
-pub fn batched_scores(set: &DpKdeSet, features: &Features, cands: &Candidates, class: usize, prefix: &[TermId], emb: &TermEmbeddings) -> Vec<f32> {
+pub fn batched_scores(set: &DpSummary, features: &Features, cands: &Candidates, class: usize, prefix: &[TermId], emb: &TermEmbeddings) -> Vec<f32> {
     let len = prefix.len() + 1;
     let member = set.params.ensemble().member_for(len);
     let s = set.params.ensemble().scales(member, len);
-    let block = if set.params.sampler == Sampler::Independent { 0 } else { len - 1 };
+    let block = if set.params.sampler == KeyphraseSampler::Independent { 0 } else { len - 1 };
     let mut r = vec![0f32; features.count];
     for (t, &p) in prefix.iter().enumerate() {
         let mut proj = vec![0f32; features.count];
@@ -371,7 +371,7 @@ mod tests {
     use super::*;
     use crate::classes::ClassSet;
     use crate::sample::tests::{abc, class_docs, clustered};
-    use crate::summary::{build, build_with, KdeDoc, KdeParams, Noise};
+    use crate::dp::summary::{build, build_with, SummaryDoc, SummaryParams, Noise};
 
     #[test]
     fn distinct_prefixes_are_scored_once_and_mapped_back() {
@@ -386,13 +386,13 @@ mod tests {
     fn batched_scorer_equals_the_naive_scorer() {
         let (emb, docs, labels) = clustered();
         let kdocs = class_docs(&docs, &labels);
-        for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
-            let params = KdeParams { epsilon: 5.0, sampler, len: 5, features: 256, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
+        for sampler in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog] {
+            let params = SummaryParams { epsilon: 5.0, sampler, len: 5, features: 256, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(5);
             let (set, _) = build(&kdocs, &abc(), &emb, &[], &params, &mut rng).unwrap();
             let f = set.features().unwrap();
             let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
-            let prefixes: &[&[TermId]] = if sampler == Sampler::Independent { &[&[]] } else { &[&[], &[3], &[3, 25, 41], &[1, 2, 3, 4]] };
+            let prefixes: &[&[TermId]] = if sampler == KeyphraseSampler::Independent { &[&[]] } else { &[&[], &[3], &[3, 25, 41], &[1, 2, 3, 4]] };
             for prefix in prefixes {
                 let fast = batched_scores(&set, &f, &cands, 1, prefix, &emb);
                 let slow = naive_scores(&set, &f, &cands, 1, prefix, &emb);
@@ -471,8 +471,8 @@ mod tests {
         // the best second keyphrase after term 0.
         let (emb, _, _) = clustered();
         let docs: Vec<Vec<TermId>> = (0..50).map(|_| vec![0, 1]).chain((0..50).map(|_| vec![0, 15])).collect();
-        let kdocs: Vec<KdeDoc<'_>> = docs.iter().take(50).map(|t| KdeDoc { class: 0, terms: t }).collect();
-        let params = KdeParams { epsilon: 1.0, sampler: Sampler::IterativeLinear, len: 2, features: 4096, terms_per_doc: 2, bandwidth: 1.0, smoothing: 0.0 };
+        let kdocs: Vec<SummaryDoc<'_>> = docs.iter().take(50).map(|t| SummaryDoc { class: 0, terms: t }).collect();
+        let params = SummaryParams { epsilon: 1.0, sampler: KeyphraseSampler::IterativeLinear, len: 2, features: 4096, terms_per_doc: 2, bandwidth: 1.0, smoothing: 0.0 };
         let (set, _) = build_with(&kdocs, &ClassSet::unlabelled(), &emb, &[], &params, [1; 32], Noise::Off).unwrap();
         let f = set.features().unwrap();
         let cands = Candidates::new(&(0..20).collect::<Vec<_>>(), &emb).unwrap();

@@ -1,7 +1,7 @@
 //! Sampling keyphrase sequences from a released ε_kde summary (DP-KPS section 2, appendix B.2).
 //! Everything here reads only DP outputs (Ṽ and the release): post-processing, no privacy cost.
 //!
-//! One file per family of the release (`crate::summary`): [`kde`] samples from the DP-KDEs
+//! One file per family of the release (`crate::dp::summary`): [`kde`] samples from the DP-KDEs
 //! (independent and iterative draws, the noise floor, batched scoring), [`hist`] from the
 //! histograms (threshold, smoothing, unigram and Markov draws). [`sample_sized`] dispatches on
 //! the release's sampler.
@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::linalg::MatRef;
-use crate::summary::hist::HistKind;
-use crate::summary::{DpKdeSet, KdeError, Sampler};
-use crate::vocab::TermId;
+use crate::dp::summary::hist::HistKind;
+use crate::dp::summary::{DpSummary, SummaryError, KeyphraseSampler};
+use crate::public_vocab::TermId;
 
 pub mod hist;
 pub mod kde;
@@ -38,10 +38,10 @@ pub struct Candidates {
 }
 
 impl Candidates {
-    pub fn new(ids: &[TermId], emb: &TermEmbeddings) -> Result<Candidates, KdeError> {
+    pub fn new(ids: &[TermId], emb: &TermEmbeddings) -> Result<Candidates, SummaryError> {
         let mut matrix = Vec::with_capacity(ids.len() * emb.dim());
         for &id in ids {
-            matrix.extend_from_slice(emb.get(id).ok_or(KdeError::MissingEmbedding(id))?);
+            matrix.extend_from_slice(emb.get(id).ok_or(SummaryError::MissingEmbedding(id))?);
         }
         Ok(Candidates { ids: ids.to_vec(), matrix, dim: emb.dim() })
     }
@@ -66,22 +66,22 @@ impl Candidates {
 }
 
 /// Samples `per_class` sequences for every class of `set`.
-pub fn sample(set: &DpKdeSet, cands: &Candidates, per_class: usize, rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+pub fn sample(set: &DpSummary, cands: &Candidates, per_class: usize, rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
     sample_sized(set, cands, &vec![per_class; set.classes.len()], rng)
 }
 
 /// Samples `counts[c]` sequences for class c of `set` (e.g. in proportion to DP class counts,
 /// `dp::counts::apportion`).
-pub fn sample_sized(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, KdeError> {
+pub fn sample_sized(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
     set.check()?;
     if cands.is_empty() || cands.dim != set.dim || counts.len() != set.classes.len() {
-        return Err(KdeError::BadArtefact("candidates"));
+        return Err(SummaryError::BadArtefact("candidates"));
     }
     match set.params.sampler {
-        Sampler::Histogram => hist::sample_histograms(set, HistKind::Unigram, cands, counts, rng),
-        Sampler::Markov => hist::sample_histograms(set, HistKind::Transitions, cands, counts, rng),
-        Sampler::Independent => kde::sample_independent(set, cands, counts, rng),
-        Sampler::IterativeLinear | Sampler::IterativeLog => kde::sample_iterative_sequences(set, cands, counts, rng),
+        KeyphraseSampler::Histogram => hist::sample_histograms(set, HistKind::Unigram, cands, counts, rng),
+        KeyphraseSampler::Markov => hist::sample_histograms(set, HistKind::Transitions, cands, counts, rng),
+        KeyphraseSampler::Independent => kde::sample_independent(set, cands, counts, rng),
+        KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => kde::sample_iterative_sequences(set, cands, counts, rng),
     }
 }
 
@@ -89,8 +89,8 @@ pub fn sample_sized(set: &DpKdeSet, cands: &Candidates, counts: &[usize], rng: &
 pub(crate) mod tests {
     use super::*;
     use crate::classes::ClassSet;
-    use crate::summary::kde::tests::unit_vectors;
-    use crate::summary::{build, KdeDoc, KdeParams};
+    use crate::dp::summary::kde::tests::unit_vectors;
+    use crate::dp::summary::{build, SummaryDoc, SummaryParams};
 
     /// Three well-separated clusters of 20 terms in 16 dimensions (centres 120° apart, so
     /// cross-cluster kernel values are ≈ e^-3); class c uses cluster c.
@@ -125,9 +125,9 @@ pub(crate) mod tests {
         ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap()
     }
 
-    pub(crate) fn class_docs<'a>(docs: &'a [Vec<TermId>], labels: &[&str]) -> Vec<KdeDoc<'a>> {
+    pub(crate) fn class_docs<'a>(docs: &'a [Vec<TermId>], labels: &[&str]) -> Vec<SummaryDoc<'a>> {
         let cs = abc();
-        docs.iter().zip(labels).map(|(t, l)| KdeDoc { class: cs.assign(Some(l)).unwrap(), terms: t }).collect()
+        docs.iter().zip(labels).map(|(t, l)| SummaryDoc { class: cs.assign(Some(l)).unwrap(), terms: t }).collect()
     }
 
     #[test]
@@ -135,8 +135,8 @@ pub(crate) mod tests {
         let (emb, docs, labels) = clustered();
         let kdocs = class_docs(&docs, &labels);
         let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
-        for sampler in Sampler::ALL {
-            let params = KdeParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
+        for sampler in KeyphraseSampler::ALL {
+            let params = SummaryParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(6);
             let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
             let seqs = sample(&set, &cands, 100, &mut rng).unwrap();

@@ -74,7 +74,7 @@ fn App() -> impl IntoView {
             <Bundled />
         </main>
         <footer>
-            "Method: DP-KPS (Nagesh, Chen, Mishra & Wagner, 2024). Total privacy cost: ε_voc + ε_kde, "
+            "Method: DP-KPS (Nagesh, Chen, Mishra & Wagner, 2024). Total privacy cost: ε_voc + ε_kde (+ ε for the class counts), "
             "document-level, add/remove-one-document neighbours."
         </footer>
     }

@@ -8,7 +8,7 @@ use super::load::read_matched;
 use super::store::Store;
 use super::{sources, Loaded, State};
 use crate::dp::SecureRng;
-use crate::summary::Sampler;
+use crate::dp::summary::KeyphraseSampler;
 use crate::protocol::{Event, FileInfo, RunSettings, Stage};
 
 /// The utility check of `crate::eval` on the loaded corpus, or on a separate tuning file read
@@ -48,10 +48,10 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<
         kde_terms_per_doc: settings.len,
         per_class: settings.per_class,
         // Markov keeps (N+1)·N counts per class: left out where that exceeds the release cap.
-        samplers: Sampler::ALL
+        samplers: KeyphraseSampler::ALL
             .into_iter()
             .filter(|&sampler| {
-                crate::summary::KdeParams { sampler, ..settings.kde_params() }
+                crate::dp::summary::SummaryParams { sampler, ..settings.kde_params() }
                     .check_release_size(settings.top_n, corpus.stats.classes.len())
                     .is_ok()
             })

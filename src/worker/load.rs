@@ -16,7 +16,7 @@ use super::{files, Loaded, State, KEEP};
 use crate::corpus::{Fields, Format};
 use crate::pipeline::{MatchedCorpus, MatchingSink};
 use crate::protocol::{limits, CorpusSummary, Event, FileInfo, Stage, VocabChoice};
-use crate::vocab::{Matcher, PublicVocabulary};
+use crate::public_vocab::{Matcher, PublicVocabulary};
 
 /// Bytes of the first file shown in the preview.
 const PREVIEW_BYTES: f64 = 64.0 * 1024.0;

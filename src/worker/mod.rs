@@ -45,7 +45,7 @@ use crate::embed::Embed;
 use crate::pipeline::MatchedCorpus;
 use crate::protocol::{Event, LedgerEvent, Request, Stage};
 use crate::run::reuse::KeptVocabulary;
-use crate::vocab::{Bundled, PublicVocabulary};
+use crate::public_vocab::{Bundled, PublicVocabulary};
 
 use control::{now_ms, post, scope, sleep, Stop, BUSY, CANCEL};
 use diagnostics::{bench, model_check};

@@ -12,13 +12,13 @@ use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::SecureRng;
 use crate::embed::bundle::VectorFile;
 use crate::embed::TermEmbeddings;
-use crate::summary::{DpKdeSet, KdeDoc};
+use crate::dp::summary::{DpSummary, SummaryDoc};
 use crate::ledger::{LedgerBook, Spend};
 use crate::protocol::{Event, RunResult, RunSettings, SequenceOut, Stage};
 use crate::run::report::Checked;
 use crate::run::reuse::{KeptVocabulary, VocabKey};
 use crate::run::{execute, Host, RunError, RunInputs, RunPlan, Vectors, Vocabulary};
-use crate::vocab::{Bundled, PublicVocabulary, TermId};
+use crate::public_vocab::{Bundled, PublicVocabulary, TermId};
 
 use super::control::{at, checkpoint, iso_now, now_ms, post, progress, seconds_since, Stop};
 use super::helpers::kde_share;
@@ -97,12 +97,12 @@ impl Host for WorkerHost<'_> {
 
     async fn summaries(
         &mut self,
-        docs: &[KdeDoc<'_>],
+        docs: &[SummaryDoc<'_>],
         plan: &RunPlan,
         emb: &TermEmbeddings,
         candidates: &[TermId],
         rng: &mut SecureRng,
-    ) -> Result<(DpKdeSet, Vec<Spend>), Stop> {
+    ) -> Result<(DpSummary, Vec<Spend>), Stop> {
         kde_share::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), self.kde_helpers.as_mut(), rng).await
     }
 

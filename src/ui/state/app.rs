@@ -11,7 +11,7 @@ use crate::protocol::{
 };
 use crate::ui::engine;
 use crate::ui::io::jobstore;
-use crate::vocab::Bundled;
+use crate::public_vocab::Bundled;
 
 use super::settings::SettingsFields;
 

@@ -87,7 +87,7 @@ impl SettingsFields {
 
     /// One sentence on what the chosen sampler keeps.
     pub fn sampler_description(&self) -> &'static str {
-        crate::summary::Sampler::parse(&self.sampler.get()).unwrap_or(crate::summary::KdeParams::DEFAULT_SAMPLER).describe()
+        crate::dp::summary::KeyphraseSampler::parse(&self.sampler.get()).unwrap_or(crate::dp::summary::SummaryParams::DEFAULT_SAMPLER).describe()
     }
 
     /// The settings, or every field that is wrong with why.
@@ -105,7 +105,7 @@ impl SettingsFields {
                 1
             })
         };
-        let sampler = crate::summary::Sampler::parse(&self.sampler.get()).unwrap_or(crate::summary::KdeParams::DEFAULT_SAMPLER);
+        let sampler = crate::dp::summary::KeyphraseSampler::parse(&self.sampler.get()).unwrap_or(crate::dp::summary::SummaryParams::DEFAULT_SAMPLER);
         let s = RunSettings {
             eps_voc: float("eps_voc", self.eps_voc, &mut errs),
             eps_kde: float("eps_kde", self.eps_kde, &mut errs),

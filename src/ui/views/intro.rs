@@ -6,7 +6,7 @@ use crate::ui::state::app;
 
 /// The six stages of DP-KPS as the curator meets them, with the defaults
 /// (`RunSettings::default`): a private vocabulary Ṽ per class, the `histogram` sampler
-/// (`KdeParams::DEFAULT_SAMPLER`) with DP class counts, and no smoothing, so nothing is embedded.
+/// (`SummaryParams::DEFAULT_SAMPLER`) with DP class counts, and no smoothing, so nothing is embedded.
 const STEPS: [(&str, &str, &str); 6] = [
     ("Upload", "Drop a CSV, TSV, JSONL or .txt corpus. It stays in this tab's memory.", "no privacy cost"),
     ("Match keyphrases", "Find terms of a public vocabulary (English or medical) in each document.", "no release"),

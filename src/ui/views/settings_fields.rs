@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::summary::Sampler;
+use crate::dp::summary::KeyphraseSampler;
 use crate::protocol::FieldError;
 use crate::ui::state::app;
 
@@ -38,7 +38,7 @@ pub fn SamplerField() -> impl IntoView {
         <label class="field">
             <span class="name">"Sampler"</span>
             <select id="sampler" on:change=move |ev| f.sampler.set(event_target_value(&ev))>
-                {Sampler::ALL
+                {KeyphraseSampler::ALL
                     .into_iter()
                     .map(|s| {
                         let name = s.name();

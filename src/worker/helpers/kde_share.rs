@@ -22,11 +22,11 @@ use crate::worker::control::{at, now_ms, sleep, Stop, CANCEL};
 use crate::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::summary::kde::split::SplitSums;
-use crate::summary::{self as kde, DpKdeSet, KdeDoc, KdeParams};
+use crate::dp::summary::kde::split::SplitSums;
+use crate::dp::summary::{self as kde, DpSummary, SummaryDoc, SummaryParams};
 use crate::ledger::Spend;
 use crate::protocol::Stage;
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 /// Fewer documents are built here alone (a helper's start and the copies cost more).
 const MIN_DOCS: usize = 4_000;
@@ -34,14 +34,14 @@ const MIN_DOCS: usize = 4_000;
 /// `kde::build`, with the sums shared with the idle helpers of `pool` when it is worth it.
 #[allow(clippy::too_many_arguments)]
 pub async fn build(
-    docs: &[KdeDoc<'_>],
+    docs: &[SummaryDoc<'_>],
     classes: &ClassSet,
     emb: &TermEmbeddings,
     candidates: &[TermId],
-    params: &KdeParams,
+    params: &SummaryParams,
     pool: Option<&mut Pool>,
     rng: &mut SecureRng,
-) -> Result<(DpKdeSet, Vec<Spend>), Stop> {
+) -> Result<(DpSummary, Vec<Spend>), Stop> {
     let pool = pool.and_then(|p| {
         p.poll(); // helpers that have started since are idle now
         (p.idle() > 0 && params.sampler.hist_kind().is_none() && docs.len() >= MIN_DOCS).then_some(p)

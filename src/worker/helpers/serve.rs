@@ -11,7 +11,7 @@ use super::wasm_memory_bytes;
 use super::wire::{read_sums_request, EMBED, EMBEDDED, FAILED, LOAD, LOADED, SUMMED, SUMS};
 use crate::embed::onnx::OnnxEmbedder;
 use crate::embed::Embed;
-use crate::summary::{self as kde, KdeDoc};
+use crate::dp::summary::{self as kde, SummaryDoc};
 
 thread_local! {
     /// The model, when this worker is a helper.
@@ -93,7 +93,7 @@ fn sums(arr: &js_sys::Array) -> Result<Vec<f64>, String> {
     let mut docs = Vec::with_capacity(req.lens.len());
     let mut at = 0;
     for (&l, &c) in req.lens.iter().zip(&req.cls) {
-        docs.push(KdeDoc { class: c as usize, terms: &req.terms[at..at + l as usize] });
+        docs.push(SummaryDoc { class: c as usize, terms: &req.terms[at..at + l as usize] });
         at += l as usize;
     }
     let sums = kde::exact_sums(&docs, req.classes, &req.emb, &req.params, req.seed).map_err(|e| e.to_string())?;

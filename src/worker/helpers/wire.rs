@@ -13,8 +13,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::embed::TermEmbeddings;
-use crate::summary::{KdeDoc, KdeParams};
-use crate::vocab::TermId;
+use crate::dp::summary::{SummaryDoc, SummaryParams};
+use crate::public_vocab::TermId;
 
 /// First element of a helper request carrying model and tokenizer bytes.
 pub const LOAD: &str = "dpkps-helper-load";
@@ -65,7 +65,7 @@ pub fn read_reply(data: &JsValue) -> Option<Said> {
 }
 
 /// The request for one part: [SUMS, seq, meta, terms, lengths, classes, embedding ids, vectors].
-pub fn sums_request(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &KdeParams, seed: [u8; 32]) -> Result<js_sys::Array, String> {
+pub fn sums_request(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &SummaryParams, seed: [u8; 32]) -> Result<js_sys::Array, String> {
     let terms: Vec<u32> = docs.iter().flat_map(|d| d.terms.iter().copied()).collect();
     let lens: Vec<u32> = docs.iter().map(|d| d.terms.len() as u32).collect();
     let cls: Vec<u32> = docs.iter().map(|d| d.class as u32).collect();
@@ -89,7 +89,7 @@ pub fn sums_request(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, p
 
 /// A [`SUMS`] request as a helper reads it, checked for shape.
 pub struct SumsRequest {
-    pub params: KdeParams,
+    pub params: SummaryParams,
     pub seed: [u8; 32],
     pub classes: usize,
     /// Every document's terms, one after the other.
@@ -106,7 +106,7 @@ pub struct SumsRequest {
 pub fn read_sums_request(arr: &js_sys::Array) -> Result<SumsRequest, String> {
     #[derive(serde::Deserialize)]
     struct Meta {
-        params: KdeParams,
+        params: SummaryParams,
         seed: String,
         classes: usize,
         dim: usize,

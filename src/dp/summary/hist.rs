@@ -30,17 +30,17 @@
 //! terms, so at most k − 1 distinct entries; G on one entry when k = 1), L1 ≤ 3G/4 + G/4 = G.
 //! So Δ₁ = G for both. Every
 //! entry of every declared class's histogram (zeros included: which entries are zero is
-//! private) gets discrete Laplace noise of scale G/ε (exact sampler, [`crate::dp::sampler`], drawn
-//! by [`crate::dp::laplace`] in the release loop of `crate::summary`):
+//! private) gets discrete Laplace noise of scale G/ε (exact sampler, [`crate::dp::noise`], drawn
+//! by [`crate::dp::laplace`] in the release loop of `crate::dp::summary`):
 //! ε-DP per class, and the classes compose in parallel (disjoint documents), so the release is
 //! ε_kde-DP. Ṽ itself is a DP output, so conditioning on it is adaptive composition with the
 //! ε_voc stage. Thresholding, smoothing and sampling read only the release: post-processing.
 //! [`Histograms`] is this family's [`Family`].
 
-use super::{by_class, Family, KdeDoc, KdeError, KdeParams, GRID_BITS};
+use super::{by_class, Family, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 /// Grid units per document: the L1 sensitivity Δ₁ of one class's histogram.
 pub const DOC_WEIGHT: u64 = 1 << GRID_BITS;
@@ -104,7 +104,7 @@ impl CandidateIndex {
 }
 
 /// Exact integer sums of one class's documents (module docs): before noise.
-pub fn class_sums(kind: HistKind, docs: &[&KdeDoc<'_>], index: &CandidateIndex, max_terms: usize) -> Vec<i64> {
+pub fn class_sums(kind: HistKind, docs: &[&SummaryDoc<'_>], index: &CandidateIndex, max_terms: usize) -> Vec<i64> {
     let n = index.len();
     let mut h = vec![0i64; kind.entries(n)];
     for d in docs {
@@ -142,23 +142,23 @@ pub(crate) static UNIGRAM: Histograms = Histograms(HistKind::Unigram);
 pub(crate) static TRANSITIONS: Histograms = Histograms(HistKind::Transitions);
 
 impl Family for Histograms {
-    fn check_inputs(&self, _docs: &[KdeDoc<'_>], _emb: &TermEmbeddings, candidates: &[TermId]) -> Result<(), KdeError> {
+    fn check_inputs(&self, _docs: &[SummaryDoc<'_>], _emb: &TermEmbeddings, candidates: &[TermId]) -> Result<(), SummaryError> {
         if candidates.is_empty() {
-            return Err(KdeError::BadArtefact("candidates"));
+            return Err(SummaryError::BadArtefact("candidates"));
         }
         Ok(())
     }
 
-    fn exact_sums(&self, docs: &[KdeDoc<'_>], classes: usize, _emb: &TermEmbeddings, candidates: &[TermId], params: &KdeParams, _seed: [u8; 32]) -> Vec<Vec<Vec<i64>>> {
+    fn exact_sums(&self, docs: &[SummaryDoc<'_>], classes: usize, _emb: &TermEmbeddings, candidates: &[TermId], params: &SummaryParams, _seed: [u8; 32]) -> Vec<Vec<Vec<i64>>> {
         let index = CandidateIndex::new(candidates);
         by_class(docs, classes).iter().map(|class_docs| vec![class_sums(self.0, class_docs, &index, params.terms_per_doc)]).collect()
     }
 
-    fn sensitivity(&self, _params: &KdeParams) -> Result<u64, DpError> {
+    fn sensitivity(&self, _params: &SummaryParams) -> Result<u64, DpError> {
         Ok(DOC_WEIGHT)
     }
 
-    fn width(&self, _params: &KdeParams, candidates: usize) -> usize {
+    fn width(&self, _params: &SummaryParams, candidates: usize) -> usize {
         self.0.entries(candidates)
     }
 
@@ -170,7 +170,7 @@ impl Family for Histograms {
         (format!("discrete Laplace on the fixed-point {what} histogram over Ṽ"), format!("G·2^-{GRID_BITS} = 1 (a document's total weight)"))
     }
 
-    fn spend_params(&self, params: &KdeParams, _member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)> {
+    fn spend_params(&self, params: &SummaryParams, _member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)> {
         vec![("entries", self.0.entries(candidates).into()), ("keyphrases_per_doc_M", params.terms_per_doc.into())]
     }
 
@@ -189,7 +189,7 @@ mod tests {
         let index = CandidateIndex::new(&[10, 11, 12, 13]);
         for kind in [HistKind::Unigram, HistKind::Transitions] {
             for terms in [vec![10u32], vec![10, 11], vec![10, 11, 12], vec![13, 99, 12, 12, 10, 11], vec![99, 98], vec![]] {
-                let doc = KdeDoc { class: 0, terms: &terms };
+                let doc = SummaryDoc { class: 0, terms: &terms };
                 let h = class_sums(kind, &[&doc], &index, 10);
                 let l1: i64 = h.iter().map(|v| v.abs()).sum();
                 assert!(l1 as u64 <= DOC_WEIGHT, "{kind:?} {terms:?}: {l1}");
@@ -205,7 +205,7 @@ mod tests {
         for kind in [HistKind::Unigram, HistKind::Transitions] {
             for k in 1..=64usize {
                 let terms = &ids[..k];
-                let h = class_sums(kind, &[&KdeDoc { class: 0, terms }], &index, 64);
+                let h = class_sums(kind, &[&SummaryDoc { class: 0, terms }], &index, 64);
                 assert!(h.iter().all(|&v| v >= 0), "{kind:?} k = {k}");
                 let l1: u64 = h.iter().map(|&v| v as u64).sum();
                 assert!(l1 <= DOC_WEIGHT, "{kind:?} k = {k}: {l1} > {DOC_WEIGHT}");
@@ -220,7 +220,7 @@ mod tests {
     fn transitions_follow_document_order_beside_the_terms() {
         let index = CandidateIndex::new(&[5, 6, 7]);
         let terms = vec![7u32, 5, 6];
-        let doc = KdeDoc { class: 0, terms: &terms };
+        let doc = SummaryDoc { class: 0, terms: &terms };
         let h = class_sums(HistKind::Transitions, &[&doc], &index, 10);
         let n = 3;
         let (u, w) = ((DOC_WEIGHT / 4) as i64, (DOC_WEIGHT / 8) as i64);
@@ -229,7 +229,7 @@ mod tests {
         assert_eq!(h[(0 + 1) * n + 1], w, "5 → 6");
         assert_eq!(h.iter().filter(|&&v| v != 0).count(), 5);
         let one = vec![6u32];
-        let h = class_sums(HistKind::Transitions, &[&KdeDoc { class: 0, terms: &one }], &index, 10);
+        let h = class_sums(HistKind::Transitions, &[&SummaryDoc { class: 0, terms: &one }], &index, 10);
         assert_eq!(h[1], DOC_WEIGHT as i64, "one term: all its weight on row 0");
         assert_eq!(h.iter().filter(|&&v| v != 0).count(), 1);
     }
@@ -239,7 +239,7 @@ mod tests {
     /// times, bucket the entry's noisy value (post-processing), and bound |ln P_D/P_D′| from
     /// below with 4-sd confidence intervals. The mechanism must stay within ε; a release made
     /// with twice the ε (what a sensitivity of ½ would give) must be caught.
-    fn estimated_loss(kind_sampler: crate::summary::Sampler, eps_used: f64, seed: u64) -> f64 {
+    fn estimated_loss(kind_sampler: crate::dp::summary::KeyphraseSampler, eps_used: f64, seed: u64) -> f64 {
         let bucket = |v: i64| (v as f64 / (DOC_WEIGHT as f64 / 2.0)).floor().clamp(-8.0, 8.0) as i64;
         // Index 0 is term 3's entry in both: the histogram's, and row 0 (the keyphrase row) of
         // the markov histogram, which a one-term document gives all its weight.
@@ -250,34 +250,34 @@ mod tests {
     /// releases (`build`, Ṽ = [3, 4], one class) each reduced to `event` of its sums.
     fn loss_between_empty_and<K: Eq + std::hash::Hash>(
         terms: &[TermId],
-        sampler: crate::summary::Sampler,
+        sampler: crate::dp::summary::KeyphraseSampler,
         eps_used: f64,
         seed: u64,
         trials: usize,
         event: impl Fn(&[i64]) -> K,
     ) -> f64 {
         use crate::classes::ClassSet;
-        use crate::summary::build;
+        use crate::dp::summary::build;
         let emb = TermEmbeddings::new(4);
         let cands = [3u32, 4];
         let classes = ClassSet::unlabelled();
-        let params = KdeParams { epsilon: eps_used, sampler, len: 2, features: 1, terms_per_doc: 4, bandwidth: 1.0, smoothing: 0.0 };
+        let params = SummaryParams { epsilon: eps_used, sampler, len: 2, features: 1, terms_per_doc: 4, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(seed);
-        let mut freq = |docs: &[KdeDoc<'_>]| {
+        let mut freq = |docs: &[SummaryDoc<'_>]| {
             crate::dp::testing::frequencies(trials, || {
                 let (set, _) = build(docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
                 event(&set.classes[0].sums[0])
             })
         };
         let f0 = freq(&[]);
-        let f1 = freq(&[KdeDoc { class: 0, terms }]);
+        let f1 = freq(&[SummaryDoc { class: 0, terms }]);
         crate::dp::testing::max_log_ratio(&f0, &f1, trials)
     }
 
     #[test]
     fn empirical_privacy_loss_stays_within_epsilon() {
         let eps = 1.0;
-        for (k, sampler) in [crate::summary::Sampler::Histogram, crate::summary::Sampler::Markov].into_iter().enumerate() {
+        for (k, sampler) in [crate::dp::summary::KeyphraseSampler::Histogram, crate::dp::summary::KeyphraseSampler::Markov].into_iter().enumerate() {
             let loss = estimated_loss(sampler, eps, 31 + k as u64);
             assert!(loss <= eps, "{sampler:?}: estimated privacy loss {loss} exceeds ε = {eps}");
             let bad = estimated_loss(sampler, 2.0 * eps, 41 + k as u64);
@@ -298,7 +298,7 @@ mod tests {
     /// Empirical check of the markov split (row 0 ¾, transitions ¼) with the real `build`, on
     /// neighbouring corpora: D empty, D′ one document with two Ṽ-terms. Outcome: `k2_event`.
     fn k2_markov_loss(eps_used: f64, seed: u64) -> f64 {
-        loss_between_empty_and(&[3, 4], crate::summary::Sampler::Markov, eps_used, seed, 100_000, k2_event)
+        loss_between_empty_and(&[3, 4], crate::dp::summary::KeyphraseSampler::Markov, eps_used, seed, 100_000, k2_event)
     }
 
     /// A two-term document is where the markov split is tight (3/8 + 3/8 + ¼ = 1): the real
@@ -307,7 +307,7 @@ mod tests {
     /// so the event sees the transition's share, not only row 0.
     #[test]
     fn a_two_term_document_stays_within_epsilon_under_the_markov_split() {
-        use crate::dp::sampler::{discrete_laplace, Ratio};
+        use crate::dp::noise::{discrete_laplace, Ratio};
         let eps = 1.0;
         let loss = k2_markov_loss(eps, 61);
         assert!(loss <= eps, "estimated privacy loss {loss} exceeds ε = {eps}");
@@ -317,10 +317,10 @@ mod tests {
         const TRIALS: usize = 200_000;
         let index = CandidateIndex::new(&[3, 4]);
         let two = vec![3u32, 4];
-        let doc = KdeDoc { class: 0, terms: &two };
+        let doc = SummaryDoc { class: 0, terms: &two };
         let scale = Ratio::int_over_f64(DOC_WEIGHT, eps).unwrap();
         let mut rng = SecureRng::seeded_for_tests(63);
-        let mut f = |docs: &[&KdeDoc<'_>]| {
+        let mut f = |docs: &[&SummaryDoc<'_>]| {
             let mut exact = class_sums(HistKind::Transitions, docs, &index, 10);
             exact[(0 + 1) * 2 + 1] *= 2;
             crate::dp::testing::frequencies(TRIALS, || {
@@ -339,16 +339,16 @@ mod tests {
     /// weight (true loss 3ε; the classic mistake of forgetting to spread the weight) is caught.
     #[test]
     fn spreading_the_weight_is_what_keeps_a_many_term_document_within_epsilon() {
-        use crate::dp::sampler::{discrete_laplace, Ratio};
+        use crate::dp::noise::{discrete_laplace, Ratio};
         const TRIALS: usize = 30_000;
         let eps = 1.0;
         let index = CandidateIndex::new(&[3, 4, 5]);
         let three = vec![3u32, 4, 5];
-        let doc = KdeDoc { class: 0, terms: &three };
+        let doc = SummaryDoc { class: 0, terms: &three };
         let scale = Ratio::int_over_f64(DOC_WEIGHT, eps).unwrap();
         let mut rng = SecureRng::seeded_for_tests(51);
         let mut loss = |per_term_full_weight: bool| {
-            let mut f = |docs: &[&KdeDoc<'_>]| {
+            let mut f = |docs: &[&SummaryDoc<'_>]| {
                 let mut exact = class_sums(HistKind::Unigram, docs, &index, 10);
                 if per_term_full_weight {
                     exact.iter_mut().for_each(|v| *v = if *v > 0 { DOC_WEIGHT as i64 } else { 0 });

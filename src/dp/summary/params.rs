@@ -1,20 +1,20 @@
-//! The ε_kde stage's parameters ([`KdeParams`]): validation, and the public quantities the
+//! The ε_kde stage's parameters ([`SummaryParams`]): validation, and the public quantities the
 //! privacy map needs before any ε is spent (Δ, the noise scale, the release's size).
 
 use serde::{Deserialize, Serialize};
 
 use super::kde::Ensemble;
-use super::sampler::{Needs, Sampler, MAX_LEN};
-use super::{family, KdeError};
-use crate::dp::sampler::Ratio;
+use super::sampler::{Needs, KeyphraseSampler, MAX_LEN};
+use super::{family, SummaryError};
+use crate::dp::noise::Ratio;
 use crate::dp::{check_epsilon, DpError, ParamError};
 
 /// Parameters of the DP-KDE stage.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct KdeParams {
+pub struct SummaryParams {
     /// ε_kde for every class (classes compose in parallel).
     pub epsilon: f64,
-    pub sampler: Sampler,
+    pub sampler: KeyphraseSampler,
     /// L: keyphrases per sequence.
     pub len: usize,
     /// I: random features.
@@ -35,7 +35,7 @@ fn default_bandwidth() -> f64 {
     1.0
 }
 
-impl KdeParams {
+impl SummaryParams {
     pub const MAX_LEN: usize = MAX_LEN;
     pub const MAX_FEATURES: usize = 16_384;
     /// The default h, chosen on MTSamples (README, "evaluate"): with the noise floor, 0.3 kept
@@ -44,7 +44,7 @@ impl KdeParams {
     /// The default I: data-independent (`super::kde` module docs, "Choosing I").
     pub const DEFAULT_FEATURES: usize = 2048;
     /// The default sampler, chosen on MTSamples (README, "evaluate").
-    pub const DEFAULT_SAMPLER: Sampler = Sampler::Histogram;
+    pub const DEFAULT_SAMPLER: KeyphraseSampler = KeyphraseSampler::Histogram;
 
     pub fn validate(&self) -> Result<(), ParamError> {
         check_epsilon("ε_kde", self.epsilon)?;
@@ -88,12 +88,12 @@ impl KdeParams {
 
     /// Refuses a histogram release too large to hold (Markov: (N+1)·N counts per class) for
     /// N candidates and this many classes. Public inputs only: call it before spending ε.
-    pub fn check_release_size(&self, candidates: usize, classes: usize) -> Result<(), KdeError> {
+    pub fn check_release_size(&self, candidates: usize, classes: usize) -> Result<(), SummaryError> {
         self.noise_scale()?;
         if let Some(kind) = self.sampler.hist_kind() {
             let cells = kind.entries(candidates).saturating_mul(classes);
             if cells > MAX_HIST_CELLS {
-                return Err(KdeError::TooLarge { cells, max: MAX_HIST_CELLS });
+                return Err(SummaryError::TooLarge { cells, max: MAX_HIST_CELLS });
             }
         }
         Ok(())
@@ -106,7 +106,7 @@ impl KdeParams {
         self.needs().terms_read_per_doc
     }
 
-    /// What the sampler reads with these parameters ([`Sampler::needs`]): which embeddings to
+    /// What the sampler reads with these parameters ([`KeyphraseSampler::needs`]): which embeddings to
     /// compute (the documents' terms, Ṽ's) and how many terms per document to keep.
     pub fn needs(&self) -> Needs {
         self.sampler.needs(self.len, self.terms_per_doc, self.smoothing)
@@ -115,7 +115,7 @@ impl KdeParams {
     /// Blocks of ω needed: one per position of a sequence.
     pub fn blocks(&self) -> usize {
         match self.sampler {
-            Sampler::Independent | Sampler::Histogram | Sampler::Markov => 1,
+            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 1,
             _ => self.len,
         }
     }

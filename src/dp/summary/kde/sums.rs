@@ -19,12 +19,12 @@
 use std::collections::HashMap;
 
 use super::{Features, C_BOUND, Q_BOUND};
-use crate::summary::sampler::Sampler;
-use crate::summary::{KdeDoc, KdeParams, GRID_BITS};
+use crate::dp::summary::sampler::KeyphraseSampler;
+use crate::dp::summary::{SummaryDoc, SummaryParams, GRID_BITS};
 use crate::embed::TermEmbeddings;
 use crate::linalg::MatRef;
 use crate::trig::{cos_fast, round_to_i32};
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 /// Memory for rows kept across the whole build (the most frequent (block, term) pairs).
 pub const KEPT_BYTES: usize = 32 << 20;
@@ -189,20 +189,20 @@ impl Partial {
 }
 
 /// The (block, term) pairs the mechanism reads from `doc`.
-pub(super) fn uses<'d>(doc: &'d KdeDoc<'_>, params: &KdeParams) -> impl Iterator<Item = (usize, TermId)> + 'd {
-    let iterative = matches!(params.sampler, Sampler::IterativeLinear | Sampler::IterativeLog);
+pub(super) fn uses<'d>(doc: &'d SummaryDoc<'_>, params: &SummaryParams) -> impl Iterator<Item = (usize, TermId)> + 'd {
+    let iterative = matches!(params.sampler, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog);
     let take = if iterative { params.len } else { params.terms_per_doc };
     doc.terms.iter().take(take).enumerate().map(move |(t, &term)| (if iterative { t } else { 0 }, term))
 }
 
 /// Exact integer sums Σ_docs q(doc) for each member of one class.
-pub(super) fn class_sums(docs: &[&KdeDoc<'_>], features: &Features, params: &KdeParams, rows: &mut Rows<'_>) -> Vec<Vec<i64>> {
+pub(super) fn class_sums(docs: &[&SummaryDoc<'_>], features: &Features, params: &SummaryParams, rows: &mut Rows<'_>) -> Vec<Vec<i64>> {
     let ensemble = params.ensemble();
     let i_count = features.count;
     let mut totals = vec![vec![0i64; i_count]; ensemble.members()];
     let beta = features.beta();
     match params.sampler {
-        Sampler::Independent => {
+        KeyphraseSampler::Independent => {
             // Every keyphrase (first M) is a length-1 "prefix" at block 0, weight 1/M_doc.
             let per_batch = (BATCH_BYTES / (4 * i_count * params.terms_per_doc.max(1))).max(1);
             let mut acc = vec![0f32; i_count];
@@ -221,7 +221,7 @@ pub(super) fn class_sums(docs: &[&KdeDoc<'_>], features: &Features, params: &Kde
                 }
             }
         }
-        Sampler::IterativeLinear | Sampler::IterativeLog => {
+        KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => {
             // r[doc] = Σ_{t<ℓ} p_t(z_t), grown one position at a time; each prefix a document
             // gives a member is its only one there (count 1: `Ensemble::members_of_prefix`).
             let per_batch = (BATCH_BYTES / (4 * i_count)).max(1);
@@ -261,7 +261,7 @@ pub(super) fn class_sums(docs: &[&KdeDoc<'_>], features: &Features, params: &Kde
             }
             partial.finish(&mut totals);
         }
-        Sampler::Histogram | Sampler::Markov => unreachable!("histogram samplers have no random features"),
+        KeyphraseSampler::Histogram | KeyphraseSampler::Markov => unreachable!("histogram samplers have no random features"),
     }
     totals
 }
@@ -269,7 +269,7 @@ pub(super) fn class_sums(docs: &[&KdeDoc<'_>], features: &Features, params: &Kde
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summary::kde::tests::unit_vectors;
+    use crate::dp::summary::kde::tests::unit_vectors;
 
     fn embeddings(n: usize, dim: usize) -> TermEmbeddings {
         let mut emb = TermEmbeddings::new(dim);
@@ -310,13 +310,13 @@ mod tests {
         let (dim, n) = (16, 3);
         let emb = embeddings(n, dim);
         let terms: Vec<TermId> = vec![0, 1, 2];
-        for sampler in [Sampler::IterativeLinear, Sampler::IterativeLog] {
-            let params = KdeParams { epsilon: 1.0, sampler, len: 3, features: 64, terms_per_doc: 3, bandwidth: 0.3, smoothing: 0.0 };
+        for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog] {
+            let params = SummaryParams { epsilon: 1.0, sampler, len: 3, features: 64, terms_per_doc: 3, bandwidth: 0.3, smoothing: 0.0 };
             let f = Features::generate(params.features, dim, params.blocks(), params.bandwidth, [2; 32]);
-            let one = KdeDoc { class: 0, terms: &terms };
+            let one = SummaryDoc { class: 0, terms: &terms };
             let mut rows = Rows::new(&emb, &f, false, std::iter::empty());
             let alone = class_sums(&[&one], &f, &params, &mut rows);
-            let many: Vec<&KdeDoc<'_>> = vec![&one; 5_000];
+            let many: Vec<&SummaryDoc<'_>> = vec![&one; 5_000];
             let mut rows = Rows::new(&emb, &f, false, many.iter().flat_map(|d| uses(d, &params)));
             let together = class_sums(&many, &f, &params, &mut rows);
             let expected: Vec<Vec<i64>> = alone.iter().map(|m| m.iter().map(|v| v * 5_000).collect()).collect();
@@ -360,12 +360,12 @@ mod tests {
         let (dim, n) = (16, 60);
         let emb = embeddings(n, dim);
         let lists: Vec<Vec<TermId>> = (0..300u32).map(|k| (0..(1 + k % 7)).map(|j| (k * 13 + j * 7) % 17 + (j % 3) * 20).collect()).collect();
-        let docs: Vec<KdeDoc<'_>> = lists.iter().map(|t| KdeDoc { class: 0, terms: t }).collect();
-        let refs: Vec<&KdeDoc<'_>> = docs.iter().collect();
-        for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
-            let params = KdeParams { epsilon: 1.0, sampler, len: 6, features: 64, terms_per_doc: 4, bandwidth: 0.5, smoothing: 0.0 };
+        let docs: Vec<SummaryDoc<'_>> = lists.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
+        let refs: Vec<&SummaryDoc<'_>> = docs.iter().collect();
+        for sampler in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog] {
+            let params = SummaryParams { epsilon: 1.0, sampler, len: 6, features: 64, terms_per_doc: 4, bandwidth: 0.5, smoothing: 0.0 };
             let f = Features::generate(params.features, dim, params.blocks(), params.bandwidth, [6; 32]);
-            let cos = sampler == Sampler::Independent;
+            let cos = sampler == KeyphraseSampler::Independent;
             let mut rows = Rows::new(&emb, &f, cos, refs.iter().flat_map(|d| uses(d, &params)));
             let together = class_sums(&refs, &f, &params, &mut rows);
             let mut alone = vec![vec![0i64; params.features]; params.ensemble().members()];
@@ -388,23 +388,23 @@ mod tests {
         // More than FLUSH (1024) documents per class and member, so the i32 partial sums of the
         // iterative samplers are flushed mid-way in some parts and not in others.
         let lists: Vec<Vec<TermId>> = (0..3_600u32).map(|k| (0..(1 + k % 5)).map(|j| (k * 7 + j * 11) % n as u32).collect()).collect();
-        let docs: Vec<KdeDoc<'_>> = lists.iter().enumerate().map(|(i, t)| KdeDoc { class: i % 3, terms: t }).collect();
-        for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
-            let params = KdeParams { epsilon: 1.0, sampler, len: 4, features: 32, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
-            let all = crate::summary::exact_sums(&docs, 3, &emb, &params, [3; 32]).unwrap();
+        let docs: Vec<SummaryDoc<'_>> = lists.iter().enumerate().map(|(i, t)| SummaryDoc { class: i % 3, terms: t }).collect();
+        for sampler in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog] {
+            let params = SummaryParams { epsilon: 1.0, sampler, len: 4, features: 32, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+            let all = crate::dp::summary::exact_sums(&docs, 3, &emb, &params, [3; 32]).unwrap();
             assert!(all.iter().flatten().all(|m| m.iter().any(|&v| v != 0)), "{sampler:?}: every class and member has sums");
             for split in [1, 1_500, 3_300] {
-                let mut a = crate::summary::exact_sums(&docs[..split], 3, &emb, &params, [3; 32]).unwrap();
-                let b = crate::summary::exact_sums(&docs[split..], 3, &emb, &params, [3; 32]).unwrap();
+                let mut a = crate::dp::summary::exact_sums(&docs[..split], 3, &emb, &params, [3; 32]).unwrap();
+                let b = crate::dp::summary::exact_sums(&docs[split..], 3, &emb, &params, [3; 32]).unwrap();
                 a.iter_mut().flatten().zip(b.iter().flatten()).for_each(|(x, y)| x.iter_mut().zip(y).for_each(|(x, y)| *x += y));
                 assert_eq!(a, all, "{sampler:?}, split at {split}");
             }
             let classes = crate::classes::ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
             let mut rng = crate::dp::SecureRng::seeded_for_tests(5);
-            let (set, spends) = crate::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all.clone(), &mut rng).unwrap();
+            let (set, spends) = crate::dp::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all.clone(), &mut rng).unwrap();
             set.check().unwrap();
             assert_eq!(spends.len(), 3 * params.ensemble().members());
-            assert!(crate::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all[..2].to_vec(), &mut rng).is_err());
+            assert!(crate::dp::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all[..2].to_vec(), &mut rng).is_err());
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The keyphrase samplers: THE place to add one.
 //!
 //! # How to add a keyphrase sampler
-//! 1. Add a variant to [`Sampler`] here and give it its `name`, `describe` and [`Sampler::needs`]
-//!    (what the front ends must embed and read for it); add it to [`Sampler::ALL`].
+//! 1. Add a variant to [`KeyphraseSampler`] here and give it its `name`, `describe` and [`KeyphraseSampler::needs`]
+//!    (what the front ends must embed and read for it); add it to [`KeyphraseSampler::ALL`].
 //! 2. Give it a family (`super::family`): an existing [`super::Family`] (the histograms,
 //!    `super::hist`; the random-feature DP-KDEs, `super::kde`) or a new `impl Family` beside
 //!    them, which states the exact sums, their sensitivity Δ and the ledger's words, with the
@@ -11,8 +11,8 @@
 //!    `crate::sample::sample_sized`; say in `super::first_kernel_read` from which release version
 //!    on its files are read.
 //!
-//! Front ends never branch on the sampler: they ask [`Sampler::needs`] (through
-//! [`super::KdeParams::needs`]) what to embed and how many terms per document to read.
+//! Front ends never branch on the sampler: they ask [`KeyphraseSampler::needs`] (through
+//! [`super::SummaryParams::needs`]) what to embed and how many terms per document to read.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +25,7 @@ pub const MAX_LEN: usize = 64;
 /// The keyphrase samplers of DP-KPS.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Sampler {
+pub enum KeyphraseSampler {
     /// One DP-KDE over single keyphrases; L i.i.d. draws.
     Independent,
     /// L DP-KDEs, member ℓ over length-ℓ prefixes; the scored (last) block at bandwidth h, the
@@ -46,30 +46,30 @@ pub enum Sampler {
     Markov,
 }
 
-impl Sampler {
+impl KeyphraseSampler {
     /// Every sampler, in the order the CLI and the page list them.
-    pub const ALL: [Sampler; 5] =
-        [Sampler::Histogram, Sampler::Markov, Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog];
+    pub const ALL: [KeyphraseSampler; 5] =
+        [KeyphraseSampler::Histogram, KeyphraseSampler::Markov, KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog];
 
     pub fn name(self) -> &'static str {
         match self {
-            Sampler::Independent => "independent",
-            Sampler::IterativeLinear => "iterative-linear",
-            Sampler::IterativeLog => "iterative-log",
-            Sampler::Histogram => "histogram",
-            Sampler::Markov => "markov",
+            KeyphraseSampler::Independent => "independent",
+            KeyphraseSampler::IterativeLinear => "iterative-linear",
+            KeyphraseSampler::IterativeLog => "iterative-log",
+            KeyphraseSampler::Histogram => "histogram",
+            KeyphraseSampler::Markov => "markov",
         }
     }
 
-    pub fn parse(s: &str) -> Option<Sampler> {
-        Sampler::ALL.into_iter().find(|x| x.name() == s.trim())
+    pub fn parse(s: &str) -> Option<KeyphraseSampler> {
+        KeyphraseSampler::ALL.into_iter().find(|x| x.name() == s.trim())
     }
 
     /// The histogram samplers' kind (`None`: a DP-KDE sampler).
     pub fn hist_kind(self) -> Option<HistKind> {
         match self {
-            Sampler::Histogram => Some(HistKind::Unigram),
-            Sampler::Markov => Some(HistKind::Transitions),
+            KeyphraseSampler::Histogram => Some(HistKind::Unigram),
+            KeyphraseSampler::Markov => Some(HistKind::Transitions),
             _ => None,
         }
     }
@@ -85,26 +85,26 @@ impl Sampler {
     /// `smoothing` (0: off): front ends embed and read exactly this ([`Needs`]).
     pub fn needs(self, len: usize, terms_per_doc: usize, smoothing: f64) -> Needs {
         match self {
-            Sampler::Independent => Needs { document_term_vectors: true, candidate_vectors: true, terms_read_per_doc: terms_per_doc },
-            Sampler::IterativeLinear | Sampler::IterativeLog => Needs { document_term_vectors: true, candidate_vectors: true, terms_read_per_doc: len },
+            KeyphraseSampler::Independent => Needs { document_term_vectors: true, candidate_vectors: true, terms_read_per_doc: terms_per_doc },
+            KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => Needs { document_term_vectors: true, candidate_vectors: true, terms_read_per_doc: len },
             // Every kept term: the histograms look for a document's first M terms that are in Ṽ.
-            Sampler::Histogram | Sampler::Markov => Needs { document_term_vectors: false, candidate_vectors: smoothing > 0.0, terms_read_per_doc: MAX_LEN },
+            KeyphraseSampler::Histogram | KeyphraseSampler::Markov => Needs { document_term_vectors: false, candidate_vectors: smoothing > 0.0, terms_read_per_doc: MAX_LEN },
         }
     }
 
     /// One sentence on what the sampler keeps (CLI help, the page).
     pub fn describe(self) -> &'static str {
         match self {
-            Sampler::Histogram => "each class's keyphrase frequencies over Ṽ, with little noise (sensitivity 1); keyphrases drawn independently",
-            Sampler::Markov => "each class's keyphrase frequencies and which keyphrase follows which (one noisy histogram over Ṽ: a keyphrase row and transition counts); sequences drawn as Markov chains",
-            Sampler::Independent => "the paper's DP-KDE over single keyphrases (random Fourier features, sensitivity √2·I); drawn independently",
-            Sampler::IterativeLinear => "DP-KDEs over keyphrase prefixes, one per length (ε split L ways): the paper's, with the scored keyphrase compared sharply and its prefix loosely",
-            Sampler::IterativeLog => "the paper's DP-KDEs over keyphrase prefixes, one per power-of-two length (ε split ⌈log₂L⌉+1 ways)",
+            KeyphraseSampler::Histogram => "each class's keyphrase frequencies over Ṽ, with little noise (sensitivity 1); keyphrases drawn independently",
+            KeyphraseSampler::Markov => "each class's keyphrase frequencies and which keyphrase follows which (one noisy histogram over Ṽ: a keyphrase row and transition counts); sequences drawn as Markov chains",
+            KeyphraseSampler::Independent => "the paper's DP-KDE over single keyphrases (random Fourier features, sensitivity √2·I); drawn independently",
+            KeyphraseSampler::IterativeLinear => "DP-KDEs over keyphrase prefixes, one per length (ε split L ways): the paper's, with the scored keyphrase compared sharply and its prefix loosely",
+            KeyphraseSampler::IterativeLog => "the paper's DP-KDEs over keyphrase prefixes, one per power-of-two length (ε split ⌈log₂L⌉+1 ways)",
         }
     }
 }
 
-/// What a sampler reads ([`Sampler::needs`]): which embeddings a front end must compute and
+/// What a sampler reads ([`KeyphraseSampler::needs`]): which embeddings a front end must compute and
 /// how many of a document's first matched terms it must keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Needs {

@@ -15,7 +15,7 @@
 //! independent sampler (ℓ = 1) and the logarithmic ensemble (s_t = 1/√(2^m) for member m, the
 //! paper's bandwidth 2^−m) keep it. The linear ensemble's member ℓ gives the scored block
 //! s_ℓ = 1 and the prefix's blocks √(λ/(ℓ−1)) ("The iterative-linear kernel" below). A global
-//! bandwidth h ([`crate::summary::KdeParams`]) draws ω ~ N(0, I/h) instead, dividing every exponent by h (the
+//! bandwidth h ([`crate::dp::summary::SummaryParams`]) draws ω ~ N(0, I/h) instead, dividing every exponent by h (the
 //! paper's kernel becomes exp(−‖x − y‖²/(h·ℓ))): sentence embeddings of unrelated
 //! terms are all at ‖x − y‖² ≈ 1.2–1.6, so h = 1 barely tells them apart, and h = 0.1–0.3 does
 //! (measured on MTSamples with `dpkps evaluate`; 0.3 is the default since the noise floor and
@@ -64,7 +64,7 @@
 //! the float arithmetic gives, NaN and infinities included.) The sums are
 //! exact integers (no floating-point accumulation that could depend on the data in
 //! unaccounted ways), and each gets discrete Laplace noise of scale Δ/ε_m (exact sampler,
-//! `dp::sampler`, drawn by `crate::dp::laplace`): ε_m-DP per member. Members of one class compose sequentially
+//! `dp::noise`, drawn by `crate::dp::laplace`): ε_m-DP per member. Members of one class compose sequentially
 //! (Σ_m ε_m = ε_kde); classes are disjoint sets of documents, so they compose in parallel:
 //! the whole release is ε_kde-DP. Scores, clipping and sampling only read the release.
 //!
@@ -73,7 +73,7 @@
 //! n/√I for n documents, and DP noise, like √(2I)·C/ε_m = 2√I/ε_m. Their variances n²/I and
 //! 4I/ε_m² sum to a minimum at I* = n·ε_m/2 ([`suggest_features`]). But n is private: a default
 //! I computed from the exact class sizes and released would leak them un-noised. So the
-//! default is data-independent, [`crate::summary::KdeParams::DEFAULT_FEATURES`] (the rule at a few thousand
+//! default is data-independent, [`crate::dp::summary::SummaryParams::DEFAULT_FEATURES`] (the rule at a few thousand
 //! documents and ε of a few), and a curator who knows their corpus size from public
 //! information may pass another I.
 //!
@@ -84,18 +84,18 @@
 //! noise-only release, not an error (an error would tell the two cases apart).
 //!
 //! # Where it sits
-//! The samplers [`Sampler::Independent`], [`Sampler::IterativeLinear`] and
-//! [`Sampler::IterativeLog`] use this family ([`RandomFeatures`]); the histogram samplers are
-//! the other family (`crate::summary::hist`). Both share the artefact, the entry points and the
-//! release loop of `crate::summary`, which adds the noise and writes the ledger entries.
+//! The samplers [`KeyphraseSampler::Independent`], [`KeyphraseSampler::IterativeLinear`] and
+//! [`KeyphraseSampler::IterativeLog`] use this family ([`RandomFeatures`]); the histogram samplers are
+//! the other family (`crate::dp::summary::hist`). Both share the artefact, the entry points and the
+//! release loop of `crate::dp::summary`, which adds the noise and writes the ledger entries.
 
 use serde_json::json;
 
-use super::sampler::Sampler;
-use super::{by_class, Family, KdeDoc, KdeError, KdeParams, GRID_BITS};
+use super::sampler::KeyphraseSampler;
+use super::{by_class, Family, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 mod ensemble;
 mod features;
@@ -124,28 +124,28 @@ pub fn suggest_features(n_docs: usize, eps_member: f64) -> usize {
 pub(crate) struct RandomFeatures;
 
 impl Family for RandomFeatures {
-    fn check_inputs(&self, docs: &[KdeDoc<'_>], emb: &TermEmbeddings, _candidates: &[TermId]) -> Result<(), KdeError> {
+    fn check_inputs(&self, docs: &[SummaryDoc<'_>], emb: &TermEmbeddings, _candidates: &[TermId]) -> Result<(), SummaryError> {
         for d in docs {
             if let Some(&t) = d.terms.iter().find(|&&t| !emb.contains(t)) {
-                return Err(KdeError::MissingEmbedding(t));
+                return Err(SummaryError::MissingEmbedding(t));
             }
         }
         Ok(())
     }
 
-    fn exact_sums(&self, docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, _candidates: &[TermId], params: &KdeParams, seed: [u8; 32]) -> Vec<Vec<Vec<i64>>> {
+    fn exact_sums(&self, docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, _candidates: &[TermId], params: &SummaryParams, seed: [u8; 32]) -> Vec<Vec<Vec<i64>>> {
         let f = Features::generate(params.features, emb.dim(), params.blocks(), params.bandwidth, seed);
         // A document's contribution is built from rows of one term at one block each, computed
         // once per distinct (block, term) a batch needs (`sums`).
-        let mut rows = sums::Rows::new(emb, &f, params.sampler == Sampler::Independent, docs.iter().flat_map(|d| sums::uses(d, params)));
+        let mut rows = sums::Rows::new(emb, &f, params.sampler == KeyphraseSampler::Independent, docs.iter().flat_map(|d| sums::uses(d, params)));
         by_class(docs, classes).iter().map(|class_docs| sums::class_sums(class_docs, &f, params, &mut rows)).collect()
     }
 
-    fn sensitivity(&self, params: &KdeParams) -> Result<u64, DpError> {
+    fn sensitivity(&self, params: &SummaryParams) -> Result<u64, DpError> {
         (params.features as u64).checked_mul(Q_BOUND).ok_or_else(|| DpError::Scale("I·Q".into()))
     }
 
-    fn width(&self, params: &KdeParams, _candidates: usize) -> usize {
+    fn width(&self, params: &SummaryParams, _candidates: usize) -> usize {
         params.features
     }
 
@@ -154,7 +154,7 @@ impl Family for RandomFeatures {
         ("discrete Laplace on fixed-point random-Fourier-feature sums".to_string(), format!("I·Q·2^-{GRID_BITS} = {:.4}", delta as f64 / grid))
     }
 
-    fn spend_params(&self, params: &KdeParams, member: usize, _candidates: usize) -> Vec<(&'static str, serde_json::Value)> {
+    fn spend_params(&self, params: &SummaryParams, member: usize, _candidates: usize) -> Vec<(&'static str, serde_json::Value)> {
         let (lo, hi) = params.ensemble().covers(member);
         vec![("member", member.into()), ("prefix_lengths", json!([lo, hi])), ("features_I", params.features.into())]
     }
@@ -168,7 +168,7 @@ impl Family for RandomFeatures {
 pub(crate) mod tests {
     use super::*;
     use crate::classes::ClassSet;
-    use crate::summary::{build_with, KdeDoc, KdeParams, Noise};
+    use crate::dp::summary::{build_with, SummaryDoc, SummaryParams, Noise};
 
     #[test]
     fn q_bound_covers_c() {
@@ -179,12 +179,12 @@ pub(crate) mod tests {
 
     #[test]
     fn ensembles_have_the_stated_structure() {
-        let lin = Ensemble { sampler: Sampler::IterativeLinear, len: 10 };
+        let lin = Ensemble { sampler: KeyphraseSampler::IterativeLinear, len: 10 };
         assert_eq!(lin.members(), 10);
         assert!((1..=10).all(|l| lin.member_for(l) == l - 1 && lin.covers(l - 1) == (l, l)));
         assert_eq!(lin.epsilon_per_member(10.0), 1.0);
 
-        let log = Ensemble { sampler: Sampler::IterativeLog, len: 10 };
+        let log = Ensemble { sampler: KeyphraseSampler::IterativeLog, len: 10 };
         assert_eq!(log.members(), 5); // ⌈log₂10⌉ + 1
         let want = [0, 1, 2, 2, 3, 3, 3, 3, 4, 4];
         for l in 1..=10 {
@@ -196,11 +196,11 @@ pub(crate) mod tests {
         assert_eq!(log.covers(4), (9, 10));
         assert_eq!(log.epsilon_per_member(10.0), 2.0);
         for len in [1usize, 2, 3, 4, 5, 8, 9, 16, 17] {
-            let e = Ensemble { sampler: Sampler::IterativeLog, len };
+            let e = Ensemble { sampler: KeyphraseSampler::IterativeLog, len };
             assert_eq!(e.members(), (len as f64).log2().ceil() as usize + 1, "L = {len}");
             assert_eq!(e.member_for(len), e.members() - 1);
         }
-        let ind = Ensemble { sampler: Sampler::Independent, len: 10 };
+        let ind = Ensemble { sampler: KeyphraseSampler::Independent, len: 10 };
         assert_eq!((ind.members(), ind.epsilon_per_member(5.0)), (1, 5.0));
     }
 
@@ -226,9 +226,9 @@ pub(crate) mod tests {
             emb.insert(i as TermId, v).unwrap();
         }
         let term_lists: Vec<Vec<TermId>> = (0..40u32).map(|k| vec![k % 30, (k * 7 + 3) % 30, (k * 11 + 5) % 30]).collect();
-        let docs: Vec<KdeDoc<'_>> = term_lists.iter().map(|t| KdeDoc { class: 0, terms: t }).collect();
-        for sampler in [Sampler::Independent, Sampler::IterativeLinear] {
-            let params = KdeParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        let docs: Vec<SummaryDoc<'_>> = term_lists.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
+        for sampler in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear] {
+            let params = SummaryParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
             let (set, _) = build_with(&docs, &ClassSet::unlabelled(), &emb, &[], &params, [9; 32], Noise::Off).unwrap();
             let f = set.features().unwrap();
             let sums: Vec<Vec<f64>> = (0..set.classes[0].sums.len()).map(|m| set.classes[0].member_sums(m)).collect();
@@ -236,7 +236,7 @@ pub(crate) mod tests {
             for q in 0..10u32 {
                 let (a, b) = (q % 30, (q * 13 + 1) % 30);
                 let (member, prefix): (usize, Vec<TermId>) =
-                    if sampler == Sampler::Independent { (0, vec![a]) } else { (1, vec![a, b]) };
+                    if sampler == KeyphraseSampler::Independent { (0, vec![a]) } else { (1, vec![a, b]) };
                 let s = params.ensemble().scales(member, prefix.len());
                 let scale = |t: usize| if t + 1 == prefix.len() { s.last } else { s.prefix };
                 let rff: f64 = (0..f.count)
@@ -250,7 +250,7 @@ pub(crate) mod tests {
                 let exact: f64 = term_lists
                     .iter()
                     .map(|doc| {
-                        let parts: Vec<Vec<TermId>> = if sampler == Sampler::Independent {
+                        let parts: Vec<Vec<TermId>> = if sampler == KeyphraseSampler::Independent {
                             doc.iter().map(|&t| vec![t]).collect()
                         } else {
                             vec![doc[..2].to_vec()]

@@ -1,4 +1,4 @@
-//! The ε_kde release ("DP summaries"): one artefact, [`DpKdeSet`], per-class noisy sums that the
+//! The ε_kde release ("DP summaries"): one artefact, [`DpSummary`], per-class noisy sums that the
 //! keyphrase samplers draw sequences from (`crate::sample`), whatever the sampler.
 //!
 //! Two families of mechanisms fill it ([`Family`]), each with its privacy map beside it:
@@ -12,12 +12,12 @@
 //! need be, so the release has the same shape on neighbouring corpora.
 //!
 //! # How to add a keyphrase sampler
-//! A variant of [`Sampler`] in [`sampler`] (its name, description and [`Sampler::needs`]: the
+//! A variant of [`KeyphraseSampler`] in [`sampler`] (its name, description and [`KeyphraseSampler::needs`]: the
 //! registry, and its module docs say the steps), its family in [`family`] here (an existing
 //! one, or a new `impl Family` in a file beside [`hist`] and [`kde`], with its privacy map),
 //! the release versions it reads in [`first_kernel_read`], and one file under `crate::sample`
 //! that draws sequences from its release. The release loop, the artefact and the ledger
-//! entries are shared; the front ends ask [`KdeParams::needs`] and never branch on it.
+//! entries are shared; the front ends ask [`SummaryParams::needs`] and never branch on it.
 
 use serde::{Deserialize, Serialize};
 
@@ -25,15 +25,15 @@ use crate::classes::ClassSet;
 use crate::dp::{laplace, DpError, SecureRng};
 use crate::embed::TermEmbeddings;
 use crate::ledger::{Scope, Spend};
-use crate::vocab::TermId;
+use crate::public_vocab::TermId;
 
 pub mod hist;
 pub mod kde;
 mod params;
 mod sampler;
 
-pub use params::{KdeParams, MAX_HIST_CELLS};
-pub use sampler::{Needs, Sampler};
+pub use params::{SummaryParams, MAX_HIST_CELLS};
+pub use sampler::{Needs, KeyphraseSampler};
 
 use kde::Features;
 
@@ -43,14 +43,14 @@ pub const GRID_BITS: i32 = 20;
 /// One class's released sums: one I-vector per ensemble member (DP-KDE samplers), or one
 /// histogram over Ṽ (histogram samplers, [`hist`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClassKde {
+pub struct ClassSummary {
     /// The class name (`None`: the corpus has no labels).
     pub label: Option<String>,
     /// The noisy sums exactly as released: integers in units of 2^-GRID_BITS.
     pub sums: Vec<Vec<i64>>,
 }
 
-impl ClassKde {
+impl ClassSummary {
     /// Member m's noisy sums S̃ in real units.
     pub fn member_sums(&self, m: usize) -> Vec<f64> {
         self.sums[m].iter().map(|&v| v as f64 / (1u64 << GRID_BITS) as f64).collect()
@@ -59,13 +59,13 @@ impl ClassKde {
 
 /// The released DP-KDEs: a DP artefact. Sampling more sequences from it costs nothing more.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DpKdeSet {
-    pub params: KdeParams,
+pub struct DpSummary {
+    pub params: SummaryParams,
     pub dim: usize,
     /// Hex seed of ω and β (data-independent).
     pub feature_seed: String,
     pub epsilon_per_member: f64,
-    pub classes: Vec<ClassKde>,
+    pub classes: Vec<ClassSummary>,
     /// The candidates the histogram samplers' entries refer to (Ṽ's term ids, in Ṽ's order);
     /// empty for the DP-KDE samplers (their sums do not depend on the candidates).
     #[serde(default)]
@@ -77,7 +77,7 @@ pub struct DpKdeSet {
 }
 
 /// The version of what a release's sums mean, so that a file saved by an earlier version is
-/// refused ([`DpKdeSet::check`]) rather than read with a meaning it was not built with:
+/// refused ([`DpSummary::check`]) rather than read with a meaning it was not built with:
 /// - 0 (releases without the field): the paper's block scales ([`kde::Ensemble::scales`]), 1/√ℓ
 ///   for every block, which the independent and logarithmic samplers still use;
 /// - 1: the iterative-linear kernel with λ on the prefix (an iterative-linear release below 1
@@ -89,36 +89,36 @@ pub struct DpKdeSet {
 pub const KERNEL: u32 = 2;
 
 /// The first [`KERNEL`] whose releases of `sampler` mean what this version reads.
-fn first_kernel_read(sampler: Sampler) -> u32 {
+fn first_kernel_read(sampler: KeyphraseSampler) -> u32 {
     match sampler {
-        Sampler::IterativeLinear => 1,
-        Sampler::Markov => 2,
-        Sampler::Histogram | Sampler::Independent | Sampler::IterativeLog => 0,
+        KeyphraseSampler::IterativeLinear => 1,
+        KeyphraseSampler::Markov => 2,
+        KeyphraseSampler::Histogram | KeyphraseSampler::Independent | KeyphraseSampler::IterativeLog => 0,
     }
 }
 
-impl DpKdeSet {
-    pub fn features(&self) -> Result<Features, KdeError> {
-        let seed = parse_seed(&self.feature_seed).ok_or(KdeError::BadArtefact("feature_seed"))?;
+impl DpSummary {
+    pub fn features(&self) -> Result<Features, SummaryError> {
+        let seed = parse_seed(&self.feature_seed).ok_or(SummaryError::BadArtefact("feature_seed"))?;
         Ok(Features::generate(self.params.features, self.dim, self.params.blocks(), self.params.bandwidth, seed))
     }
 
     /// Checks the artefact's shape (after loading a file).
-    pub fn check(&self) -> Result<(), KdeError> {
-        self.params.validate().map_err(|e| KdeError::Dp(e.into()))?;
+    pub fn check(&self) -> Result<(), SummaryError> {
+        self.params.validate().map_err(|e| SummaryError::Dp(e.into()))?;
         let m = self.params.ensemble().members();
         let family = family(self.params.sampler);
         let width = family.width(&self.params, self.candidates.len());
         let ok = self.classes.iter().all(|c| c.sums.len() == m && c.sums.iter().all(|s| s.len() == width))
             && (!family.keeps_candidates() || !self.candidates.is_empty());
         if !ok || self.classes.is_empty() || self.dim == 0 {
-            return Err(KdeError::BadArtefact("sums"));
+            return Err(SummaryError::BadArtefact("sums"));
         }
         if self.kernel > KERNEL {
-            return Err(KdeError::TooNew(self.kernel));
+            return Err(SummaryError::TooNew(self.kernel));
         }
         if self.kernel < first_kernel_read(self.params.sampler) {
-            return Err(KdeError::Outdated(self.params.sampler.name()));
+            return Err(SummaryError::Outdated(self.params.sampler.name()));
         }
         Ok(())
     }
@@ -136,7 +136,7 @@ fn parse_seed(hex: &str) -> Option<[u8; 32]> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum KdeError {
+pub enum SummaryError {
     #[error(transparent)]
     Dp(#[from] DpError),
     #[error("the term with id {0} has no embedding")]
@@ -155,7 +155,7 @@ pub enum KdeError {
 /// One document as the KDE sees it: its class (index in the [`ClassSet`]) and its keyphrases
 /// in order. Documents that the class set drops are not passed at all.
 #[derive(Debug, Clone, Copy)]
-pub struct KdeDoc<'a> {
+pub struct SummaryDoc<'a> {
     pub class: usize,
     pub terms: &'a [TermId],
 }
@@ -176,35 +176,35 @@ pub(crate) enum Noise<'r> {
 /// exact sums, and why one document changes one member's sums of one class by at most Δ in L1.
 pub(crate) trait Family: Sync {
     /// Refuses inputs the family cannot read (checked before anything is computed or spent).
-    fn check_inputs(&self, docs: &[KdeDoc<'_>], emb: &TermEmbeddings, candidates: &[TermId]) -> Result<(), KdeError>;
+    fn check_inputs(&self, docs: &[SummaryDoc<'_>], emb: &TermEmbeddings, candidates: &[TermId]) -> Result<(), SummaryError>;
     /// The exact sums (private: never released as such) per class (index in the class set,
     /// `classes` of them) and ensemble member, in grid units, each [`Family::width`] long.
-    fn exact_sums(&self, docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, candidates: &[TermId], params: &KdeParams, seed: [u8; 32]) -> Vec<Vec<Vec<i64>>>;
+    fn exact_sums(&self, docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, candidates: &[TermId], params: &SummaryParams, seed: [u8; 32]) -> Vec<Vec<Vec<i64>>>;
     /// Δ: the L1 sensitivity of one member's sums, in grid units.
-    fn sensitivity(&self, params: &KdeParams) -> Result<u64, DpError>;
+    fn sensitivity(&self, params: &SummaryParams) -> Result<u64, DpError>;
     /// Entries of one member's sums, for `candidates` terms in Ṽ.
-    fn width(&self, params: &KdeParams, candidates: usize) -> usize;
+    fn width(&self, params: &SummaryParams, candidates: usize) -> usize;
     /// The ledger's words: the mechanism, and Δ in real units (Δ = `delta` grid units).
     fn mechanism(&self, delta: u64) -> (String, String);
     /// Member `member`'s own spend parameters (listed after the sampler's name and before Δ
     /// and the noise scale).
-    fn spend_params(&self, params: &KdeParams, member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)>;
+    fn spend_params(&self, params: &SummaryParams, member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)>;
     /// Whether the release carries Ṽ (its entries refer to the candidates).
     fn keeps_candidates(&self) -> bool;
 }
 
 /// The family of each sampler.
-pub(crate) fn family(sampler: Sampler) -> &'static dyn Family {
+pub(crate) fn family(sampler: KeyphraseSampler) -> &'static dyn Family {
     match sampler {
-        Sampler::Histogram => &hist::UNIGRAM,
-        Sampler::Markov => &hist::TRANSITIONS,
-        Sampler::Independent | Sampler::IterativeLinear | Sampler::IterativeLog => &kde::RandomFeatures,
+        KeyphraseSampler::Histogram => &hist::UNIGRAM,
+        KeyphraseSampler::Markov => &hist::TRANSITIONS,
+        KeyphraseSampler::Independent | KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => &kde::RandomFeatures,
     }
 }
 
 /// The documents of each class (index in the class set), in order.
-pub(crate) fn by_class<'a, 'd>(docs: &'a [KdeDoc<'d>], classes: usize) -> Vec<Vec<&'a KdeDoc<'d>>> {
-    let mut out: Vec<Vec<&KdeDoc<'_>>> = vec![Vec::new(); classes];
+pub(crate) fn by_class<'a, 'd>(docs: &'a [SummaryDoc<'d>], classes: usize) -> Vec<Vec<&'a SummaryDoc<'d>>> {
+    let mut out: Vec<Vec<&SummaryDoc<'_>>> = vec![Vec::new(); classes];
     for d in docs {
         out[d.class].push(d);
     }
@@ -216,13 +216,13 @@ pub(crate) fn by_class<'a, 'd>(docs: &'a [KdeDoc<'d>], classes: usize) -> Vec<Ve
 /// samplers' entries; the DP-KDE samplers do not read it. Returns the release and one spend
 /// per class and member.
 pub fn build(
-    docs: &[KdeDoc<'_>],
+    docs: &[SummaryDoc<'_>],
     classes: &ClassSet,
     emb: &TermEmbeddings,
     candidates: &[TermId],
-    params: &KdeParams,
+    params: &SummaryParams,
     rng: &mut SecureRng,
-) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
     let seed = draw_seed(rng);
     build_with(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng))
 }
@@ -241,13 +241,13 @@ pub fn draw_seed(rng: &mut SecureRng) -> [u8; 32] {
 /// `pub(crate)`, like [`Noise`]: noiseless private sums must not leave the crate's DP API.
 /// (Only the app's worker, a wasm32 module, calls it outside tests.)
 #[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
-pub(crate) fn exact_sums(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &KdeParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, KdeError> {
+pub(crate) fn exact_sums(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &SummaryParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, SummaryError> {
     params.validate().map_err(DpError::from)?;
     if params.sampler.hist_kind().is_some() {
-        return Err(KdeError::BadArtefact("sampler"));
+        return Err(SummaryError::BadArtefact("sampler"));
     }
     if docs.iter().any(|d| d.class >= classes) {
-        return Err(KdeError::BadArtefact("document class"));
+        return Err(SummaryError::BadArtefact("document class"));
     }
     let family = family(params.sampler);
     family.check_inputs(docs, emb, &[])?;
@@ -261,32 +261,32 @@ pub(crate) fn exact_sums(docs: &[KdeDoc<'_>], classes: usize, emb: &TermEmbeddin
 #[allow(clippy::too_many_arguments)]
 #[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
 pub(crate) fn build_from_sums(
-    docs: &[KdeDoc<'_>],
+    docs: &[SummaryDoc<'_>],
     classes: &ClassSet,
     emb: &TermEmbeddings,
     candidates: &[TermId],
-    params: &KdeParams,
+    params: &SummaryParams,
     seed: [u8; 32],
     sums: Vec<Vec<Vec<i64>>>,
     rng: &mut SecureRng,
-) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
     let members = params.ensemble().members();
     let width = family(params.sampler).width(params, candidates.len());
     if params.sampler.hist_kind().is_some() || sums.len() != classes.len() || sums.iter().any(|c| c.len() != members || c.iter().any(|m| m.len() != width)) {
-        return Err(KdeError::BadArtefact("sums"));
+        return Err(SummaryError::BadArtefact("sums"));
     }
     release(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng), Some(sums))
 }
 
 pub(crate) fn build_with(
-    docs: &[KdeDoc<'_>],
+    docs: &[SummaryDoc<'_>],
     classes: &ClassSet,
     emb: &TermEmbeddings,
     candidates: &[TermId],
-    params: &KdeParams,
+    params: &SummaryParams,
     seed: [u8; 32],
     noise: Noise<'_>,
-) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
     release(docs, classes, emb, candidates, params, seed, noise, None)
 }
 
@@ -295,18 +295,18 @@ pub(crate) fn build_with(
 /// by member, entry by entry), and one spend per class and member.
 #[allow(clippy::too_many_arguments)]
 fn release(
-    docs: &[KdeDoc<'_>],
+    docs: &[SummaryDoc<'_>],
     classes: &ClassSet,
     emb: &TermEmbeddings,
     candidates: &[TermId],
-    params: &KdeParams,
+    params: &SummaryParams,
     seed: [u8; 32],
     mut noise: Noise<'_>,
     precomputed: Option<Vec<Vec<Vec<i64>>>>,
-) -> Result<(DpKdeSet, Vec<Spend>), KdeError> {
+) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
     params.validate().map_err(DpError::from)?;
     if docs.iter().any(|d| d.class >= classes.len()) {
-        return Err(KdeError::BadArtefact("document class"));
+        return Err(SummaryError::BadArtefact("document class"));
     }
     let family = family(params.sampler);
     family.check_inputs(docs, emb, candidates)?;
@@ -347,9 +347,9 @@ fn release(
                     .scope(Scope::Partition { label: name.clone() }),
             );
         }
-        out.push(ClassKde { label: classes.is_labelled().then_some(name), sums });
+        out.push(ClassSummary { label: classes.is_labelled().then_some(name), sums });
     }
-    let set = DpKdeSet {
+    let set = DpSummary {
         params: *params,
         dim: emb.dim(),
         feature_seed: crate::corpus::hex(&seed),
@@ -380,9 +380,9 @@ mod tests {
         let emb = embeddings_of(5, 4);
         let a = vec![0, 1, 2];
         let b = vec![3, 4];
-        let docs = [KdeDoc { class: 0, terms: &a }, KdeDoc { class: 1, terms: &b }];
+        let docs = [SummaryDoc { class: 0, terms: &a }, SummaryDoc { class: 1, terms: &b }];
         let classes = ClassSet::declared(&["x", "y"], crate::classes::OtherLabels::Drop).unwrap();
-        let params = KdeParams { epsilon: 6.0, sampler: Sampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        let params = SummaryParams { epsilon: 6.0, sampler: KeyphraseSampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
         let (set, spends) = build(&docs, &classes, &emb, &[], &params, &mut rng).unwrap();
         assert_eq!(set.classes.len(), 2);
@@ -396,7 +396,7 @@ mod tests {
         assert!((scale - std::f64::consts::SQRT_2 * 64.0 / 2.0).abs() < 1e-3, "{scale}");
         set.check().unwrap();
         let json = serde_json::to_string(&set).unwrap();
-        let back: DpKdeSet = serde_json::from_str(&json).unwrap();
+        let back: DpSummary = serde_json::from_str(&json).unwrap();
         assert_eq!(back, set);
     }
 
@@ -406,19 +406,19 @@ mod tests {
         // with other block scales and is refused; the other samplers' kernel is unchanged.
         let emb = embeddings_of(3, 4);
         let t = vec![0, 1, 2];
-        let docs = [KdeDoc { class: 0, terms: &t }];
+        let docs = [SummaryDoc { class: 0, terms: &t }];
         let mut rng = SecureRng::seeded_for_tests(2);
-        for sampler in [Sampler::IterativeLinear, Sampler::IterativeLog, Sampler::Independent] {
-            let params = KdeParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent] {
+            let params = SummaryParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
             let (set, _) = build(&docs, &ClassSet::unlabelled(), &emb, &[], &params, &mut rng).unwrap();
             assert_eq!(set.kernel, KERNEL);
             set.check().unwrap();
             let mut json = serde_json::to_value(&set).unwrap();
             json.as_object_mut().unwrap().remove("kernel");
-            let old: DpKdeSet = serde_json::from_value(json).unwrap();
+            let old: DpSummary = serde_json::from_value(json).unwrap();
             assert_eq!(old.kernel, 0);
-            assert_eq!(old.check().is_err(), sampler == Sampler::IterativeLinear, "{sampler:?}");
-            assert!(DpKdeSet { kernel: KERNEL + 1, ..set }.check().is_err(), "{sampler:?}: a later kernel");
+            assert_eq!(old.check().is_err(), sampler == KeyphraseSampler::IterativeLinear, "{sampler:?}");
+            assert!(DpSummary { kernel: KERNEL + 1, ..set }.check().is_err(), "{sampler:?}: a later kernel");
         }
     }
 
@@ -430,14 +430,14 @@ mod tests {
         // old files load as before.
         let emb = embeddings_of(3, 4);
         let t = vec![0, 1, 2];
-        let docs = [KdeDoc { class: 0, terms: &t }];
+        let docs = [SummaryDoc { class: 0, terms: &t }];
         let cands = crate::sample::Candidates::without_vectors(&t, 4);
         let mut rng = SecureRng::seeded_for_tests(5);
-        for sampler in [Sampler::Markov, Sampler::Histogram] {
-            let params = KdeParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        for sampler in [KeyphraseSampler::Markov, KeyphraseSampler::Histogram] {
+            let params = SummaryParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
             let (set, _) = build(&docs, &ClassSet::unlabelled(), &emb, &t, &params, &mut rng).unwrap();
             assert_eq!(set.kernel, KERNEL);
-            let back: DpKdeSet = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
+            let back: DpSummary = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
             assert_eq!(back, set);
             back.check().unwrap();
             assert_eq!(crate::sample::sample(&back, &cands, 2, &mut rng).unwrap().len(), 2, "{sampler:?}");
@@ -448,18 +448,18 @@ mod tests {
                     None => obj.remove("kernel"),
                     Some(k) => obj.insert("kernel".into(), k.into()),
                 };
-                let old: DpKdeSet = serde_json::from_value(json).unwrap();
+                let old: DpSummary = serde_json::from_value(json).unwrap();
                 match sampler {
-                    Sampler::Markov => {
+                    KeyphraseSampler::Markov => {
                         let e = old.check().unwrap_err();
-                        assert!(matches!(e, KdeError::Outdated("markov")), "{old_kernel:?}: {e}");
+                        assert!(matches!(e, SummaryError::Outdated("markov")), "{old_kernel:?}: {e}");
                         assert!(e.to_string().contains("earlier version"), "{e}");
                         assert!(crate::sample::sample(&old, &cands, 2, &mut rng).is_err(), "sampling must refuse it too");
                     }
                     _ => old.check().unwrap(),
                 }
             }
-            assert!(matches!(DpKdeSet { kernel: KERNEL + 1, ..set }.check(), Err(KdeError::TooNew(_))), "{sampler:?}");
+            assert!(matches!(DpSummary { kernel: KERNEL + 1, ..set }.check(), Err(SummaryError::TooNew(_))), "{sampler:?}");
         }
     }
 
@@ -467,24 +467,24 @@ mod tests {
     fn missing_embeddings_and_bad_parameters_are_refused() {
         let emb = TermEmbeddings::new(4);
         let t = vec![7];
-        let docs = [KdeDoc { class: 0, terms: &t }];
+        let docs = [SummaryDoc { class: 0, terms: &t }];
         let cs = ClassSet::unlabelled();
-        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        let params = SummaryParams { epsilon: 1.0, sampler: KeyphraseSampler::Independent, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
-        assert!(matches!(build(&docs, &cs, &emb, &[], &params, &mut rng), Err(KdeError::MissingEmbedding(7))));
-        let outside = [KdeDoc { class: 1, terms: &t }];
-        assert!(matches!(build(&outside, &cs, &emb, &[1], &KdeParams { sampler: Sampler::Histogram, ..params }, &mut rng), Err(KdeError::BadArtefact(_))));
+        assert!(matches!(build(&docs, &cs, &emb, &[], &params, &mut rng), Err(SummaryError::MissingEmbedding(7))));
+        let outside = [SummaryDoc { class: 1, terms: &t }];
+        assert!(matches!(build(&outside, &cs, &emb, &[1], &SummaryParams { sampler: KeyphraseSampler::Histogram, ..params }, &mut rng), Err(SummaryError::BadArtefact(_))));
         for bad in [
-            KdeParams { epsilon: f64::NAN, ..params },
-            KdeParams { len: 0, ..params },
-            KdeParams { features: 0, ..params },
-            KdeParams { terms_per_doc: 0, ..params },
-            KdeParams { bandwidth: 0.0, ..params },
-            KdeParams { bandwidth: f64::INFINITY, ..params },
-            KdeParams { smoothing: -1.0, ..params },
-            KdeParams { smoothing: 0.001, ..params },
+            SummaryParams { epsilon: f64::NAN, ..params },
+            SummaryParams { len: 0, ..params },
+            SummaryParams { features: 0, ..params },
+            SummaryParams { terms_per_doc: 0, ..params },
+            SummaryParams { bandwidth: 0.0, ..params },
+            SummaryParams { bandwidth: f64::INFINITY, ..params },
+            SummaryParams { smoothing: -1.0, ..params },
+            SummaryParams { smoothing: 0.001, ..params },
         ] {
-            assert!(matches!(build(&docs, &cs, &emb, &[], &bad, &mut rng), Err(KdeError::Dp(_))), "{bad:?}");
+            assert!(matches!(build(&docs, &cs, &emb, &[], &bad, &mut rng), Err(SummaryError::Dp(_))), "{bad:?}");
         }
     }
 }

@@ -3,12 +3,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::summary::sampler::Sampler;
+use crate::dp::summary::sampler::KeyphraseSampler;
 
 /// Which prefix lengths each ensemble member covers, for sequences of length `len` (L).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ensemble {
-    pub sampler: Sampler,
+    pub sampler: KeyphraseSampler,
     pub len: usize,
 }
 
@@ -20,37 +20,37 @@ impl Ensemble {
     /// Number of DP-KDEs per class.
     pub fn members(&self) -> usize {
         match self.sampler {
-            Sampler::Independent | Sampler::Histogram | Sampler::Markov => 1,
-            Sampler::IterativeLinear => self.len,
-            Sampler::IterativeLog => ceil_log2(self.len) + 1,
+            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 1,
+            KeyphraseSampler::IterativeLinear => self.len,
+            KeyphraseSampler::IterativeLog => ceil_log2(self.len) + 1,
         }
     }
 
     /// The member scoring a prefix of length ℓ (1-based). Independent: always 0.
     pub fn member_for(&self, prefix_len: usize) -> usize {
         match self.sampler {
-            Sampler::Independent | Sampler::Histogram | Sampler::Markov => 0,
-            Sampler::IterativeLinear => prefix_len - 1,
-            Sampler::IterativeLog => ceil_log2(prefix_len),
+            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 0,
+            KeyphraseSampler::IterativeLinear => prefix_len - 1,
+            KeyphraseSampler::IterativeLog => ceil_log2(prefix_len),
         }
     }
 
     /// Prefix lengths covered by member m (inclusive range).
     pub fn covers(&self, m: usize) -> (usize, usize) {
         match self.sampler {
-            Sampler::Independent | Sampler::Histogram | Sampler::Markov => (1, 1),
-            Sampler::IterativeLinear => (m + 1, m + 1),
-            Sampler::IterativeLog if m == 0 => (1, 1),
-            Sampler::IterativeLog => ((1 << (m - 1)) + 1, (1usize << m).min(self.len)),
+            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => (1, 1),
+            KeyphraseSampler::IterativeLinear => (m + 1, m + 1),
+            KeyphraseSampler::IterativeLog if m == 0 => (1, 1),
+            KeyphraseSampler::IterativeLog => ((1 << (m - 1)) + 1, (1usize << m).min(self.len)),
         }
     }
 
     /// Blocks of the zero-padded input of member m (d·blocks is its dimension).
     pub fn padded_blocks(&self, m: usize) -> usize {
         match self.sampler {
-            Sampler::Independent | Sampler::Histogram | Sampler::Markov => 1,
-            Sampler::IterativeLinear => m + 1,
-            Sampler::IterativeLog => 1 << m,
+            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 1,
+            KeyphraseSampler::IterativeLinear => m + 1,
+            KeyphraseSampler::IterativeLog => 1 << m,
         }
     }
 
@@ -60,7 +60,7 @@ impl Ensemble {
     /// so a short document's whole sequence also stands for the longer members.
     pub fn members_of_prefix(&self, len: usize, doc_len: usize) -> Vec<usize> {
         match self.sampler {
-            Sampler::IterativeLog => (0..self.members()).filter(|&j| (1usize << j).min(doc_len) == len).collect(),
+            KeyphraseSampler::IterativeLog => (0..self.members()).filter(|&j| (1usize << j).min(doc_len) == len).collect(),
             _ => vec![self.member_for(len)],
         }
     }
@@ -73,8 +73,8 @@ impl Ensemble {
     /// iterative-linear kernel"; the paper's is 1/√ℓ for every block).
     pub fn scales(&self, m: usize, len: usize) -> BlockScales {
         match self.sampler {
-            Sampler::IterativeLinear if len > 1 => BlockScales { prefix: (PREFIX_WEIGHT / (len - 1) as f32).sqrt(), last: 1.0 },
-            Sampler::IterativeLog => {
+            KeyphraseSampler::IterativeLinear if len > 1 => BlockScales { prefix: (PREFIX_WEIGHT / (len - 1) as f32).sqrt(), last: 1.0 },
+            KeyphraseSampler::IterativeLog => {
                 let s = 1.0 / ((1usize << m) as f32).sqrt();
                 BlockScales { prefix: s, last: s }
             }

@@ -1,5 +1,5 @@
 //! Tests of the DP-KDE release against its privacy map, from outside the build's own code:
-//! an empirical privacy check of the release (like `crate::summary::hist`'s), with two under-noised
+//! an empirical privacy check of the release (like `crate::dp::summary::hist`'s), with two under-noised
 //! variants it must catch; and each document's contribution against a naive reference (a
 //! contribution added twice or missed would break the sensitivity Δ = I·Q per member, and the
 //! empirical check, on one feature, would not see every path).
@@ -7,22 +7,22 @@
 use super::*;
 use crate::classes::ClassSet;
 use crate::dp::SecureRng;
-use crate::summary::{build_from_sums, build_with, exact_sums, DpKdeSet, Noise};
+use crate::dp::summary::{build_from_sums, build_with, exact_sums, DpSummary, Noise};
 use crate::dp::testing::{frequencies, max_log_ratio};
 
-/// Outcomes per corpus. 30,000 (as in `crate::summary::hist`) keeps the 4-sd slack small enough to
+/// Outcomes per corpus. 30,000 (as in `crate::dp::summary::hist`) keeps the 4-sd slack small enough to
 /// catch a loss of 2ε; each trial is one release of one feature.
 const TRIALS: usize = 30_000;
 
 /// One term in 4 dimensions; the one-document corpus D′ and the features' seed whose single
 /// feature gives that document nearly the largest contribution allowed (|q| close to Q), so
 /// the check measures the worst case rather than a document the feature barely sees.
-fn worst_case(sampler: Sampler) -> (TermEmbeddings, Vec<TermId>, KdeParams, [u8; 32], i64) {
+fn worst_case(sampler: KeyphraseSampler) -> (TermEmbeddings, Vec<TermId>, SummaryParams, [u8; 32], i64) {
     let mut emb = TermEmbeddings::new(4);
     emb.insert(3, &tests::unit_vectors(1, 4, 7)[0]).unwrap();
     let terms = vec![3];
-    let params = KdeParams { epsilon: 1.0, sampler, len: 1, features: 1, terms_per_doc: 1, bandwidth: 1.0, smoothing: 0.0 };
-    let docs = [KdeDoc { class: 0, terms: &terms }];
+    let params = SummaryParams { epsilon: 1.0, sampler, len: 1, features: 1, terms_per_doc: 1, bandwidth: 1.0, smoothing: 0.0 };
+    let docs = [SummaryDoc { class: 0, terms: &terms }];
     let (seed, q) = (0..=255u8)
         .map(|k| ([k; 32], exact_sums(&docs, 1, &emb, &params, [k; 32]).unwrap()[0][0][0]))
         .max_by_key(|&(_, q)| q.abs())
@@ -33,11 +33,11 @@ fn worst_case(sampler: Sampler) -> (TermEmbeddings, Vec<TermId>, KdeParams, [u8;
 /// The estimated privacy loss (`crate::dp::testing`) of one release at ε = 1 between the
 /// empty corpus and one document, the released sum bucketed by Q/2 (post-processing).
 /// `release(docs, rng)` gives the one noisy sum.
-fn estimated_loss(seed: u64, mut release: impl FnMut(&[KdeDoc<'_>], &mut SecureRng) -> i64, terms: &[TermId]) -> f64 {
+fn estimated_loss(seed: u64, mut release: impl FnMut(&[SummaryDoc<'_>], &mut SecureRng) -> i64, terms: &[TermId]) -> f64 {
     let mut rng = SecureRng::seeded_for_tests(seed);
     let bucket = |v: i64| (v as f64 / (Q_BOUND as f64 / 2.0)).floor().clamp(-8.0, 8.0) as i64;
     let f0 = frequencies(TRIALS, || bucket(release(&[], &mut rng)));
-    let one = [KdeDoc { class: 0, terms }];
+    let one = [SummaryDoc { class: 0, terms }];
     let f1 = frequencies(TRIALS, || bucket(release(&one, &mut rng)));
     max_log_ratio(&f0, &f1, TRIALS)
 }
@@ -46,17 +46,17 @@ fn estimated_loss(seed: u64, mut release: impl FnMut(&[KdeDoc<'_>], &mut SecureR
 fn empirical_privacy_loss_of_the_dp_kde_stays_within_epsilon() {
     // Independent: the mean of f64 cosines (`sums::add_quantised`); the iterative samplers
     // (one member at L = 1): the f32 path (`sums::add_cos_quantised`, `crate::trig`).
-    for (k, sampler) in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog].into_iter().enumerate() {
+    for (k, sampler) in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog].into_iter().enumerate() {
         empirical_check(sampler, 10 * k as u64);
     }
 }
 
-fn empirical_check(sampler: Sampler, seeds: u64) {
+fn empirical_check(sampler: KeyphraseSampler, seeds: u64) {
     let eps = 1.0;
     let (emb, terms, params, seed, q) = worst_case(sampler);
     assert!(q.abs() as f64 > 0.99 * Q_BOUND as f64, "a seed giving the document |q| near Q ({q})");
     let classes = ClassSet::unlabelled();
-    let first = |set: DpKdeSet| set.classes[0].sums[0][0];
+    let first = |set: DpSummary| set.classes[0].sums[0][0];
     // The release as the app and the CLI make it (with the seed fixed, see `worst_case`), and as
     // the helpers' path makes it (`build_from_sums` on the exact sums).
     let ok = estimated_loss(61 + seeds, |docs, rng| first(build_with(docs, &classes, &emb, &[], &params, seed, Noise::Laplace(rng)).unwrap().0), &terms);
@@ -71,7 +71,7 @@ fn empirical_check(sampler: Sampler, seeds: u64) {
         sums.iter_mut().flatten().flatten().for_each(|v| *v *= 2);
         first(build_from_sums(docs, &classes, &emb, &[], &params, seed, sums, rng).unwrap().0)
     }, &terms);
-    let half_noise = KdeParams { epsilon: 2.0 * eps, ..params };
+    let half_noise = SummaryParams { epsilon: 2.0 * eps, ..params };
     let eps_twice = estimated_loss(64 + seeds, |docs, rng| first(build_with(docs, &classes, &emb, &[], &half_noise, seed, Noise::Laplace(rng)).unwrap().0), &terms);
     println!("DP-KDE {sampler:?} (I = 1, |q| = {:.4}·Q): estimated loss {ok:.3}, split path {ok_split:.3}; sums doubled {doubled:.3}, noise of 2ε {eps_twice:.3} (ε = {eps})", q.abs() as f64 / Q_BOUND as f64);
     assert!(ok <= eps, "estimated privacy loss {ok} exceeds ε = {eps}");
@@ -85,7 +85,7 @@ fn empirical_check(sampler: Sampler, seeds: u64) {
 /// clamped to [−C, C] and rounded to the grid per (document, member). Linear: member m takes
 /// the document's prefix of length m + 1, if it has one; logarithmic: member j its prefix of
 /// length min(2^j, its length); independent: the mean over its first M keyphrases.
-fn reference(doc: &[TermId], emb: &TermEmbeddings, f: &Features, params: &KdeParams) -> Vec<Vec<i64>> {
+fn reference(doc: &[TermId], emb: &TermEmbeddings, f: &Features, params: &SummaryParams) -> Vec<Vec<i64>> {
     let ensemble = params.ensemble();
     let grid = (1u64 << GRID_BITS) as f64;
     let feature = |i: usize, m: usize, prefix: &[TermId]| {
@@ -99,10 +99,10 @@ fn reference(doc: &[TermId], emb: &TermEmbeddings, f: &Features, params: &KdePar
     (0..ensemble.members())
         .map(|m| {
             let parts: Vec<&[TermId]> = match params.sampler {
-                Sampler::Independent => doc.iter().take(params.terms_per_doc).map(std::slice::from_ref).collect(),
-                Sampler::IterativeLinear => (m < len).then(|| &doc[..m + 1]).into_iter().collect(),
-                Sampler::IterativeLog => (len > 0).then(|| &doc[..(1usize << m).min(len)]).into_iter().collect(),
-                Sampler::Histogram | Sampler::Markov => unreachable!(),
+                KeyphraseSampler::Independent => doc.iter().take(params.terms_per_doc).map(std::slice::from_ref).collect(),
+                KeyphraseSampler::IterativeLinear => (m < len).then(|| &doc[..m + 1]).into_iter().collect(),
+                KeyphraseSampler::IterativeLog => (len > 0).then(|| &doc[..(1usize << m).min(len)]).into_iter().collect(),
+                KeyphraseSampler::Histogram | KeyphraseSampler::Markov => unreachable!(),
             };
             (0..f.count)
                 .map(|i| if parts.is_empty() { 0 } else { quantise(parts.iter().map(|p| feature(i, m, p)).sum::<f64>() / parts.len() as f64) })
@@ -123,12 +123,12 @@ fn each_document_contributes_once_to_each_of_its_members() {
     }
     let mut lists: Vec<Vec<TermId>> = (1..=7u32).map(|n| (0..n).map(|j| (j * 13 + n) % 40).collect()).collect();
     lists.push(vec![5, 5, 5]);
-    for sampler in [Sampler::Independent, Sampler::IterativeLinear, Sampler::IterativeLog] {
-        let params = KdeParams { epsilon: 1.0, sampler, len: 6, features: 64, terms_per_doc: 4, bandwidth: 0.3, smoothing: 0.0 };
+    for sampler in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog] {
+        let params = SummaryParams { epsilon: 1.0, sampler, len: 6, features: 64, terms_per_doc: 4, bandwidth: 0.3, smoothing: 0.0 };
         let f = Features::generate(params.features, dim, params.blocks(), params.bandwidth, [8; 32]);
         for terms in &lists {
-            let doc = KdeDoc { class: 0, terms };
-            let mut rows = sums::Rows::new(&emb, &f, sampler == Sampler::Independent, std::iter::empty());
+            let doc = SummaryDoc { class: 0, terms };
+            let mut rows = sums::Rows::new(&emb, &f, sampler == KeyphraseSampler::Independent, std::iter::empty());
             let got = sums::class_sums(&[&doc], &f, &params, &mut rows);
             let want = reference(terms, &emb, &f, &params);
             assert_eq!(got.len(), want.len());

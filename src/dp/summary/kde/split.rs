@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use crate::summary::KdeParams;
+use crate::dp::summary::SummaryParams;
 
 /// Exact sums per class, member and feature (`super::exact_sums`).
 pub(crate) type Sums = Vec<Vec<Vec<i64>>>;
@@ -30,7 +30,7 @@ pub(crate) struct SplitSums {
 impl SplitSums {
     /// `docs` documents cut in `parts` contiguous parts (at least one) of nearly equal size,
     /// for sums of `classes` classes and the members and features of `params`.
-    pub(crate) fn new(docs: usize, parts: usize, classes: usize, params: &KdeParams) -> SplitSums {
+    pub(crate) fn new(docs: usize, parts: usize, classes: usize, params: &SummaryParams) -> SplitSums {
         let parts = parts.max(1);
         let size = docs.div_ceil(parts);
         let ranges: Vec<Range<usize>> = (0..parts).map(|p| (p * size).min(docs)..((p + 1) * size).min(docs)).collect();
@@ -108,15 +108,15 @@ impl SplitSums {
 
 #[cfg(test)]
 mod tests {
-    use crate::summary::kde::tests::unit_vectors;
-    use crate::summary::{exact_sums, KdeDoc, Sampler};
+    use crate::dp::summary::kde::tests::unit_vectors;
+    use crate::dp::summary::{exact_sums, SummaryDoc, KeyphraseSampler};
     use super::*;
     use crate::embed::TermEmbeddings;
-    use crate::vocab::TermId;
+    use crate::public_vocab::TermId;
 
     #[test]
     fn parts_cover_every_document_once() {
-        let params = KdeParams { epsilon: 1.0, sampler: Sampler::Independent, len: 2, features: 4, terms_per_doc: 2, bandwidth: 1.0, smoothing: 0.0 };
+        let params = SummaryParams { epsilon: 1.0, sampler: KeyphraseSampler::Independent, len: 2, features: 4, terms_per_doc: 2, bandwidth: 1.0, smoothing: 0.0 };
         for docs in [0usize, 1, 3, 4, 5, 4000, 4001, 9999] {
             for parts in 0..=6 {
                 let split = SplitSums::new(docs, parts, 2, &params);
@@ -136,8 +136,8 @@ mod tests {
             emb.insert(i as TermId, v).unwrap();
         }
         let lists: Vec<Vec<TermId>> = (0..101u32).map(|k| (0..(1 + k % 4)).map(|j| (k * 7 + j * 5) % 30).collect()).collect();
-        let docs: Vec<KdeDoc<'_>> = lists.iter().enumerate().map(|(i, t)| KdeDoc { class: i % 3, terms: t }).collect();
-        let params = KdeParams { epsilon: 1.0, sampler: Sampler::IterativeLog, len: 4, features: 16, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+        let docs: Vec<SummaryDoc<'_>> = lists.iter().enumerate().map(|(i, t)| SummaryDoc { class: i % 3, terms: t }).collect();
+        let params = SummaryParams { epsilon: 1.0, sampler: KeyphraseSampler::IterativeLog, len: 4, features: 16, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let sums = |r: Range<usize>| exact_sums(&docs[r], 3, &emb, &params, [7; 32]);
         let flat = |s: &Sums| s.iter().flatten().flatten().map(|&v| v as f64).collect::<Vec<f64>>();
         let all = sums(0..docs.len()).unwrap();
