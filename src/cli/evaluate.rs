@@ -276,6 +276,9 @@ fn print_table(r: &EvalReport) {
             a.arm, a.view, a.accuracy_mean, a.accuracy_std, a.macro_f1_mean, a.macro_f1_std, acc_r, f1_r, a.n_train, a.n_test, i
         );
     }
+    for a in &r.refused {
+        println!("{:<24} {:<10} refused: {}", a.arm, "-", a.reason);
+    }
     println!("NOTE: {}", r.note);
 }
 

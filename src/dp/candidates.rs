@@ -49,14 +49,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::vocabulary::{PrivateVocabulary, VocabParams};
+use super::vocabulary::PrivateVocabulary;
 use crate::public_vocab::TermId;
+
+/// τ (module docs, "Rule"): computed where Ṽ is built, which stores it
+/// ([`PrivateVocabulary::clearing_threshold`]); re-exported here, beside the rule that reads it.
+pub use super::vocabulary::clearing_threshold;
 
 /// The fewest candidates the rule leaves (module docs).
 pub const MIN_CANDIDATES: usize = 50;
-
-/// 1/α: noise alone is expected to clear at most N/10 terms (module docs).
-const NOISE_SHARE_INV: f64 = 10.0;
 
 /// Which of Ṽ's terms the DP-KDE samplers draw from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -70,51 +71,32 @@ pub enum CandidateRule {
     Cleared,
 }
 
-/// τ for `entries` noisy entries drawn with `params` (module docs). Floating point is fine: τ
-/// is a public number and any value keeps the rule post-processing.
-pub fn clearing_threshold(entries: usize, params: &VocabParams) -> i64 {
-    let q = (-params.epsilon / params.terms_per_doc as f64).exp();
-    // m·q^t/(1+q) ≤ N/10 ⇔ (m·10/N)·q^t/(1+q) ≤ 1.
-    let m = entries.max(1) as f64 * NOISE_SHARE_INV / params.top_n.max(1) as f64;
-    if !(q > 0.0 && q < 1.0) {
-        return 1;
+/// The DP-KDE samplers' candidates from Ṽ under `rule` (module docs), as term ids in Ṽ's
+/// order. A Ṽ written before the rule existed (no threshold or counts recorded) gives all its
+/// terms.
+pub fn kde_candidates(pv: &PrivateVocabulary, rule: CandidateRule) -> Vec<TermId> {
+    let all = || pv.terms.iter().map(|t| t.id).collect();
+    let Some(tau) = pv.clearing_threshold else { return all() };
+    if rule == CandidateRule::All || pv.terms.iter().any(|t| t.best_noisy_count.is_none()) {
+        return all();
     }
-    // m·q^t/(1+q) ≤ 1  ⇔  t ≥ ln(m/(1+q)) / ln(1/q) (1 when m/(1+q) ≤ 1).
-    let t = ((m / (1.0 + q)).ln() / (1.0 / q).ln()).ceil();
-    if t.is_finite() {
-        t.clamp(1.0, i64::MAX as f64) as i64
-    } else {
-        1
+    let best = |i: usize| pv.terms[i].best_noisy_count.unwrap_or(i64::MIN);
+    let cleared: Vec<usize> = (0..pv.terms.len()).filter(|&i| best(i) >= tau).collect();
+    if cleared.len() >= MIN_CANDIDATES.min(pv.terms.len()) {
+        return cleared.into_iter().map(|i| pv.terms[i].id).collect();
     }
-}
-
-impl PrivateVocabulary {
-    /// The DP-KDE samplers' candidates under `rule` (module docs), as term ids in Ṽ's order.
-    /// A Ṽ written before the rule existed (no threshold or counts recorded) gives all its terms.
-    pub fn kde_candidates(&self, rule: CandidateRule) -> Vec<TermId> {
-        let all = || self.terms.iter().map(|t| t.id).collect();
-        let Some(tau) = self.clearing_threshold else { return all() };
-        if rule == CandidateRule::All || self.terms.iter().any(|t| t.best_noisy_count.is_none()) {
-            return all();
-        }
-        let best = |i: usize| self.terms[i].best_noisy_count.unwrap_or(i64::MIN);
-        let cleared: Vec<usize> = (0..self.terms.len()).filter(|&i| best(i) >= tau).collect();
-        if cleared.len() >= MIN_CANDIDATES.min(self.terms.len()) {
-            return cleared.into_iter().map(|i| self.terms[i].id).collect();
-        }
-        // Too few cleared: the MIN_CANDIDATES largest (ties to Ṽ's order), kept in Ṽ's order.
-        let mut order: Vec<usize> = (0..self.terms.len()).collect();
-        order.sort_by(|&a, &b| best(b).cmp(&best(a)).then(a.cmp(&b)));
-        order.truncate(MIN_CANDIDATES);
-        order.sort_unstable();
-        order.into_iter().map(|i| self.terms[i].id).collect()
-    }
+    // Too few cleared: the MIN_CANDIDATES largest (ties to Ṽ's order), kept in Ṽ's order.
+    let mut order: Vec<usize> = (0..pv.terms.len()).collect();
+    order.sort_by(|&a, &b| best(b).cmp(&best(a)).then(a.cmp(&b)));
+    order.truncate(MIN_CANDIDATES);
+    order.sort_unstable();
+    order.into_iter().map(|i| pv.terms[i].id).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dp::vocabulary::{select_from_documents, SelectedTerm};
+    use crate::dp::vocabulary::{select_from_documents, SelectedTerm, VocabParams};
     use crate::dp::SecureRng;
     use crate::public_vocab::PublicVocabulary;
 
@@ -157,21 +139,21 @@ mod tests {
         // 60 terms at 20 and 40 below: the 60 clear.
         let mut best: Vec<i64> = (0..100).map(|i| if i % 5 < 3 { 20 } else { 3 }).collect();
         let pv = vocabulary(&best, Some(10));
-        let got = pv.kde_candidates(CandidateRule::Cleared);
+        let got = kde_candidates(&pv, CandidateRule::Cleared);
         assert_eq!(got, (0..100u32).filter(|i| i % 5 < 3).collect::<Vec<_>>());
-        assert_eq!(pv.kde_candidates(CandidateRule::All).len(), 100);
+        assert_eq!(kde_candidates(&pv, CandidateRule::All).len(), 100);
         // Only 5 clear: the 50 largest, in Ṽ's order, whatever their position.
         best = (0..100).map(|i| 100 - i).collect();
         best[97] = 1000;
         let pv = vocabulary(&best, Some(96));
-        let got = pv.kde_candidates(CandidateRule::Cleared);
+        let got = kde_candidates(&pv, CandidateRule::Cleared);
         let mut want: Vec<TermId> = (0..49).collect();
         want.push(97);
         assert_eq!(got, want);
         // Fewer terms than the floor: all of them.
-        assert_eq!(vocabulary(&[1, 2, 3], Some(50)).kde_candidates(CandidateRule::Cleared), vec![0, 1, 2]);
+        assert_eq!(kde_candidates(&vocabulary(&[1, 2, 3], Some(50)), CandidateRule::Cleared), vec![0, 1, 2]);
         // A Ṽ from before the rule: all.
-        assert_eq!(vocabulary(&[1, 200], None).kde_candidates(CandidateRule::Cleared), vec![0, 1]);
+        assert_eq!(kde_candidates(&vocabulary(&[1, 200], None), CandidateRule::Cleared), vec![0, 1]);
     }
 
     #[test]
@@ -191,13 +173,13 @@ mod tests {
         // it (at most N/10 = 100 by the rule).
         assert_eq!(tau, clearing_threshold(40_000, &p));
         assert_eq!(tau, 9);
-        let cands = pv.kde_candidates(CandidateRule::Cleared);
+        let cands = kde_candidates(&pv, CandidateRule::Cleared);
         let cleared: Vec<TermId> = pv.terms.iter().filter(|t| t.best_noisy_count.unwrap() >= tau).map(|t| t.id).collect();
         assert_eq!(cands, cleared, "enough cleared: exactly the cleared terms, in Ṽ's order");
         // The six used terms clear (60 ± noise of scale 1.5).
         assert!([1, 2, 3, 500, 501, 502].iter().all(|id| cleared.contains(id)), "{cleared:?}");
         let noise = cleared.len() - 6;
         assert!((30..=110).contains(&noise), "{noise} noise words cleared (expected about 66)");
-        assert_eq!(pv.kde_candidates(CandidateRule::All).len(), 1000);
+        assert_eq!(kde_candidates(&pv, CandidateRule::All).len(), 1000);
     }
 }

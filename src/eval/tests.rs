@@ -1,9 +1,15 @@
 //! End-to-end tests of the evaluation core on a small synthetic corpus with synthetic
 //! embeddings (no model).
 
+use super::classifier::SoftmaxParams;
 use super::*;
 use crate::corpus::IngestStats;
-use crate::pipeline::MatchedDoc;
+use crate::dp::vocabulary::VocabParams;
+use crate::dp::SecureRng;
+use crate::embed::TermEmbeddings;
+use crate::dp::summary::KeyphraseSampler;
+use crate::pipeline::{MatchedCorpus, MatchedDoc};
+use crate::public_vocab::PublicVocabulary;
 
 const DIM: usize = 8;
 
@@ -200,4 +206,41 @@ fn text_view_scores_synthetic_and_real_texts() {
     assert!(find("synthetic").accuracy_mean > 0.95 && find("real-text").accuracy_mean > 0.95);
     assert_eq!(find("majority").n_test, 16);
     assert!(matches!(ev.text_view(&docs[1..], &synthetic, &mut |_, _, _| {}), Err(EvalError::TextCount { .. })));
+}
+
+#[test]
+fn an_arm_refused_for_size_is_reported_and_the_others_run() {
+    // N = 1700 of a 1700-term list, 3 classes: the Markov release would hold 1701·1700·3 =
+    // 8,675,100 noisy counts, over the cap; its noiseless arm (the exact vocabulary, at most
+    // the 60 used terms) and the independent sampler are not refused.
+    let n = 1700u32;
+    let list: String = (0..n).map(|i| format!("term{i}\n")).collect();
+    let public = PublicVocabulary::parse("v", list.as_bytes()).unwrap();
+    let mut emb = embeddings();
+    for t in 60..n {
+        let mut v = vec![0f32; DIM];
+        v[(t as usize) % DIM] = 1.0;
+        emb.insert(t, &v).unwrap();
+    }
+    // The Markov sampler reads up to 64 terms per document.
+    let mc = MatchedCorpus { keep: 64, ..corpus(&[30, 20, 10]) };
+    let mut p = params(Task::AllClasses);
+    p.vocab.top_n = n as usize;
+    p.samplers = vec![KeyphraseSampler::Markov, KeyphraseSampler::Independent];
+    p.seeds = vec![1];
+    let mut rng = SecureRng::seeded_for_tests(3);
+    let ev = Evaluation::prepare(&mc, &public, p, &mut rng, &mut |_, _, _| {}).unwrap();
+    let r = ev.run(&emb, &mut rng, &mut |_, _, _| {}).expect("a refused arm must not stop the evaluation");
+    for name in ["nonprivate", "dp-independent", "nodp-markov", "nodp-independent"] {
+        assert_eq!(arm(&r, name, "embedding").runs.len(), 1, "{name}");
+    }
+    assert!(r.arms.iter().all(|a| a.arm != "dp-markov"), "a refused arm has no figures");
+    assert_eq!(r.refused.len(), 1, "{:?}", r.refused);
+    assert_eq!(r.refused[0].arm, "dp-markov");
+    assert!(r.refused[0].reason.contains("8675100 noisy counts"), "{}", r.refused[0].reason);
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["refused"][0]["arm"], "dp-markov");
+    // Nothing refused: no `refused` key (the report's JSON as before).
+    let plain = run(&mc, params(Task::AllClasses)).unwrap();
+    assert!(plain.refused.is_empty() && serde_json::to_value(&plain).unwrap().get("refused").is_none());
 }

@@ -1,0 +1,451 @@
+//! The DP vocabulary (DP-KPS, appendix B.1): which public terms the private corpus uses most.
+//!
+//! 1. Each document contributes its first S DISTINCT matched terms (see
+//!    [`crate::public_vocab::Matcher::first_distinct`]).
+//! 2. Histogram over the WHOLE public vocabulary: h[v] = number of documents that contribute v.
+//! 3. Discrete Laplace noise of scale S/ε_voc on EVERY entry, zero counts included.
+//! 4. Keep the N entries with the largest noisy counts.
+//!
+//! Privacy map. Neighbouring relation: add or remove one document. A document changes h by +1
+//! (or -1) on at most S distinct entries and leaves the others alone, so the L1 sensitivity of
+//! h is Δ₁ = S. The vocabulary is public and fixed before seeing the data, so the set of
+//! entries does not depend on the data. Adding discrete Laplace noise of scale Δ₁/ε = S/ε to
+//! each entry of an integer vector with L1 sensitivity S is ε-DP (see [`super::noise`]).
+//! Step 4 and everything downstream read only the noisy vector: post-processing, no extra
+//! cost. Leaving zero counts out of step 3 would reveal which terms occur at all (a term
+//! present in one document could only appear then), which is why every entry gets noise.
+//!
+//! Ties in noisy counts are broken by vocabulary order (a data-independent rule).
+//!
+//! # Per class (`per_class`)
+//! A global top-N follows the largest classes: a small class's own keyphrases are drowned.
+//! With the curator's public class set ([`crate::classes`]), the same mechanism runs on each
+//! class's histogram separately: h_c[v] = documents of class c that contribute v, noise of
+//! scale S/ε_voc on every entry of every declared class's histogram. A document is in at most
+//! one class and changes only that class's histogram, by at most S distinct entries: each
+//! class's release is ε_voc-DP, and the classes compose in parallel (disjoint documents), so
+//! the whole is ε_voc-DP. Documents the class set drops are counted nowhere. Ṽ is then read
+//! from the noisy histograms only (post-processing): round robin over the classes, each
+//! class's next best term by its own noisy count, skipping terms already taken, until N
+//! terms; each term's shown count is the sum of its noisy counts over the classes.
+//!
+//! # Drawing the noise
+//! Step 3 is drawn lazily over the huge public list (`vocabulary/noise.rs`): exactly the joint distribution
+//! of drawing every entry (the argument is there), so the privacy map above holds as stated.
+//! The per-class round robin reads the noisy histograms only (`vocabulary/round_robin.rs`).
+//!
+//! # The clearing threshold
+//! Every Ṽ also records τ ([`clearing_threshold`]), a public number that
+//! `dp::candidates` compares with the terms' noisy counts (an evaluation-only rule). It is
+//! computed here, from public inputs only, so that the vocabulary does not depend on the rule.
+
+mod noise;
+mod round_robin;
+
+use serde::{Deserialize, Serialize};
+
+use super::noise::Ratio;
+use super::{check_epsilon, DpError, ParamError, SecureRng};
+use crate::ledger::{Scope, Spend};
+use crate::public_vocab::{PublicVocabulary, TermId};
+use noise::NoisyHistogram;
+pub(crate) use round_robin::round_robin;
+use round_robin::summed_round_robin;
+
+/// Parameters of the DP vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VocabParams {
+    /// ε_voc.
+    pub epsilon: f64,
+    /// N: how many terms to keep.
+    pub top_n: usize,
+    /// S: how many distinct matched terms each document contributes.
+    pub terms_per_doc: usize,
+    /// Select from per-class noisy histograms (module docs, "Per class").
+    #[serde(default)]
+    pub per_class: bool,
+}
+
+impl VocabParams {
+    pub const MAX_TERMS_PER_DOC: usize = 10_000;
+
+    /// Checks the parameters against the vocabulary they will be used with.
+    pub fn validate(&self, vocab_len: usize) -> Result<(), ParamError> {
+        check_epsilon("ε_voc", self.epsilon)?;
+        if self.top_n == 0 {
+            return Err(ParamError::new("N (vocabulary size)", self.top_n, "must be at least 1"));
+        }
+        if self.top_n > vocab_len {
+            return Err(ParamError::new(
+                "N (vocabulary size)",
+                self.top_n,
+                "cannot exceed the number of terms in the public vocabulary",
+            ));
+        }
+        if self.terms_per_doc == 0 || self.terms_per_doc > Self::MAX_TERMS_PER_DOC {
+            return Err(ParamError::new("S (terms per document)", self.terms_per_doc, "must be between 1 and 10000"));
+        }
+        Ok(())
+    }
+}
+
+/// h: for each public term, how many documents contribute it. Private; never released.
+#[derive(Debug, Clone)]
+pub struct TermHistogram {
+    counts: Vec<u64>,
+    terms_per_doc: usize,
+    documents: u64,
+}
+
+impl TermHistogram {
+    pub fn new(vocab_len: usize, terms_per_doc: usize) -> TermHistogram {
+        TermHistogram { counts: vec![0; vocab_len], terms_per_doc, documents: 0 }
+    }
+
+    /// Adds one document's contribution. The sensitivity argument needs at most S distinct
+    /// terms per document; this is enforced here, whatever the caller passes.
+    pub fn add_document(&mut self, terms: &[TermId]) {
+        self.documents += 1;
+        let mut taken: Vec<TermId> = Vec::with_capacity(self.terms_per_doc.min(terms.len()));
+        for &t in terms {
+            if taken.len() == self.terms_per_doc {
+                break;
+            }
+            if (t as usize) < self.counts.len() && !taken.contains(&t) {
+                taken.push(t);
+                self.counts[t as usize] += 1;
+            }
+        }
+    }
+
+    pub fn documents(&self) -> u64 {
+        self.documents
+    }
+
+    pub fn terms_per_doc(&self) -> usize {
+        self.terms_per_doc
+    }
+
+    /// Number of public terms with a non-zero count (for the curator's eyes only).
+    pub fn distinct_terms(&self) -> usize {
+        self.counts.iter().filter(|&&c| c > 0).count()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+}
+
+/// One selected term.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SelectedTerm {
+    pub term: String,
+    /// Index in the public vocabulary.
+    pub id: TermId,
+    /// The noisy count (a DP output, safe to show).
+    pub noisy_count: i64,
+    /// The largest of its noisy counts over the classes' histograms (per class), or its noisy
+    /// count (one histogram): what [`super::candidates`] compares with Ṽ's clearing threshold.
+    /// None in Ṽs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_noisy_count: Option<i64>,
+}
+
+/// Ṽ: the private vocabulary, a DP artefact (ε_voc-DP).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrivateVocabulary {
+    pub public_vocabulary: String,
+    pub public_vocabulary_checksum: String,
+    pub params: VocabParams,
+    /// In decreasing noisy count.
+    pub terms: Vec<SelectedTerm>,
+    /// τ: the noisy count that at most N/10 zero-count entries, over all the noisy histograms,
+    /// are expected to reach (a public function of |V|, the number of histograms, ε_voc, S and
+    /// N; see [`super::candidates`]). None in Ṽs written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clearing_threshold: Option<i64>,
+}
+
+impl PrivateVocabulary {
+    /// Ṽ from `histograms` noisy histograms over `vocab`.
+    fn new(vocab: &PublicVocabulary, params: &VocabParams, terms: Vec<SelectedTerm>, histograms: usize) -> PrivateVocabulary {
+        PrivateVocabulary {
+            public_vocabulary: vocab.name.clone(),
+            public_vocabulary_checksum: vocab.checksum.clone(),
+            params: *params,
+            terms,
+            clearing_threshold: Some(clearing_threshold(vocab.len() * histograms, params)),
+        }
+    }
+}
+
+/// 1/α: noise alone is expected to clear at most N/10 terms (`dp::candidates`, "Rule").
+const NOISE_SHARE_INV: f64 = 10.0;
+
+/// τ for `entries` noisy entries drawn with `params` (`dp::candidates`, "Rule"): the smallest
+/// t ≥ 1 with m·q^t/(1+q) ≤ N/10, m = `entries` (|V| × the number of histograms), q =
+/// e^(−ε_voc/S): of the zero-count entries, at most a tenth of N are expected to reach τ in the
+/// whole release. Public inputs only. Floating point is fine: τ is a public number and any
+/// value keeps the rule post-processing.
+pub fn clearing_threshold(entries: usize, params: &VocabParams) -> i64 {
+    let q = (-params.epsilon / params.terms_per_doc as f64).exp();
+    // m·q^t/(1+q) ≤ N/10 ⇔ (m·10/N)·q^t/(1+q) ≤ 1.
+    let m = entries.max(1) as f64 * NOISE_SHARE_INV / params.top_n.max(1) as f64;
+    if !(q > 0.0 && q < 1.0) {
+        return 1;
+    }
+    // m·q^t/(1+q) ≤ 1  ⇔  t ≥ ln(m/(1+q)) / ln(1/q) (1 when m/(1+q) ≤ 1).
+    let t = ((m / (1.0 + q)).ln() / (1.0 / q).ln()).ceil();
+    if t.is_finite() {
+        t.clamp(1.0, i64::MAX as f64) as i64
+    } else {
+        1
+    }
+}
+
+/// The mechanism: noisy histogram, top N. Returns Ṽ and what it spent.
+pub fn select_vocabulary(
+    hist: &TermHistogram,
+    vocab: &PublicVocabulary,
+    params: &VocabParams,
+    rng: &mut SecureRng,
+) -> Result<(PrivateVocabulary, Spend), DpError> {
+    params.validate(vocab.len())?;
+    if hist.counts.len() != vocab.len() || hist.terms_per_doc != params.terms_per_doc {
+        return Err(DpError::Param(ParamError::new(
+            "histogram",
+            hist.counts.len(),
+            "was built for a different vocabulary or S",
+        )));
+    }
+    // Scale S/ε exactly (no rounding): Δ₁ = S under add/remove of one document (module docs).
+    let scale = Ratio::int_over_f64(params.terms_per_doc as u64, params.epsilon)?;
+    let top = NoisyHistogram::draw(&hist.counts, params.top_n, scale, rng).top(params.top_n);
+    let terms = top
+        .into_iter()
+        .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(noisy_count) })
+        .collect();
+    let spend = Spend {
+        stage: "vocabulary".into(),
+        mechanism: "discrete Laplace on the term histogram, top-N".into(),
+        epsilon: params.epsilon,
+        params: serde_json::json!({
+            "terms_per_doc_S": params.terms_per_doc,
+            "top_n": params.top_n,
+            "l1_sensitivity": params.terms_per_doc,
+            "noise_scale": scale.to_f64(),
+            "public_vocabulary": vocab.name,
+            "public_vocabulary_terms": vocab.len(),
+        }),
+        scope: Scope::AllDocuments,
+    };
+    Ok((PrivateVocabulary::new(vocab, params, terms, 1), spend))
+}
+
+/// The per-class mechanism (module docs, "Per class"): one histogram per class of the public
+/// class set, in its order; `class_names` name the ledger partitions. Returns Ṽ and one spend
+/// per class.
+pub fn select_vocabulary_by_class(
+    hists: &[TermHistogram],
+    class_names: &[&str],
+    vocab: &PublicVocabulary,
+    params: &VocabParams,
+    rng: &mut SecureRng,
+) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
+    params.validate(vocab.len())?;
+    if hists.is_empty() || hists.len() != class_names.len() || hists.iter().any(|h| h.counts.len() != vocab.len() || h.terms_per_doc != params.terms_per_doc) {
+        return Err(DpError::Param(ParamError::new("class histograms", hists.len(), "do not match the classes, the vocabulary or S")));
+    }
+    let scale = Ratio::int_over_f64(params.terms_per_doc as u64, params.epsilon)?;
+    let n = params.top_n;
+    let noisy: Vec<NoisyHistogram<'_>> = hists.iter().map(|h| NoisyHistogram::draw(&h.counts, n, scale, rng)).collect();
+    let terms: Vec<SelectedTerm> = summed_round_robin(noisy, n, rng)
+        .into_iter()
+        .map(|(id, noisy_count, best)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(best) })
+        .collect();
+    let spends = class_names
+        .iter()
+        .map(|name| Spend {
+            stage: "vocabulary".into(),
+            mechanism: "discrete Laplace on each class's term histogram, round-robin top-N".into(),
+            epsilon: params.epsilon,
+            params: serde_json::json!({
+                "terms_per_doc_S": params.terms_per_doc,
+                "top_n": params.top_n,
+                "per_class": true,
+                "l1_sensitivity": params.terms_per_doc,
+                "noise_scale": scale.to_f64(),
+                "public_vocabulary": vocab.name,
+                "public_vocabulary_terms": vocab.len(),
+            }),
+            scope: Scope::Partition { label: name.to_string() },
+        })
+        .collect();
+    Ok((PrivateVocabulary::new(vocab, params, terms, hists.len()), spends))
+}
+
+/// Stage 2 on documents given as (class, first terms): one histogram over all of them, or
+/// one per class of the public class set when `params.per_class` (`class_names` in its order;
+/// a document with class `None`, one the class set drops, is then counted nowhere). Returns Ṽ
+/// and its spends (one, or one per class).
+pub fn select_from_documents<'a>(
+    docs: impl Iterator<Item = (Option<usize>, &'a [TermId])>,
+    class_names: &[&str],
+    vocab: &PublicVocabulary,
+    params: &VocabParams,
+    rng: &mut SecureRng,
+) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
+    let s = params.terms_per_doc;
+    if params.per_class {
+        let mut hists: Vec<TermHistogram> = class_names.iter().map(|_| TermHistogram::new(vocab.len(), s)).collect();
+        for (class, terms) in docs {
+            if let Some(h) = class.and_then(|c| hists.get_mut(c)) {
+                h.add_document(terms);
+            }
+        }
+        return select_vocabulary_by_class(&hists, class_names, vocab, params, rng);
+    }
+    let mut h = TermHistogram::new(vocab.len(), s);
+    docs.for_each(|(_, terms)| h.add_document(terms));
+    select_vocabulary(&h, vocab, params, rng).map(|(pv, spend)| (pv, vec![spend]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use super::noise::{noisy_top_n, tests::THRESHOLDS};
+
+    fn vocab(n: usize) -> PublicVocabulary {
+        let list: String = (0..n).map(|i| format!("term{i}\n")).collect();
+        PublicVocabulary::parse("v", list.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn histogram_takes_at_most_s_distinct_terms_per_document() {
+        let mut h = TermHistogram::new(5, 2);
+        h.add_document(&[1, 1, 2, 3]);
+        h.add_document(&[4]);
+        h.add_document(&[]);
+        assert_eq!(h.counts(), &[0, 1, 1, 0, 1]);
+        assert_eq!(h.documents(), 3);
+    }
+
+    #[test]
+    fn parameters_are_validated() {
+        let ok = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 2, per_class: false };
+        assert!(ok.validate(10).is_ok());
+        for bad in [
+            VocabParams { epsilon: 0.0, ..ok },
+            VocabParams { epsilon: -1.0, ..ok },
+            VocabParams { epsilon: f64::NAN, ..ok },
+            VocabParams { epsilon: f64::INFINITY, ..ok },
+            VocabParams { top_n: 0, ..ok },
+            VocabParams { top_n: 11, ..ok },
+            VocabParams { terms_per_doc: 0, ..ok },
+        ] {
+            assert!(bad.validate(10).is_err(), "{bad:?} accepted");
+        }
+        let msg = VocabParams { epsilon: f64::NAN, ..ok }.validate(10).unwrap_err().to_string();
+        assert!(msg.contains("ε_voc") && msg.contains("finite"), "{msg}");
+    }
+
+    #[test]
+    fn frequent_terms_are_selected_and_spend_is_reported() {
+        let v = vocab(1000);
+        let mut h = TermHistogram::new(v.len(), 3);
+        for _ in 0..500 {
+            h.add_document(&[7, 42, 99]);
+        }
+        let params = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 3, per_class: false };
+        let mut rng = SecureRng::seeded_for_tests(7);
+        let (pv, spend) = select_vocabulary(&h, &v, &params, &mut rng).unwrap();
+        let mut ids: Vec<_> = pv.terms.iter().map(|t| t.id).collect();
+        ids.sort();
+        assert_eq!(ids, [7, 42, 99]);
+        assert_eq!(spend.epsilon, 1.0);
+        assert_eq!(spend.params["noise_scale"], 3.0);
+        assert!(pv.terms.windows(2).all(|w| w[0].noisy_count >= w[1].noisy_count));
+    }
+
+    #[test]
+    fn zero_count_entries_get_noise_too() {
+        // With all counts zero, the selection must vary from run to run: if zero entries got
+        // no noise, the top-N would always be the first N terms.
+        let h = TermHistogram::new(200, 1);
+        let mut rng = SecureRng::seeded_for_tests(8);
+        let scale = Ratio::int_over_f64(1, 1.0).unwrap();
+        let a = noisy_top_n(&h.counts, 5, scale, &mut rng);
+        let b = noisy_top_n(&h.counts, 5, scale, &mut rng);
+        assert_ne!(a, b);
+        assert!(a.iter().any(|&(_, c)| c != 0));
+    }
+
+    #[test]
+    fn per_class_selection_gives_each_class_its_own_terms() {
+        let v = vocab(1000);
+        let params = VocabParams { epsilon: 1.0, top_n: 4, terms_per_doc: 2, per_class: true };
+        // Class a: 400 documents of terms 1, 2; class b: 30 documents of terms 500, 501.
+        let mut ha = TermHistogram::new(v.len(), 2);
+        (0..400).for_each(|_| ha.add_document(&[1, 2]));
+        let mut hb = TermHistogram::new(v.len(), 2);
+        (0..30).for_each(|_| hb.add_document(&[500, 501]));
+        let mut rng = SecureRng::seeded_for_tests(21);
+        let (pv, spends) = select_vocabulary_by_class(&[ha.clone(), hb.clone()], &["a", "b"], &v, &params, &mut rng).unwrap();
+        let mut ids: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, [1, 2, 500, 501]);
+        assert_eq!(spends.len(), 2);
+        let mut run = crate::ledger::Run::new("r".into(), "t".into());
+        run.spends = spends;
+        assert!((run.epsilon() - 1.0).abs() < 1e-12, "classes compose in parallel");
+        // Shape: always N terms, also with empty classes.
+        let empty = TermHistogram::new(v.len(), 2);
+        let (pv, _) = select_vocabulary_by_class(&[empty.clone(), empty], &["a", "b"], &v, &params, &mut rng).unwrap();
+        assert_eq!(pv.terms.len(), 4);
+        assert!(select_vocabulary_by_class(&[ha], &["a", "b"], &v, &params, &mut rng).is_err());
+    }
+
+    /// Empirical privacy check. D and D' differ by one document that contributes S terms.
+    /// Run the mechanism many times on each, estimate P[output = o] for every outcome o (the
+    /// selected set), and take the largest lower confidence bound of |ln P_D(o)/P_D'(o)|.
+    /// A correct mechanism cannot exceed ε; an under-noised one (scale 1/ε instead of S/ε,
+    /// the classic mistake of ignoring S) must be caught by the same check.
+    fn estimated_privacy_loss(scale: Ratio, threshold: Option<i64>, seed: u64) -> f64 {
+        const S: usize = 3;
+        const V: usize = 6;
+        const TRIALS: usize = 60_000;
+        let d = vec![0u64; V];
+        let mut d_prime = d.clone();
+        for c in d_prime.iter_mut().take(S) {
+            *c += 1;
+        }
+        let mut rng = SecureRng::seeded_for_tests(seed);
+        let mut outcomes = |counts: &[u64]| {
+            crate::dp::testing::frequencies(TRIALS, || {
+                let mut set: Vec<TermId> = NoisyHistogram::draw_with(counts, S, scale, threshold, &mut rng).top(S).into_iter().map(|p| p.0).collect();
+                set.sort_unstable();
+                set
+            })
+        };
+        let f0 = outcomes(&d);
+        let f1 = outcomes(&d_prime);
+        crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
+    }
+
+    #[test]
+    fn empirical_privacy_loss_stays_within_epsilon() {
+        // At every T (V = 6 would draw every entry by default; T = 1 and T = 6 force the lazy
+        // path and, often, its fallback).
+        let eps = 1.0;
+        let correct = Ratio::int_over_f64(3, eps).unwrap();
+        let under_noised = Ratio::int_over_f64(1, eps).unwrap();
+        for (k, threshold) in THRESHOLDS.into_iter().enumerate() {
+            let loss = estimated_privacy_loss(correct, threshold, 11 + 2 * k as u64);
+            assert!(loss <= eps, "T {threshold:?}: estimated privacy loss {loss} exceeds ε = {eps}");
+            let loss_bad = estimated_privacy_loss(under_noised, threshold, 12 + 2 * k as u64);
+            assert!(loss_bad > eps, "T {threshold:?}: an under-noised mechanism went undetected (loss {loss_bad})");
+            println!("T {threshold:?}: estimated privacy loss: correct {loss:.3}, under-noised {loss_bad:.3} (ε = {eps})");
+        }
+    }
+}

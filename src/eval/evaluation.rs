@@ -1,0 +1,514 @@
+//! [`Evaluation`] ([`super`], "Use"): the task shaped, the splits and vocabularies drawn
+//! ([`Evaluation::prepare`]), then every arm trained and scored ([`Evaluation::run`],
+//! [`Evaluation::text_view`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::classifier::{Rows, Softmax, Standardiser};
+use super::params::{EvalParams, Task, REST};
+use super::report::{aggregate, ArmReport, EvalReport, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
+use super::split::{self, Split};
+use super::{metrics, EvalError};
+use crate::classes::{ClassSet, OtherLabels};
+use crate::dp::candidates::kde_candidates;
+use crate::dp::vocabulary::{round_robin, select_from_documents};
+use crate::dp::SecureRng;
+use crate::embed::TermEmbeddings;
+use crate::dp::summary::{SummaryDoc, SummaryError, SummaryParams, Noise, KeyphraseSampler};
+use crate::pipeline::MatchedCorpus;
+use crate::sample::Candidates;
+use crate::public_vocab::{PublicVocabulary, TermId};
+
+/// A document of the task: its class and first matched terms.
+pub(super) struct Doc {
+    pub(super) class: usize,
+    pub(super) terms: Vec<TermId>,
+}
+
+/// One repetition: its split and the vocabularies drawn from its training part.
+pub(super) struct Round {
+    pub(super) seed: u64,
+    pub(super) split: Split,
+    /// Ṽ (ε_voc-DP), when there are DP sampler arms.
+    pub(super) dp_vocab: Vec<TermId>,
+    /// What the DP-KDE arms draw from: Ṽ's terms under `EvalParams::candidates`.
+    pub(super) dp_candidates: Vec<TermId>,
+    /// The exact top-N vocabulary, when there are noiseless arms.
+    pub(super) exact_vocab: Vec<TermId>,
+}
+
+/// A prepared evaluation (module docs, "Use").
+pub struct Evaluation {
+    pub(super) params: EvalParams,
+    pub(super) classes: Vec<String>,
+    pub(super) docs: Vec<Doc>,
+    /// Index in the matched corpus of every task document (to find its text).
+    sources: Vec<usize>,
+    summary: TaskSummary,
+    pub(super) rounds: Vec<Round>,
+}
+
+/// Progress callback: (what, done, total).
+pub type Progress<'a> = &'a mut dyn FnMut(&str, usize, usize);
+
+impl Evaluation {
+    /// Checks parameters, shapes the task, draws splits and vocabularies (the DP vocabulary is
+    /// drawn here: `rng` supplies its noise).
+    pub fn prepare(
+        corpus: &MatchedCorpus,
+        public: &PublicVocabulary,
+        params: EvalParams,
+        rng: &mut SecureRng,
+        progress: Progress<'_>,
+    ) -> Result<Evaluation, EvalError> {
+        params.validate(public.len())?;
+        if corpus.keep < params.keep() {
+            return Err(EvalError::Keep { kept: corpus.keep, needed: params.keep() });
+        }
+        let (classes, chosen, unlabelled, other) = shape_task(corpus, &params.task, params.seeds[0])?;
+        let docs: Vec<Doc> = chosen.iter().map(|&(i, c)| Doc { class: c, terms: corpus.docs[i].terms.clone() }).collect();
+        let sources: Vec<usize> = chosen.iter().map(|&(i, _)| i).collect();
+        let labels: Vec<usize> = docs.iter().map(|d| d.class).collect();
+        let mut class_docs = vec![0usize; classes.len()];
+        labels.iter().for_each(|&c| class_docs[c] += 1);
+        for (c, &n) in class_docs.iter().enumerate() {
+            if n < split::MIN_CLASS_DOCS {
+                return Err(EvalError::ClassTooSmall { label: classes[c].clone(), docs: n, min: split::MIN_CLASS_DOCS });
+            }
+        }
+
+        let needs_dp = !params.samplers.is_empty();
+        let needs_exact = needs_dp && params.no_dp_arms;
+        let mut rounds = Vec::with_capacity(params.seeds.len());
+        let (mut no_terms_test, mut no_terms_train) = (0usize, 0usize);
+        for (k, &seed) in params.seeds.iter().enumerate() {
+            progress("splitting and drawing vocabularies", k, params.seeds.len());
+            let split = split::stratified(&labels, classes.len(), params.holdout, seed);
+            no_terms_test += split.test.iter().filter(|&&i| docs[i].terms.is_empty()).count();
+            no_terms_train += split.train.iter().filter(|&&i| docs[i].terms.is_empty()).count();
+            let s = params.vocab.terms_per_doc;
+            let (dp_vocab, dp_candidates) = if needs_dp {
+                // ε_voc-DP on the training part only; the ledger spend is dropped (module docs).
+                let names: Vec<&str> = classes.iter().map(String::as_str).collect();
+                let train = split.train.iter().map(|&i| (Some(docs[i].class), docs[i].terms.as_slice()));
+                let (pv, _spends) = select_from_documents(train, &names, public, &params.vocab, rng)?;
+                (pv.terms.iter().map(|t| t.id).collect(), kde_candidates(&pv, params.candidates))
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            let exact_vocab = if needs_exact {
+                exact_top_n(&docs, &split.train, s, params.vocab.top_n, params.vocab.per_class.then_some(classes.len()))
+            } else {
+                Vec::new()
+            };
+            rounds.push(Round { seed, split, dp_vocab, dp_candidates, exact_vocab });
+        }
+        progress("splitting and drawing vocabularies", params.seeds.len(), params.seeds.len());
+        let r0 = &rounds[0].split;
+        let n_rounds = rounds.len() as f64;
+        let summary = TaskSummary {
+            classes: classes.clone(),
+            class_docs,
+            documents: docs.len(),
+            train_docs: r0.train.len(),
+            test_docs: r0.test.len(),
+            unlabelled_left_out: unlabelled,
+            other_left_out: other,
+            test_docs_without_terms: no_terms_test as f64 / n_rounds,
+            train_docs_without_terms: no_terms_train as f64 / n_rounds,
+            dp_vocabulary_terms: rounds.iter().map(|r| r.dp_vocab.len()).sum::<usize>() as f64 / n_rounds,
+            dp_candidates: rounds.iter().map(|r| r.dp_candidates.len()).sum::<usize>() as f64 / n_rounds,
+        };
+        Ok(Evaluation { params, classes, docs, sources, summary, rounds })
+    }
+
+    pub fn summary(&self) -> &TaskSummary {
+        &self.summary
+    }
+
+    pub fn params(&self) -> &EvalParams {
+        &self.params
+    }
+
+    /// Indices (in the matched corpus) of the task's documents, in the order
+    /// [`Evaluation::text_view`] expects their text embeddings.
+    pub fn documents(&self) -> &[usize] {
+        &self.sources
+    }
+
+    /// Every term whose embedding [`Evaluation::run`] reads: the task documents' first
+    /// max(L, M) terms and every round's vocabularies. Embed them once.
+    pub fn terms_to_embed(&self) -> Vec<TermId> {
+        let take = self.params.len.max(self.params.kde_terms_per_doc);
+        let mut ids: Vec<TermId> = self.docs.iter().flat_map(|d| d.terms.iter().take(take).copied()).collect();
+        for r in &self.rounds {
+            ids.extend_from_slice(&r.dp_vocab);
+            ids.extend_from_slice(&r.exact_vocab);
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// Runs every arm for every seed. `rng` supplies the DP-KDE noise and the sampling draws.
+    pub fn run(&self, emb: &TermEmbeddings, rng: &mut SecureRng, progress: Progress<'_>) -> Result<EvalReport, EvalError> {
+        let p = &self.params;
+        // A sampler arm whose release the mechanism would refuse (public inputs only: the
+        // Markov sampler's size cap, at the largest vocabulary of any round) is reported as
+        // refused, and the other arms run.
+        let mut arms: Vec<(String, KeyphraseSampler, bool)> = Vec::new();
+        let mut refused: Vec<RefusedArm> = Vec::new();
+        for &sampler in &p.samplers {
+            for noiseless in [false, true] {
+                if noiseless && !p.no_dp_arms {
+                    continue;
+                }
+                let arm = format!("{}-{}", if noiseless { "nodp" } else { "dp" }, sampler.name());
+                let largest = self.rounds.iter().map(|r| arm_vocab(r, sampler, noiseless).len()).max().unwrap_or(0);
+                match p.kde_params(sampler, noiseless).check_release_size(largest, self.classes.len()) {
+                    Ok(()) => arms.push((arm, sampler, noiseless)),
+                    Err(e @ SummaryError::TooLarge { .. }) => refused.push(RefusedArm { arm, reason: e.to_string() }),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        let total = (2 + arms.len()) * self.rounds.len();
+        let mut done = 0;
+        let mut results: Vec<((String, &'static str), RunResult)> = Vec::new();
+        let kde_emb = emb;
+        for round in &self.rounds {
+            let seq = |i: usize| &self.docs[i].terms[..self.docs[i].terms.len().min(p.len)];
+            let test: Vec<(&[TermId], usize)> =
+                round.split.test.iter().filter(|&&i| !self.docs[i].terms.is_empty()).map(|&i| (seq(i), self.docs[i].class)).collect();
+            if test.is_empty() {
+                return Err(EvalError::NoTestDocs);
+            }
+            let truth: Vec<usize> = test.iter().map(|t| t.1).collect();
+
+            progress(&format!("seed {}: majority", round.seed), done, total);
+            results.push((("majority".into(), "none"), self.majority(round, &truth)));
+            done += 1;
+
+            progress(&format!("seed {}: nonprivate", round.seed), done, total);
+            let train: Vec<(Vec<TermId>, usize)> = round
+                .split
+                .train
+                .iter()
+                .filter(|&&i| !self.docs[i].terms.is_empty())
+                .map(|&i| (seq(i).to_vec(), self.docs[i].class))
+                .collect();
+            self.score("nonprivate", round.seed, &train, &test, emb, None, &mut results)?;
+            done += 1;
+
+            for (arm, sampler, noiseless) in &arms {
+                let (sampler, noiseless) = (*sampler, *noiseless);
+                progress(&format!("seed {}: {arm}", round.seed), done, total);
+                let params = p.kde_params(sampler, noiseless);
+                let seqs = self.sample_arm(round, arm_vocab(round, sampler, noiseless), &params, noiseless, kde_emb, rng)?;
+                self.score(arm, round.seed, &seqs, &test, emb, Some(params.features), &mut results)?;
+                done += 1;
+            }
+        }
+        progress("done", total, total);
+        Ok(EvalReport {
+            note: NOTE.into(),
+            params: self.params.clone(),
+            task: self.summary.clone(),
+            arms: aggregate(results),
+            synthetic: None,
+            refused,
+        })
+    }
+
+    /// Builds one arm's KDEs from the round's training documents and samples its sequences.
+    fn sample_arm(
+        &self,
+        round: &Round,
+        vocab: &[TermId],
+        params: &SummaryParams,
+        noiseless: bool,
+        emb: &TermEmbeddings,
+        rng: &mut SecureRng,
+    ) -> Result<Vec<(Vec<TermId>, usize)>, EvalError> {
+        let take = params.doc_terms_read();
+        let kde_docs: Vec<SummaryDoc<'_>> = round
+            .split
+            .train
+            .iter()
+            .map(|&i| {
+                let d = &self.docs[i];
+                SummaryDoc { class: d.class, terms: &d.terms[..d.terms.len().min(take)] }
+            })
+            .collect();
+        let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
+        // The spends are dropped: nothing built here is released (module docs).
+        let (set, _spends) = if noiseless {
+            let mut seed = [0u8; 32];
+            rng.fill(&mut seed);
+            // The noise switch exists for this comparison only (see `kde::Noise`).
+            crate::dp::summary::build_with(&kde_docs, &classes, emb, vocab, params, seed, Noise::Off)?
+        } else {
+            crate::dp::summary::build(&kde_docs, &classes, emb, vocab, params, rng)?
+        };
+        let cands = Candidates::new(vocab, emb)?;
+        let sizes = match self.params.class_counts_epsilon {
+            None => vec![self.params.per_class; self.classes.len()],
+            Some(eps) => {
+                let mut counts = vec![0u64; self.classes.len()];
+                round.split.train.iter().for_each(|&i| counts[self.docs[i].class] += 1);
+                let noisy = if noiseless {
+                    counts.iter().map(|&c| c as i64).collect()
+                } else {
+                    crate::dp::counts::noisy_class_counts(&counts, eps, rng)?.0
+                };
+                crate::dp::counts::apportion(self.params.per_class * self.classes.len(), &noisy, 1)
+            }
+        };
+        let seqs = crate::sample::sample_sized(&set, &cands, &sizes, rng)?;
+        let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();
+        Ok(seqs
+            .into_iter()
+            .filter_map(|s| {
+                let c = *index.get(s.label.as_deref()?)?;
+                Some((s.keyphrases, c))
+            })
+            .collect())
+    }
+
+    /// Trains on `train` and tests on `test` in both sequence views.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn score(
+        &self,
+        arm: &str,
+        seed: u64,
+        train: &[(Vec<TermId>, usize)],
+        test: &[(&[TermId], usize)],
+        emb: &TermEmbeddings,
+        features: Option<usize>,
+        out: &mut Vec<((String, &'static str), RunResult)>,
+    ) -> Result<(), EvalError> {
+        let k = self.classes.len();
+        let y: Vec<usize> = train.iter().map(|t| t.1).collect();
+        let truth: Vec<usize> = test.iter().map(|t| t.1).collect();
+        let result = |pred: Vec<usize>| RunResult {
+            seed,
+            accuracy: metrics::accuracy(&truth, &pred),
+            macro_f1: metrics::macro_f1(&truth, &pred),
+            n_train: train.len(),
+            n_test: truth.len(),
+            features,
+        };
+
+        // Embedding view: standardised mean embeddings.
+        let train_x = train.iter().map(|t| mean_embedding(&t.0, emb)).collect::<Result<Vec<_>, _>>()?;
+        let test_x = test.iter().map(|t| mean_embedding(t.0, emb)).collect::<Result<Vec<_>, _>>()?;
+        let st = Standardiser::fit(&train_x);
+        let model = Softmax::fit(&st.design(&train_x), &y, k, &self.params.classifier)?;
+        out.push(((arm.to_string(), "embedding"), result(model.predict(&st.design(&test_x)))));
+
+        // Bag-of-keyphrases view: indicators of the terms seen in training.
+        let mut columns: BTreeMap<TermId, u32> = BTreeMap::new();
+        train.iter().flat_map(|t| t.0.iter()).for_each(|&t| {
+            let next = columns.len() as u32;
+            columns.entry(t).or_insert(next);
+        });
+        let bag = |terms: &[TermId]| {
+            let mut row: Vec<(u32, f64)> = terms.iter().filter_map(|t| columns.get(t).map(|&j| (j, 1.0))).collect();
+            row.sort_unstable_by_key(|e| e.0);
+            row.dedup_by_key(|e| e.0);
+            row
+        };
+        let (mut train_b, mut test_b) = (Rows::new(columns.len()), Rows::new(columns.len()));
+        train.iter().for_each(|t| train_b.push_sparse(&bag(&t.0)));
+        test.iter().for_each(|t| test_b.push_sparse(&bag(t.0)));
+        let model = Softmax::fit(&train_b, &y, k, &self.params.classifier)?;
+        out.push(((arm.to_string(), "bag"), result(model.predict(&test_b))));
+        Ok(())
+    }
+
+    /// The floor: always predict the training part's most frequent class.
+    pub(super) fn majority(&self, round: &Round, truth: &[usize]) -> RunResult {
+        let mut counts = vec![0usize; self.classes.len()];
+        round.split.train.iter().for_each(|&i| counts[self.docs[i].class] += 1);
+        let majority = (0..counts.len()).fold(0, |best, c| if counts[c] > counts[best] { c } else { best });
+        let pred = vec![majority; truth.len()];
+        RunResult {
+            seed: round.seed,
+            accuracy: metrics::accuracy(truth, &pred),
+            macro_f1: metrics::macro_f1(truth, &pred),
+            n_train: round.split.train.len(),
+            n_test: truth.len(),
+            features: None,
+        }
+    }
+
+    /// The text view: a classifier on sentence-model embeddings of whole texts. `doc_text[i]`
+    /// embeds the text of `documents()[i]`; `synthetic` are (embedding, label) pairs. Arms:
+    /// `synthetic` (trained on the synthetic texts), `real-text` (trained on the training
+    /// documents' texts: the reference), `majority`; all tested on every held-out document's
+    /// text, for each seed's split. Synthetic labels must be class names; in a one-vs-rest
+    /// task every label other than the positive one counts as [`REST`].
+    pub fn text_view(
+        &self,
+        doc_text: &[Vec<f32>],
+        synthetic: &[(Vec<f32>, String)],
+        progress: Progress<'_>,
+    ) -> Result<(Vec<ArmReport>, SyntheticSummary), EvalError> {
+        if doc_text.len() != self.docs.len() {
+            return Err(EvalError::TextCount { expected: self.docs.len(), got: doc_text.len() });
+        }
+        let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.trim(), c)).collect();
+        let class_of = |label: &str| match &self.params.task {
+            Task::OneVsRest { positive, .. } => Some(if label.trim() == positive.trim() { 0 } else { 1 }),
+            _ => index.get(label.trim()).copied(),
+        };
+        let syn: Vec<(Vec<f64>, usize)> = synthetic
+            .iter()
+            .filter_map(|(v, l)| class_of(l).map(|c| (v.iter().map(|&x| x as f64).collect(), c)))
+            .collect();
+        let summary =
+            SyntheticSummary { documents: synthetic.len(), used: syn.len(), unknown_label_left_out: synthetic.len() - syn.len() };
+        if syn.is_empty() {
+            return Err(EvalError::NoSyntheticForTask { classes: self.classes.join(", ") });
+        }
+        let k = self.classes.len();
+        let as_f64 = |i: usize| doc_text[i].iter().map(|&x| x as f64).collect::<Vec<f64>>();
+        let mut results = Vec::new();
+        for (r, round) in self.rounds.iter().enumerate() {
+            progress("text view", r, self.rounds.len());
+            let test_x: Vec<Vec<f64>> = round.split.test.iter().map(|&i| as_f64(i)).collect();
+            let truth: Vec<usize> = round.split.test.iter().map(|&i| self.docs[i].class).collect();
+            let real: Vec<(Vec<f64>, usize)> = round.split.train.iter().map(|&i| (as_f64(i), self.docs[i].class)).collect();
+            for (arm, train) in [("synthetic", &syn), ("real-text", &real)] {
+                let x: Vec<Vec<f64>> = train.iter().map(|t| t.0.clone()).collect();
+                let y: Vec<usize> = train.iter().map(|t| t.1).collect();
+                let st = Standardiser::fit(&x);
+                let model = Softmax::fit(&st.design(&x), &y, k, &self.params.classifier)?;
+                let pred = model.predict(&st.design(&test_x));
+                results.push((
+                    (arm.to_string(), "text"),
+                    RunResult {
+                        seed: round.seed,
+                        accuracy: metrics::accuracy(&truth, &pred),
+                        macro_f1: metrics::macro_f1(&truth, &pred),
+                        n_train: train.len(),
+                        n_test: truth.len(),
+                        features: None,
+                    },
+                ));
+            }
+            results.push((("majority".into(), "text"), self.majority(round, &truth)));
+        }
+        progress("text view", self.rounds.len(), self.rounds.len());
+        Ok((aggregate(results), summary))
+    }
+}
+
+/// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), Ṽ
+/// (histogram samplers), or Ṽ's terms under `EvalParams::candidates` (DP-KDE samplers).
+fn arm_vocab(round: &Round, sampler: KeyphraseSampler, noiseless: bool) -> &[TermId] {
+    match (noiseless, sampler.hist_kind()) {
+        (true, _) => &round.exact_vocab,
+        (false, Some(_)) => &round.dp_vocab,
+        (false, None) => &round.dp_candidates,
+    }
+}
+
+/// The mean of the unit term embeddings of a sequence.
+fn mean_embedding(terms: &[TermId], emb: &TermEmbeddings) -> Result<Vec<f64>, EvalError> {
+    let mut m = vec![0.0; emb.dim()];
+    for &t in terms {
+        let v = emb.get(t).ok_or(SummaryError::MissingEmbedding(t))?;
+        m.iter_mut().zip(v).for_each(|(a, &b)| *a += b as f64);
+    }
+    let n = terms.len().max(1) as f64;
+    m.iter_mut().for_each(|a| *a /= n);
+    Ok(m)
+}
+
+/// The exact top-N terms by document frequency among the first S terms of the training
+/// documents (ties: lower id), terms with a zero count left out; with `per_class` (the number
+/// of classes), the round robin over the classes' own exact rankings, as the DP rule does.
+/// NOT private: only for the noiseless comparison arms.
+fn exact_top_n(docs: &[Doc], train: &[usize], s: usize, n: usize, per_class: Option<usize>) -> Vec<TermId> {
+    let groups = per_class.unwrap_or(1);
+    let mut counts: Vec<HashMap<TermId, u64>> = vec![HashMap::new(); groups];
+    for &i in train {
+        let g = if per_class.is_some() { docs[i].class } else { 0 };
+        // Matched terms are already distinct per document.
+        docs[i].terms.iter().take(s).for_each(|&t| *counts[g].entry(t).or_insert(0) += 1);
+    }
+    let ranked: Vec<Vec<TermId>> = counts
+        .into_iter()
+        .map(|c| {
+            let mut all: Vec<(TermId, u64)> = c.into_iter().collect();
+            all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            all.into_iter().map(|(t, _)| t).collect()
+        })
+        .collect();
+    round_robin(&ranked, n)
+}
+
+/// The task's classes, its documents as (index in the corpus, class), and how many documents
+/// were left out: unlabelled, and of other labels or dropped by balancing.
+type Shaped = (Vec<String>, Vec<(usize, usize)>, usize, usize);
+
+/// Picks the task's documents (see [`Shaped`]).
+fn shape_task(corpus: &MatchedCorpus, task: &Task, seed: u64) -> Result<Shaped, EvalError> {
+    let labelled: Vec<(usize, &str)> =
+        corpus.docs.iter().enumerate().filter_map(|(i, d)| d.label.as_deref().map(|l| (i, l))).collect();
+    let unlabelled = corpus.docs.len() - labelled.len();
+    if labelled.is_empty() {
+        return Err(EvalError::NoLabels);
+    }
+    let mut by_label: BTreeMap<&str, usize> = BTreeMap::new();
+    labelled.iter().for_each(|&(_, l)| *by_label.entry(l).or_insert(0) += 1);
+    let available = || {
+        let mut s: Vec<String> = by_label.keys().take(50).map(|l| format!("{l:?}")).collect();
+        if by_label.len() > 50 {
+            s.push(format!("… ({} in all)", by_label.len()));
+        }
+        s.join(", ")
+    };
+    let (classes, chosen): (Vec<String>, Vec<(usize, usize)>) = match task {
+        Task::AllClasses => {
+            let classes: Vec<String> = by_label.keys().map(|l| l.to_string()).collect();
+            let index: HashMap<&str, usize> = by_label.keys().enumerate().map(|(c, &l)| (l, c)).collect();
+            (classes, labelled.iter().map(|&(i, l)| (i, index[l])).collect())
+        }
+        Task::TopClasses { .. } | Task::MinClassDocs { .. } => {
+            let mut ranked: Vec<(&str, usize)> = by_label.iter().map(|(&l, &n)| (l, n)).collect();
+            ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            let k = match task {
+                Task::TopClasses { k } => *k,
+                Task::MinClassDocs { min } => ranked.iter().filter(|r| r.1 >= *min).count(),
+                _ => unreachable!("matched above"),
+            };
+            if k > ranked.len() || k < 2 {
+                return Err(EvalError::TooFewClasses { classes: k.min(ranked.len()), available: available() });
+            }
+            ranked.truncate(k);
+            let index: HashMap<&str, usize> = ranked.iter().enumerate().map(|(c, &(l, _))| (l, c)).collect();
+            let chosen = labelled.iter().filter_map(|&(i, l)| index.get(l).map(|&c| (i, c))).collect();
+            (ranked.iter().map(|(l, _)| l.to_string()).collect(), chosen)
+        }
+        Task::OneVsRest { positive, balance } => {
+            let Some(&name) = by_label.keys().find(|l| l.trim() == positive.trim()) else {
+                return Err(EvalError::UnknownLabel { label: positive.clone(), available: available() });
+            };
+            let pos: Vec<usize> = labelled.iter().filter(|&&(_, l)| l == name).map(|&(i, _)| i).collect();
+            let mut rest: Vec<usize> = labelled.iter().filter(|&&(_, l)| l != name).map(|&(i, _)| i).collect();
+            if *balance && rest.len() > pos.len() {
+                rest = split::subsample(rest.len(), pos.len(), seed).into_iter().map(|j| rest[j]).collect();
+            }
+            let mut chosen: Vec<(usize, usize)> = pos.iter().map(|&i| (i, 0)).chain(rest.iter().map(|&i| (i, 1))).collect();
+            chosen.sort_unstable();
+            (vec![name.to_string(), REST.to_string()], chosen)
+        }
+    };
+    if classes.len() < 2 {
+        return Err(EvalError::TooFewClasses { classes: classes.len(), available: available() });
+    }
+    let other = labelled.len() - chosen.len();
+    Ok((classes, chosen, unlabelled, other))
+}

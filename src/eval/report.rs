@@ -1,0 +1,132 @@
+//! What an evaluation reports ([`super`]): the serialisable [`EvalReport`] and its parts, and
+//! the grouping of single runs into per-arm means and spreads.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::metrics;
+use super::params::EvalParams;
+
+/// The note every report carries.
+pub const NOTE: &str = "NOT differentially private: these figures are computed on the private corpus \
+(held-out documents, training sequences, exact class counts). Keep them with the curator; \
+evaluation runs release nothing and are not recorded in the privacy ledger.";
+
+/// What the task came to (exact counts: private, like everything in the report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskSummary {
+    pub classes: Vec<String>,
+    /// Documents per class, in the order of `classes`.
+    pub class_docs: Vec<usize>,
+    pub documents: usize,
+    pub train_docs: usize,
+    pub test_docs: usize,
+    /// Documents of the corpus without a label: left out.
+    pub unlabelled_left_out: usize,
+    /// Documents of labels outside the task (top classes) or dropped by balancing: left out.
+    pub other_left_out: usize,
+    /// Held-out documents without any matched term, mean over seeds (module docs).
+    pub test_docs_without_terms: f64,
+    /// Training documents without any matched term (no sequence for `nonprivate`), mean.
+    pub train_docs_without_terms: f64,
+    /// Terms of Ṽ and of them the DP-KDE arms' candidates (`EvalParams::candidates`), mean
+    /// over seeds (0 without DP arms).
+    #[serde(default)]
+    pub dp_vocabulary_terms: f64,
+    #[serde(default)]
+    pub dp_candidates: f64,
+}
+
+/// One repetition of one arm in one view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub seed: u64,
+    pub accuracy: f64,
+    pub macro_f1: f64,
+    pub n_train: usize,
+    pub n_test: usize,
+    /// I used by the KDE (sampler arms only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<usize>,
+}
+
+/// One arm in one view, over all seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmReport {
+    pub arm: String,
+    /// `embedding`, `bag`, `text`, or `none` (the majority class).
+    pub view: String,
+    pub accuracy_mean: f64,
+    pub accuracy_std: f64,
+    pub macro_f1_mean: f64,
+    pub macro_f1_std: f64,
+    /// Training examples and test documents (means over seeds, rounded).
+    pub n_train: usize,
+    pub n_test: usize,
+    pub runs: Vec<RunResult>,
+}
+
+/// The evaluation's result (serialisable; the CLI writes it as JSON).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalReport {
+    pub note: String,
+    pub params: EvalParams,
+    pub task: TaskSummary,
+    pub arms: Vec<ArmReport>,
+    /// Synthetic documents read for the text view, and those left out (unknown label).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synthetic: Option<SyntheticSummary>,
+    /// Sampler arms not run because their release would be refused (the Markov sampler's size
+    /// cap): the other arms ran. Absent when none was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<RefusedArm>,
+}
+
+/// A sampler arm that was not run, and why (the refusal's message).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RefusedArm {
+    pub arm: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyntheticSummary {
+    pub documents: usize,
+    pub used: usize,
+    pub unknown_label_left_out: usize,
+}
+
+/// Groups run results by (arm, view), keeping the order of first appearance.
+pub(super) fn aggregate(results: Vec<((String, &'static str), RunResult)>) -> Vec<ArmReport> {
+    let mut order: Vec<(String, &'static str)> = Vec::new();
+    let mut groups: HashMap<(String, &'static str), Vec<RunResult>> = HashMap::new();
+    for (key, r) in results {
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        groups.entry(key).or_default().push(r);
+    }
+    order
+        .into_iter()
+        .map(|key| {
+            let runs = groups.remove(&key).unwrap_or_default();
+            let acc = metrics::spread(&runs.iter().map(|r| r.accuracy).collect::<Vec<_>>());
+            let f1 = metrics::spread(&runs.iter().map(|r| r.macro_f1).collect::<Vec<_>>());
+            let mean_of = |f: fn(&RunResult) -> usize| {
+                (runs.iter().map(|r| f(r) as f64).sum::<f64>() / runs.len().max(1) as f64).round() as usize
+            };
+            ArmReport {
+                arm: key.0,
+                view: key.1.to_string(),
+                accuracy_mean: acc.mean,
+                accuracy_std: acc.std,
+                macro_f1_mean: f1.mean,
+                macro_f1_std: f1.std,
+                n_train: mean_of(|r| r.n_train),
+                n_test: mean_of(|r| r.n_test),
+                runs,
+            }
+        })
+        .collect()
+}
