@@ -26,8 +26,6 @@ pub mod report;
 pub mod reuse;
 mod settings;
 mod stages;
-#[cfg(test)]
-mod tests;
 
 use serde::{Deserialize, Serialize};
 
