@@ -240,6 +240,18 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// The 32 bytes that [`hex`] wrote (a seed, a key), or `None` for anything else.
+pub(crate) fn unhex32(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
 /// serde_json's message without its own "at line 1 column N" (each JSONL line is parsed
 /// alone, so its line would always be 1): the column, said plainly.
 pub(crate) fn json_problem(e: &serde_json::Error) -> String {

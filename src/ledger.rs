@@ -323,7 +323,7 @@ impl LedgerBook {
             return;
         }
         // One key per account: reuse the first corpus's key, so sketches compare.
-        let key = acc.corpora.iter().find_map(|c| parse_key(&c.key)).unwrap_or_else(new_key);
+        let key = acc.corpora.iter().find_map(|c| crate::corpus::unhex32(&c.key)).unwrap_or_else(new_key);
         acc.corpora.push(AccountCorpus {
             fingerprint: keys.fingerprint.clone(),
             key: crate::corpus::hex(&key),
@@ -341,7 +341,7 @@ impl LedgerBook {
             .iter()
             .filter(|c| c.fingerprint != keys.fingerprint)
             .filter_map(|c| {
-                let key = parse_key(&c.key)?;
+                let key = crate::corpus::unhex32(&c.key)?;
                 let mine = match sketches.iter().find(|(k, _)| *k == c.key) {
                     Some((_, s)) => s.clone(),
                     None => {
@@ -413,16 +413,6 @@ impl LedgerBook {
     }
 }
 
-fn parse_key(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
 
 #[cfg(test)]
 mod tests {

@@ -99,7 +99,7 @@ fn first_kernel_read(sampler: KeyphraseSampler) -> u32 {
 
 impl DpSummary {
     pub fn features(&self) -> Result<Features, SummaryError> {
-        let seed = parse_seed(&self.feature_seed).ok_or(SummaryError::BadArtefact("feature_seed"))?;
+        let seed = crate::corpus::unhex32(&self.feature_seed).ok_or(SummaryError::BadArtefact("feature_seed"))?;
         Ok(Features::generate(self.params.features, self.dim, self.params.blocks(), self.params.bandwidth, seed))
     }
 
@@ -124,16 +124,6 @@ impl DpSummary {
     }
 }
 
-fn parse_seed(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SummaryError {

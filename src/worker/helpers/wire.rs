@@ -115,13 +115,7 @@ pub fn read_sums_request(arr: &js_sys::Array) -> Result<SumsRequest, String> {
     let u32s = |i: u32| arr.get(i).dyn_into::<js_sys::Uint32Array>().map(|a| a.to_vec()).map_err(|_| "a malformed request".to_string());
     let (terms, lens, cls, ids) = (u32s(3)?, u32s(4)?, u32s(5)?, u32s(6)?);
     let vectors = arr.get(7).dyn_into::<js_sys::Float32Array>().map(|a| a.to_vec()).map_err(|_| "a malformed request".to_string())?;
-    let mut seed = [0u8; 32];
-    if meta.seed.len() != 64 {
-        return Err("a malformed seed".into());
-    }
-    for (i, b) in seed.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&meta.seed[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
-    }
+    let seed = crate::corpus::unhex32(&meta.seed).ok_or("a malformed seed")?;
     if meta.dim == 0 || vectors.len() != ids.len() * meta.dim || lens.len() != cls.len() || lens.iter().map(|&l| l as usize).sum::<usize>() != terms.len() {
         return Err("a malformed request".into());
     }
