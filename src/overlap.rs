@@ -4,7 +4,7 @@
 //!
 //! # What is stored, and what it reveals
 //!
-//! Per account, a random 256-bit key `K` (drawn from the OS, never derived from data) and, per
+//! Per account, a random 256-bit key `K` (drawn from a CSPRNG keyed from the OS, never derived from data) and, per
 //! corpus recorded under the account, a bottom-k sketch: the [`SKETCH_K`] = 64 smallest values
 //! of `v(d) = first 64 bits of SHA-256("dpkps overlap v1" ‖ K ‖ SHA-256(d))` over its documents
 //! `d`. Nothing else about the documents is stored, but the sketch itself carries a count

@@ -333,3 +333,45 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("above its budget of 2.5000"), "{err}");
 }
+
+#[test]
+fn sequences_reads_a_given_vocabulary_only_where_its_epsilon_is_on_record() {
+    let dir = tmpdir("given");
+    let c = two_class_corpus(&dir, "c.csv", 40, "");
+    let ledger = dir.join("ledger.json").display().to_string();
+    let other = dir.join("other-ledger.json").display().to_string();
+    let v = dir.join("v.json").display().to_string();
+    let common = ["--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo", "--vocabulary", "medical"];
+    let mut vocab = vec!["vocab"];
+    vocab.extend(common);
+    vocab.extend(["--eps-voc", "0.7", "--top-n", "20", "--out", &v, "--ledger", &ledger]);
+    let o = dpkps(&vocab);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seq = |ledger: &str, out: &str| {
+        let mut a = vec!["sequences"];
+        a.extend(common);
+        a.extend(["--private-vocab", &v, "--eps-kde", "2", "--per-class", "5", "--ledger", ledger, "--out", out]);
+        dpkps(&a)
+    };
+    // Another ledger never recorded its ε_voc: refused, nothing recorded there.
+    let out1 = dir.join("s1.jsonl").display().to_string();
+    let o = seq(&other, &out1);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no run in this ledger paid ε_voc = 0.7"), "{}", stderr(&o));
+    assert!(!std::path::Path::new(&out1).exists());
+    let o = dpkps(&["ledger", "--ledger", &other]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("run(s)"), "{}", String::from_utf8_lossy(&o.stdout));
+    // The ledger that paid for it: the run names the paying run; the report counts its ε_voc.
+    let out2 = dir.join("s2.jsonl");
+    let o = seq(&ledger, out2.to_str().unwrap());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&out2).unwrap().lines().count(), 10);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("s2.privacy-report.json")).unwrap()).unwrap();
+    assert!((report["epsilon_run"].as_f64().unwrap() - 2.1).abs() < 1e-9, "{report}");
+    assert!((report["epsilon_outputs"].as_f64().unwrap() - 2.8).abs() < 1e-9, "{report}");
+    let book: serde_json::Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+    let runs: Vec<&serde_json::Value> = book["ledgers"].as_object().unwrap().values().flat_map(|l| l["runs"].as_array().unwrap()).collect();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1]["vocabulary_from"], runs[0]["id"], "{book}");
+    assert!(dir.join("s2.privacy-report.html").exists());
+}

@@ -207,6 +207,19 @@ pub(crate) struct VocabDpArgs {
     pub(crate) vocab_scope: String,
 }
 
+impl LedgerArgs {
+    /// The account's name as given: the page trims it, so a name with spaces around it (or a
+    /// blank one) would not be the account the ledger holds under that name: refused.
+    pub(crate) fn check_account(&self) -> Result<(), CliError> {
+        match &self.account {
+            Some(a) if a.trim().is_empty() || a.trim() != a => {
+                Err(CliError::Input { path: "--account".into(), message: format!("{a:?}: give the account's name without leading or trailing spaces") })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 impl VocabDpArgs {
     pub(crate) fn params(&self) -> Result<VocabParams, CliError> {
         let per_class = match self.vocab_scope.trim() {
@@ -385,6 +398,7 @@ pub(crate) fn run_settings(
         (None, Some(p)) => *p,
         (None, None) => VocabParams { epsilon: 1.0, top_n: 1000, terms_per_doc: 3, per_class: true },
     };
+    ledger.check_account()?;
     let (classes, other_class) = classes;
     Ok(RunSettings {
         eps_voc: vp.epsilon,

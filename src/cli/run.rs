@@ -171,6 +171,7 @@ pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep:
 
 /// `dpkps vocab`: the vocabulary stage alone (ε_voc), recorded as a run.
 pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs, dp: &VocabDpArgs, ledger: &LedgerArgs) -> Result<PrivateVocabulary, CliError> {
+    ledger.check_account()?;
     let public = load_vocabulary(&vocab.vocabulary)?;
     let vp = dp.params()?;
     let (names, other_class) = declared_classes(corpus, classes)?;

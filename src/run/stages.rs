@@ -76,7 +76,9 @@ pub enum Vocabulary {
     /// (post-processing), while that run's ε_voc stays on record (`reuse::paid`, checked inside
     /// the run's first ledger transaction).
     Reuse { pv: Rc<PrivateVocabulary>, from: String, key: VocabKey },
-    /// Released by an earlier command (`dpkps vocab`), which recorded its ε_voc.
+    /// Released by an earlier command (`dpkps vocab`): used only if a run on record in this
+    /// ledger paid its ε_voc for a vocabulary on this corpus under this account (checked
+    /// before and inside the run's first ledger transaction), which the run then names.
     Given(Rc<PrivateVocabulary>),
 }
 
@@ -146,7 +148,8 @@ impl Recorder {
                     ));
                 }
             }
-            plan.check_budget(b, &self.fingerprint, &self.run.id, self.planned)?;
+            // What the run has recorded, should it ever exceed what it planned, counts in full.
+            plan.check_budget(b, &self.fingerprint, &self.run.id, self.planned.max(self.run.epsilon()))?;
             b.extend_run(&self.fingerprint, &self.run);
             if let Some(a) = &plan.account {
                 b.note_corpus(a, &corpus.keys, plan.settings.budget, || self.sketch_key);
@@ -182,10 +185,24 @@ pub async fn vocabulary<H: Host>(
             rec.reused = Some(key);
             pv
         }
-        Vocabulary::Given(pv) => pv,
+        Vocabulary::Given(pv) => {
+            let book = host.ledger().await?;
+            let (eps, account) = (pv.params.epsilon, plan.account.as_deref());
+            let paying = book.ledger(&corpus.fingerprint).runs.iter().rev().find(|r| r.paid_for_vocabulary(eps, account)).map(|r| r.id.clone());
+            let Some(from) = paying else {
+                let e = RunError::Refused(format!(
+                    "no run in this ledger paid ε_voc = {eps} for a private vocabulary of this corpus{}: select it with `dpkps vocab` on the same corpus, ledger and account (else its ε_voc would go uncounted)",
+                    account.map(|a| format!(" under the account “{a}”")).unwrap_or_default()
+                ));
+                return Err(host.fail(Some(Stage::Vocabulary), e));
+            };
+            rec.run.vocabulary_from = Some(from);
+            rec.reused = Some(VocabKey::new(corpus, vocab, &pv.params, &plan.classes, account));
+            pv
+        }
     };
-    // Nothing to record for a given Ṽ (its command recorded it); the summaries' spends are.
-    if !rec.run.spends.is_empty() || rec.reused.is_some() {
+    // Recorded before Ṽ is used: its spend, or (reused, given) the run that paid for it.
+    if draws || rec.reused.is_some() {
         rec.commit(plan, corpus, Stage::Vocabulary, host).await?;
     }
     if draws {
@@ -193,7 +210,7 @@ pub async fn vocabulary<H: Host>(
     }
     let note = match &rec.run.vocabulary_from {
         Some(from) => format!(
-            "{} terms, reused from run {from} of this page (ε_voc = {} was spent then, not again)",
+            "{} terms, released by run {from} (ε_voc = {} was spent then, not again)",
             pv.terms.len(),
             plan.settings.eps_voc
         ),
@@ -261,7 +278,6 @@ pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, rng: &m
 pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut H, rng: &mut SecureRng) -> Result<RunOutput, H::Error> {
     let RunInputs { corpus, vocab, vocabulary: source } = inputs;
     let draws = source.draws();
-    let given = matches!(source, Vocabulary::Given(_));
     let mut rec = Recorder::start(plan, corpus, plan.planned_epsilon(draws), host, rng).await?;
     let pv = vocabulary(plan, corpus, vocab, source, &mut rec, host, rng).await?;
     host.checkpoint().await?;
@@ -283,14 +299,10 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
 
     // What is recorded now (other runs on this corpus included).
     let ledger = host.ledger().await?.ledger(&corpus.fingerprint);
-    let mut reported = rec.run.clone();
-    if given {
-        reported.vocabulary_from = Some("`dpkps vocab`".into());
-    }
     let report = PrivacyReport::new(
         host.now(),
         &plan.settings,
-        &reported,
+        &rec.run,
         &ledger,
         Checked { name: vocab.name.clone(), sha256: vocab.checksum.clone() },
         vectors.model.clone(),

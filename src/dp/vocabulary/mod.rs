@@ -220,26 +220,13 @@ pub fn select_vocabulary(
         )));
     }
     // Scale S/ε exactly (no rounding): Δ₁ = S under add/remove of one document (module docs).
-    let scale = Ratio::int_over_f64(params.terms_per_doc as u64, params.epsilon)?;
+    let scale = super::laplace::scale(params.terms_per_doc as u64, params.epsilon)?;
     let top = NoisyHistogram::draw(&hist.counts, params.top_n, scale, rng).top(params.top_n);
     let terms = top
         .into_iter()
         .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(noisy_count) })
         .collect();
-    let spend = Spend {
-        stage: "vocabulary".into(),
-        mechanism: "discrete Laplace on the term histogram, top-N".into(),
-        epsilon: params.epsilon,
-        params: serde_json::json!({
-            "terms_per_doc_S": params.terms_per_doc,
-            "top_n": params.top_n,
-            "l1_sensitivity": params.terms_per_doc,
-            "noise_scale": scale.to_f64(),
-            "public_vocabulary": vocab.name,
-            "public_vocabulary_terms": vocab.len(),
-        }),
-        scope: Scope::AllDocuments,
-    };
+    let spend = vocabulary_spend("discrete Laplace on the term histogram, top-N", params, scale, vocab, false).scope(Scope::AllDocuments);
     Ok((PrivateVocabulary::new(vocab, params, terms, 1), spend))
 }
 
@@ -257,7 +244,7 @@ pub fn select_vocabulary_by_class(
     if hists.is_empty() || hists.len() != class_names.len() || hists.iter().any(|h| h.counts.len() != vocab.len() || h.terms_per_doc != params.terms_per_doc) {
         return Err(DpError::Param(ParamError::new("class histograms", hists.len(), "do not match the classes, the vocabulary or S")));
     }
-    let scale = Ratio::int_over_f64(params.terms_per_doc as u64, params.epsilon)?;
+    let scale = super::laplace::scale(params.terms_per_doc as u64, params.epsilon)?;
     let n = params.top_n;
     let noisy: Vec<NoisyHistogram<'_>> = hists.iter().map(|h| NoisyHistogram::draw(&h.counts, n, scale, rng)).collect();
     let terms: Vec<SelectedTerm> = summed_round_robin(noisy, n, rng)
@@ -266,23 +253,24 @@ pub fn select_vocabulary_by_class(
         .collect();
     let spends = class_names
         .iter()
-        .map(|name| Spend {
-            stage: "vocabulary".into(),
-            mechanism: "discrete Laplace on each class's term histogram, round-robin top-N".into(),
-            epsilon: params.epsilon,
-            params: serde_json::json!({
-                "terms_per_doc_S": params.terms_per_doc,
-                "top_n": params.top_n,
-                "per_class": true,
-                "l1_sensitivity": params.terms_per_doc,
-                "noise_scale": scale.to_f64(),
-                "public_vocabulary": vocab.name,
-                "public_vocabulary_terms": vocab.len(),
-            }),
-            scope: Scope::Partition { label: name.to_string() },
+        .map(|name| {
+            vocabulary_spend("discrete Laplace on each class's term histogram, round-robin top-N", params, scale, vocab, true)
+                .scope(Scope::Partition { label: name.to_string() })
         })
         .collect();
     Ok((PrivateVocabulary::new(vocab, params, terms, hists.len()), spends))
+}
+
+/// The ledger entry of a vocabulary release (`dp::laplace`'s builder; the scope is the caller's).
+fn vocabulary_spend(mechanism: &str, params: &VocabParams, scale: Ratio, vocab: &PublicVocabulary, per_class: bool) -> super::laplace::SpendBuilder {
+    let b = super::laplace::spend("vocabulary", mechanism, params.epsilon)
+        .param("terms_per_doc_S", params.terms_per_doc)
+        .param("top_n", params.top_n);
+    let b = if per_class { b.param("per_class", true) } else { b };
+    b.param("l1_sensitivity", params.terms_per_doc)
+        .param("noise_scale", scale.to_f64())
+        .param("public_vocabulary", vocab.name.as_str())
+        .param("public_vocabulary_terms", vocab.len())
 }
 
 /// Stage 2 on documents given as (class, first terms): one histogram over all of them, or
