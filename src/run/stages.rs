@@ -172,6 +172,7 @@ pub async fn vocabulary<H: Host>(
 ) -> Result<Rc<PrivateVocabulary>, H::Error> {
     host.stage_started(Stage::Vocabulary);
     let draws = source.draws();
+    let given = matches!(source, Vocabulary::Given(_));
     let pv = match source {
         Vocabulary::Draw => {
             let (pv, spends) = corpus
@@ -210,8 +211,10 @@ pub async fn vocabulary<H: Host>(
     }
     let note = match &rec.run.vocabulary_from {
         Some(from) => format!(
-            "{} terms, released by run {from} (ε_voc = {} was spent then, not again)",
+            "{} terms, {} {from}{} (ε_voc = {} was spent then, not again)",
             pv.terms.len(),
+            if given { "given, released by run" } else { "reused from run" },
+            if given { "" } else { " of this page" },
             plan.settings.eps_voc
         ),
         None => format!("{} terms selected", pv.terms.len()),

@@ -45,6 +45,8 @@ struct WorkerHost<'s> {
     /// Vectors read from the bundled files, memory or the cache; and computed by the model.
     from_cache: usize,
     fresh: usize,
+    /// How the DP-KDE sums were shared, for the stage's note.
+    kde_note: String,
 }
 
 impl Host for WorkerHost<'_> {
@@ -63,6 +65,7 @@ impl Host for WorkerHost<'_> {
     }
 
     fn stage_done(&mut self, stage: Stage, note: String) {
+        let note = if stage == Stage::Kde { note + &std::mem::take(&mut self.kde_note) } else { note };
         post(&Event::StageDone { stage, seconds: seconds_since(self.stage_start), note });
     }
 
@@ -103,7 +106,12 @@ impl Host for WorkerHost<'_> {
         candidates: &[TermId],
         rng: &mut SecureRng,
     ) -> Result<(DpSummary, Vec<Spend>), Stop> {
-        kde_share::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), self.kde_helpers.as_mut(), rng).await
+        let mut shared = kde_share::Shared::default();
+        let out = kde_share::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), self.kde_helpers.as_mut(), rng, &mut shared).await;
+        if shared.parts > 1 {
+            self.kde_note = format!(" (sums in {} parts, {} by helper workers)", shared.parts, shared.by_helpers);
+        }
+        out
     }
 
     fn vocabulary_recorded(&mut self, pv: &Rc<PrivateVocabulary>, run_id: &str) {
@@ -154,6 +162,7 @@ pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Eve
         stage_start: now_ms(),
         from_cache: 0,
         fresh: 0,
+        kde_note: String::new(),
     };
     let out = execute(&plan, RunInputs { corpus, vocab, vocabulary: source }, &mut host, &mut rng).await?;
     Ok(Event::Finished(RunResult {

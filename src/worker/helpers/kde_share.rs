@@ -28,6 +28,14 @@ use crate::ledger::Spend;
 use crate::protocol::Stage;
 use crate::public_vocab::TermId;
 
+/// How the sums were shared (the stage's note says it: a part a helper did not return is
+/// computed here, and costs time).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Shared {
+    pub parts: usize,
+    pub by_helpers: usize,
+}
+
 /// Fewer documents are built here alone (a helper's start and the copies cost more).
 const MIN_DOCS: usize = 4_000;
 
@@ -41,6 +49,7 @@ pub async fn build(
     params: &SummaryParams,
     pool: Option<&mut Pool>,
     rng: &mut SecureRng,
+    shared: &mut Shared,
 ) -> Result<(DpSummary, Vec<Spend>), Stop> {
     let pool = pool.and_then(|p| {
         p.poll(); // helpers that have started since are idle now
@@ -52,6 +61,7 @@ pub async fn build(
     let seed = kde::draw_seed(rng);
     // The split's bookkeeping (each part added exactly once) is `kde::split`, tested natively.
     let mut split = SplitSums::new(docs.len(), pool.idle() + 1, classes.len(), params);
+    shared.parts = split.ranges().len();
     // Parts 1.. to the helpers; part 0 here. A part not sent is computed by `finish`.
     for (p, range) in split.ranges().to_vec().into_iter().enumerate().skip(1) {
         if let Some(seq) = sums_request(&docs[range], classes.len(), emb, params, seed).ok().and_then(|msg| pool.send_request(&msg)) {
@@ -65,7 +75,9 @@ pub async fn build(
     let waited = now_ms();
     while split.waiting() {
         for r in pool.poll() {
-            split.reply(r.seq, r.result.is_ok().then_some(r.sums.as_slice()));
+            if split.reply(r.seq, r.result.is_ok().then_some(r.sums.as_slice())) {
+                shared.by_helpers += 1;
+            }
         }
         if CANCEL.get() {
             return Err(Stop::Cancelled);
