@@ -153,7 +153,7 @@ pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
 pub(crate) fn model_name(args: &ModelArgs) -> String {
     match &args.model {
         Some(p) => p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
-        None => format!("{} (bundled)", crate::embed::onnx::BUNDLED_MODEL),
+        None => crate::embed::onnx::BUNDLED_MODEL_NAME.to_string(),
     }
 }
 

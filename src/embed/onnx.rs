@@ -18,6 +18,8 @@ use super::{Embed, EmbedError};
 
 /// File name of the bundled model under `models/`.
 pub const BUNDLED_MODEL: &str = "all-MiniLM-L6-v2.int8w.onnx";
+/// How the bundled model is named in the page, the CLI and the privacy report.
+pub const BUNDLED_MODEL_NAME: &str = "all-MiniLM-L6-v2 (bundled)";
 /// Longest input, in tokens, including [CLS] and [SEP].
 pub const MAX_TOKENS: usize = 256;
 const INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"];

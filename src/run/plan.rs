@@ -70,22 +70,18 @@ impl RunPlan {
         }
     }
 
-    /// Whether sampling reads Ṽ's vectors (`KeyphraseSampler::needs`: the DP-KDE samplers always, the
-    /// histogram samplers only to smooth).
-    pub fn candidates_need_vectors(&self) -> bool {
-        self.summary_params().needs().candidate_vectors
-    }
-
     /// The terms that must have vectors: what the summary mechanism reads of the documents it
     /// sees (`docs`, the class set's documents only) and, if sampling reads them, Ṽ's terms
     /// (`released`). Sorted, distinct.
     pub fn vector_ids(&self, docs: &[SummaryDoc<'_>], released: &[TermId]) -> Vec<TermId> {
-        let mut ids: Vec<TermId> = if self.summary_params().needs().document_term_vectors {
+        let needs = self.summary_params().needs();
+        let mut ids: Vec<TermId> = if needs.document_term_vectors {
             docs.iter().flat_map(|d| d.terms.iter().copied()).collect()
         } else {
             Vec::new()
         };
-        if self.candidates_need_vectors() {
+        // Ṽ's vectors when sampling reads them (the DP-KDE samplers; the histogram ones to smooth).
+        if needs.candidate_vectors {
             ids.extend(released);
         }
         ids.sort_unstable();

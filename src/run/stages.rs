@@ -98,9 +98,8 @@ pub struct RunInputs<'a> {
 /// A finished run: DP outputs, the ledger entry and the report.
 pub struct RunOutput {
     pub run: Run,
-    /// Ṽ, and whether this run drew it (else it was reused or given).
+    /// Ṽ (drawn, reused or given: `run.vocabulary_from` says which).
     pub vocabulary: Rc<PrivateVocabulary>,
-    pub drew_vocabulary: bool,
     /// Ṽ, the DP summaries, the model's checksum and the DP class counts: to sample again later.
     pub release: Release,
     pub sequences: Vec<Sequence>,
@@ -223,11 +222,14 @@ pub async fn vocabulary<H: Host>(
     Ok(pv)
 }
 
-/// Stage 3: the DP summaries of every declared class (ε_kde) and the DP class counts
+/// Stage 3: the DP summaries of every declared class (ε_kde) over `docs` (the class set's
+/// documents as the sampler reads them, [`MatchedCorpus::kde_docs`]) and the DP class counts
 /// (ε_counts), both recorded before they are returned, bundled with Ṽ as a [`Release`].
+#[allow(clippy::too_many_arguments)]
 pub async fn summaries<H: Host>(
     plan: &RunPlan,
     corpus: &MatchedCorpus,
+    docs: &[SummaryDoc<'_>],
     pv: &PrivateVocabulary,
     vectors: &Vectors,
     rec: &mut Recorder,
@@ -237,9 +239,8 @@ pub async fn summaries<H: Host>(
     host.stage_started(Stage::Kde);
     host.checkpoint().await?;
     let params: SummaryParams = plan.summary_params();
-    let docs = corpus.kde_docs(params.doc_terms_read(), &plan.classes);
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
-    let (kde, spends) = host.summaries(&docs, plan, &vectors.emb, &released, rng).await?;
+    let (kde, spends) = host.summaries(docs, plan, &vectors.emb, &released, rng).await?;
     rec.run.spends.extend(spends);
     // DP class counts: sequences per class in proportion, on record with the summaries.
     let class_counts = match plan.settings.eps_counts {
@@ -289,12 +290,11 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
     let docs = corpus.kde_docs(plan.summary_params().doc_terms_read(), &plan.classes);
     let ids = plan.vector_ids(&docs, &released);
-    drop(docs);
     host.stage_started(Stage::Embed);
     let vectors = host.vectors(vocab, &ids, &released).await?;
     host.stage_done(Stage::Embed, vectors.note.clone());
 
-    let release = summaries(plan, corpus, &pv, &vectors, &mut rec, host, rng).await?;
+    let release = summaries(plan, corpus, &docs, &pv, &vectors, &mut rec, host, rng).await?;
 
     host.stage_started(Stage::Sample);
     let sequences = sample(&release, &vectors.emb, plan.settings.per_class, rng).map_err(|e| host.fail(Some(Stage::Sample), e))?;
@@ -312,5 +312,5 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
         &plan.classes,
         sequences.len(),
     );
-    Ok(RunOutput { run: rec.run, vocabulary: pv, drew_vocabulary: draws, release, sequences, ledger, report })
+    Ok(RunOutput { run: rec.run, vocabulary: pv, release, sequences, ledger, report })
 }

@@ -16,8 +16,7 @@ use crate::protocol::{limits, Event, FileInfo, Stage};
 
 /// Terms per model call.
 pub const BATCH: usize = 32;
-/// How the bundled model is named in the page and the privacy report.
-pub const BUNDLED_MODEL_NAME: &str = "all-MiniLM-L6-v2 (bundled)";
+pub use crate::embed::onnx::BUNDLED_MODEL_NAME;
 
 pub struct Model {
     pub embedder: OnnxEmbedder,
