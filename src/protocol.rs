@@ -203,6 +203,18 @@ pub struct CorpusSummary {
 pub struct SequenceOut {
     pub label: Option<String>,
     pub keyphrases: Vec<String>,
+    /// The class's release is noise-dominated (`crate::sample::signal`): left out of generation
+    /// unless the curator includes such classes ([`SequenceOut::to_generate`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub noise_dominated: bool,
+}
+
+impl SequenceOut {
+    /// The sequences a generation job is built from: all of them, or (by default) those of the
+    /// classes whose release stands above the noise.
+    pub fn to_generate(sequences: &[SequenceOut], include_noise_dominated: bool) -> Vec<SequenceOut> {
+        sequences.iter().filter(|s| include_noise_dominated || !s.noise_dominated).cloned().collect()
+    }
 }
 
 /// The outcome of a run: DP outputs only.
@@ -222,6 +234,9 @@ pub struct RunResult {
     /// and the ε of this run's outputs (`epsilon_run` plus that vocabulary's ε_voc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vocabulary_from: Option<(String, f64)>,
+    /// Per class: how far its release stands above the DP noise, and its sequences.
+    #[serde(default)]
+    pub signals: Vec<crate::sample::signal::ClassSignal>,
 }
 
 /// Embedding throughput measured in the worker.

@@ -270,6 +270,17 @@ fn the_class_set_is_declared_and_an_undeclared_label_changes_nothing_in_the_rele
             let seqs = std::fs::read_to_string(out.join("sequences.jsonl")).unwrap();
             assert!(!seqs.contains("Zebra") && !std::fs::read_to_string(out.join("release.json")).unwrap().contains("Zebra"));
             assert_eq!(seqs.lines().count(), 15, "5 per declared class on average, 3 classes");
+            // Neuro has no document: its release is noise, flagged in the report and on its
+            // sequences (which generation leaves out by default). (At ε_voc = 1 over MeSH's
+            // 28,000 terms most of this small corpus's Ṽ is noise too, so Pulmo may be flagged.)
+            let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("privacy-report.json")).unwrap()).unwrap();
+            let flagged: Vec<&str> = report["noise_dominated"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+            assert!(flagged.contains(&"Neuro"), "{sampler}: {}", report["class_signals"]);
+            for l in seqs.lines() {
+                let l: serde_json::Value = serde_json::from_str(l).unwrap();
+                assert_eq!(l["noise_dominated"] == true, flagged.contains(&l["label"].as_str().unwrap()), "{sampler}: {l}");
+            }
+            assert!(std::fs::read_to_string(out.join("privacy-report.html")).unwrap().contains("Signal per class"));
             shapes.push((classes, widths, rel["vocabulary"]["terms"].as_array().unwrap().len()));
         }
         // The declared class with no document (Neuro) is released too: noise only.

@@ -52,6 +52,13 @@ pub(crate) struct EvaluateArgs {
     /// With --one-vs-rest: keep every other document instead of subsampling to balance.
     #[arg(long, requires = "one_vs_rest")]
     no_balance: bool,
+    /// With --top-classes: subsample every class to the size of the smallest (seeded).
+    #[arg(long, requires = "top_classes")]
+    balance: bool,
+    /// Train the DP arms on the sequences of noise-dominated classes too (generation leaves
+    /// them out by default).
+    #[arg(long)]
+    include_noise_classes: bool,
     /// Task: the K most frequent labels (other documents are left out) [default: all labels].
     #[arg(long, conflicts_with = "min_class_docs")]
     top_classes: Option<usize>,
@@ -109,7 +116,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     }
     let task = match (&args.one_vs_rest, args.top_classes, args.min_class_docs) {
         (Some(positive), _, _) => Task::OneVsRest { positive: positive.clone(), balance: !args.no_balance },
-        (None, Some(k), _) => Task::TopClasses { k },
+        (None, Some(k), _) => Task::TopClasses { k, balance: args.balance },
         (None, None, Some(min)) => Task::MinClassDocs { min },
         (None, None, None) => Task::AllClasses,
     };
@@ -130,6 +137,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
         class_counts_epsilon: args.inputs.kde.class_counts_epsilon()?,
         candidates: if args.candidates == "all" { CandidateRule::All } else { CandidateRule::Cleared },
         classifier: SoftmaxParams { l2: args.l2, ..SoftmaxParams::default() },
+        include_noise_classes: args.include_noise_classes,
     };
     let public = load_vocabulary(&args.inputs.vocab.vocabulary)?;
     // Check everything that does not need the data before reading it.
@@ -278,6 +286,19 @@ fn print_table(r: &EvalReport) {
     }
     for a in &r.refused {
         println!("{:<24} {:<10} refused: {}", a.arm, "-", a.reason);
+    }
+    for a in &r.nothing_to_train {
+        println!("{:<24} {:<10} not scored: {} (--include-noise-classes trains on them)", a.arm, "-", a.reason);
+    }
+    // The seeds' quality, once per sampler arm (the views share the sequences).
+    for a in r.arms.iter().filter(|a| a.view == "embedding") {
+        if let Some(share) = a.full_length_share {
+            let flagged = match a.noise_dominated.len() {
+                0 => "none".to_string(),
+                _ => format!("{:.1} per run: {}", a.noise_dominated_per_run, a.noise_dominated.join(", ")),
+            };
+            println!("{:<24} sequences with L distinct keyphrases {:.1}%; noise-dominated classes {flagged}", a.arm, 100.0 * share);
+        }
     }
     println!("NOTE: {}", r.note);
 }

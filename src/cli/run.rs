@@ -16,6 +16,7 @@ use crate::embed::{Embed, TermEmbeddings};
 use crate::ledger::LedgerBook;
 use crate::pipeline::{MatchedCorpus, Release};
 use crate::run::report::Checked;
+use crate::sample::signal::ClassSignal;
 use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
 use crate::sample::Sequence;
 use crate::public_vocab::{Matcher, PublicVocabulary, TermId};
@@ -224,7 +225,7 @@ pub(crate) fn sequences(
     let mc = read_matched(corpus, &public, plan.keep())?;
     let mut rng = SecureRng::from_os()?;
     let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Given(Rc::new(pv)), Model::Load(model.clone()), None, &mut rng)?;
-    write_sequences(out, &output.sequences, &public)?;
+    write_sequences(out, &output.sequences, &output.signals, &public)?;
     if let Some(path) = release {
         write_json(path, &output.release)?;
     }
@@ -276,7 +277,7 @@ pub(crate) fn write_pipeline(out_dir: &Path, output: &RunOutput, public: &Public
     write_json(&out_dir.join("release.json"), &output.release)?;
     // The run's ledger entry records the corpus's use: the owner's, like the ledger.
     write_private_json(&out_dir.join("run.json"), &output.run)?;
-    write_sequences(&out_dir.join("sequences.jsonl"), &output.sequences, public)?;
+    write_sequences(&out_dir.join("sequences.jsonl"), &output.sequences, &output.signals, public)?;
     write_report(&out_dir.join("privacy-report.json"), output)?;
     eprintln!(
         "wrote vocabulary.json, release.json, sequences.jsonl, run.json and privacy-report.json/.html to {}",
@@ -307,21 +308,28 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
         TermEmbeddings::new(embedder.dim())
     };
     let mut rng = SecureRng::from_os()?;
-    let seqs = run::sample(&rel, &emb, per_class, &mut rng)?;
-    write_sequences(out, &seqs, &public)
+    let sampled = run::sample(&rel, &emb, per_class, &mut rng)?;
+    eprintln!("{}", run::Sampled::note_of(&sampled.sequences, &sampled.signals));
+    write_sequences(out, &sampled.sequences, &sampled.signals, &public)
 }
 
-/// The sequences as JSONL, one `{"label", "keyphrases"}` per line.
-fn write_sequences(out: &Path, seqs: &[Sequence], public: &PublicVocabulary) -> Result<(), CliError> {
-    let mut lines = String::new();
-    for s in seqs {
-        let keyphrases: Vec<&str> = s.keyphrases.iter().map(|&t| public.term(t)).collect();
-        lines.push_str(&serde_json::json!({"label": s.label, "keyphrases": keyphrases}).to_string());
-        lines.push('\n');
-    }
-    write_file(out, lines.as_bytes())?;
+/// The sequences as JSONL, one [`crate::protocol::SequenceOut`] per line (`label`,
+/// `keyphrases`, and `"noise_dominated": true` on those of a class whose release is
+/// noise-dominated, `crate::sample::signal`, which generation leaves out unless asked).
+fn write_sequences(out: &Path, seqs: &[Sequence], signals: &[ClassSignal], public: &PublicVocabulary) -> Result<(), CliError> {
+    write_file(out, sequences_jsonl(seqs, signals, public).as_bytes())?;
     eprintln!("wrote {} keyphrase sequences to {}", seqs.len(), out.display());
     Ok(())
+}
+
+/// The text of a sequences file (the page's download has the same lines).
+pub(crate) fn sequences_jsonl(seqs: &[Sequence], signals: &[ClassSignal], public: &PublicVocabulary) -> String {
+    let mut lines = String::new();
+    for s in run::sequences_out(seqs, signals, public) {
+        lines.push_str(&serde_json::to_string(&s).unwrap_or_default());
+        lines.push('\n');
+    }
+    lines
 }
 
 /// The privacy report, as JSON at `path` and as the page's printable HTML beside it.

@@ -160,12 +160,8 @@ fn page_path(settings_json: &str, seed: u64) -> (String, String) {
     let out: RunOutput =
         super::run::block_on(run::execute(&plan, RunInputs { corpus: &mc, vocab: &public, vocabulary: Vocabulary::Draw }, &mut host, &mut rng)).expect("run");
     assert_eq!(host.book.ledger(&mc.fingerprint).runs.len(), 1, "the run is on record once");
-    let mut seqs = String::new();
-    for s in &out.sequences {
-        let keyphrases: Vec<&str> = s.keyphrases.iter().map(|&t| public.term(t)).collect();
-        seqs.push_str(&serde_json::json!({"label": s.label, "keyphrases": keyphrases}).to_string());
-        seqs.push('\n');
-    }
+    // As the worker sends them to the page (`run::sequences_out`), one JSON line each.
+    let seqs: String = run::sequences_out(&out.sequences, &out.signals, &public).iter().map(|s| serde_json::to_string(s).unwrap() + "\n").collect();
     (super::io::json_text(&out.release), seqs)
 }
 

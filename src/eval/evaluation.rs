@@ -175,6 +175,7 @@ impl Evaluation {
         let total = (2 + arms.len()) * self.rounds.len();
         let mut done = 0;
         let mut results: Vec<((String, &'static str), RunResult)> = Vec::new();
+        let mut empty: Vec<RefusedArm> = Vec::new();
         let kde_emb = emb;
         for round in &self.rounds {
             let seq = |i: usize| &self.docs[i].terms[..self.docs[i].terms.len().min(p.len)];
@@ -204,8 +205,23 @@ impl Evaluation {
                 let (sampler, noiseless) = (*sampler, *noiseless);
                 progress(&format!("seed {}: {arm}", round.seed), done, total);
                 let params = p.kde_params(sampler, noiseless);
-                let seqs = self.sample_arm(round, arm_vocab(round, sampler, noiseless), &params, noiseless, kde_emb, rng)?;
-                self.score(arm, round.seed, &seqs, &test, emb, Some(params.features), &mut results)?;
+                let sampled = self.sample_arm(round, arm_vocab(round, sampler, noiseless), &params, noiseless, kde_emb, rng)?;
+                if sampled.train.is_empty() {
+                    // Every class noise-dominated: generation would send nothing, so there is
+                    // nothing to train on (reported, not scored).
+                    empty.push(RefusedArm {
+                        arm: format!("{arm} (seed {})", round.seed),
+                        reason: "every class's release is noise-dominated: nothing would be generated".into(),
+                    });
+                    done += 1;
+                    continue;
+                }
+                let before = results.len();
+                self.score(arm, round.seed, &sampled.train, &test, emb, Some(params.features), &mut results)?;
+                for (_, r) in &mut results[before..] {
+                    r.full_length_share = Some(sampled.full_length_share);
+                    r.noise_dominated = sampled.noise_dominated.clone();
+                }
                 done += 1;
             }
         }
@@ -217,10 +233,12 @@ impl Evaluation {
             arms: aggregate(results),
             synthetic: None,
             refused,
+            nothing_to_train: empty,
         })
     }
 
     /// Builds one arm's KDEs from the round's training documents and samples its sequences.
+    /// (An empty `train` — every class noise-dominated — fails in the classifier with why.)
     fn sample_arm(
         &self,
         round: &Round,
@@ -229,7 +247,7 @@ impl Evaluation {
         noiseless: bool,
         emb: &TermEmbeddings,
         rng: &mut SecureRng,
-    ) -> Result<Vec<(Vec<TermId>, usize)>, EvalError> {
+    ) -> Result<Sampled, EvalError> {
         let take = params.doc_terms_read();
         let kde_docs: Vec<SummaryDoc<'_>> = round
             .split
@@ -265,14 +283,22 @@ impl Evaluation {
             }
         };
         let seqs = crate::sample::sample_sized(&set, &cands, &sizes, rng)?;
+        let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
+        // Noise-dominated classes, as the run flags them; a noiseless release has no noise to
+        // be dominated by.
+        let signals = if noiseless { Vec::new() } else { crate::sample::signal::class_signals(&set, &cands)? };
+        let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::run::class_name(&c.label)).collect();
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();
-        Ok(seqs
+        let keep = |s: &crate::sample::Sequence| self.params.include_noise_classes || !crate::sample::signal::is_noise_dominated(&signals, &s.label);
+        let train = seqs
             .into_iter()
+            .filter(|s| keep(s))
             .filter_map(|s| {
                 let c = *index.get(s.label.as_deref()?)?;
                 Some((s.keyphrases, c))
             })
-            .collect())
+            .collect();
+        Ok(Sampled { train, full_length_share: full, noise_dominated: flagged })
     }
 
     /// Trains on `train` and tests on `test` in both sequence views.
@@ -297,6 +323,8 @@ impl Evaluation {
             n_train: train.len(),
             n_test: truth.len(),
             features,
+            full_length_share: None,
+            noise_dominated: Vec::new(),
         };
 
         // Embedding view: standardised mean embeddings.
@@ -339,6 +367,8 @@ impl Evaluation {
             n_train: round.split.train.len(),
             n_test: truth.len(),
             features: None,
+            full_length_share: None,
+            noise_dominated: Vec::new(),
         }
     }
 
@@ -394,6 +424,8 @@ impl Evaluation {
                         n_train: train.len(),
                         n_test: truth.len(),
                         features: None,
+                        full_length_share: None,
+                        noise_dominated: Vec::new(),
                     },
                 ));
             }
@@ -406,6 +438,13 @@ impl Evaluation {
 
 /// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), Ṽ
 /// (histogram samplers), or Ṽ's terms under `EvalParams::candidates` (DP-KDE samplers).
+/// One sampler arm's sequences (those training uses) and what the run would report of them.
+struct Sampled {
+    train: Vec<(Vec<TermId>, usize)>,
+    full_length_share: f64,
+    noise_dominated: Vec<String>,
+}
+
 fn arm_vocab(round: &Round, sampler: KeyphraseSampler, noiseless: bool) -> &[TermId] {
     match (noiseless, sampler.hist_kind()) {
         (true, _) => &round.exact_vocab,
@@ -480,7 +519,7 @@ fn shape_task(corpus: &MatchedCorpus, task: &Task, seed: u64) -> Result<Shaped, 
             let mut ranked: Vec<(&str, usize)> = by_label.iter().map(|(&l, &n)| (l, n)).collect();
             ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
             let k = match task {
-                Task::TopClasses { k } => *k,
+                Task::TopClasses { k, .. } => *k,
                 Task::MinClassDocs { min } => ranked.iter().filter(|r| r.1 >= *min).count(),
                 _ => unreachable!("matched above"),
             };
@@ -489,7 +528,18 @@ fn shape_task(corpus: &MatchedCorpus, task: &Task, seed: u64) -> Result<Shaped, 
             }
             ranked.truncate(k);
             let index: HashMap<&str, usize> = ranked.iter().enumerate().map(|(c, &(l, _))| (l, c)).collect();
-            let chosen = labelled.iter().filter_map(|&(i, l)| index.get(l).map(|&c| (i, c))).collect();
+            let mut chosen: Vec<(usize, usize)> = labelled.iter().filter_map(|&(i, l)| index.get(l).map(|&c| (i, c))).collect();
+            if let Task::TopClasses { balance: true, .. } = task {
+                // Every class subsampled to the smallest's size (seeded, per class).
+                let smallest = ranked.iter().map(|r| r.1).min().unwrap_or(0);
+                let mut kept = Vec::new();
+                for c in 0..k {
+                    let of: Vec<(usize, usize)> = chosen.iter().copied().filter(|x| x.1 == c).collect();
+                    kept.extend(split::subsample(of.len(), smallest, seed.wrapping_add(c as u64)).into_iter().map(|j| of[j]));
+                }
+                kept.sort_unstable();
+                chosen = kept;
+            }
             (ranked.iter().map(|(l, _)| l.to_string()).collect(), chosen)
         }
         Task::OneVsRest { positive, balance } => {

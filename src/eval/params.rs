@@ -25,8 +25,13 @@ pub enum Task {
     /// One label against all the others (relabelled [`REST`]); with `balance`, the rest is
     /// subsampled (seeded) to the size of the positive class.
     OneVsRest { positive: String, balance: bool },
-    /// The `k` most frequent labels (ties by name); other documents are left out.
-    TopClasses { k: usize },
+    /// The `k` most frequent labels (ties by name); other documents are left out. With
+    /// `balance`, every class is subsampled (seeded) to the size of the smallest of them.
+    TopClasses {
+        k: usize,
+        #[serde(default)]
+        balance: bool,
+    },
     /// Every label with at least `min` documents; other documents are left out.
     MinClassDocs { min: usize },
 }
@@ -70,6 +75,10 @@ pub struct EvalParams {
     #[serde(default)]
     pub candidates: CandidateRule,
     pub classifier: SoftmaxParams,
+    /// Train the DP arms on the sequences of noise-dominated classes too (generation leaves
+    /// them out by default, `crate::sample::signal`).
+    #[serde(default)]
+    pub include_noise_classes: bool,
 }
 
 fn one() -> f64 {
@@ -92,7 +101,7 @@ impl EvalParams {
             return Err(ParamError::new("sequences per class", self.per_class, "must be between 1 and 100000"));
         }
         match &self.task {
-            Task::TopClasses { k } if *k < 2 => {
+            Task::TopClasses { k, .. } if *k < 2 => {
                 return Err(ParamError::new("the number of top classes", k, "must be at least 2"));
             }
             Task::OneVsRest { positive, .. } if positive.trim().is_empty() => {

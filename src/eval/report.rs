@@ -49,6 +49,14 @@ pub struct RunResult {
     /// I used by the KDE (sampler arms only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub features: Option<usize>,
+    /// Sampler arms: the share of their sequences that hold L (distinct) keyphrases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_length_share: Option<f64>,
+    /// Sampler arms with noise: the classes whose release was noise-dominated
+    /// (`crate::sample::signal`); their sequences were left out of training as generation
+    /// leaves them out, unless `EvalParams::include_noise_classes`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noise_dominated: Vec<String>,
 }
 
 /// One arm in one view, over all seeds.
@@ -64,6 +72,15 @@ pub struct ArmReport {
     /// Training examples and test documents (means over seeds, rounded).
     pub n_train: usize,
     pub n_test: usize,
+    /// Sampler arms: the mean of the runs' `full_length_share`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_length_share: Option<f64>,
+    /// Noise-dominated classes per run (mean), and every class flagged in some run, most
+    /// often first.
+    #[serde(default)]
+    pub noise_dominated_per_run: f64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub noise_dominated: Vec<String>,
     pub runs: Vec<RunResult>,
 }
 
@@ -81,6 +98,11 @@ pub struct EvalReport {
     /// cap): the other arms ran. Absent when none was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused: Vec<RefusedArm>,
+    /// Sampler runs (arm and seed) where every class's release was noise-dominated, so that
+    /// nothing would be generated and nothing was trained (unless
+    /// `EvalParams::include_noise_classes`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nothing_to_train: Vec<RefusedArm>,
 }
 
 /// A sampler arm that was not run, and why (the refusal's message).
@@ -116,7 +138,19 @@ pub(super) fn aggregate(results: Vec<((String, &'static str), RunResult)>) -> Ve
             let mean_of = |f: fn(&RunResult) -> usize| {
                 (runs.iter().map(|r| f(r) as f64).sum::<f64>() / runs.len().max(1) as f64).round() as usize
             };
+            let shares: Vec<f64> = runs.iter().filter_map(|r| r.full_length_share).collect();
+            let mut flagged: Vec<(String, usize)> = Vec::new();
+            for c in runs.iter().flat_map(|r| &r.noise_dominated) {
+                match flagged.iter_mut().find(|f| &f.0 == c) {
+                    Some(f) => f.1 += 1,
+                    None => flagged.push((c.clone(), 1)),
+                }
+            }
+            flagged.sort_by(|a, b| b.1.cmp(&a.1));
             ArmReport {
+                full_length_share: (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64),
+                noise_dominated_per_run: runs.iter().map(|r| r.noise_dominated.len() as f64).sum::<f64>() / runs.len().max(1) as f64,
+                noise_dominated: flagged.into_iter().map(|f| f.0).collect(),
                 arm: key.0,
                 view: key.1.to_string(),
                 accuracy_mean: acc.mean,

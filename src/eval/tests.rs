@@ -69,6 +69,9 @@ fn params(task: Task) -> EvalParams {
         class_counts_epsilon: None,
         candidates: Default::default(),
         classifier: SoftmaxParams::default(),
+        // These tests are about the arms' mechanics; at ε_kde = 10 and I = 256 the DP-KDE
+        // releases of 10–30 documents a class are noise-dominated (the test below).
+        include_noise_classes: true,
     }
 }
 
@@ -149,7 +152,7 @@ fn tasks_shape_the_classes() {
     assert_eq!(r.task.other_left_out, 62 - 42);
     assert_eq!(r.arms.len(), 3, "majority and nonprivate in two views");
 
-    p.task = Task::TopClasses { k: 2 };
+    p.task = Task::TopClasses { k: 2, balance: false };
     let r = run(&mc, p.clone()).unwrap();
     assert_eq!((r.task.classes.clone(), r.task.other_left_out), (vec!["c0".to_string(), "c1".to_string()], 10));
 }
@@ -161,14 +164,14 @@ fn bad_inputs_are_explained() {
     let e = err(params(Task::AllClasses));
     assert!(e.contains("\"c2\" has only 4 document(s)"), "{e}");
     for h in [0.0, 1.0, f64::NAN] {
-        let mut p = params(Task::TopClasses { k: 2 });
+        let mut p = params(Task::TopClasses { k: 2, balance: false });
         p.holdout = h;
         assert!(err(p).contains("held-out fraction"));
     }
     let e = err(params(Task::OneVsRest { positive: "nope".into(), balance: true }));
     assert!(e.contains("no document has the label \"nope\"") && e.contains("\"c0\""), "{e}");
-    assert!(err(params(Task::TopClasses { k: 9 })).contains("needs at least 2"));
-    let mut p = params(Task::TopClasses { k: 2 });
+    assert!(err(params(Task::TopClasses { k: 9, balance: false })).contains("needs at least 2"));
+    let mut p = params(Task::TopClasses { k: 2, balance: false });
     p.len = 20;
     assert!(err(p).contains("keeping 10 terms"));
     let unlabelled = MatchedCorpus { docs: vec![MatchedDoc { label: None, terms: vec![1] }], ..corpus(&[]) };
@@ -243,4 +246,41 @@ fn an_arm_refused_for_size_is_reported_and_the_others_run() {
     // Nothing refused: no `refused` key (the report's JSON as before).
     let plain = run(&mc, params(Task::AllClasses)).unwrap();
     assert!(plain.refused.is_empty() && serde_json::to_value(&plain).unwrap().get("refused").is_none());
+}
+
+/// By default a noise-dominated class's sequences are not trained on (generation leaves them
+/// out); a run where every class is noise-dominated is reported, not scored; the histogram
+/// release of the same documents stands above its noise, and its sequences hold L distinct terms.
+#[test]
+fn noise_dominated_classes_are_flagged_and_left_out_by_default() {
+    let mut mc = corpus(&[30, 20, 10]);
+    // The histogram reads up to 64 terms of a document (its documents have 6).
+    mc.keep = 64;
+    let mut p = params(Task::AllClasses);
+    p.include_noise_classes = false;
+    p.samplers = vec![KeyphraseSampler::Histogram, KeyphraseSampler::Independent];
+    p.no_dp_arms = false;
+    let r = run(&mc, p).unwrap();
+    let hist = arm(&r, "dp-histogram", "embedding");
+    assert!(hist.noise_dominated.is_empty(), "{:?}", hist.noise_dominated);
+    assert!(hist.full_length_share.unwrap() > 0.99, "{:?}", hist.full_length_share);
+    // The DP-KDE's noise (sensitivity √2·I) swamps these small classes: each run either
+    // trained without its noise-dominated classes' sequences (40 a class) or, with every class
+    // flagged, was reported and not scored.
+    let scored = r.arms.iter().find(|a| a.arm == "dp-independent" && a.view == "embedding").map_or(0, |a| a.runs.len());
+    assert_eq!(scored + r.nothing_to_train.len(), 2, "{:?}", r.nothing_to_train);
+    assert!(r.nothing_to_train.iter().all(|e| e.arm.starts_with("dp-independent (seed") && e.reason.contains("noise-dominated")));
+    if let Some(a) = r.arms.iter().find(|a| a.arm == "dp-independent" && a.view == "embedding") {
+        for run in &a.runs {
+            assert!(!run.noise_dominated.is_empty(), "{a:?}");
+            assert_eq!(run.n_train, 40 * (3 - run.noise_dominated.len()), "{a:?}");
+        }
+    }
+    println!("dp-independent: {scored} run(s) scored, {} not", r.nothing_to_train.len());
+    // At ε_kde = 0.05 every class is noise-dominated in every run: reported, not scored.
+    let mut p = params(Task::AllClasses);
+    (p.include_noise_classes, p.samplers, p.no_dp_arms, p.eps_kde) = (false, vec![KeyphraseSampler::Independent], false, 0.05);
+    let r = run(&mc, p).unwrap();
+    assert!(r.arms.iter().all(|a| a.arm != "dp-independent"), "{:?}", r.arms);
+    assert_eq!(r.nothing_to_train.len(), 2, "{:?}", r.nothing_to_train);
 }

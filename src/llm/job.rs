@@ -171,9 +171,9 @@ mod tests {
     #[test]
     fn a_job_tracks_what_is_left_and_exports_once_each() {
         let seqs = vec![
-            SequenceOut { label: Some("a".into()), keyphrases: vec!["x".into(), "y".into()] },
-            SequenceOut { label: Some("b".into()), keyphrases: vec!["z".into()] },
-            SequenceOut { label: None, keyphrases: vec!["w".into()] },
+            SequenceOut { label: Some("a".into()), keyphrases: vec!["x".into(), "y".into()], noise_dominated: false },
+            SequenceOut { label: Some("b".into()), keyphrases: vec!["z".into()], noise_dominated: false },
+            SequenceOut { label: None, keyphrases: vec!["w".into()], noise_dominated: false },
         ];
         let mut job = Job::new("j".into(), "t".into(), settings(), PromptSettings::default(), &seqs, "{}".into());
         assert_eq!(job.pending(false), vec![0, 1, 2]);
@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn corpus_csv_neutralises_formula_cells() {
-        let seqs = vec![SequenceOut { label: Some("=HYPERLINK(\"http://x\",\"y\")".into()), keyphrases: vec!["-x".into(), "y".into()] }];
+        let seqs = vec![SequenceOut { label: Some("=HYPERLINK(\"http://x\",\"y\")".into()), keyphrases: vec!["-x".into(), "y".into()], noise_dominated: false }];
         let mut job = Job::new("j".into(), "t".into(), settings(), PromptSettings::default(), &seqs, "{}".into());
         job.outcomes.insert(0, Outcome::Done { text: "+1 said the note".into(), attempts: 1 });
         let csv = job.corpus_csv();
@@ -207,8 +207,8 @@ mod tests {
     #[test]
     fn outcomes_of_another_job_are_never_mixed_in() {
         let seqs = vec![
-            SequenceOut { label: None, keyphrases: vec!["x".into()] },
-            SequenceOut { label: None, keyphrases: vec!["y".into()] },
+            SequenceOut { label: None, keyphrases: vec!["x".into()], noise_dominated: false },
+            SequenceOut { label: None, keyphrases: vec!["y".into()], noise_dominated: false },
         ];
         let mut job = Job::new("new".into(), "t".into(), settings(), PromptSettings::default(), &seqs, "{}".into());
         let done = |t: &str| Outcome::Done { text: t.into(), attempts: 1 };

@@ -31,7 +31,8 @@ use serde::{Deserialize, Serialize};
 
 pub use plan::RunPlan;
 pub use settings::{account_name, FieldError, RunSettings};
-pub use stages::{execute, sample, summaries, vocabulary, Host, Recorder, RunInputs, RunOutput, Vectors, Vocabulary};
+pub use report::class_name;
+pub use stages::{execute, sample, sequences_out, summaries, vocabulary, Host, Recorder, RunInputs, RunOutput, Sampled, Vectors, Vocabulary};
 
 use crate::dp::DpError;
 use crate::dp::summary::SummaryError;

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Ledger, Run, Spend};
 use super::RunSettings;
+use crate::sample::signal::ClassSignal;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checked {
@@ -59,6 +60,14 @@ pub struct PrivacyReport {
     /// The budget account the run was recorded under.
     #[serde(default)]
     pub account: Option<String>,
+    /// Per class, how far its release stands above the DP noise alone (post-processing of the
+    /// release, `crate::sample::signal`), its sequences and those shorter than L.
+    #[serde(default)]
+    pub class_signals: Vec<ClassSignal>,
+    /// The classes whose release is noise-dominated: their sequences are marked, and not
+    /// generated unless the curator includes them.
+    #[serde(default)]
+    pub noise_dominated: Vec<String>,
 }
 
 impl PrivacyReport {
@@ -74,6 +83,7 @@ impl PrivacyReport {
         model: Checked,
         classes: &crate::classes::ClassSet,
         sequences: usize,
+        signals: &[ClassSignal],
     ) -> PrivacyReport {
         let summaries = match settings.sampler.hist_kind() {
             Some(_) => format!(
@@ -150,8 +160,15 @@ impl PrivacyReport {
                 ),
             },
             account: run.account.clone(),
+            class_signals: signals.to_vec(),
+            noise_dominated: signals.iter().filter(|s| s.noise_dominated).map(|s| class_name(&s.label)).collect(),
         }
     }
+}
+
+/// A class's name as the report writes it (the corpus without labels is one class).
+pub fn class_name(label: &Option<String>) -> String {
+    label.clone().unwrap_or_else(|| "(all documents)".into())
 }
 
 fn esc(s: &str) -> String {
@@ -208,7 +225,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
 <h2>Parameters</h2><table>{params}</table>\
 <h2>Privacy ledger of this run</h2><table><tr><th>stage</th><th>mechanism</th><th>data</th><th>ε</th></tr>{spends}</table>\
 <h2>Inputs</h2><table>{vocab}{model}{classes}{seqs}</table>\
-<h2>Not in this report</h2><p>{not_included}</p><p>Method: {method}</p></body></html>",
+{signals}<h2>Not in this report</h2><p>{not_included}</p><p>Method: {method}</p></body></html>",
             generated = esc(&self.generated),
             format = esc(&self.format),
             headline = esc(&match &self.vocabulary_from {
@@ -230,6 +247,39 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
             seqs = row("Keyphrase sequences", self.sequences.to_string()),
             not_included = esc(&self.not_included),
             method = esc(&self.method),
+            signals = self.signals_html(),
+        )
+    }
+}
+
+impl PrivacyReport {
+    /// The per-class signal table (empty for reports written before it existed).
+    fn signals_html(&self) -> String {
+        if self.class_signals.is_empty() {
+            return String::new();
+        }
+        let len = self.settings.len;
+        let rows: String = self
+            .class_signals
+            .iter()
+            .map(|c| {
+                format!(
+                    "<tr><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(&class_name(&c.label)),
+                    c.signal,
+                    c.supported_terms,
+                    c.sequences,
+                    c.shorter_than_l,
+                    if c.noise_dominated { "noise-dominated: not generated unless included" } else { "signal" }
+                )
+            })
+            .collect();
+        format!(
+            "<h2>Signal per class</h2><p>How far each class's released summary stands above what the DP noise alone \
+             gives at this ε (1 = what pure noise reaches in one class of 1,000; computed from the release only, no \
+             privacy cost). A sequence holds up to L = {len} distinct keyphrases, fewer where the release supports fewer.</p>\
+             <table><tr><th>class</th><th>signal</th><th>terms above the noise</th><th>sequences</th>\
+             <th>shorter than L</th><th></th></tr>{rows}</table>"
         )
     }
 }
@@ -248,7 +298,7 @@ mod tests {
         ledger.runs.push(run.clone());
         let report = |ledger: &Ledger, classes: &crate::classes::ClassSet| {
             let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
-            PrivacyReport::new("now".into(), &RunSettings::default(), &run, ledger, v, m, classes, 100)
+            PrivacyReport::new("now".into(), &RunSettings::default(), &run, ledger, v, m, classes, 100, &[])
         };
         let r = report(&ledger, &crate::classes::ClassSet::declared(&["<b>"], crate::classes::OtherLabels::Drop).unwrap());
         assert_eq!(r.epsilon_run, 6.0);
@@ -273,7 +323,7 @@ mod tests {
         run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 4.0, params: serde_json::Value::Null, scope: Scope::AllDocuments });
         run.spends.push(Spend { stage: "class counts".into(), mechanism: "m".into(), epsilon: 0.1, params: serde_json::Value::Null, scope: Scope::AllDocuments });
         let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
-        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10);
+        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
         assert!((r.epsilon_run - 4.1).abs() < 1e-12, "this run spent ε_kde + ε_counts: {}", r.epsilon_run);
         assert!(r.guarantee.contains("(6.1000)-differentially private"), "{}", r.guarantee);
         assert!(r.guarantee.contains("released by the earlier run r1") && r.guarantee.contains("this run itself spent ε = 4.1000"), "{}", r.guarantee);
@@ -282,7 +332,7 @@ mod tests {
         // Without reuse the guarantee is the run's own ε.
         run.vocabulary_from = None;
         let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
-        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10);
+        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
         assert!(r.guarantee.contains("(4.1000)-differentially private") && !r.guarantee.contains("earlier run"), "{}", r.guarantee);
         assert!((r.epsilon_outputs - 4.1).abs() < 1e-12 && r.vocabulary_from.is_none());
         assert!(r.to_html().contains("This run: ε = 4.1000 (document-level)."));

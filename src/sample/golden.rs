@@ -55,17 +55,20 @@ fn golden() -> Vec<(String, String)> {
     out
 }
 
-/// Recorded at 299c5f0, before `kde.rs`/`hist.rs` became `summary/` (and `sample.rs` `sample/`).
+/// Recorded at 299c5f0, before `kde.rs`/`hist.rs` became `summary/` (and `sample.rs` `sample/`);
+/// the sampled sequences (not the releases: the `+from-sums` and class-count hashes, and markov's,
+/// whose draws already avoided repeats here, kept their values) changed with issue 22, when the
+/// samplers stopped repeating a keyphrase within a sequence.
 const GOLDEN: &[(&str, &str)] = &[
-    ("histogram", "24316bbf38e0d555"),
-    ("histogram+smoothing", "7d9bb69e405c2321"),
+    ("histogram", "0e7e0559d3c9417e"),
+    ("histogram+smoothing", "b1586f5e3050d4bd"),
     ("markov", "0a1d15ba4220376b"),
     ("markov+smoothing", "147f5e9ae7504337"),
-    ("independent", "ead54eaee0e5f3be"),
+    ("independent", "c2639dc81868a7b4"),
     ("independent+from-sums", "12bc9775e84cf8e5"),
-    ("iterative-linear", "2628be9bbbfd712f"),
+    ("iterative-linear", "4b18b70edaf20967"),
     ("iterative-linear+from-sums", "5a61815e93015044"),
-    ("iterative-log", "f126cd2cbdb4c477"),
+    ("iterative-log", "89c2316d162c07d9"),
     ("iterative-log+from-sums", "d705cc40599c9a09"),
     ("class-counts", "9ff580391290f9fe"),
 ];

@@ -9,15 +9,15 @@
 //!   K(v, w) = exp(−‖v − w‖²/smoothing) over Ṽ's embeddings: the paper's semantic spreading,
 //!   applied to the noisy histogram instead of through the noise.
 //! - Markov back-off: p(w | v) ∝ max(T̃[v, w] − τ, 0) + α·u(w), with u row 0 clipped the same
-//!   way and normalised, and α = 4 documents; a chain does not repeat a keyphrase while any other
-//!   has positive probability. Why row 0 is a unigram with most of the weight (issue 13): with
+//!   way and normalised, and α = 4 documents; a chain never repeats a keyphrase and ends where no
+//!   other has positive probability. Why row 0 is a unigram with most of the weight (issue 13): with
 //!   the weight spread over M transitions and a START row, a transition needed ⌈τ·M⌉ documents
 //!   to clear τ and the back-off (T's column sums, N + 1 noisy entries each) a threshold of
 //!   √(N+1)·ln N/ε, over 200 documents per term at ε = 10, N = 1000: chains wandered among a
 //!   few generic terms and lost utility even without noise (0.82–0.90 of `nonprivate` on
 //!   MTSamples, two-class, against 1.04–1.06 with row 0; README, "evaluate").
 
-use super::{Candidates, Sequence};
+use super::{draw_distinct, draw_one, Candidates, Sequence};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::hist::{HistKind, DOC_WEIGHT};
@@ -68,36 +68,26 @@ impl Smoother {
     }
 }
 
-/// Draws an index with probability ∝ weights (non-negative); uniform if they sum to 0.
-pub(crate) fn draw_weighted(weights: &[f64], rng: &mut SecureRng) -> usize {
-    let total: f64 = weights.iter().sum();
-    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    if !(total > 0.0) || !total.is_finite() {
-        return ((u * weights.len() as f64) as usize).min(weights.len().saturating_sub(1));
-    }
-    let target = u * total;
-    let mut acc = 0.0;
-    for (i, &w) in weights.iter().enumerate() {
-        acc += w;
-        if acc > target {
-            return i;
-        }
-    }
-    weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
-}
-
-/// Samples `count` sequences of `len` candidate positions from one class's noisy unigram
-/// histogram (draws with replacement, as the paper's independent sampler).
+/// Samples `count` sequences of up to `len` distinct candidate positions from one class's noisy
+/// unigram histogram: draws without replacement ∝ the clipped (and smoothed) histogram, so a
+/// sequence is shorter than `len` where fewer terms clear τ. If none does, the release carries
+/// no keyphrase for the class (it is noise-dominated, [`super::signal`]) and the draw is uniform
+/// over Ṽ, what the curator gets by including such a class.
 pub fn sample_unigram(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>, len: usize, count: usize, rng: &mut SecureRng) -> Vec<Vec<usize>> {
     let mut p = clipped(sums, threshold(epsilon, sums.len()));
     if let Some(s) = smoother {
         p = s.apply(&p);
     }
-    (0..count).map(|_| (0..len).map(|_| draw_weighted(&p, rng)).collect()).collect()
+    if !p.iter().any(|&x| x > 0.0) {
+        p = vec![1.0; p.len()];
+    }
+    (0..count).map(|_| draw_distinct(&p, len, rng)).collect()
 }
 
-/// Samples `count` Markov chains of `len` candidate positions from one class's noisy
-/// histogram ((N+1) × N: row 0 the keyphrase histogram, row p+1 the transitions out of p).
+/// Samples `count` Markov chains of up to `len` distinct candidate positions from one class's
+/// noisy histogram ((N+1) × N: row 0 the keyphrase histogram, row p+1 the transitions out of
+/// p). A chain never repeats a keyphrase and ends where no other term has weight; with no term
+/// above τ in row 0 the draw is uniform, as in [`sample_unigram`].
 pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smoother>, len: usize, count: usize, rng: &mut SecureRng) -> Vec<Vec<usize>> {
     let tau = threshold(epsilon, n);
     let rows: Vec<Vec<f64>> = (0..=n)
@@ -112,6 +102,9 @@ pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smo
     // Back-off: row 0, the class's keyphrase histogram (released beside the transitions).
     let uni = rows[0].clone();
     let uni_total: f64 = uni.iter().sum();
+    if !(uni_total > 0.0) {
+        return (0..count).map(|_| draw_distinct(&vec![1.0; n], len, rng)).collect();
+    }
     const ALPHA: f64 = 4.0;
     let mut out = Vec::with_capacity(count);
     let mut weights = vec![0f64; n];
@@ -123,10 +116,8 @@ pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smo
                 let back = if uni_total > 0.0 { ALPHA * uni[w] / uni_total } else { 0.0 };
                 *wt = rows[row][w] + back;
             }
-            if weights.iter().enumerate().any(|(w, &x)| x > 0.0 && !seq.contains(&w)) {
-                seq.iter().for_each(|&w| weights[w] = 0.0);
-            }
-            let next = draw_weighted(&weights, rng);
+            seq.iter().for_each(|&w| weights[w] = 0.0);
+            let Some(next) = draw_one(&weights, rng) else { break };
             seq.push(next);
             row = next + 1;
         }
@@ -174,7 +165,20 @@ mod tests {
         let g = DOC_WEIGHT as i64;
         // Unigram: term 1 has all the mass.
         let seqs = sample_unigram(&[0, 50 * g, 0], 10.0, None, 5, 20, &mut rng);
-        assert!(seqs.iter().flatten().all(|&w| w == 1));
+        assert!(seqs.iter().all(|s| s == &vec![1]), "one supported term: sequences of one, not [1, 1, 1, 1, 1]: {seqs:?}");
+        // Two terms above τ, L = 5: both, in either order, and nothing else.
+        let seqs = sample_unigram(&[30 * g, 0, 0, 10 * g, 0], 10.0, None, 5, 200, &mut rng);
+        assert!(seqs.iter().all(|s| s.len() == 2 && s.contains(&0) && s.contains(&3)), "{seqs:?}");
+        let first0 = seqs.iter().filter(|s| s[0] == 0).count();
+        assert!((120..=180).contains(&first0), "term 0 first ∝ its weight (3/4 of 200): {first0}");
+        // Nothing above τ: uniform over Ṽ, still without repeats.
+        let seqs = sample_unigram(&[0; 6], 10.0, None, 4, 50, &mut rng);
+        for s in &seqs {
+            let mut d = s.clone();
+            d.sort_unstable();
+            d.dedup();
+            assert_eq!(d.len(), 4, "{s:?}");
+        }
         // Markov over 3 terms: row 0 (only 2) → 0 → 1 deterministic (large counts).
         let n = 3;
         let mut t = vec![0i64; (n + 1) * n];
@@ -191,5 +195,8 @@ mod tests {
             assert_eq!(d.len(), 3, "no repeats while other terms have mass: {s:?}");
         }
         assert!(seqs.iter().filter(|s| s == &&vec![2, 0, 1]).count() >= 15, "{seqs:?}");
+        // L = 5 over 3 terms: the chain ends after the third rather than repeating one.
+        let seqs = sample_markov(&t, n, 10.0, None, 5, 20, &mut rng);
+        assert!(seqs.iter().all(|s| s.len() == 3), "{seqs:?}");
     }
 }

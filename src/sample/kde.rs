@@ -1,10 +1,13 @@
 //! Sampling from the DP-KDE family's release (`crate::dp::summary::kde`): post-processing.
 //!
 //!
-//! - independent: score every candidate w once, p(w) ∝ max(score − floor, 0); L i.i.d.
-//!   draws;
+//! - independent: score every candidate w once, p(w) ∝ max(score − floor, 0); L draws
+//!   without replacement (the paper draws i.i.d.; a repeated keyphrase only repeats a word in
+//!   the prompt, issue 22);
 //! - iterative (linear or logarithmic ensemble): at step ℓ, score every candidate w as the
-//!   next keyphrase of each sequence's prefix with the member that covers length ℓ.
+//!   next keyphrase of each sequence's prefix with the member that covers length ℓ; the
+//!   prefix's own keyphrases are excluded, and a sequence ends where no other candidate has
+//!   weight.
 //!
 //! # The noise floor
 //! The paper draws ∝ max(score, 0). A score is signal plus error (random features, DP noise),
@@ -35,7 +38,7 @@
 //! a cos/sin table, and one GEMM [A B]·[cos b; −sin b] per class. After a choice w*, r grows by
 //! the already computed projection of w*: O(I).
 
-use super::{Candidates, Sequence};
+use super::{draw_distinct, draw_one, Candidates, Sequence};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::linalg::{gemm, MatRef};
@@ -90,23 +93,6 @@ pub(crate) fn weights(scores: &[f32], floor: f32) -> Vec<f64> {
     vec![1.0; scores.len()]
 }
 
-/// Draws an index with probability ∝ max(score − floor, 0) ([`weights`]).
-fn draw(scores: &[f32], floor: f32, rng: &mut SecureRng) -> usize {
-    let w = weights(scores, floor);
-    let total: f64 = w.iter().sum();
-    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    let target = u * total;
-    let mut acc = 0.0;
-    for (i, &x) in w.iter().enumerate() {
-        acc += x;
-        if acc > target {
-            return i;
-        }
-    }
-    // Rounding: the last candidate with a positive weight.
-    w.iter().rposition(|&x| x > 0.0).unwrap_or(0)
-}
-
 /// The candidates' embeddings followed by the [`NULLS`] null candidates.
 fn with_nulls(cands: &Candidates) -> Candidates {
     let mut matrix = cands.matrix.clone();
@@ -140,12 +126,24 @@ pub(super) fn sample_independent(set: &DpSummary, cands: &Candidates, counts: &[
     let table = PhaseTable::new(&features, &ext, 0, 1.0);
     for (class, &n) in set.classes.iter().zip(counts) {
         let (scores, floors) = split_nulls(&table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(0)), cands.len());
+        let w = weights(&scores, floors[0]);
         for _ in 0..n {
-            let keyphrases = (0..set.params.len).map(|_| cands.ids[draw(&scores, floors[0], rng)]).collect();
+            let keyphrases = draw_distinct(&w, set.params.len, rng).into_iter().map(|i| cands.ids[i]).collect();
             out.push(Sequence { label: class.label.clone(), keyphrases });
         }
     }
     Ok(out)
+}
+
+/// Every class's scores of the candidates as a sequence's first keyphrase (the member and block
+/// scale that cover ℓ = 1), without nulls: what [`super::signal`] compares with the DP noise.
+pub(crate) fn first_step_scores(set: &DpSummary, cands: &Candidates) -> Result<Vec<Vec<f32>>, SummaryError> {
+    let features = set.features()?;
+    let ensemble = set.params.ensemble();
+    let member = ensemble.member_for(1);
+    let s = if set.params.sampler == KeyphraseSampler::Independent { 1.0 } else { ensemble.scales(member, 1).last };
+    let table = PhaseTable::new(&features, cands, 0, s);
+    Ok(set.classes.iter().map(|class| table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(member))).collect())
 }
 
 /// The iterative samplers ([`sample_iterative`]), as sequences of Ṽ's terms.
@@ -218,7 +216,13 @@ pub(crate) fn sample_iterative(
                 let mut floors: Vec<f32> = of.iter().map(|&u| floors_distinct[u]).collect();
                 observe(c, len, chosen, &mut scores, &mut floors);
                 for (q, picks) in chosen.iter_mut().enumerate() {
-                    let w = draw(&scores[q * n..][..n], floors[q], rng);
+                    // A sequence that ended (no undrawn candidate with weight) stays as it is.
+                    if picks.len() + 1 != len {
+                        continue;
+                    }
+                    let mut wts = weights(&scores[q * n..][..n], floors[q]);
+                    picks.iter().for_each(|&p| wts[p] = 0.0);
+                    let Some(w) = draw_one(&wts, rng) else { continue };
                     picks.push(w);
                     for (rv, p) in r[q * i_count..][..i_count].iter_mut().zip(&table.proj[w * i_count..][..i_count]) {
                         *rv += p;
@@ -438,11 +442,11 @@ mod tests {
         let mut rng = SecureRng::seeded_for_tests(9);
         let mut counts = [0usize; 4];
         for _ in 0..4000 {
-            counts[draw(&[-1.0, 0.0, -3.0, -0.5], 0.0, &mut rng)] += 1;
+            counts[draw_one(&weights(&[-1.0, 0.0, -3.0, -0.5], 0.0), &mut rng).unwrap()] += 1;
         }
         assert!(counts.iter().all(|&c| (800..1200).contains(&c)), "{counts:?}");
         for _ in 0..100 {
-            assert_eq!(draw(&[-1.0, 2.0, -3.0, 0.0], 0.0, &mut rng), 1);
+            assert_eq!(draw_one(&weights(&[-1.0, 2.0, -3.0, 0.0], 0.0), &mut rng), Some(1));
         }
     }
 

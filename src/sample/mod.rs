@@ -17,13 +17,15 @@ use crate::public_vocab::TermId;
 
 pub mod hist;
 pub mod kde;
+pub mod signal;
 #[cfg(test)]
 mod golden;
 
 pub use kde::{batched_scores, naive_scores};
 pub(crate) use kde::{sample_iterative, weights};
 
-/// A sampled sequence: a class label and L keyphrases (ids of Ṽ's terms).
+/// A sampled sequence: a class label and up to L distinct keyphrases (ids of Ṽ's terms); fewer
+/// only where the class's release gives fewer than L terms any weight ([`draw_distinct`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sequence {
     pub label: Option<String>,
@@ -63,6 +65,48 @@ impl Candidates {
     pub(crate) fn view(&self) -> MatRef<'_> {
         MatRef::rows(&self.matrix, self.ids.len(), self.dim)
     }
+}
+
+/// Draws up to `len` distinct indices, each with probability ∝ its weight among those not yet
+/// drawn (sampling without replacement; weights non-negative). Stops early when no undrawn
+/// index has weight left: a keyphrase is never repeated within a sequence (issue 22: an LLM
+/// asked to write from "Diet · Diet · Diet" writes junk), so a class whose release supports
+/// fewer than `len` terms gets shorter sequences. Post-processing of the release's weights.
+pub(crate) fn draw_distinct(weights: &[f64], len: usize, rng: &mut SecureRng) -> Vec<usize> {
+    let mut w = weights.to_vec();
+    let mut out = Vec::with_capacity(len.min(w.len()));
+    while out.len() < len {
+        match draw_one(&w, rng) {
+            Some(i) => {
+                out.push(i);
+                w[i] = 0.0;
+            }
+            None => break,
+        }
+    }
+    out
+}
+
+/// One index with probability ∝ weight; `None` when no weight is positive (or the total is not
+/// finite).
+pub(crate) fn draw_one(weights: &[f64], rng: &mut SecureRng) -> Option<usize> {
+    let total: f64 = weights.iter().filter(|&&x| x > 0.0).sum();
+    if !(total > 0.0) || !total.is_finite() {
+        return None;
+    }
+    let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    let target = u * total;
+    let mut acc = 0.0;
+    for (i, &x) in weights.iter().enumerate() {
+        if x > 0.0 {
+            acc += x;
+            if acc > target {
+                return Some(i);
+            }
+        }
+    }
+    // Rounding: the last index with a positive weight.
+    weights.iter().rposition(|&x| x > 0.0)
 }
 
 /// Samples `per_class` sequences for every class of `set`.
@@ -143,7 +187,11 @@ pub(crate) mod tests {
             assert_eq!(seqs.len(), 300);
             let mut own = 0usize;
             for s in &seqs {
-                assert_eq!(s.keyphrases.len(), 5, "sequences have exactly L terms");
+                assert_eq!(s.keyphrases.len(), 5, "sequences have L terms where the release supports them");
+                let mut distinct = s.keyphrases.clone();
+                distinct.sort_unstable();
+                distinct.dedup();
+                assert_eq!(distinct.len(), 5, "{sampler:?}: a keyphrase repeated within {:?}", s.keyphrases);
                 assert!(s.keyphrases.iter().all(|k| cands.ids.contains(k)), "terms come from Ṽ");
                 let c = ["a", "b", "c"].iter().position(|l| Some(*l) == s.label.as_deref()).unwrap() as u32;
                 own += s.keyphrases.iter().filter(|&&k| k / 20 == c).count();

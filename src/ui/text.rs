@@ -107,6 +107,28 @@ pub fn examples(r: &RunResult) -> Vec<(String, Vec<String>)> {
         .collect()
 }
 
+/// The per-class signal table: (class, signal, terms above the noise, sequences (and how
+/// many are shorter than L), noise-dominated).
+pub fn signal_rows(r: &RunResult) -> Vec<(String, String, String, String, bool)> {
+    r.signals
+        .iter()
+        .map(|c| {
+            let seqs = match c.shorter_than_l {
+                0 => c.sequences.to_string(),
+                k => format!("{} ({k} shorter than L)", c.sequences),
+            };
+            (crate::run::class_name(&c.label), format!("{:.1}", c.signal), c.supported_terms.to_string(), seqs, c.noise_dominated)
+        })
+        .collect()
+}
+
+/// The noise-dominated classes: (how many, the prompts they would add, their names), if any.
+pub fn noise_classes(r: &RunResult) -> Option<(usize, usize, String)> {
+    let flagged: Vec<String> = r.signals.iter().filter(|c| c.noise_dominated).map(|c| crate::run::class_name(&c.label)).collect();
+    let prompts = r.sequences.iter().filter(|s| s.noise_dominated).count();
+    (!flagged.is_empty()).then(|| (flagged.len(), prompts, flagged.join(", ")))
+}
+
 /// One arm of the utility check: (name, bar style, accuracy, macro-F1).
 pub fn arm_row(a: &ArmReport) -> (String, String, String, String) {
     (

@@ -62,6 +62,7 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<
         class_counts_epsilon: None,
         candidates: Default::default(),
         classifier: SoftmaxParams::default(),
+        include_noise_classes: false,
     };
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let mut clock = now_ms();

@@ -14,7 +14,7 @@ use crate::embed::bundle::VectorFile;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{DpSummary, SummaryDoc};
 use crate::ledger::{LedgerBook, Spend};
-use crate::protocol::{Event, RunResult, RunSettings, SequenceOut, Stage};
+use crate::protocol::{Event, RunResult, RunSettings, Stage};
 use crate::run::report::Checked;
 use crate::run::reuse::{KeptVocabulary, VocabKey};
 use crate::run::{execute, Host, RunError, RunInputs, RunPlan, Vectors, Vocabulary};
@@ -167,16 +167,13 @@ pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Eve
     let out = execute(&plan, RunInputs { corpus, vocab, vocabulary: source }, &mut host, &mut rng).await?;
     Ok(Event::Finished(RunResult {
         vocabulary: out.vocabulary.terms.iter().map(|t| (t.term.clone(), t.noisy_count)).collect(),
-        sequences: out
-            .sequences
-            .iter()
-            .map(|s| SequenceOut { label: s.label.clone(), keyphrases: s.keyphrases.iter().map(|&id| vocab.term(id).to_string()).collect() })
-            .collect(),
+        sequences: crate::run::sequences_out(&out.sequences, &out.signals, vocab),
         epsilon_run: out.run.epsilon(),
         epsilon_total: out.ledger.total_epsilon(),
         embedded_from_cache: host.from_cache,
         embedded_fresh: host.fresh,
         report: serde_json::to_string_pretty(&out.report).unwrap_or_default(),
         vocabulary_from: out.run.vocabulary_from.clone().map(|from| (from, out.report.epsilon_outputs)),
+        signals: out.signals.clone(),
     }))
 }

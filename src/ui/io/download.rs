@@ -38,12 +38,14 @@ pub fn sequences_jsonl(r: &RunResult) {
     save("dpkps-sequences.jsonl", "application/x-ndjson", &out);
 }
 
-/// Columns label, keyphrases (joined with "; ").
+/// Columns label, keyphrases (joined with "; "), noise_dominated ("yes" for a class whose
+/// release is noise-dominated).
 pub fn sequences_csv(r: &RunResult) {
     let mut w = csv::Writer::from_writer(Vec::new());
-    let _ = w.write_record(["label", "keyphrases"]);
+    let _ = w.write_record(["label", "keyphrases", "noise_dominated"]);
     for s in &r.sequences {
-        let _ = crate::export::write_record(&mut w, [s.label.clone().unwrap_or_default(), s.keyphrases.join("; ")]);
+        let flag = if s.noise_dominated { "yes" } else { "" };
+        let _ = crate::export::write_record(&mut w, [s.label.clone().unwrap_or_default(), s.keyphrases.join("; "), flag.to_string()]);
     }
     let bytes = w.into_inner().unwrap_or_default();
     save("dpkps-sequences.csv", "text/csv", &String::from_utf8_lossy(&bytes));

@@ -59,6 +59,20 @@ pub fn Generate() -> impl IntoView {
     let app = app();
     let g = gen();
     let plan = Memo::new(move |_| app.result.get().map(|r| g.plan(&r)));
+    // Classes whose release is noise-dominated: left out unless the curator includes them.
+    let noise = move || {
+        app.result.get().and_then(|r| text::noise_classes(&r)).map(|(classes, prompts, names)| {
+            view! {
+                <label class="check" id="include-noise-label">
+                    <input id="include-noise" type="checkbox" prop:checked=move || g.include_noise.get() on:change=move |ev| g.include_noise.set(event_target_checked(&ev)) />
+                    {format!(
+                        "Also generate for the {classes} noise-dominated class(es) ({names}): {prompts} more prompts, seeded mostly \
+                         by keyphrases the DP noise picked. No privacy cost; raising ε_kde or merging classes costs a new run."
+                    )}
+                </label>
+            }
+        })
+    };
     let review = move || {
         plan.get().map(|p| match p {
             // Not an error yet: what is missing before anything can be sent.
@@ -183,6 +197,7 @@ pub fn Generate() -> impl IntoView {
                         "These examples are public: none is taken from the private corpus."
                     </label>
                 </details>
+                {noise}
                 {review}
                 {move || g.error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
                 {progress}

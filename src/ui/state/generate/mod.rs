@@ -12,7 +12,7 @@ use leptos::prelude::*;
 
 use crate::llm::{Job, LlmError, LlmSettings};
 use crate::prompt::{parse_examples, PromptSettings};
-use crate::protocol::RunResult;
+use crate::protocol::{RunResult, SequenceOut};
 
 use crate::ui::io::allowlist::{allowed_endpoints, browser_agrees};
 use crate::ui::io::storage;
@@ -60,6 +60,8 @@ pub struct GenState {
     pub examples: RwSignal<String>,
     pub examples_public: RwSignal<bool>,
     pub reviewed: RwSignal<bool>,
+    /// Generate for the classes whose release is noise-dominated too (off by default).
+    pub include_noise: RwSignal<bool>,
     pub connection: RwSignal<Option<String>>,
     pub job: RwSignal<Option<JobInfo>>,
     /// (index, label, text) of the latest documents.
@@ -94,6 +96,7 @@ impl GenState {
             examples: RwSignal::new(String::new()),
             examples_public: RwSignal::new(false),
             reviewed: RwSignal::new(false),
+            include_noise: RwSignal::new(false),
             connection: RwSignal::new(None),
             job: RwSignal::new(None),
             recent: RwSignal::new(Vec::new()),
@@ -158,7 +161,8 @@ impl GenState {
         let prompts = self.prompt_settings()?;
         let id = format!("{:08x}", (js_sys::Math::random() * f64::from(u32::MAX)) as u32);
         let created = js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default();
-        let mut job = Job::new(id, created, llm, prompts, &result.sequences, result.report.clone());
+        let sequences = SequenceOut::to_generate(&result.sequences, self.include_noise.get());
+        let mut job = Job::new(id, created, llm, prompts, &sequences, result.report.clone());
         job.keyed = !self.key.get().trim().is_empty();
         Ok(job)
     }
