@@ -1,7 +1,9 @@
 //! The LLM step: OpenAI-compatible `/v1/chat/completions` (vLLM, llama.cpp server, Ollama,
 //! hosted APIs). This module is the transport-free part: request bodies, reply parsing, the
 //! retry policy, and the generation job (what is done, what is left), so it is tested
-//! natively. The browser sends with `fetch` (`ui/io/fetch.rs`, driven by `ui/state/generate/`).
+//! natively. The loop that sends is here too ([`generate`]), generic over the transport and the
+//! store: the browser drives it with `fetch` and IndexedDB (`ui/state/generate/send.rs`), the CLI
+//! with an HTTP client and files (`cli/generate/`).
 //!
 //! Privacy: a request body holds the messages of [`crate::prompt`] and the model settings,
 //! nothing else. Everything it is built from is a DP output or public.
@@ -15,6 +17,8 @@
 //! - `backoff.rs`: [`backoff_ms`], the wait between attempts.
 //! - `job.rs`: the [`Job`] (items, outcomes, the corpus exports).
 //! - `audit.rs`: [`AuditEntry`], capping and pruning of the audit log.
+//! - `runner.rs`: [`generate`], the sending loop itself (lanes, attempts, backoff, audit,
+//!   saved outcomes) over four small traits that the page and the CLI implement.
 //!
 //! The submodules are private; everything is re-exported here, so `crate::llm::Name` is the
 //! one path for each item.
@@ -25,6 +29,7 @@ mod endpoint;
 mod error;
 mod job;
 mod request;
+mod runner;
 mod settings;
 
 pub use audit::{audit_to_prune, AuditEntry, AuditPhase, AUDIT_BODY_CAP, AUDIT_KEEP_JOBS};
@@ -33,4 +38,5 @@ pub use endpoint::EndpointUrl;
 pub use error::{cors_advice, LlmError};
 pub use job::{Item, Job, Outcome, OutcomeRecord};
 pub use request::parse_reply;
+pub use runner::{generate, Clock, Control, Halt, JobStore, Reply, Transport, MAX_LANES};
 pub use settings::LlmSettings;

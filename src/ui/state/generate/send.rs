@@ -1,16 +1,11 @@
-//! Sending: the connection test, and the loop that generates every pending document of the
-//! loaded job with `concurrency` requests in flight, each saved before it counts, each attempt
-//! on record in the audit log. Stop and the HTTP itself are in `crate::ui::io::fetch`.
-
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
-use std::rc::Rc;
+//! Sending: the connection test, and the page's side of the loop that generates every pending
+//! document of the loaded job (`crate::llm::generate`, shared with the CLI: `concurrency`
+//! requests in flight, each outcome saved before it counts, each attempt on record in the audit
+//! log). Stop and the HTTP itself are in `crate::ui::io::fetch`, the storage in `jobstore`.
 
 use leptos::prelude::*;
-use wasm_bindgen::JsValue;
-use wasm_bindgen_futures::JsFuture;
 
-use crate::llm::{backoff_ms, parse_reply, AuditEntry, AuditPhase, LlmSettings, Outcome};
+use crate::llm::{AuditEntry, Clock, Control, Halt, JobStore, LlmError, Outcome, Reply, Transport};
 use crate::ui::io::allowlist::allowed_endpoints;
 use crate::ui::io::fetch::{self, http, retry_wait};
 use crate::ui::io::jobstore;
@@ -51,70 +46,25 @@ impl GenState {
     }
 
     /// Generates every pending document of the loaded job with `concurrency` requests in
-    /// flight, holding `lock` (the job's Web Lock) until the last lane ends; then frees the
-    /// tab's generation slot.
+    /// flight ([`crate::llm::generate`] over [`PageHost`]), holding `lock` (the job's Web Lock)
+    /// until the last lane ends; then frees the tab's generation slot.
     pub(super) async fn generate(&self, lock: HeldLock, retry_failed: bool) {
         let this = *self;
-        let Some((settings, pending, job_id)) =
-            JOB.with(|j| j.borrow().as_ref().map(|j| (j.llm.clone(), j.pending(retry_failed), j.id.clone())))
-        else {
+        let Some((job, pending)) = JOB.with(|j| j.borrow().as_ref().map(|j| (j.clone(), j.pending(retry_failed)))) else {
             return this.release();
         };
         // A resumed job was checked when it was made; the page's allowlist or the key may
         // have changed since.
         let key = self.key.get_untracked();
-        if let Err(e) = settings.check_allowed(&allowed_endpoints()).and_then(|_| settings.check_key(&key)) {
+        if let Err(e) = job.llm.check_allowed(&allowed_endpoints()).and_then(|_| job.llm.check_key(&key)) {
             self.error.set(Some(format!("Nothing was sent: {e}.")));
             return this.release();
         }
         fetch::clear_stop();
         self.refresh();
         self.set_running(true);
-        let queue = Rc::new(RefCell::new(VecDeque::from(pending)));
-        let lanes = settings.concurrency.clamp(1, 64).min(queue.borrow().len().max(1));
-        let live = Rc::new(Cell::new(lanes));
-        let mut finish: Option<js_sys::Function> = None;
-        let all_done = js_sys::Promise::new(&mut |resolve, _| finish = Some(resolve));
-        let finish = Rc::new(finish);
-        for _ in 0..lanes {
-            let (queue, live, settings, key, job_id, finish) =
-                (queue.clone(), live.clone(), settings.clone(), key.clone(), job_id.clone(), finish.clone());
-            leptos::task::spawn_local(async move {
-                while !fetch::stopped() {
-                    let Some(index) = queue.borrow_mut().pop_front() else { break };
-                    let Some(outcome) = generate_one(&this, &settings, &job_id, index, &key).await else { continue };
-                    // Saved before it counts: a reload after this point will not send it again.
-                    if let Err(e) = jobstore::save_outcome(&job_id, index, &outcome).await {
-                        this.halt(format!(
-                            "Generation stopped: document #{} could not be saved ({e}). Nothing more is sent. \
-                             Free some browser storage, then Resume: what was saved is kept, the rest is sent then.",
-                            index + 1
-                        ));
-                        break;
-                    }
-                    if let Outcome::Done { text, .. } = &outcome {
-                        let label = JOB.with(|j| j.borrow().as_ref().and_then(|j| j.items.get(index)?.label.clone())).unwrap_or_default();
-                        this.recent.update(|r| {
-                            r.insert(0, (index, label, text.clone()));
-                            r.truncate(5);
-                        });
-                    }
-                    JOB.with(|j| {
-                        if let Some(j) = j.borrow_mut().as_mut() {
-                            j.record(&job_id, index, outcome);
-                        }
-                    });
-                    this.refresh();
-                }
-                live.set(live.get() - 1);
-                if live.get() == 0 {
-                    if let Some(f) = finish.as_ref() {
-                        let _ = f.call0(&JsValue::NULL);
-                    }
-                }
-            });
-        }
-        let _ = JsFuture::from(all_done).await;
+        let host = PageHost { g: this, key, job_id: job.id.clone() };
+        crate::llm::generate(&host, &job, pending).await;
         drop(lock);
         self.release();
         self.refresh();
@@ -141,77 +91,81 @@ fn now_iso() -> String {
     js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default()
 }
 
-/// One document: attempts with backoff until success, a non-retryable error, or the limit.
-/// Each attempt is on record in the audit log before it is sent ("sending") and after
-/// ("response"). `None`: not finished (stopped, or the audit log could not be written; then
-/// the job is halted): the document stays pending.
-async fn generate_one(g: &GenState, settings: &LlmSettings, job_id: &str, index: usize, key: &str) -> Option<Outcome> {
-    let body = JOB.with(|j| {
-        let j = j.borrow();
-        let j = j.as_ref().filter(|j| j.id == job_id)?;
-        Some(settings.body(&j.items.get(index)?.messages))
-    });
-    let Some(body) = body else {
-        return Some(Outcome::Failed { error: "the job is gone".into(), attempts: 0 });
-    };
-    let url = settings.completions_url();
-    let mut attempt = 1;
-    loop {
-        let mut entry = AuditEntry {
-            phase: AuditPhase::Sending,
-            time: now_iso(),
-            job: job_id.to_string(),
-            index,
-            attempt,
-            url: url.clone(),
-            request: body.clone(),
-            status: None,
-            response: String::new(),
-            error: None,
-        };
-        if let Err(e) = jobstore::audit(&entry).await {
-            g.halt(format!(
-                "Generation stopped before document #{} was sent: the audit log could not be written ({e}). \
-                 Free some browser storage, then Resume.",
-                index + 1
-            ));
-            return None;
-        }
-        if fetch::stopped() {
-            return None;
-        }
-        let sent = http(&url, "POST", Some(&body), key, settings.timeout_s).await;
-        let (status, response, retry_after) = match &sent {
-            Ok((s, b, r)) => (Some(*s), b.clone(), *r),
-            Err(_) => (None, String::new(), None),
-        };
-        let result = match sent {
-            Ok((s, b, _)) => parse_reply(s, &b),
-            Err(e) => Err(e),
-        };
-        entry.phase = AuditPhase::Response;
-        entry.time = now_iso();
-        // The request body is in the "sending" entry just before.
-        entry.request = String::new();
-        entry.status = status;
-        entry.response = response;
-        entry.error = result.as_ref().err().map(ToString::to_string);
-        if let Err(e) = jobstore::audit(&entry).await {
-            g.halt(format!("Generation stopped: the audit log could not be written ({e}). Free some browser storage, then Resume."));
-        }
-        match result {
-            Ok(text) => return Some(Outcome::Done { text, attempts: attempt }),
-            // Aborted by Stop: not an outcome; Resume sends it again.
-            Err(_) if fetch::stopped() => return None,
-            Err(e) if e.retryable() && attempt < settings.max_attempts && !fetch::stopped() => {
-                attempt += 1;
-                retry_wait(backoff_ms(attempt, retry_after)).await;
-                if fetch::stopped() {
-                    return None;
-                }
-            }
-            Err(e) => return Some(Outcome::Failed { error: e.to_string(), attempts: attempt }),
-        }
+/// The page's side of the shared sending loop ([`crate::llm::generate`]): `fetch` with the
+/// key typed in the page, IndexedDB (`jobstore`), retry waits that Stop ends, and the signals
+/// that show progress.
+struct PageHost {
+    g: GenState,
+    key: String,
+    job_id: String,
+}
+
+impl Transport for PageHost {
+    async fn post(&self, url: &str, body: &str, timeout_s: f64) -> Result<Reply, LlmError> {
+        let (status, body, retry_after_s) = http(url, "POST", Some(body), &self.key, timeout_s).await?;
+        Ok(Reply { status, body, retry_after_s })
     }
 }
 
+impl JobStore for PageHost {
+    type Error = String;
+
+    async fn audit(&self, entry: &AuditEntry) -> Result<(), String> {
+        jobstore::audit(entry).await
+    }
+
+    async fn save_outcome(&self, job: &str, index: usize, outcome: &Outcome) -> Result<(), String> {
+        jobstore::save_outcome(job, index, outcome).await
+    }
+
+    fn counted(&self, index: usize, outcome: Outcome) {
+        if let Outcome::Done { text, .. } = &outcome {
+            let label = JOB.with(|j| j.borrow().as_ref().and_then(|j| j.items.get(index)?.label.clone())).unwrap_or_default();
+            self.g.recent.update(|r| {
+                r.insert(0, (index, label, text.clone()));
+                r.truncate(5);
+            });
+        }
+        JOB.with(|j| {
+            if let Some(j) = j.borrow_mut().as_mut() {
+                j.record(&self.job_id, index, outcome);
+            }
+        });
+        self.g.refresh();
+    }
+}
+
+impl Clock for PageHost {
+    fn now(&self) -> String {
+        now_iso()
+    }
+
+    async fn sleep(&self, ms: f64) {
+        retry_wait(ms).await;
+    }
+}
+
+impl Control for PageHost {
+    fn stopped(&self) -> bool {
+        fetch::stopped()
+    }
+
+    fn halt(&self, why: Halt) {
+        let why = match why {
+            Halt::OutcomeNotSaved { index, error } => format!(
+                "Generation stopped: document #{} could not be saved ({error}). Nothing more is sent. \
+                 Free some browser storage, then Resume: what was saved is kept, the rest is sent then.",
+                index + 1
+            ),
+            Halt::AuditBeforeSending { index, error } => format!(
+                "Generation stopped before document #{} was sent: the audit log could not be written ({error}). \
+                 Free some browser storage, then Resume.",
+                index + 1
+            ),
+            Halt::AuditAfterReply { error, .. } => {
+                format!("Generation stopped: the audit log could not be written ({error}). Free some browser storage, then Resume.")
+            }
+        };
+        self.g.halt(why);
+    }
+}
