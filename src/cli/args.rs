@@ -12,7 +12,7 @@ use crate::dp::DpError;
 use crate::dp::summary::KeyphraseSampler;
 use crate::run::RunSettings;
 
-use super::{bench, evaluate, vectors, CliError};
+use super::{bench, evaluate, generate, vectors, CliError};
 
 #[derive(Parser)]
 #[command(name = "dpkps", version, about = "Differentially private synthetic text by keyphrase prompt seeding (DP-KPS)")]
@@ -130,6 +130,12 @@ pub(super) enum Command {
     /// sampler), on the real training sequences and the majority class, tested on held-out
     /// documents. The figures are NOT differentially private; nothing is recorded in the ledger.
     Evaluate(evaluate::EvaluateArgs),
+    /// Generate the synthetic corpus: each keyphrase sequence of a run (`pipeline --out-dir`)
+    /// becomes a prompt (the page's), sent to an OpenAI-compatible endpoint; writes the corpus
+    /// (JSONL, CSV), the audit log and the privacy report to --out-dir. The same command again
+    /// resumes the job: every document is generated once. The API key, if the endpoint needs
+    /// one, is read from the environment variable DPKPS_LLM_KEY, never from a flag.
+    Generate(generate::GenerateArgs),
     /// Precompute the bundled vectors of a bundled vocabulary (int8; `scripts/vectors.sh`
     /// runs it before every `trunk build`).
     EmbedVocab(vectors::EmbedVocabArgs),

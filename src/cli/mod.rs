@@ -7,6 +7,7 @@
 mod args;
 mod bench;
 mod evaluate;
+mod generate;
 mod io;
 mod ledger_file;
 mod run;
@@ -53,6 +54,10 @@ pub enum CliError {
     Input { path: String, message: String },
     #[error("could not write {path}: {source}")]
     Write { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
+    #[error(transparent)]
+    Generate(#[from] generate::GenerateError),
     #[error("could not lock the privacy ledger {path} (its lock file, {path}.lock, keeps two runs from losing each other's spend): {source}")]
     LedgerLock { path: String, source: std::io::Error },
 }
@@ -61,6 +66,7 @@ impl CliError {
     fn exit_code(&self) -> u8 {
         match self {
             CliError::Write { .. } | CliError::LedgerLock { .. } | CliError::Dp(DpError::Rng(_)) => 1,
+            CliError::Generate(e) => e.exit_code(),
             _ => 2,
         }
     }
@@ -144,6 +150,7 @@ fn run(command: Command) -> Result<(), CliError> {
             Ok(())
         }
         Command::Evaluate(args) => evaluate::run(args),
+        Command::Generate(args) => generate::run(args),
         Command::EmbedVocab(args) => vectors::run(args),
         Command::Bench { which } => bench::run(which),
     }

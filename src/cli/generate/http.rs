@@ -1,0 +1,110 @@
+//! The CLI's transport for the LLM step: one HTTP(S) exchange with `ureq` (rustls), run on a
+//! thread of its own so that the runner's lanes (futures on the command's one thread,
+//! `crate::llm::generate`) keep `concurrency` requests in flight; and the wait before a retry,
+//! likewise on a thread, ended early when the job halts.
+//!
+//! What it sends is what the page's `fetch` sends: `POST` of the JSON body with
+//! `content-type: application/json` and, when there is a key, `authorization: Bearer KEY`.
+//! Redirects are not followed (a 3xx is an answer, not retried): the key must reach only the
+//! endpoint named. Proxies are taken from the environment (`HTTPS_PROXY`, `NO_PROXY`, …) as
+//! other command-line tools do.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::channel::oneshot;
+
+use crate::llm::{LlmError, Reply};
+
+/// An HTTP client with the job's timeout and the API key (kept here only, in memory).
+pub(super) struct HttpClient {
+    agent: ureq::Agent,
+    key: Option<String>,
+}
+
+impl HttpClient {
+    pub(super) fn new(key: Option<String>, timeout_s: f64) -> HttpClient {
+        let config = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs_f64(timeout_s)))
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .user_agent(concat!("dpkps/", env!("CARGO_PKG_VERSION")))
+            .build();
+        HttpClient { agent: ureq::Agent::new_with_config(config), key }
+    }
+
+    /// `POST` of `body` to `url`, on a thread of its own; the future ends with its answer.
+    pub(super) async fn post(&self, url: &str, body: &str, timeout_s: f64) -> Result<Reply, LlmError> {
+        let (tx, rx) = oneshot::channel();
+        let (agent, url, body, key) = (self.agent.clone(), url.to_string(), body.to_string(), self.key.clone());
+        std::thread::Builder::new()
+            .name("dpkps-llm-request".into())
+            .spawn(move || {
+                let _ = tx.send(exchange(&agent, &url, &body, key.as_deref(), timeout_s));
+            })
+            .map_err(|e| LlmError::Network(format!("could not start a request: {e}")))?;
+        rx.await.unwrap_or_else(|_| Err(LlmError::Network("the request ended without an answer".into())))
+    }
+}
+
+/// One exchange, blocking: the status, the body and the Retry-After (in seconds) of any
+/// answer; no answer is an error.
+fn exchange(agent: &ureq::Agent, url: &str, body: &str, key: Option<&str>, timeout_s: f64) -> Result<Reply, LlmError> {
+    let mut request = agent.post(url).header("content-type", "application/json");
+    if let Some(k) = key {
+        request = request.header("authorization", format!("Bearer {k}"));
+    }
+    let mut response = request.send(body).map_err(|e| no_answer(e, url, timeout_s))?;
+    let status = response.status().as_u16();
+    let retry_after_s = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    let body = response.body_mut().read_to_string().map_err(|e| no_answer(e, url, timeout_s))?;
+    Ok(Reply { status, body, retry_after_s })
+}
+
+/// Why there is no answer, in the words the page uses.
+fn no_answer(e: ureq::Error, url: &str, timeout_s: f64) -> LlmError {
+    use std::io::ErrorKind;
+    match e {
+        ureq::Error::Timeout(_) => LlmError::Timeout(timeout_s),
+        ureq::Error::Io(io) if matches!(io.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => LlmError::Timeout(timeout_s),
+        ureq::Error::Io(io) if matches!(io.kind(), ErrorKind::ConnectionRefused | ErrorKind::NotFound) => unreachable_server(&io.to_string(), url),
+        e @ (ureq::Error::HostNotFound | ureq::Error::ConnectionFailed) => unreachable_server(&e.to_string(), url),
+        e => LlmError::Network(e.to_string()),
+    }
+}
+
+fn unreachable_server(error: &str, url: &str) -> LlmError {
+    LlmError::Network(format!(
+        "{error}: nothing answered at {url}. Check that the server is running and that the address and port are right"
+    ))
+}
+
+/// Waits `ms` milliseconds before a retry, on a thread of its own (the lanes go on), or until
+/// `stop` is set.
+pub(super) async fn sleep(ms: f64, stop: Arc<AtomicBool>) {
+    let (tx, rx) = oneshot::channel::<()>();
+    let wait = Duration::from_secs_f64((ms / 1000.0).clamp(0.0, 3600.0));
+    let started = std::thread::Builder::new().name("dpkps-llm-wait".into()).spawn(move || {
+        let end = Instant::now() + wait;
+        while !stop.load(Ordering::Relaxed) {
+            let left = end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(50)));
+        }
+        let _ = tx.send(());
+    });
+    match started {
+        Ok(_) => {
+            let _ = rx.await;
+        }
+        // No thread for the wait: wait here (the other lanes wait with it).
+        Err(_) => std::thread::sleep(wait),
+    }
+}

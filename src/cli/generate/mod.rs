@@ -1,0 +1,396 @@
+//! `dpkps generate`: a run's keyphrase sequences → prompts (the page's prompt code and
+//! defaults, `crate::prompt`) → an OpenAI-compatible endpoint → the synthetic corpus, with the
+//! page's job semantics. The sending loop is the page's own (`crate::llm::generate`: lanes,
+//! attempts with backoff, the audit log written before and after each request, each outcome
+//! saved before it counts); this module is its native side: an HTTP client (`http.rs`), files
+//! in the output folder (`store.rs`) and progress on stderr.
+//!
+//! The API key is read from the environment ([`KEY_VAR`]), never from a flag (flags end up in
+//! shell histories and process lists); it travels in the `authorization` header only and is
+//! written nowhere. The page's checks apply: no credentials in the endpoint URL, no key over
+//! plain `http://` except to this machine. (The page's allowlist is its Content-Security-Policy;
+//! a command has none.)
+
+mod http;
+mod store;
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use clap::Args;
+
+use crate::dp::DpError;
+use crate::llm::{AuditEntry, AuditPhase, Clock, Control, Halt, Job, JobStore, LlmError, LlmSettings, Outcome, Reply, Transport};
+use crate::prompt::{parse_examples, PromptSettings};
+use crate::protocol::SequenceOut;
+use crate::run::report::PrivacyReport;
+
+use crate::cli::CliError;
+use http::HttpClient;
+use store::{OutDir, JOB};
+
+/// The environment variable the API key is read from.
+pub(crate) const KEY_VAR: &str = "DPKPS_LLM_KEY";
+
+#[derive(Args)]
+pub(crate) struct GenerateArgs {
+    /// The run's folder, as `dpkps pipeline --out-dir` writes it: its sequences.jsonl (the DP
+    /// keyphrase sequences) and privacy-report.json are read.
+    #[arg(long)]
+    run: PathBuf,
+    /// The endpoint's base URL, as the page's Endpoint field takes it, e.g.
+    /// http://127.0.0.1:8000/v1 (…/chat/completions is appended). No credentials in it: the key
+    /// comes from $DPKPS_LLM_KEY.
+    #[arg(long)]
+    endpoint: String,
+    /// The model the endpoint serves.
+    #[arg(long)]
+    model: String,
+    /// Sampling temperature (0…2).
+    #[arg(long, default_value_t = LlmSettings::default().temperature)]
+    temperature: f64,
+    /// Tokens generated per document at most (1…32768).
+    #[arg(long, default_value_t = LlmSettings::default().max_tokens)]
+    max_tokens: u32,
+    /// Requests in flight at once (1…64; the page's "Requests at once").
+    #[arg(long, default_value_t = LlmSettings::default().concurrency)]
+    concurrency: usize,
+    /// Seconds before a request is abandoned and retried (1…3600).
+    #[arg(long, default_value_t = LlmSettings::default().timeout_s)]
+    timeout: f64,
+    /// Attempts per document, the first included (1…20). Timeouts, network errors, 408, 409,
+    /// 429, 5xx and malformed replies are retried (after the server's Retry-After, else 0.5 s,
+    /// 1 s, 2 s, … up to 30 s); other answers are not.
+    #[arg(long, default_value_t = LlmSettings::default().max_attempts)]
+    attempts: u32,
+    /// The document type ({doc_type} in the template and the system message).
+    #[arg(long, default_value_t = PromptSettings::default().doc_type)]
+    doc_type: String,
+    /// The prompt template: must contain {keyphrases}; may use {label} and {doc_type}.
+    #[arg(long, default_value_t = PromptSettings::default().template)]
+    template: String,
+    /// The system message (empty: none).
+    #[arg(long, default_value_t = PromptSettings::default().system)]
+    system: String,
+    /// Few-shot examples, in the page's format: blocks separated by a blank line, each
+    /// "keyphrases: a, b", optionally "label: x", then the text. Sent with every prompt.
+    #[arg(long)]
+    examples: Option<PathBuf>,
+    /// Confirms that the few-shot examples are public (not taken from the private corpus);
+    /// required with --examples.
+    #[arg(long)]
+    examples_public: bool,
+    /// Send the documents that failed again (the page's "Retry failed documents").
+    #[arg(long)]
+    retry_failed: bool,
+    /// Print each request body exactly as it would be sent (JSON lines on stdout) and send
+    /// nothing: the page's review step.
+    #[arg(long)]
+    dry_run: bool,
+    /// The output folder: job.json, outcomes.jsonl, audit.jsonl, then synthetic.jsonl,
+    /// synthetic.csv, privacy-report.json and .html. The same command on the same folder
+    /// resumes the job.
+    #[arg(long)]
+    out_dir: PathBuf,
+}
+
+/// What stops `generate`, beyond bad input, in plain words.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    #[error("{dir} is in use by another `dpkps generate` (it holds {dir}/job.lock): wait until it ends, or stop it")]
+    Busy { dir: String },
+    #[error(
+        "{path} holds another job: it differs in {what}. To resume it, give the options it was started with; \
+         for a new job, give another --out-dir"
+    )]
+    OtherJob { path: String, what: String },
+    #[error("this job was started with an API key: set {KEY_VAR} again to resume it. Nothing was sent")]
+    KeyNeeded,
+    #[error("generation stopped: {0}. Nothing more was sent; what was saved is kept: run the same command again to resume")]
+    Halted(Halt),
+    #[error(
+        "{failed} of {total} documents failed (why: outcomes.jsonl and audit.jsonl); \
+         run the same command with --retry-failed to send them again"
+    )]
+    Failed { failed: usize, total: usize },
+}
+
+impl GenerateError {
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            GenerateError::OtherJob { .. } | GenerateError::KeyNeeded => 2,
+            GenerateError::Busy { .. } | GenerateError::Halted(_) | GenerateError::Failed { .. } => 1,
+        }
+    }
+}
+
+impl GenerateArgs {
+    fn llm_settings(&self) -> LlmSettings {
+        LlmSettings {
+            endpoint: self.endpoint.trim().to_string(),
+            model: self.model.trim().to_string(),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+            concurrency: self.concurrency,
+            timeout_s: self.timeout,
+            max_attempts: self.attempts,
+        }
+    }
+
+    /// The prompt settings, checked as the page checks them.
+    fn prompt_settings(&self) -> Result<PromptSettings, CliError> {
+        let few_shot = match &self.examples {
+            None => Vec::new(),
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| CliError::Input { path: path.display().to_string(), message: format!("cannot read: {e}") })?;
+                parse_examples(&text).map_err(|e| CliError::Input { path: path.display().to_string(), message: e.to_string() })?
+            }
+        };
+        if !few_shot.is_empty() && !self.examples_public {
+            return Err(CliError::Input {
+                path: "--examples".into(),
+                message: "sent with every prompt: confirm with --examples-public that they are public (not taken from the private corpus)".into(),
+            });
+        }
+        let p = PromptSettings { doc_type: self.doc_type.clone(), system: self.system.clone(), template: self.template.clone(), few_shot };
+        p.check().map_err(|e| CliError::Input { path: "prompt settings".into(), message: e.to_string() })?;
+        Ok(p)
+    }
+}
+
+/// The API key from the environment: `None` when unset or blank.
+fn api_key() -> Result<Option<String>, CliError> {
+    let bad = |message: &str| CliError::Input { path: format!("${KEY_VAR}"), message: message.into() };
+    match std::env::var(KEY_VAR) {
+        Ok(k) if k.trim().is_empty() => Ok(None),
+        Ok(k) if !k.trim().chars().all(|c| c.is_ascii_graphic()) => Err(bad("has characters an HTTP header cannot carry (spaces, non-ASCII)")),
+        Ok(k) => Ok(Some(k.trim().to_string())),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(_)) => Err(bad("is not valid text")),
+    }
+}
+
+/// The run's DP keyphrase sequences, and its privacy report (as written, and read).
+fn read_run(dir: &Path) -> Result<(Vec<SequenceOut>, String, PrivacyReport), CliError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read_to_string(&path).map(|t| (t, path.display().to_string())).map_err(|e| CliError::Input {
+            path: path.display().to_string(),
+            message: format!("cannot read: {e} (--run takes the folder that `dpkps pipeline --out-dir` wrote)"),
+        })
+    };
+    let (text, path) = read("sequences.jsonl")?;
+    let mut sequences = Vec::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let s: SequenceOut = serde_json::from_str(line)
+            .map_err(|e| CliError::Input { path: path.clone(), message: format!("line {}: not a keyphrase sequence: {e}", n + 1) })?;
+        sequences.push(s);
+    }
+    if sequences.is_empty() {
+        return Err(CliError::Input { path, message: "holds no keyphrase sequence: nothing to generate".into() });
+    }
+    let (report_text, path) = read("privacy-report.json")?;
+    let report: PrivacyReport = serde_json::from_str(&report_text)
+        .map_err(|e| CliError::Input { path, message: format!("is not a dpkps privacy report: {e}") })?;
+    Ok((sequences, report_text, report))
+}
+
+fn now_iso() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// A new job's id: 8 hex digits, as the page makes them.
+fn new_job_id() -> Result<String, CliError> {
+    let mut b = [0u8; 4];
+    getrandom::fill(&mut b).map_err(|e| CliError::Dp(DpError::Rng(e.to_string())))?;
+    Ok(format!("{:08x}", u32::from_be_bytes(b)))
+}
+
+/// What makes `saved` another job than `fresh`: what it sends differs. (How it sends —
+/// requests at once, timeout, attempts — may change between runs of the command.)
+fn differences(saved: &Job, fresh: &Job) -> Vec<&'static str> {
+    let (a, b) = (&saved.llm, &fresh.llm);
+    let mut what = Vec::new();
+    let sequences = |j: &Job| j.items.iter().map(|i| (i.label.clone(), i.keyphrases.clone())).collect::<Vec<_>>();
+    if sequences(saved) != sequences(fresh) {
+        what.push("the run's sequences (--run)");
+    }
+    if saved.report != fresh.report {
+        what.push("the run's privacy report (--run)");
+    }
+    for (differs, name) in [
+        (a.endpoint != b.endpoint, "--endpoint"),
+        (a.model != b.model, "--model"),
+        (a.temperature != b.temperature, "--temperature"),
+        (a.max_tokens != b.max_tokens, "--max-tokens"),
+    ] {
+        if differs {
+            what.push(name);
+        }
+    }
+    if saved.prompts != fresh.prompts || (what.is_empty() && saved.items != fresh.items) {
+        what.push("the prompt settings (--doc-type, --template, --system, --examples)");
+    }
+    what
+}
+
+/// The job of the folder: the saved one (resumed, with this command's way of sending) if it
+/// is the same job, else `fresh`; with the outcomes saved so far. Saved before anything is sent.
+fn start(dir: &OutDir, fresh: Job) -> Result<Job, CliError> {
+    let keyed = fresh.keyed;
+    let (mut job, resumed) = match dir.saved_job()? {
+        None => (fresh, false),
+        Some(saved) => {
+            let what = differences(&saved, &fresh);
+            if !what.is_empty() {
+                return Err(GenerateError::OtherJob { path: dir.path(JOB).display().to_string(), what: what.join(", ") }.into());
+            }
+            if saved.keyed && !keyed {
+                return Err(GenerateError::KeyNeeded.into());
+            }
+            let llm = LlmSettings { concurrency: fresh.llm.concurrency, timeout_s: fresh.llm.timeout_s, max_attempts: fresh.llm.max_attempts, ..saved.llm.clone() };
+            (Job { llm, keyed: saved.keyed || keyed, ..saved }, true)
+        }
+    };
+    let saved = dir.saved_outcomes()?;
+    if saved.torn {
+        eprintln!("note: the last line of {} was cut short (the command was stopped while writing it): that document is sent again", store::OUTCOMES);
+    }
+    if let Some(r) = saved.records.iter().find(|r| r.job.as_deref() != Some(job.id.as_str())) {
+        let whose = if resumed { format!("job {:?}, not this folder's job {}", r.job, job.id) } else { "a job whose job.json is missing".into() };
+        return Err(CliError::Input {
+            path: dir.path(store::OUTCOMES).display().to_string(),
+            message: format!("holds outcomes of {whose}: give another --out-dir"),
+        });
+    }
+    job.outcomes.clear();
+    job.adopt(saved.records);
+    dir.save_job(&job)?;
+    Ok(job)
+}
+
+/// `dpkps generate`.
+pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
+    let key = api_key()?;
+    let llm = args.llm_settings();
+    llm.check()?;
+    llm.check_key(key.as_deref().unwrap_or(""))?;
+    let prompts = args.prompt_settings()?;
+    let (sequences, report_text, report) = read_run(&args.run)?;
+    let mut fresh = Job::new(new_job_id()?, now_iso(), llm, prompts, &sequences, report_text);
+    fresh.keyed = key.is_some();
+    if args.dry_run {
+        for item in &fresh.items {
+            println!("{}", fresh.llm.body(&item.messages));
+        }
+        eprintln!(
+            "{} requests to {}, about {} prompt tokens in all; nothing was sent (--dry-run)",
+            fresh.items.len(),
+            fresh.llm.completions_url(),
+            fresh.estimated_tokens()
+        );
+        return Ok(());
+    }
+    let dir = OutDir::open(&args.out_dir)?;
+    let job = start(&dir, fresh)?;
+    let pending = job.pending(args.retry_failed);
+    eprintln!(
+        "job {}: {} documents, {} done and {} failed before; sending {} to {} ({} at a time)",
+        job.id,
+        job.items.len(),
+        job.done(),
+        job.failed(),
+        pending.len(),
+        job.llm.completions_url(),
+        job.llm.concurrency.min(pending.len().max(1))
+    );
+    let session = Session {
+        dir: &dir,
+        client: HttpClient::new(key, job.llm.timeout_s),
+        job: RefCell::new(job.clone()),
+        stop: Arc::new(AtomicBool::new(false)),
+        halted: RefCell::new(None),
+    };
+    futures::executor::block_on(crate::llm::generate(&session, &job, pending));
+    let (job, halted) = (session.job.into_inner(), session.halted.into_inner());
+    dir.write_results(&job, &report.to_html())?;
+    eprintln!(
+        "wrote synthetic.jsonl and synthetic.csv ({} documents), privacy-report.json and .html to {} (the requests: audit.jsonl)",
+        job.done(),
+        args.out_dir.display()
+    );
+    if let Some(h) = halted {
+        return Err(GenerateError::Halted(h).into());
+    }
+    match job.failed() {
+        0 => Ok(()),
+        failed => Err(GenerateError::Failed { failed, total: job.items.len() }.into()),
+    }
+}
+
+/// The command's side of the shared sending loop: the HTTP client, the output folder, the
+/// job in memory (counted as outcomes are saved), and the halt.
+struct Session<'a> {
+    dir: &'a OutDir,
+    client: HttpClient,
+    job: RefCell<Job>,
+    /// Set on a halt: no new request, and retry waits end.
+    stop: Arc<AtomicBool>,
+    halted: RefCell<Option<Halt>>,
+}
+
+impl Transport for Session<'_> {
+    async fn post(&self, url: &str, body: &str, timeout_s: f64) -> Result<Reply, LlmError> {
+        self.client.post(url, body, timeout_s).await
+    }
+}
+
+impl JobStore for Session<'_> {
+    type Error = std::io::Error;
+
+    async fn audit(&self, entry: &AuditEntry) -> Result<(), std::io::Error> {
+        if let (AuditPhase::Response, Some(e)) = (entry.phase, &entry.error) {
+            eprintln!("document #{}, attempt {}: {e}", entry.index + 1, entry.attempt);
+        }
+        self.dir.append_audit(entry)
+    }
+
+    async fn save_outcome(&self, job: &str, index: usize, outcome: &Outcome) -> Result<(), std::io::Error> {
+        self.dir.append_outcome(job, index, outcome)
+    }
+
+    fn counted(&self, index: usize, outcome: Outcome) {
+        let mut job = self.job.borrow_mut();
+        let what = match &outcome {
+            Outcome::Done { attempts, .. } => format!("done ({attempts} attempt{})", if *attempts == 1 { "" } else { "s" }),
+            Outcome::Failed { error, attempts } => format!("FAILED after {attempts} attempt(s): {error}"),
+        };
+        let id = job.id.clone();
+        job.record(&id, index, outcome);
+        eprintln!("document #{}: {what} [{} of {} done, {} failed]", index + 1, job.done(), job.items.len(), job.failed());
+    }
+}
+
+impl Clock for Session<'_> {
+    fn now(&self) -> String {
+        now_iso()
+    }
+
+    async fn sleep(&self, ms: f64) {
+        http::sleep(ms, self.stop.clone()).await;
+    }
+}
+
+impl Control for Session<'_> {
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    fn halt(&self, why: Halt) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.halted.borrow_mut().get_or_insert(why);
+    }
+}

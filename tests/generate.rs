@@ -1,0 +1,424 @@
+//! `dpkps generate` against an in-process OpenAI-compatible server that injects faults: the
+//! page's job semantics natively (lanes, retries with backoff, failures, resume after a kill
+//! with every document exactly once), the key from the environment only, and the page's
+//! output formats.
+#![cfg(not(target_arch = "wasm32"))]
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use dpkps::llm::{Job, Outcome, OutcomeRecord};
+use serde_json::Value;
+
+const KEY: &str = "sk-test-0123456789abcdef";
+
+/// What the server does with one request.
+#[derive(Clone, Debug)]
+enum Fault {
+    /// 429 with `Retry-After: s`.
+    TooMany(u32),
+    Status(u16),
+    /// Answers (well) only after this many milliseconds.
+    Slow(u64),
+}
+
+/// One completion request as the server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    doc: usize,
+    at: Instant,
+    authorization: Option<String>,
+}
+
+#[derive(Default)]
+struct State {
+    faults: HashMap<usize, VecDeque<Fault>>,
+    seen: Vec<Seen>,
+    delay_ms: u64,
+    in_flight: usize,
+    max_in_flight: usize,
+}
+
+/// An OpenAI-compatible `POST /v1/chat/completions` on 127.0.0.1, one thread per connection.
+/// A request is for document `i` when its prompt holds the keyphrase `kp{i}x`.
+struct Server {
+    url: String,
+    state: Arc<Mutex<State>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let state = Arc::new(Mutex::new(State::default()));
+        let s = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let s = s.clone();
+                std::thread::spawn(move || handle(stream, &s));
+            }
+        });
+        Server { url, state }
+    }
+
+    fn fault(&self, doc: usize, faults: &[Fault]) {
+        self.state.lock().unwrap().faults.insert(doc, faults.iter().cloned().collect());
+    }
+
+    fn delay(&self, ms: u64) {
+        self.state.lock().unwrap().delay_ms = ms;
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.state.lock().unwrap().seen.clone()
+    }
+
+    /// Requests per document.
+    fn counts(&self) -> BTreeMap<usize, usize> {
+        let mut c = BTreeMap::new();
+        for s in self.seen() {
+            *c.entry(s.doc).or_default() += 1;
+        }
+        c
+    }
+}
+
+fn handle(mut stream: TcpStream, state: &Mutex<State>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut headers = HashMap::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+    }
+    let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut body = vec![0u8; len];
+    reader.read_exact(&mut body).unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    let prompt = body["messages"].as_array().unwrap().last().unwrap()["content"].as_str().unwrap().to_string();
+    let doc = (0..1000).find(|i| prompt.contains(&format!("kp{i}x"))).expect("a document's prompt");
+    let (fault, delay) = {
+        let mut s = state.lock().unwrap();
+        s.seen.push(Seen { doc, at: Instant::now(), authorization: headers.get("authorization").cloned() });
+        s.in_flight += 1;
+        s.max_in_flight = s.max_in_flight.max(s.in_flight);
+        (s.faults.get_mut(&doc).and_then(VecDeque::pop_front), s.delay_ms)
+    };
+    std::thread::sleep(Duration::from_millis(delay));
+    // In flight while the client waits for it: a slow reply is abandoned at the client's timeout.
+    state.lock().unwrap().in_flight -= 1;
+    let reply = |status: u16, extra: &str, body: &str| {
+        format!("HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}", body.len())
+    };
+    let ok = || {
+        let text = format!("A note about {prompt}");
+        reply(200, "", &serde_json::json!({ "choices": [{ "message": { "role": "assistant", "content": text } }] }).to_string())
+    };
+    let out = match fault {
+        Some(Fault::TooMany(s)) => reply(429, &format!("Retry-After: {s}\r\n"), r#"{"error":"slow down"}"#),
+        Some(Fault::Status(code)) => reply(code, "", r#"{"error":"no"}"#),
+        Some(Fault::Slow(ms)) => {
+            std::thread::sleep(Duration::from_millis(ms));
+            ok()
+        }
+        None => ok(),
+    };
+    let _ = stream.write_all(out.as_bytes());
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("dpkps-generate-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The privacy report of a real run (`dpkps pipeline`), made once for all the tests.
+fn real_report() -> &'static str {
+    static REPORT: OnceLock<String> = OnceLock::new();
+    REPORT.get_or_init(|| {
+        let dir = tmpdir("pipeline");
+        let mut csv = String::from("note,specialty\n");
+        for k in 0..20 {
+            let (text, label) = if k % 2 == 0 { ("Heart failure with chest pain and hypertension.", "Cardio") } else { ("Asthma with cough and pneumonia.", "Pulmo") };
+            csv.push_str(&format!("\"{text} Visit {k}.\",{label}\n"));
+        }
+        std::fs::write(dir.join("notes.csv"), csv).unwrap();
+        let o = dpkps(&[
+            "pipeline", "--corpus", dir.join("notes.csv").to_str().unwrap(), "--text-col", "note", "--label-col", "specialty",
+            "--classes", "Cardio,Pulmo", "--eps-voc", "1", "--top-n", "20", "--eps-kde", "5", "--len", "3", "--per-class", "2",
+            "--eps-counts", "off", "--ledger", dir.join("ledger.json").to_str().unwrap(), "--out-dir", dir.join("run").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        std::fs::read_to_string(dir.join("run/privacy-report.json")).unwrap()
+    })
+}
+
+/// A run folder with `n` sequences (document i's keyphrases hold the marker `kp{i}x`) and a
+/// real run's privacy report.
+fn run_folder(dir: &Path, n: usize) -> String {
+    let run = dir.join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let mut lines = String::new();
+    for i in 0..n {
+        let label = if i % 2 == 0 { "Cardio" } else { "Pulmo" };
+        lines.push_str(&serde_json::json!({ "label": label, "keyphrases": [format!("kp{i}x"), "Heart Failure", "=Cough"] }).to_string());
+        lines.push('\n');
+    }
+    std::fs::write(run.join("sequences.jsonl"), lines).unwrap();
+    std::fs::write(run.join("privacy-report.json"), real_report()).unwrap();
+    run.display().to_string()
+}
+
+fn dpkps(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_dpkps"));
+    c.args(args).env_remove("DPKPS_LLM_KEY").env_remove("http_proxy").env_remove("HTTP_PROXY").env_remove("ALL_PROXY").env_remove("all_proxy");
+    c
+}
+
+fn generate(run: &str, url: &str, out: &Path, extra: &[&str]) -> Command {
+    let mut args = vec!["generate", "--run", run, "--endpoint", url, "--model", "test-model", "--out-dir", out.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    dpkps(&args)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The job as saved in the folder, with its saved outcomes (last line of a document wins).
+fn saved_job(out: &Path) -> Job {
+    let mut job: Job = serde_json::from_slice(&std::fs::read(out.join("job.json")).unwrap()).unwrap();
+    assert!(job.outcomes.is_empty(), "job.json holds no outcome");
+    job.adopt(outcome_records(out));
+    job
+}
+
+/// Every line of `outcomes.jsonl`, each of which must read.
+fn outcome_records(out: &Path) -> Vec<OutcomeRecord> {
+    std::fs::read_to_string(out.join("outcomes.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn audit(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("audit.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[test]
+fn every_document_is_generated_with_lanes_and_retries_into_the_pages_formats() {
+    let dir = tmpdir("all");
+    let run = run_folder(&dir, 8);
+    let server = Server::start();
+    server.delay(150);
+    server.fault(0, &[Fault::TooMany(1)]);
+    server.fault(1, &[Fault::Status(500), Fault::Status(503)]);
+    server.fault(2, &[Fault::Slow(2500)]);
+    let out = dir.join("out");
+    let o = generate(&run, &server.url, &out, &["--concurrency", "3", "--timeout", "1"]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("document #1, attempt 1: HTTP 429") && err.contains("no reply within 1 s"), "{err}");
+    assert!(err.contains("[8 of 8 done, 0 failed]"), "{err}");
+
+    // Three in flight at once; each document sent once, plus once per injected fault.
+    assert_eq!(server.state.lock().unwrap().max_in_flight, 3);
+    let counts = server.counts();
+    assert_eq!(counts, (0..8).map(|i| (i, [2, 3, 2].get(i).copied().unwrap_or(1))).collect());
+    // The waits: the server's Retry-After (1 s), then backoff 0.5 s and 1 s.
+    let seen = server.seen();
+    let gaps = |doc: usize| {
+        let at: Vec<Instant> = seen.iter().filter(|s| s.doc == doc).map(|s| s.at).collect();
+        at.windows(2).map(|w| w[1] - w[0]).collect::<Vec<_>>()
+    };
+    assert!(gaps(0)[0] >= Duration::from_millis(1000), "{:?}", gaps(0));
+    let g1 = gaps(1);
+    assert!(g1[0] >= Duration::from_millis(500) && g1[1] >= Duration::from_millis(1000), "{g1:?}");
+    // The key, from the environment, travels in the authorization header...
+    assert!(seen.iter().all(|s| s.authorization.as_deref() == Some(&format!("Bearer {KEY}"))), "{seen:?}");
+    // ...and is written nowhere.
+    for f in std::fs::read_dir(&out).unwrap() {
+        let f = f.unwrap().path();
+        assert!(!String::from_utf8_lossy(&std::fs::read(&f).unwrap()).contains(KEY), "{} holds the key", f.display());
+    }
+
+    // The outcomes: each document once, with its attempts.
+    let job = saved_job(&out);
+    assert_eq!(outcome_records(&out).len(), 8);
+    assert!(job.is_complete() && job.keyed);
+    assert!(matches!(job.outcomes[&1], Outcome::Done { attempts: 3, .. }));
+    assert!(matches!(job.outcomes[&2], Outcome::Done { attempts: 2, .. }));
+    // The corpus as the page downloads it (the same code: llm::Job's exports).
+    let jsonl = std::fs::read_to_string(out.join("synthetic.jsonl")).unwrap();
+    assert_eq!(jsonl, job.corpus_jsonl());
+    let rows: Vec<Value> = jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 8);
+    for (i, r) in rows.iter().enumerate() {
+        let mut keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["keyphrases", "label", "text"]);
+        assert!(r["text"].as_str().unwrap().contains(&format!("kp{i}x; Heart Failure; =Cough")), "{r}");
+        assert_eq!(r["label"], if i % 2 == 0 { "Cardio" } else { "Pulmo" });
+    }
+    let csv = std::fs::read_to_string(out.join("synthetic.csv")).unwrap();
+    assert_eq!(csv, job.corpus_csv());
+    assert!(csv.starts_with("text,label,keyphrases\n") && csv.contains("kp0x; Heart Failure; =Cough\n"), "{csv}");
+    // The report: the run's, and its printable form.
+    assert_eq!(std::fs::read_to_string(out.join("privacy-report.json")).unwrap(), real_report());
+    assert!(std::fs::read_to_string(out.join("privacy-report.html")).unwrap().contains("Privacy report"));
+
+    // The audit log: every attempt before it was sent and after, bodies without the key.
+    let audit = audit(&out);
+    let total: usize = counts.values().sum();
+    assert_eq!(audit.iter().filter(|a| a["phase"] == "sending").count(), total);
+    assert_eq!(audit.iter().filter(|a| a["phase"] == "response").count(), total);
+    assert!(audit.iter().any(|a| a["status"] == 429) && audit.iter().any(|a| a["error"].as_str().is_some_and(|e| e.contains("no reply within"))));
+    let sending = audit.iter().find(|a| a["phase"] == "sending" && a["index"] == 3).unwrap();
+    assert!(sending["request"].as_str().unwrap().contains("\"model\":\"test-model\""), "{sending}");
+    assert!(sending["time"].as_str().unwrap().ends_with('Z'), "{sending}");
+
+    // Run again: nothing is left to send.
+    let before = server.seen().len();
+    let o = generate(&run, &server.url, &out, &["--concurrency", "3", "--timeout", "1"]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(server.seen().len(), before);
+}
+
+#[test]
+fn a_refused_document_fails_and_retry_failed_sends_only_it() {
+    let dir = tmpdir("failed");
+    let run = run_folder(&dir, 4);
+    let server = Server::start();
+    server.fault(1, &[Fault::Status(400)]);
+    let out = dir.join("out");
+    let o = generate(&run, &server.url, &out, &[]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 of 4 documents failed") && stderr(&o).contains("--retry-failed"), "{}", stderr(&o));
+    assert_eq!(server.counts()[&1], 1, "a 400 is not retried");
+    match &saved_job(&out).outcomes[&1] {
+        Outcome::Failed { error, attempts: 1 } => assert!(error.contains("HTTP 400"), "{error}"),
+        o => panic!("{o:?}"),
+    }
+    // The corpus holds what was generated.
+    assert_eq!(std::fs::read_to_string(out.join("synthetic.jsonl")).unwrap().lines().count(), 3);
+
+    // The same command again sends nothing (failed documents wait for --retry-failed).
+    let o = generate(&run, &server.url, &out, &[]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(server.seen().len(), 4);
+    // Started with a key: resuming without it is refused before anything is sent.
+    let o = generate(&run, &server.url, &out, &["--retry-failed"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("set DPKPS_LLM_KEY again"), "{}", stderr(&o));
+    // Another job in this folder is refused, naming what differs.
+    let o = generate(&run, &server.url, &out, &["--doc-type", "discharge summary", "--temperature", "0.2"]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("holds another job") && err.contains("--temperature") && err.contains("prompt settings"), "{err}");
+    assert_eq!(server.seen().len(), 4);
+
+    let o = generate(&run, &server.url, &out, &["--retry-failed"]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(server.counts(), BTreeMap::from([(0, 1), (1, 2), (2, 1), (3, 1)]));
+    assert!(saved_job(&out).is_complete());
+    assert_eq!(outcome_records(&out).len(), 5, "the retried document's new outcome is appended");
+    assert_eq!(std::fs::read_to_string(out.join("synthetic.jsonl")).unwrap().lines().count(), 4);
+}
+
+#[test]
+fn a_killed_job_resumes_and_sends_each_remaining_document_exactly_once() {
+    let dir = tmpdir("kill");
+    let run = run_folder(&dir, 12);
+    let server = Server::start();
+    server.delay(250);
+    let out = dir.join("out");
+    let mut child = generate(&run, &server.url, &out, &["--concurrency", "2"]).stderr(Stdio::null()).spawn().unwrap();
+    let t0 = Instant::now();
+    while std::fs::read_to_string(out.join("outcomes.jsonl")).map_or(0, |t| t.lines().count()) < 4 {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // What was saved: the complete lines.
+    let text = std::fs::read_to_string(out.join("outcomes.jsonl")).unwrap();
+    let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    let done: BTreeSet<usize> = complete.lines().map(|l| serde_json::from_str::<OutcomeRecord>(l).unwrap().index).collect();
+    // A kill in the middle of writing an outcome leaves a torn last line.
+    std::fs::OpenOptions::new().append(true).open(out.join("outcomes.jsonl")).unwrap().write_all(br#"{"job":"x","index":11,"outc"#).unwrap();
+    assert!(done.len() >= 4 && done.len() < 12, "{done:?}");
+    let before = server.seen().len();
+
+    let o = generate(&run, &server.url, &out, &["--concurrency", "2"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cut short"), "{}", stderr(&o));
+    let after: Vec<usize> = server.seen()[before..].iter().map(|s| s.doc).collect();
+    let expected: BTreeSet<usize> = (0..12).filter(|i| !done.contains(i)).collect();
+    assert_eq!(after.len(), expected.len(), "each remaining document once: {after:?}");
+    assert_eq!(after.iter().copied().collect::<BTreeSet<_>>(), expected, "no saved document is sent again");
+    // Every line of the outcomes reads (the torn one was cut), and each document is there once.
+    let records = outcome_records(&out);
+    assert_eq!(records.iter().map(|r| r.index).collect::<BTreeSet<_>>().len(), 12);
+    assert_eq!(records.len(), 12);
+    let job = saved_job(&out);
+    assert!(job.is_complete() && !job.keyed);
+    assert_eq!(std::fs::read_to_string(out.join("synthetic.jsonl")).unwrap(), job.corpus_jsonl());
+    assert_eq!(job.corpus_jsonl().lines().count(), 12);
+}
+
+#[test]
+fn the_key_comes_from_the_environment_only_and_the_pages_checks_apply() {
+    let dir = tmpdir("key");
+    let run = run_folder(&dir, 2);
+    let out = dir.join("out");
+    // No flag takes a key.
+    let o = generate(&run, "http://127.0.0.1:9/v1", &out, &["--key", KEY]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unexpected argument '--key'"), "{}", stderr(&o));
+    let help = dpkps(&["generate", "--help"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&help.stdout).contains("DPKPS_LLM_KEY"));
+    // The page's refusals, before anything is written or sent.
+    for (endpoint, words) in [
+        ("http://10.0.0.5:8000/v1", "API key would be sent unencrypted: http://10.0.0.5:8000"),
+        ("https://api.example.org/v1?api_key=abc", "credential in its query (api_key="),
+        ("https://user:pw@api.example.org/v1", "user name or password"),
+        (&format!("https://api.example.org/{KEY}/v1"), "API key appears in the endpoint URL"),
+    ] {
+        let o = generate(&run, endpoint, &out, &[]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{endpoint}");
+        assert!(stderr(&o).contains(words), "{endpoint}: {}", stderr(&o));
+    }
+    assert!(!out.exists(), "nothing written for a refused job");
+    // Few-shot examples must be declared public; the review prints what would be sent.
+    std::fs::write(dir.join("ex.txt"), "keyphrases: a, b\nlabel: Cardio\nAn example.").unwrap();
+    let ex = dir.join("ex.txt").display().to_string();
+    let o = generate(&run, "http://127.0.0.1:9/v1", &out, &["--examples", &ex]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--examples-public"), "{}", stderr(&o));
+    let o = generate(&run, "http://127.0.0.1:9/v1", &out, &["--examples", &ex, "--examples-public", "--dry-run"]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bodies: Vec<Value> = String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(bodies.len(), 2);
+    let roles: Vec<&str> = bodies[0]["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    assert!(bodies[1]["messages"][3]["content"].as_str().unwrap().contains("(Pulmo)"));
+    assert!(stderr(&o).contains("nothing was sent"), "{}", stderr(&o));
+    assert!(!out.exists());
+    // Nothing answers: the document fails after its attempts, saying where it looked.
+    let o = generate(&run, "http://127.0.0.1:9/v1", &out, &["--attempts", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("nothing answered at http://127.0.0.1:9/v1/chat/completions"), "{}", stderr(&o));
+}
