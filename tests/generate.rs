@@ -417,6 +417,28 @@ fn the_key_comes_from_the_environment_only_and_the_pages_checks_apply() {
     assert!(bodies[1]["messages"][3]["content"].as_str().unwrap().contains("(Pulmo)"));
     assert!(stderr(&o).contains("nothing was sent"), "{}", stderr(&o));
     assert!(!out.exists());
+    // Sequences of a noise-dominated class are left out unless asked for, as on the page.
+    let noisy = dir.join("noisy");
+    let run2 = run_folder(&noisy, 3);
+    let text = std::fs::read_to_string(noisy.join("run/sequences.jsonl")).unwrap();
+    let marked: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if v["label"] == "Pulmo" {
+                v["noise_dominated"] = Value::Bool(true);
+            }
+            v.to_string()
+        })
+        .collect();
+    std::fs::write(noisy.join("run/sequences.jsonl"), marked.join("\n") + "\n").unwrap();
+    for (extra, n) in [(&[][..], 2), (&["--include-noise-classes"][..], 3)] {
+        let mut args = vec!["--dry-run"];
+        args.extend_from_slice(extra);
+        let o = generate(&run2, "http://127.0.0.1:9/v1", &noisy.join("out"), &args).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), n, "{extra:?}");
+    }
     // Nothing answers: the document fails after its attempts, saying where it looked.
     let o = generate(&run, "http://127.0.0.1:9/v1", &out, &["--attempts", "1"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));

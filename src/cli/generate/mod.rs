@@ -82,6 +82,10 @@ pub(crate) struct GenerateArgs {
     /// required with --examples.
     #[arg(long)]
     examples_public: bool,
+    /// Also generate for the classes whose release is noise-dominated (their sequences are
+    /// marked "noise_dominated": true in sequences.jsonl; left out by default, as on the page).
+    #[arg(long)]
+    include_noise_classes: bool,
     /// Send the documents that failed again (the page's "Retry failed documents").
     #[arg(long)]
     retry_failed: bool,
@@ -216,7 +220,7 @@ fn differences(saved: &Job, fresh: &Job) -> Vec<&'static str> {
     let mut what = Vec::new();
     let sequences = |j: &Job| j.items.iter().map(|i| (i.label.clone(), i.keyphrases.clone())).collect::<Vec<_>>();
     if sequences(saved) != sequences(fresh) {
-        what.push("the run's sequences (--run)");
+        what.push("the run's sequences (--run, --include-noise-classes)");
     }
     if saved.report != fresh.report {
         what.push("the run's privacy report (--run)");
@@ -279,7 +283,20 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     llm.check()?;
     llm.check_key(key.as_deref().unwrap_or(""))?;
     let prompts = args.prompt_settings()?;
-    let (sequences, report_text, report) = read_run(&args.run)?;
+    let (all, report_text, report) = read_run(&args.run)?;
+    let sequences = SequenceOut::to_generate(&all, args.include_noise_classes);
+    if sequences.len() < all.len() {
+        eprintln!(
+            "left out {} sequences of noise-dominated classes (--include-noise-classes includes them)",
+            all.len() - sequences.len()
+        );
+    }
+    if sequences.is_empty() {
+        return Err(CliError::Input {
+            path: args.run.join("sequences.jsonl").display().to_string(),
+            message: "every sequence is of a noise-dominated class: nothing to generate unless --include-noise-classes".into(),
+        });
+    }
     let mut fresh = Job::new(new_job_id()?, now_iso(), llm, prompts, &sequences, report_text);
     fresh.keyed = key.is_some();
     if args.dry_run {
