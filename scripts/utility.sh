@@ -8,13 +8,16 @@
 #   scripts/utility.sh            # the whole grid
 #   scripts/utility.sh quick      # the two-class task at ε = (1, 10) only
 #   scripts/utility.sh diagnose   # the iterative samplers, noiseless, step by step (one seed)
+#   scripts/utility.sh seeds      # issue 22: the default (histogram) sampler, per-class and
+#                                 # global Ṽ, at ε = (1, 10) and (2, 4), on all 40 classes,
+#                                 # the 5 largest balanced, and Cardiovascular / Pulmonary vs rest
 #   EXTRA="--vocab-scope global" scripts/utility.sh   # any other option for every run
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$DPKPS_ROOT"
 corpus=${DPKPS_MTSAMPLES:-$DPKPS_ROOT/../shared/data/mtsamples.csv}
 [[ -f $corpus ]] || { echo "MTSamples not found at $corpus (set DPKPS_MTSAMPLES)" >&2; exit 2; }
-cargo build --release --locked --bin dpkps -q
+[[ -n ${DPKPS_BIN:-} ]] || cargo build --release --locked --bin dpkps -q
 out=target/utility
 mkdir -p "$out"
 t0=$SECONDS
@@ -23,7 +26,7 @@ run() { # name, ε_voc, ε_kde, task options…
   shift 3
   echo "=== $name: ε = ($ev, $ek) $*"
   # shellcheck disable=SC2086
-  target/release/dpkps evaluate --corpus "$corpus" --text-col transcription --label-col medical_specialty \
+  ${DPKPS_BIN:-target/release/dpkps} evaluate --corpus "$corpus" --text-col transcription --label-col medical_specialty \
     --vocabulary medical --eps-voc "$ev" --eps-kde "$ek" --seeds "${SEEDS:-3}" --no-dp \
     --json "$out/$name.json" "$@" ${EXTRA:-} 2>/dev/null
   echo
@@ -35,6 +38,18 @@ if [[ ${1:-} == diagnose ]]; then
   # rms random-feature error; and a classifier trained on exact-kernel samples.
   SEEDS=1 run diagnose-1-10 1 10 --sampler iterative-linear,iterative-log --diagnose --one-vs-rest "$two"
   echo "diagnosis took $((SECONDS - t0)) s"
+  exit 0
+fi
+if [[ ${1:-} == seeds ]]; then
+  for eps in "1 10" "2 4"; do
+    read -r ev ek <<<"$eps"
+    for scope in per-class global; do
+      run "all40-$scope-$ev-$ek" "$ev" "$ek" --sampler histogram --vocab-scope "$scope"
+      run "top5bal-$scope-$ev-$ek" "$ev" "$ek" --sampler histogram --vocab-scope "$scope" --top-classes 5 --balance
+      run "two-class-$scope-$ev-$ek" "$ev" "$ek" --sampler histogram --vocab-scope "$scope" --one-vs-rest "$two"
+    done
+  done
+  echo "seeds grid took $((SECONDS - t0)) s"
   exit 0
 fi
 run two-class-1-10 1 10 --sampler all --one-vs-rest "$two"
