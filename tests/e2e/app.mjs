@@ -169,14 +169,18 @@ await runTests([
     assert(seqs.length === 12, `6 sequences per class × 2 classes, got ${seqs.length}`);
     assert(seqs.every((s) => s.keyphrases.length === 4 && ['cardiology', 'pulmonary'].includes(s.label)), 'sequence shape');
     assertClean(jsonl, 'sequences JSONL');
+    // The signal per class: one row per declared class, and the report names the flagged ones.
+    assert((await page.locator('#signals table.signals tr').count()) === 3, 'a header and 2 classes in the signal table');
     const csv = await download('#dl-csv');
-    assert(csv.startsWith('label,keyphrases'), 'CSV header');
+    assert(csv.startsWith('label,keyphrases,noise_dominated'), 'CSV header');
     assertClean(csv, 'sequences CSV');
     const report = JSON.parse(await download('#dl-report'));
     assert(report.format === 'dpkps-privacy-report-v1' && Math.abs(report.epsilon_run - 25.1) < 1e-9, 'report ε');
     assert(/one document/.test(report.neighbouring_relation), 'neighbouring relation stated');
     assert(report.non_dp_checks_on_this_corpus === 1 && /comparing 7 setting/.test(report.non_dp_checks), `utility checks stated: ${report.non_dp_checks}`);
     assert(report.model.sha256.length === 64 && report.vocabulary.sha256.length === 64, 'checksums');
+    assert(report.class_signals.length === 2 && Array.isArray(report.noise_dominated), 'the signal per class in the report');
+    assert(seqs.every((s) => (s.noise_dominated === true) === report.noise_dominated.includes(s.label)), 'flagged sequences are the flagged classes\'');
     assertClean(JSON.stringify(report), 'privacy report');
     const html = await download('#dl-report-html-run');
     assert(/Privacy report/.test(html) && /ε = 25\.1000/.test(html) && !/<script/i.test(html), 'printable report without an LLM');
@@ -272,6 +276,14 @@ await runTests([
     await page.waitForFunction(() => /Connected/.test(document.querySelector('#connection')?.textContent ?? ''), null, { timeout: 20_000 });
     const unexpected = problems.splice(seen).filter((p) => !/blocked by CORS policy|net::ERR_FAILED|status of 403/.test(p));
     assert(unexpected.length === 0, `problems during the CORS check: ${unexpected.join('; ')}`);
+    // At ε_kde = 5, I = 256 and 20 documents a class, the DP-KDE release usually stands no
+    // higher than noise alone: such classes are left out of the job unless included, and the
+    // page says so, with the prompts they would add.
+    if (await page.locator('#include-noise').count()) {
+      const offer = await page.textContent('#include-noise-label');
+      assert(/noise-dominated class\(es\) \((cardiology|pulmonary)/.test(offer) && /more prompts/.test(offer), offer);
+      await page.check('#include-noise');
+    }
     const summary = await page.textContent('#leaves-summary');
     assert(/^12 requests to http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/.test(summary), summary);
     const sample = await page.textContent('#prompt-sample');
