@@ -130,7 +130,7 @@ await runTests([
     await page.check('#observed-labels input[data-label="pulmonary"]');
     assert(await page.inputValue('#class-list') === 'cardiology\npulmonary', 'ticking a label declares it');
     assert(await page.isChecked('#other-drop'), 'other labels are left out by default');
-    assert(await page.isChecked('#vocab_per_class'), 'per-class vocabulary by default');
+    assert(!(await page.isChecked('#vocab_per_class')), 'one global vocabulary by default');
     assert(await page.isChecked('#proportional'), 'DP class proportions by default');
     assert(await page.inputValue('#sampler') === 'histogram', 'histogram sampler by default');
     assert((await page.textContent('#sampler-help')).length > 20, 'the sampler is described');
