@@ -288,7 +288,7 @@ fn print_table(r: &EvalReport) {
         println!("{:<24} {:<10} refused: {}", a.arm, "-", a.reason);
     }
     for a in &r.nothing_to_train {
-        println!("{:<24} {:<10} not scored: {} (--include-noise-classes trains on them)", a.arm, "-", a.reason);
+        println!("{:<24} {:<10} seed {}: not scored: {} (--include-noise-classes trains on them)", a.arm, "-", a.seed, a.reason);
     }
     // The seeds' quality, once per sampler arm (the views share the sequences).
     for a in r.arms.iter().filter(|a| a.view == "embedding") {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::classifier::{Rows, Softmax, Standardiser};
 use super::params::{EvalParams, Task, REST};
-use super::report::{aggregate, ArmReport, EvalReport, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
+use super::report::{aggregate, ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
 use super::split::{self, Split};
 use super::{metrics, EvalError};
 use crate::classes::{ClassSet, OtherLabels};
@@ -175,7 +175,7 @@ impl Evaluation {
         let total = (2 + arms.len()) * self.rounds.len();
         let mut done = 0;
         let mut results: Vec<((String, &'static str), RunResult)> = Vec::new();
-        let mut empty: Vec<RefusedArm> = Vec::new();
+        let mut empty: Vec<NotScored> = Vec::new();
         let kde_emb = emb;
         for round in &self.rounds {
             let seq = |i: usize| &self.docs[i].terms[..self.docs[i].terms.len().min(p.len)];
@@ -209,8 +209,9 @@ impl Evaluation {
                 if sampled.train.is_empty() {
                     // Every class noise-dominated: generation would send nothing, so there is
                     // nothing to train on (reported, not scored).
-                    empty.push(RefusedArm {
-                        arm: format!("{arm} (seed {})", round.seed),
+                    empty.push(NotScored {
+                        arm: arm.clone(),
+                        seed: round.seed,
                         reason: "every class's release is noise-dominated: nothing would be generated".into(),
                     });
                     done += 1;
@@ -238,7 +239,7 @@ impl Evaluation {
     }
 
     /// Builds one arm's KDEs from the round's training documents and samples its sequences.
-    /// (An empty `train` — every class noise-dominated — fails in the classifier with why.)
+    /// An empty `train` (every class noise-dominated) is reported by the caller, not scored.
     fn sample_arm(
         &self,
         round: &Round,
@@ -436,8 +437,6 @@ impl Evaluation {
     }
 }
 
-/// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), Ṽ
-/// (histogram samplers), or Ṽ's terms under `EvalParams::candidates` (DP-KDE samplers).
 /// One sampler arm's sequences (those training uses) and what the run would report of them.
 struct Sampled {
     train: Vec<(Vec<TermId>, usize)>,
@@ -445,6 +444,8 @@ struct Sampled {
     noise_dominated: Vec<String>,
 }
 
+/// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), Ṽ
+/// (histogram samplers), or Ṽ's terms under `EvalParams::candidates` (DP-KDE samplers).
 fn arm_vocab(round: &Round, sampler: KeyphraseSampler, noiseless: bool) -> &[TermId] {
     match (noiseless, sampler.hist_kind()) {
         (true, _) => &round.exact_vocab,

@@ -55,7 +55,7 @@ pub mod split;
 
 pub use evaluation::{Evaluation, Progress};
 pub use params::{EvalParams, Task, NODP_FEATURES, REST};
-pub use report::{ArmReport, EvalReport, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
+pub use report::{ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
 
 use crate::dp::{DpError, ParamError};
 use crate::dp::summary::SummaryError;

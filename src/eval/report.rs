@@ -102,7 +102,15 @@ pub struct EvalReport {
     /// nothing would be generated and nothing was trained (unless
     /// `EvalParams::include_noise_classes`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub nothing_to_train: Vec<RefusedArm>,
+    pub nothing_to_train: Vec<NotScored>,
+}
+
+/// One sampler run not scored: every class's release was noise-dominated.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NotScored {
+    pub arm: String,
+    pub seed: u64,
+    pub reason: String,
 }
 
 /// A sampler arm that was not run, and why (the refusal's message).

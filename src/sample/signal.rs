@@ -27,7 +27,10 @@
 //!   Laplace noise of scale b (variance 2b²), so the score has variance
 //!   (2/I²)·2b²·Σ_i cos² θ_i ≈ 2b²/I (random phases: Σ cos² ≈ I/2) and, as a sum of I
 //!   independent terms, is close to Gaussian. q = z·b·√(2/I) with z the normal quantile
-//!   of ALPHA/N (a union bound over the N candidates).
+//!   of ALPHA/N (a union bound over the N candidates). This null is an approximation, unlike
+//!   the histogram's: a weighted sum of Laplace variables has heavier tails than the Gaussian,
+//!   by about 30% at z ≈ 4.75 and I = 256 and far more at I ≤ 16, so at small I a
+//!   noise-only class passes a little more often than ALPHA says (the defaults use I ≥ 256).
 //!
 //! The random-feature error of the DP-KDEs is not noise "at this ε" and is left out: it does
 //! not shrink with ε, and the samplers' noise floor (`super::kde`) handles it.
@@ -76,9 +79,10 @@ pub fn class_signals(set: &DpSummary, cands: &Candidates) -> Result<Vec<ClassSig
     if set.params.sampler.hist_kind().is_some() {
         // Row 0 holds one entry per term of the release's Ṽ.
         let n = set.candidates.len();
-        let eps = set.epsilon_per_member;
-        let b = 1.0 / eps;
-        let tau = super::hist::threshold(eps, n) / DOC_WEIGHT as f64;
+        // b: the release's noise scale in documents (G·members/ε_kde grid units; one member).
+        let b = set.params.noise_scale().map_err(SummaryError::Dp)?.to_f64() / DOC_WEIGHT as f64;
+        // τ exactly as the sampler clips (`super::hist::threshold`): b·ln N.
+        let tau = super::hist::threshold(set.epsilon_per_member, n) / DOC_WEIGHT as f64;
         let q = clipped_mass_quantile(n, b, tau, ALPHA);
         Ok(set
             .classes

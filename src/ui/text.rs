@@ -2,7 +2,7 @@
 //! that the views only place them. (The `ui` module is built for wasm32 only; these functions
 //! take and return plain data so that they could move to a native-tested module unchanged.)
 
-use crate::eval::ArmReport;
+use crate::eval::{ArmReport, EvalReport};
 use crate::llm::Job;
 use crate::protocol::{AccountStatus, CorpusSummary, RunResult};
 
@@ -137,6 +137,19 @@ pub fn arm_row(a: &ArmReport) -> (String, String, String, String) {
         format!("{:.2} ± {:.2}", a.accuracy_mean, a.accuracy_std),
         format!("macro-F1 {:.2}", a.macro_f1_mean),
     )
+}
+
+/// The sampler arms not scored in some repetition, once each: (name, why).
+pub fn not_scored_rows(r: &EvalReport) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for n in &r.nothing_to_train {
+        let runs = r.nothing_to_train.iter().filter(|m| m.arm == n.arm).count();
+        let row = (format!("{} · not scored", n.arm), format!("{runs} of {} repetitions: {}", r.params.seeds.len(), n.reason));
+        if !out.contains(&row) {
+            out.push(row);
+        }
+    }
+    out
 }
 
 /// How the utility figures were computed (`n_test`: held-out documents).

@@ -79,7 +79,9 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<
         // Counted before the figures are shown; without a ledger they are not shown.
         let mut id = [0u8; 8];
         rng.fill(&mut id);
-        let mut arms: Vec<&str> = report.arms.iter().map(|a| a.arm.as_str()).collect();
+        // Arms not scored (every class noise-dominated) were compared too: their releases were
+        // built from the documents, and "nothing to generate" is itself a figure.
+        let mut arms: Vec<&str> = report.arms.iter().map(|a| a.arm.as_str()).chain(report.nothing_to_train.iter().map(|a| a.arm.as_str())).collect();
         arms.sort_unstable();
         arms.dedup();
         let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: iso_now(), settings_compared: arms.len() };

@@ -64,7 +64,11 @@ pub fn Generate() -> impl IntoView {
         app.result.get().and_then(|r| text::noise_classes(&r)).map(|(classes, prompts, names)| {
             view! {
                 <label class="check" id="include-noise-label">
-                    <input id="include-noise" type="checkbox" prop:checked=move || g.include_noise.get() on:change=move |ev| g.include_noise.set(event_target_checked(&ev)) />
+                    <input id="include-noise" type="checkbox" prop:checked=move || g.include_noise.get() on:change=move |ev| {
+                        // Another set of prompts: reviewed again before sending.
+                        g.include_noise.set(event_target_checked(&ev));
+                        g.reviewed.set(false);
+                    } />
                     {format!(
                         "Also generate for the {classes} noise-dominated class(es) ({names}): {prompts} more prompts, seeded mostly \
                          by keyphrases the DP noise picked. No privacy cost; raising ε_kde or merging classes costs a new run."

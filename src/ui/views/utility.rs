@@ -28,6 +28,17 @@ pub fn Utility() -> impl IntoView {
                     }
                 })
                 .collect_view();
+            let not_scored = text::not_scored_rows(&r)
+                .into_iter()
+                .map(|(name, why)| {
+                    view! {
+                        <li class="not-scored">
+                            <span class="term">{name}</span>
+                            <span class="why">{why}</span>
+                        </li>
+                    }
+                })
+                .collect_view();
             view! {
                 <section aria-labelledby="util-h" class="card" id="utility">
                     <h2 id="util-h">"Utility check"</h2>
@@ -52,7 +63,7 @@ pub fn Utility() -> impl IntoView {
                     <p class="hint">
                         {text::utility_hint(r.arms.first().map_or(0, |a| a.n_test))}
                     </p>
-                    <ol class="bars utility" id="utility-arms">{rows}</ol>
+                    <ol class="bars utility" id="utility-arms">{rows}{not_scored}</ol>
                 </section>
             }
         })

@@ -162,6 +162,11 @@ impl GenState {
         let id = format!("{:08x}", (js_sys::Math::random() * f64::from(u32::MAX)) as u32);
         let created = js_sys::Date::new_0().to_iso_string().as_string().unwrap_or_default();
         let sequences = SequenceOut::to_generate(&result.sequences, self.include_noise.get());
+        if sequences.is_empty() {
+            return Err("every class's release is noise-dominated, so nothing would be generated: include them below \
+                        (their keyphrases are mostly noise), or run again with a larger ε_kde or merged classes"
+                .into());
+        }
         let mut job = Job::new(id, created, llm, prompts, &sequences, result.report.clone());
         job.keyed = !self.key.get().trim().is_empty();
         Ok(job)
