@@ -33,7 +33,8 @@ pub struct RunSettings {
     /// Documents with other labels: `None` drops them; `Some(name)` gathers them in that class.
     #[serde(default)]
     pub other_class: Option<String>,
-    /// Ṽ from per-class noisy histograms (`dp::vocabulary`, "Per class").
+    /// Ṽ from per-class noisy histograms (`dp::vocabulary`, "Per class"); off by default. Settings
+    /// saved without the field are from before it was off, when per class was the default.
     #[serde(default = "yes")]
     pub vocab_per_class: bool,
     /// Reuse the private vocabulary this page released in an earlier run on the same corpus
@@ -309,7 +310,7 @@ mod tests {
             RunSettings { eps_voc: 1.0, ..same.clone() },
             RunSettings { top_n: 500, ..same.clone() },
             RunSettings { terms_per_doc: 2, ..same.clone() },
-            RunSettings { vocab_per_class: false, ..same.clone() },
+            RunSettings { vocab_per_class: !same.vocab_per_class, ..same.clone() },
             RunSettings { classes: vec!["a".into()], ..same.clone() },
             RunSettings { other_class: Some("other".into()), ..same.clone() },
             RunSettings { account: None, ..same.clone() },
