@@ -29,6 +29,7 @@
 import http from 'node:http';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { Template } from '@huggingface/jinja';
 import { getLlama, LlamaCompletion, LlamaLogLevel } from 'node-llama-cpp';
 import { MODEL_PATH, MODEL_ID, checkModel } from './model.mjs';
@@ -347,7 +348,7 @@ async function main() {
   process.on('SIGTERM', stop);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === new URL(import.meta.url).pathname) {
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   main().catch((e) => {
     console.error(`server.mjs: ${e.stack ?? e}`);
     process.exit(1);

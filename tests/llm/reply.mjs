@@ -1,0 +1,57 @@
+// What a generated document is: prose, or one of the ways a small model fails the task (the
+// keyphrases given back as a list, a glossary of them, a loop, a refusal, a line or two); and
+// which of its keyphrases it uses. Read by tests/llm/prompt_bench.mjs and by the end-to-end
+// test with the real model (tests/e2e/llm_real.mjs). No dependencies.
+
+/** Lower case, every run of characters other than letters and digits one space. */
+export const norm = (s) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim();
+
+const REFUSAL = /\b(I'?m sorry|I am sorry|I can(?:no|')t (?:assist|help|provide|write)|as an AI)\b/i;
+
+/**
+ * Classifies `text` written for `keyphrases`. Returns
+ * - `kind`, the first that holds:
+ *   - "refusal": an apology or "I can't assist" in under 40 words;
+ *   - "list": the keyphrases given back: at most 3 other words, or half or more of its words
+ *     are keyphrase words (a list, or a list repeated);
+ *   - "loop": a third or more of its sentences, or half or more of its 4-word runs, are repeats;
+ *   - "glossary": at least 3 (and half) of the keyphrases each open a line as a heading or a
+ *     "Keyphrase: definition" item: a note in name only;
+ *   - "short": under 40 words or under 2 sentences;
+ *   - "prose": otherwise;
+ * - `used`, `distinct`: how many of the distinct keyphrases appear (whole words, any case,
+ *   punctuation ignored), of how many;
+ * - `words`, `sentences`, `density` (the share of its words inside keyphrases).
+ */
+export function classify(text, keyphrases) {
+  const distinct = [...new Set(keyphrases)];
+  const keys = distinct.map(norm).filter(Boolean).sort((a, b) => b.length - a.length);
+  const flat = ` ${norm(text)} `;
+  const used = keys.filter((k) => flat.includes(` ${k} `)).length;
+  const wordList = flat.trim().split(' ').filter(Boolean);
+  const words = wordList.length;
+  // Words left once every keyphrase occurrence (longest first), number and "and" is taken out.
+  let rest = flat;
+  for (const k of keys) rest = rest.split(` ${k} `).join('  ');
+  const left = rest.split(/\s+/).filter((w) => w && !/^\d+$/.test(w) && !['and', 'keyphrases', 'keyphrase'].includes(w));
+  const density = words === 0 ? 0 : (words - rest.split(/\s+/).filter(Boolean).length) / words;
+  const sentences = text.split(/(?<=[.!?])\s+|\n+/).map(norm).filter((s) => s.split(' ').length >= 4);
+  const sentenceRepeats = sentences.length - new Set(sentences).size;
+  const grams = [];
+  for (let i = 0; i + 4 <= wordList.length; i++) grams.push(wordList.slice(i, i + 4).join(' '));
+  const gramRepeats = grams.length - new Set(grams).size;
+  // Lines that open with a keyphrase and then a colon or nothing: "**Pain:** …", "## Pain".
+  const headed = new Set();
+  for (const line of text.split('\n')) {
+    const l = norm(line.replace(/^[\s\-*•·#>\d.)]+/, '').split(/[:\n]/)[0]);
+    const k = keys.find((x) => l === x || (line.includes(':') && l.startsWith(x) && l.length <= x.length + 12));
+    if (k) headed.add(k);
+  }
+  let kind = 'prose';
+  if (words < 40 && REFUSAL.test(text)) kind = 'refusal';
+  else if (left.length <= 3 || density >= 0.5) kind = 'list';
+  else if ((sentences.length >= 3 && sentenceRepeats / sentences.length >= 1 / 3) || (grams.length >= 20 && gramRepeats / grams.length >= 0.5)) kind = 'loop';
+  else if (headed.size >= 3 && headed.size >= keys.length / 2) kind = 'glossary';
+  else if (words < 40 || sentences.length < 2) kind = 'short';
+  return { kind, used, distinct: keys.length, words, sentences: sentences.length, density: Number(density.toFixed(2)) };
+}
