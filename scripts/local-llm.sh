@@ -93,13 +93,16 @@ install() {
   install_npm
   install_model
   node "$LLM/model.mjs" check >/dev/null
-  step "local LLM ready ($((SECONDS - t0)) s): scripts/local-llm.sh serve -> http://127.0.0.1:8000/v1, model $(pin id)"
+  step "local LLM installed ($((SECONDS - t0)) s)"
 }
 
 cmd=${1:-}
 [[ $# -gt 0 ]] && shift
 case $cmd in
-  install) install ;;
+  install)
+    install
+    step "start it with: scripts/local-llm.sh serve (http://127.0.0.1:8000/v1, model $(pin id), no key)"
+    ;;
   serve)
     install >&2
     # Belt and braces: node-llama-cpp must not download llama.cpp whatever it is asked.

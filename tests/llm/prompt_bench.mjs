@@ -1,7 +1,7 @@
 // Sends the app's prompts for DP keyphrase sequences to an OpenAI-compatible endpoint (by
 // default the local model of scripts/local-llm.sh) under one or more prompt variants, and says
 // what came back (tests/llm/reply.mjs: prose, or a list of the keyphrases, a glossary, a loop,
-// a refusal, a line or two), how many of the keyphrases each reply uses, tokens, finish
+// a copy of the few-shot example, a refusal, a line or two), how many of the keyphrases each reply uses, tokens, finish
 // reasons and seconds per document.
 //
 //   node tests/llm/prompt_bench.mjs --sequences sequences.jsonl [--n 40] [--variants v.json]
@@ -11,10 +11,12 @@
 //
 // sequences.jsonl: `dpkps pipeline`'s sequences ({"label", "keyphrases"} per line); the first
 // --n, taken round robin over the labels. --variants: a JSON array of {"name", "system",
-// "template", "doc_type"} (with "lowercase": true, an experiment, the keyphrases are sent in
-// lower case), or of the string "app default"; without it, the app's defaults
+// "template", "doc_type"} and optionally "few_shot" (public examples, [{"keyphrases", "label",
+// "text"}], as the app's few-shot field gives them), "lowercase" (true, an experiment: the
+// keyphrases sent in lower case) and "body" (more request fields, an experiment: e.g.
+// {"frequency_penalty": 0.5}), or of the string "app default"; without it, the app's defaults
 // (src/prompt.rs). The messages are built as src/prompt.rs builds them: the system message,
-// then the template, with {keyphrases} (each keyphrase once, in order, joined by "; "),
+// the few-shot pairs, then the template, with {keyphrases} (each keyphrase once, in order, joined by "; "),
 // {doc_type} and {label} replaced in one pass. Each request sends the app's body (model,
 // messages, temperature, max_tokens, stream false) and a seed (the sequence's index), so
 // every variant gets the same seeds.
@@ -54,7 +56,7 @@ export function substitute(text, values) {
   return out + rest;
 }
 
-/** The messages of one request, as src/prompt.rs `PromptSettings::messages` (no few-shot examples). */
+/** The messages of one request, as src/prompt.rs `PromptSettings::messages`: system, few-shot pairs, the request. */
 export function messages(variant, keyphrases, label) {
   // `lowercase`: an experiment (not in the app): the keyphrases in lower case.
   const distinct = [...new Set(variant.lowercase ? keyphrases.map((k) => k.toLowerCase()) : keyphrases)];
@@ -62,6 +64,10 @@ export function messages(variant, keyphrases, label) {
   const fill = (t, ks) => substitute(t, { '{keyphrases}': ks.join('; '), '{doc_type}': docType, '{label}': label ?? docType });
   const out = [];
   if (variant.system.trim() !== '') out.push({ role: 'system', content: fill(variant.system, []) });
+  for (const ex of variant.few_shot ?? []) {
+    const fillEx = (t) => substitute(t, { '{keyphrases}': [...new Set(ex.keyphrases)].join('; '), '{doc_type}': docType, '{label}': ex.label ?? docType });
+    out.push({ role: 'user', content: fillEx(variant.template) }, { role: 'assistant', content: ex.text });
+  }
   out.push({ role: 'user', content: fill(variant.template, distinct) });
   return out;
 }
@@ -99,7 +105,7 @@ function pick(all, n) {
 }
 
 const pct = (a, n) => `${((100 * a) / n).toFixed(0)}%`;
-const KINDS = ['prose', 'list', 'glossary', 'loop', 'short', 'refusal'];
+const KINDS = ['prose', 'list', 'glossary', 'loop', 'copy', 'short', 'refusal'];
 
 /** One row of the table: the share of each kind, keyphrase use, length, time. */
 function summarize(name, results) {
@@ -122,7 +128,7 @@ function rescore(file) {
   const by = new Map();
   for (const line of fs.readFileSync(file, 'utf8').trim().split('\n')) {
     const r = JSON.parse(line);
-    by.set(r.variant, [...(by.get(r.variant) ?? []), { ...r, ...classify(r.text, r.keyphrases) }]);
+    by.set(r.variant, [...(by.get(r.variant) ?? []), { ...r, ...classify(r.text, r.keyphrases, r.examples ?? []) }]);
   }
   console.table([...by].map(([name, results]) => summarize(name, results)));
 }
@@ -140,15 +146,15 @@ async function main() {
   for (const variant of variants) {
     const results = [];
     for (const [i, s] of seqs.entries()) {
-      const body = { model: o.model, messages: messages(variant, s.keyphrases, s.label), temperature: o.temperature, max_tokens: o.maxTokens, stream: false, seed: i };
+      const body = { model: o.model, messages: messages(variant, s.keyphrases, s.label), temperature: o.temperature, max_tokens: o.maxTokens, stream: false, seed: i, ...variant.body };
       const t0 = performance.now();
       const r = await fetch(`${o.endpoint}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
       const reply = await r.json();
       if (!r.ok) throw new Error(`HTTP ${r.status}: ${JSON.stringify(reply)}`);
       const secs = (performance.now() - t0) / 1000;
       const text = reply.choices[0].message.content;
-      const c = classify(text, s.keyphrases);
-      const rec = { variant: variant.name, index: i, label: s.label, keyphrases: [...new Set(s.keyphrases)], ...c, finish: reply.choices[0].finish_reason, completion_tokens: reply.usage?.completion_tokens, seconds: Number(secs.toFixed(2)), text };
+      const c = classify(text, s.keyphrases, (variant.few_shot ?? []).map((e) => e.text));
+      const rec = { variant: variant.name, index: i, label: s.label, keyphrases: [...new Set(s.keyphrases)], examples: (variant.few_shot ?? []).map((e) => e.text), ...c, finish: reply.choices[0].finish_reason, completion_tokens: reply.usage?.completion_tokens, seconds: Number(secs.toFixed(2)), text };
       results.push(rec);
       out?.write(`${JSON.stringify(rec)}\n`);
       process.stderr.write(`${variant.name} ${i + 1}/${seqs.length}: ${c.kind}, ${c.used}/${c.distinct} keyphrases, ${rec.completion_tokens} tokens, ${rec.finish}, ${secs.toFixed(1)} s\n`);

@@ -1,5 +1,6 @@
 // What a generated document is: prose, or one of the ways a small model fails the task (the
-// keyphrases given back as a list, a glossary of them, a loop, a refusal, a line or two); and
+// keyphrases given back as a list, a glossary of them, a loop, a copy of a few-shot example, a
+// refusal, a line or two); and
 // which of its keyphrases it uses. Read by tests/llm/prompt_bench.mjs and by the end-to-end
 // test with the real model (tests/e2e/llm_real.mjs). No dependencies.
 
@@ -8,10 +9,20 @@ export const norm = (s) => s.toLowerCase().replace(/[^\p{L}\p{N}]+/gu, ' ').trim
 
 const REFUSAL = /\b(I'?m sorry|I am sorry|I can(?:no|')t (?:assist|help|provide|write)|as an AI)\b/i;
 
+/** The set of 4-word runs of `text` (normalised). */
+function fourGrams(text) {
+  const w = norm(text).split(' ').filter(Boolean);
+  const out = [];
+  for (let i = 0; i + 4 <= w.length; i++) out.push(w.slice(i, i + 4).join(' '));
+  return out;
+}
+
 /**
- * Classifies `text` written for `keyphrases`. Returns
+ * Classifies `text` written for `keyphrases`; `examples` are the texts of the prompt's
+ * few-shot examples, if any. Returns
  * - `kind`, the first that holds:
  *   - "refusal": an apology or "I can't assist" in under 40 words;
+ *   - "copy": a third or more of its 4-word runs come from one of the examples;
  *   - "list": the keyphrases given back: at most 3 other words, or half or more of its words
  *     are keyphrase words (a list, or a list repeated);
  *   - "loop": a third or more of its sentences, or half or more of its 4-word runs, are repeats;
@@ -23,7 +34,7 @@ const REFUSAL = /\b(I'?m sorry|I am sorry|I can(?:no|')t (?:assist|help|provide|
  *   punctuation ignored), of how many;
  * - `words`, `sentences`, `density` (the share of its words inside keyphrases).
  */
-export function classify(text, keyphrases) {
+export function classify(text, keyphrases, examples = []) {
   const distinct = [...new Set(keyphrases)];
   const keys = distinct.map(norm).filter(Boolean).sort((a, b) => b.length - a.length);
   const flat = ` ${norm(text)} `;
@@ -37,8 +48,11 @@ export function classify(text, keyphrases) {
   const density = words === 0 ? 0 : (words - rest.split(/\s+/).filter(Boolean).length) / words;
   const sentences = text.split(/(?<=[.!?])\s+|\n+/).map(norm).filter((s) => s.split(' ').length >= 4);
   const sentenceRepeats = sentences.length - new Set(sentences).size;
-  const grams = [];
-  for (let i = 0; i + 4 <= wordList.length; i++) grams.push(wordList.slice(i, i + 4).join(' '));
+  const grams = fourGrams(text);
+  const copied = Math.max(0, ...examples.map((e) => {
+    const ex = new Set(fourGrams(e));
+    return grams.length === 0 ? 0 : grams.filter((g) => ex.has(g)).length / grams.length;
+  }));
   const gramRepeats = grams.length - new Set(grams).size;
   // Lines that open with a keyphrase and then a colon or nothing: "**Pain:** …", "## Pain".
   const headed = new Set();
@@ -49,6 +63,7 @@ export function classify(text, keyphrases) {
   }
   let kind = 'prose';
   if (words < 40 && REFUSAL.test(text)) kind = 'refusal';
+  else if (copied >= 1 / 3) kind = 'copy';
   else if (left.length <= 3 || density >= 0.5) kind = 'list';
   else if ((sentences.length >= 3 && sentenceRepeats / sentences.length >= 1 / 3) || (grams.length >= 20 && gramRepeats / grams.length >= 0.5)) kind = 'loop';
   else if (headed.size >= 3 && headed.size >= keys.length / 2) kind = 'glossary';

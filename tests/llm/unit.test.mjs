@@ -56,6 +56,10 @@ test('the bench fills prompts as src/prompt.rs does', () => {
   assert.equal(m.length, 2);
   assert.equal(m[0].content, 'You write realistic, fictional clinical notes. Invent every name, date and detail.');
   assert.ok(m[1].content.includes('(cardio)') && m[1].content.includes(': heart failure; edema.'), m[1].content);
+  const shot = messages({ ...APP_DEFAULT, few_shot: [{ keyphrases: ['cough'], label: 'pulmo', text: 'Ex.' }] }, ['heart failure', 'edema', 'heart failure'], 'cardio');
+  assert.deepEqual(shot.map((x) => x.role), ['system', 'user', 'assistant', 'user']);
+  assert.ok(shot[1].content.includes('(pulmo)') && shot[1].content.includes(': cough.') && shot[2].content === 'Ex.', shot[1].content);
+  assert.ok(shot[3].content.includes('(cardio)') && shot[3].content.includes(': heart failure; edema.'), shot[3].content);
   const k = messages(APP_DEFAULT, ['Amino Acids, Peptides, and Proteins', 'Cough'], null)[1].content;
   assert.ok(k.includes('(clinical note)') && k.includes(': Amino Acids, Peptides, and Proteins; Cough.'), k);
   const odd = { doc_type: 'note {keyphrases}', system: '', template: '[{doc_type}] [{label}] [{keyphrases}] {unknown} {' };
@@ -65,7 +69,7 @@ test('the bench fills prompts as src/prompt.rs does', () => {
   assert.equal(substitute('{a}{b}', { '{a}': '{b}', '{b}': 'B' }), '{b}B');
 });
 
-test('replies are classified: prose, list, glossary, loop, short, refusal', () => {
+test('replies are classified: prose, list, glossary, loop, copy, short, refusal', () => {
   const k = ['Heart Failure', 'Edema', 'Chest Pain', 'Atrial Fibrillation'];
   const prose = 'Mr. Harlan Voss, a 67-year-old retired machinist, came to the clinic with two weeks of chest pain on exertion and ankle edema. '
     + 'He has a history of heart failure with reduced ejection fraction. On examination his pulse was irregular, and the ECG confirmed atrial fibrillation. '
@@ -81,5 +85,9 @@ test('replies are classified: prose, list, glossary, loop, short, refusal', () =
   assert.equal(classify(loop, k).kind, 'loop');
   assert.equal(classify('The patient, a retired teacher, has heart failure and edema; chest pain and atrial fibrillation are stable today.', k).kind, 'short');
   assert.equal(classify("I'm sorry, I can't assist with that request.", k).kind, 'refusal');
+  // A few-shot example given back (with a sentence added) is a copy, not a document.
+  const example = 'Maria Feldt, a 58-year-old bookkeeper, came in with five days of productive cough and fever. A chest X-ray showed pneumonia, and we started antibiotics.';
+  assert.equal(classify(`${example} She also has chest pain.`, k, [example]).kind, 'copy');
+  assert.equal(classify(prose, k, [example]).kind, 'prose');
   assert.equal(classify(prose.replace(/atrial fibrillation/i, 'an arrhythmia'), k).used, 3);
 });
