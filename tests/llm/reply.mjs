@@ -31,19 +31,21 @@ function fourGrams(text) {
  *   - "short": under 40 words or under 2 sentences;
  *   - "prose": otherwise;
  * - `used`, `distinct`: how many of the distinct keyphrases appear (whole words, any case,
- *   punctuation ignored), of how many;
+ *   punctuation ignored, the last word singular or plural), of how many;
  * - `words`, `sentences`, `density` (the share of its words inside keyphrases).
  */
 export function classify(text, keyphrases, examples = []) {
   const distinct = [...new Set(keyphrases)];
   const keys = distinct.map(norm).filter(Boolean).sort((a, b) => b.length - a.length);
   const flat = ` ${norm(text)} `;
-  const used = keys.filter((k) => flat.includes(` ${k} `)).length;
+  // A keyphrase counts as used in the singular or plural ("Headache", "headaches").
+  const forms = (k) => [` ${k} `, ` ${k}s `, ` ${k}es `];
+  const used = keys.filter((k) => forms(k).some((f) => flat.includes(f))).length;
   const wordList = flat.trim().split(' ').filter(Boolean);
   const words = wordList.length;
   // Words left once every keyphrase occurrence (longest first), number and "and" is taken out.
   let rest = flat;
-  for (const k of keys) rest = rest.split(` ${k} `).join('  ');
+  for (const k of keys) for (const f of forms(k)) rest = rest.split(f).join('  ');
   const left = rest.split(/\s+/).filter((w) => w && !/^\d+$/.test(w) && !['and', 'keyphrases', 'keyphrase'].includes(w));
   const density = words === 0 ? 0 : (words - rest.split(/\s+/).filter(Boolean).length) / words;
   const sentences = text.split(/(?<=[.!?])\s+|\n+/).map(norm).filter((s) => s.split(' ').length >= 4);
