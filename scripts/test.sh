@@ -31,7 +31,8 @@ node tests/e2e/smoke.mjs
 node tests/e2e/app.mjs
 node tests/e2e/file.mjs
 
-lap "the local LLM: its server's unit tests, then the app generating through the real model"
+lap "the local LLM: install (node-llama-cpp's prebuilt CPU binary, the pinned model), its server's unit tests, then the app generating through the real model"
+scripts/local-llm.sh install
 node --test tests/llm/
 node tests/e2e/llm_real.mjs
 
