@@ -152,6 +152,16 @@ pub fn not_scored_rows(r: &EvalReport) -> Vec<(String, String)> {
     out
 }
 
+/// What a new run would cost, from this run's DP outputs: its ε again, less ε_voc when the
+/// private vocabulary is reused.
+pub fn rerun_cost(r: &RunResult) -> String {
+    let eps_voc = serde_json::from_str::<crate::run::report::PrivacyReport>(&r.report).ok().filter(|p| p.vocabulary_from.is_none()).map(|p| p.epsilon_vocabulary);
+    match eps_voc {
+        Some(v) if v > 0.0 => format!("ε = {:.3}, or {:.3} with the private vocabulary reused", r.epsilon_run, r.epsilon_run - v),
+        _ => format!("ε = {:.3}", r.epsilon_run),
+    }
+}
+
 /// How the utility figures were computed (`n_test`: held-out documents).
 pub fn utility_hint(n_test: usize) -> String {
     format!(

@@ -281,7 +281,7 @@ await runTests([
     // page says so, with the prompts they would add.
     if (await page.locator('#include-noise').count()) {
       const offer = await page.textContent('#include-noise-label');
-      assert(/noise-dominated class\(es\) \((cardiology|pulmonary)/.test(offer) && /more prompts/.test(offer), offer);
+      assert(/noise-dominated class\(es\) \((cardiology|pulmonary)/.test(offer) && /more prompts/.test(offer) && /costs a new run: ε = \d/.test(offer), offer);
       await page.check('#include-noise');
     }
     const summary = await page.textContent('#leaves-summary');

@@ -61,7 +61,7 @@ pub fn Generate() -> impl IntoView {
     let plan = Memo::new(move |_| app.result.get().map(|r| g.plan(&r)));
     // Classes whose release is noise-dominated: left out unless the curator includes them.
     let noise = move || {
-        app.result.get().and_then(|r| text::noise_classes(&r)).map(|(classes, prompts, names)| {
+        app.result.get().and_then(|r| text::noise_classes(&r).map(|n| (n, text::rerun_cost(&r)))).map(|((classes, prompts, names), cost)| {
             view! {
                 <label class="check" id="include-noise-label">
                     <input id="include-noise" type="checkbox" prop:checked=move || g.include_noise.get() on:change=move |ev| {
@@ -71,7 +71,8 @@ pub fn Generate() -> impl IntoView {
                     } />
                     {format!(
                         "Also generate for the {classes} noise-dominated class(es) ({names}): {prompts} more prompts, seeded mostly \
-                         by keyphrases the DP noise picked. No privacy cost; raising ε_kde or merging classes costs a new run."
+                         by keyphrases the DP noise picked. No privacy cost. Raising ε_kde or merging classes costs a new run: {}.",
+                        cost
                     )}
                 </label>
             }
