@@ -309,7 +309,7 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
     };
     let mut rng = SecureRng::from_os()?;
     let sampled = run::sample(&rel, &emb, per_class, &mut rng)?;
-    eprintln!("{}", run::Sampled::note_of(&sampled.sequences, &sampled.signals));
+    eprintln!("{}", sampled.note());
     write_sequences(out, &sampled.sequences, &sampled.signals, &public)
 }
 

@@ -118,12 +118,14 @@ pub fn is_noise_dominated(signals: &[ClassSignal], label: &Option<String>) -> bo
     signals.iter().any(|s| s.noise_dominated && &s.label == label)
 }
 
-/// Counts, per class, the sequences sampled and those shorter than `len`.
+/// Counts, per class, the sequences sampled and those shorter than `len`, in one pass (added to
+/// the counts, which [`class_signals`] starts at 0).
 pub fn count_sequences(signals: &mut [ClassSignal], sequences: &[Sequence], len: usize) {
-    for s in signals.iter_mut() {
-        let of: Vec<&Sequence> = sequences.iter().filter(|q| q.label == s.label).collect();
-        s.sequences = of.len();
-        s.shorter_than_l = of.iter().filter(|q| q.keyphrases.len() < len).count();
+    for q in sequences {
+        if let Some(s) = signals.iter_mut().find(|s| s.label == q.label) {
+            s.sequences += 1;
+            s.shorter_than_l += usize::from(q.keyphrases.len() < len);
+        }
     }
 }
 
