@@ -4,10 +4,14 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The default template, after the paper's prompt. The keyphrases are separated by
-/// [`KEYPHRASE_SEPARATOR`], which the template names so that the model reads each keyphrase
-/// whole.
-pub const DEFAULT_TEMPLATE: &str = "Write a realistic {doc_type} ({label}). It must mention each of these keyphrases (separated by semicolons), in any order: {keyphrases}.\nWrite only the document.";
+/// The default template, after the paper's prompt, reworded from what a small local model
+/// returned (docs/generation.md): the keyphrases come first, on a line of their own, and the
+/// request after them says what the reply must look like (paragraphs of full sentences, about
+/// 150 words) and what it must not (a list, a numbered list, definitions). Asked to "mention
+/// each of these keyphrases", the model gave half its replies back as lists or glossaries. The
+/// keyphrases are separated by [`KEYPHRASE_SEPARATOR`], which the template names so that the
+/// model reads each keyphrase whole.
+pub const DEFAULT_TEMPLATE: &str = "Keyphrases (separated by semicolons): {keyphrases}.\n\nWrite a realistic {doc_type} ({label}) of about 150 words, in two or three paragraphs of full sentences. Use each keyphrase above naturally in the sentences, in any order; do not list, number or define them. Write only the {doc_type}.";
 
 /// What `{keyphrases}` puts between keyphrases. Not a comma: vocabulary terms may contain
 /// commas (MeSH chemical names such as "Amino Acids, Peptides, and Proteins"), and a
@@ -15,7 +19,7 @@ pub const DEFAULT_TEMPLATE: &str = "Write a realistic {doc_type} ({label}). It m
 /// semicolon in any term; a user's own list might, and the few-shot parser below then splits
 /// only on semicolons.
 pub const KEYPHRASE_SEPARATOR: &str = "; ";
-pub const DEFAULT_SYSTEM: &str = "You write realistic, fictional {doc_type}s. Invent every name, date and detail.";
+pub const DEFAULT_SYSTEM: &str = "You write realistic, fictional {doc_type}s in flowing prose: full sentences and paragraphs, never lists. Every person and detail is invented.";
 
 /// An example pair the curator marks as public (never a private document).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

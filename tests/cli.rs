@@ -334,6 +334,14 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
     };
     let o = vocab(&first, &["--account", "clinic", "--budget", "2.5"]);
     assert!(o.status.success(), "{}", stderr(&o));
+    // `--out /dev/null` writes into the device: an atomic rename would have replaced it with a
+    // regular file holding the release (as root), which later readers of /dev/null then read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let null = std::fs::metadata("/dev/null").unwrap().file_type();
+        assert!(null.is_char_device(), "/dev/null is no longer a device: {null:?}");
+    }
     let o = vocab(&reordered, &[]);
     assert!(stderr(&o).contains("this corpus has spent ε = 1.0000 before"), "{}", stderr(&o));
     // Under the account: the overlap is flagged, and the account's budget (2.5, stored) refuses

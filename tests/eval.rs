@@ -113,16 +113,41 @@ fn synthetic_texts_are_scored_next_to_real_texts() {
     let json = dir.join("out.json").display().to_string();
     let mut args = base(&c);
     let syn = syn.display().to_string();
-    args.extend(["--sampler", "independent", "--synthetic", &syn, "--json", &json]);
+    let named = format!("llm={syn}");
+    let export = dir.join("sequences");
+    let export_arg = export.display().to_string();
+    // So small a corpus is noise-dominated at this ε: its sequences are exported all the same.
+    args.extend(["--sampler", "independent", "--include-noise-classes", "--synthetic", &named, "--export-sequences", &export_arg, "--json", &json]);
     let o = dpkps(&dir, &args);
     assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("synthetic set llm: 19 documents (18 used, per class [6, 6, 6]); accuracy / same count of real documents "), "{out}");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(v["synthetic"], serde_json::json!({"documents": 19, "used": 18, "unknown_label_left_out": 1}));
+    assert_eq!(
+        v["synthetic"],
+        serde_json::json!([{"name": "llm", "documents": 19, "used": 18, "unknown_label_left_out": 1, "per_class": [6, 6, 6]}])
+    );
     let arms = v["arms"].as_array().unwrap();
     let text = |n: &str| arms.iter().find(|a| a["arm"] == n && a["view"] == "text").unwrap_or_else(|| panic!("{n}/text missing"));
     assert_eq!(text("synthetic")["n_train"], 18);
     assert_eq!(text("real-text")["n_test"], 6);
+    // As many real training documents per class as the set has: 6 of each class's 6.
+    assert_eq!(text("real-text-same-count")["n_train"], 18);
     assert!(text("synthetic")["accuracy_mean"].as_f64().unwrap() > text("majority")["accuracy_mean"].as_f64().unwrap());
+    // The sampler arm's training sequences, per seed, in the form `generate --sequences` reads.
+    for seed in [0, 1] {
+        let path = export.join(format!("dp-independent-seed{seed}.jsonl"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let seqs: Vec<dpkps::protocol::SequenceOut> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        // 20 per class on average, apportioned by the DP class counts; noise-dominated classes left out.
+        assert!(!seqs.is_empty() && seqs.len() <= 3 * 20, "{}: {}", path.display(), seqs.len());
+        assert!(seqs.iter().all(|s| !s.keyphrases.is_empty() && ["Cardio", "Derm", "Pulmo"].contains(&s.label.as_deref().unwrap_or(""))));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "not DP: owner only");
+        }
+    }
 }
 
 #[test]

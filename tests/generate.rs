@@ -25,6 +25,8 @@ enum Fault {
     Status(u16),
     /// Answers (well) only after this many milliseconds.
     Slow(u64),
+    /// Answers with the keyphrases alone, as a bare list: not a document.
+    List,
 }
 
 /// One completion request as the server saw it.
@@ -134,6 +136,10 @@ fn handle(mut stream: TcpStream, state: &Mutex<State>) {
             std::thread::sleep(Duration::from_millis(ms));
             ok()
         }
+        Some(Fault::List) => {
+            let text = format!("kp{doc}x; Heart Failure; Cough");
+            reply(200, "", &serde_json::json!({ "choices": [{ "message": { "role": "assistant", "content": text } }] }).to_string())
+        }
         None => ok(),
     };
     let _ = stream.write_all(out.as_bytes());
@@ -227,17 +233,21 @@ fn every_document_is_generated_with_lanes_and_retries_into_the_pages_formats() {
     server.fault(0, &[Fault::TooMany(1)]);
     server.fault(1, &[Fault::Status(500), Fault::Status(503)]);
     server.fault(2, &[Fault::Slow(2500)]);
+    server.fault(3, &[Fault::List]);
     let out = dir.join("out");
     let o = generate(&run, &server.url, &out, &["--concurrency", "3", "--timeout", "1"]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("document #1, attempt 1: HTTP 429") && err.contains("no reply within 1 s"), "{err}");
     assert!(err.contains("[8 of 8 done, 0 failed]"), "{err}");
+    // A reply that is not a document is asked for once more, at once.
+    assert!(err.contains("document #4, attempt 1: the reply is the keyphrases given back as a list: asked once more"), "{err}");
+    assert!(err.contains("(8 documents: 8 prose)"), "{err}");
 
     // Three in flight at once; each document sent once, plus once per injected fault.
     assert_eq!(server.state.lock().unwrap().max_in_flight, 3);
     let counts = server.counts();
-    assert_eq!(counts, (0..8).map(|i| (i, [2, 3, 2].get(i).copied().unwrap_or(1))).collect());
+    assert_eq!(counts, (0..8).map(|i| (i, [2, 3, 2, 2].get(i).copied().unwrap_or(1))).collect());
     // The waits: the server's Retry-After (1 s), then backoff 0.5 s and 1 s.
     let seen = server.seen();
     let gaps = |doc: usize| {
@@ -261,6 +271,7 @@ fn every_document_is_generated_with_lanes_and_retries_into_the_pages_formats() {
     assert!(job.is_complete() && job.keyed);
     assert!(matches!(job.outcomes[&1], Outcome::Done { attempts: 3, .. }));
     assert!(matches!(job.outcomes[&2], Outcome::Done { attempts: 2, .. }));
+    assert!(matches!(&job.outcomes[&3], Outcome::Done { attempts: 2, text } if text.starts_with("A note about")));
     // The corpus as the page downloads it (the same code: llm::Job's exports).
     let jsonl = std::fs::read_to_string(out.join("synthetic.jsonl")).unwrap();
     assert_eq!(jsonl, job.corpus_jsonl());
@@ -269,13 +280,14 @@ fn every_document_is_generated_with_lanes_and_retries_into_the_pages_formats() {
     for (i, r) in rows.iter().enumerate() {
         let mut keys: Vec<&String> = r.as_object().unwrap().keys().collect();
         keys.sort();
-        assert_eq!(keys, ["keyphrases", "label", "text"]);
+        assert_eq!(keys, ["form", "keyphrases", "keyphrases_used", "label", "text"]);
+        assert_eq!((&r["form"], &r["keyphrases_used"]), (&Value::from("prose"), &Value::from(3)), "{r}");
         assert!(r["text"].as_str().unwrap().contains(&format!("kp{i}x; Heart Failure; =Cough")), "{r}");
         assert_eq!(r["label"], if i % 2 == 0 { "Cardio" } else { "Pulmo" });
     }
     let csv = std::fs::read_to_string(out.join("synthetic.csv")).unwrap();
     assert_eq!(csv, job.corpus_csv());
-    assert!(csv.starts_with("text,label,keyphrases\n") && csv.contains("kp0x; Heart Failure; =Cough\n"), "{csv}");
+    assert!(csv.starts_with("text,label,keyphrases,form,keyphrases_used\n") && csv.contains("kp0x; Heart Failure; =Cough,prose,3\n"), "{csv}");
     // The report: the run's, and its printable form.
     assert_eq!(std::fs::read_to_string(out.join("privacy-report.json")).unwrap(), real_report());
     assert!(std::fs::read_to_string(out.join("privacy-report.html")).unwrap().contains("Privacy report"));

@@ -21,7 +21,8 @@ use crate::corpus::{self, Fields, Format, Ingest};
 use crate::dp::candidates::CandidateRule;
 use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
-use crate::eval::{EvalParams, EvalReport, Evaluation, Task};
+use crate::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task};
+use crate::protocol::SequenceOut;
 use crate::dp::summary::KeyphraseSampler;
 use crate::public_vocab::Matcher;
 
@@ -72,10 +73,19 @@ pub(crate) struct EvaluateArgs {
     /// L2 penalty of the classifier (the same for every arm).
     #[arg(long, default_value_t = SoftmaxParams::default().l2)]
     l2: f64,
-    /// Synthetic documents to score (JSONL with fields "text" and "label"): a classifier on
-    /// their text embeddings, tested on the held-out documents' text embeddings.
-    #[arg(long)]
-    synthetic: Option<PathBuf>,
+    /// Synthetic documents to score (JSONL with fields "text" and "label", as `dpkps generate`
+    /// writes them), as PATH or NAME=PATH; repeatable. Each set trains a classifier on its
+    /// texts' embeddings, and another on as many real training documents per class; both are
+    /// tested on the held-out documents' texts, beside one trained on every training text.
+    #[arg(long, value_name = "[NAME=]PATH")]
+    synthetic: Vec<String>,
+    /// Write each sampler arm's training sequences (every seed's, the classes generation
+    /// would keep) to DIR/ARM-seedS.jsonl, in the form of `dpkps pipeline`'s sequences.jsonl:
+    /// the input of `dpkps generate --sequences` in the train-on-synthetic benchmark. The
+    /// noiseless arms' (--no-dp) sequences are NOT differentially private: the files are
+    /// written readable by their owner only.
+    #[arg(long, value_name = "DIR")]
+    export_sequences: Option<PathBuf>,
     /// Write the report (one object per arm and view, the parameters, the task) here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -170,23 +180,41 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
         }
     })?;
     eprintln!(" ({:.1} s)", t1.elapsed().as_secs_f64());
-    let mut report = ev.run(&emb, &mut rng, &mut progress)?;
+    let mut export = |arm: ArmSequences<'_>| -> Result<(), crate::eval::EvalError> {
+        let Some(dir) = &args.export_sequences else { return Ok(()) };
+        let path = dir.join(format!("{}-seed{}.jsonl", arm.arm, arm.seed));
+        let mut text = String::new();
+        for (terms, class) in arm.sequences {
+            let keyphrases: Vec<String> = terms.iter().map(|&t| public.term(t).to_string()).collect();
+            let line = SequenceOut { label: arm.classes.get(*class).cloned(), keyphrases, noise_dominated: false };
+            text.push_str(&serde_json::to_string(&line).unwrap_or_default());
+            text.push('\n');
+        }
+        super::io::write_private(&path, text.as_bytes()).map_err(|e| crate::eval::EvalError::Export(e.to_string()))
+    };
+    let mut report = ev.run_with(&emb, &mut rng, &mut progress, &mut export)?;
     eprintln!();
     let diagnosis = if args.diagnose { Some(ev.diagnose(&emb, &mut rng)?) } else { None };
 
-    if let Some(path) = &args.synthetic {
-        let synthetic = read_synthetic(path)?;
+    if !args.synthetic.is_empty() {
         let texts = document_texts(&args.inputs.corpus, ev.documents())?;
         let t2 = Instant::now();
         let doc_emb = embed_texts(embedder.as_mut(), &texts, "embedding held-out and training texts")?;
-        let syn_texts: Vec<String> = synthetic.iter().map(|s| s.0.clone()).collect();
-        let syn_emb = embed_texts(embedder.as_mut(), &syn_texts, "embedding synthetic texts")?;
-        eprintln!("embedded {} texts ({:.1} s)", texts.len() + syn_texts.len(), t2.elapsed().as_secs_f64());
-        let pairs: Vec<(Vec<f32>, String)> = syn_emb.into_iter().zip(synthetic.into_iter().map(|s| s.1)).collect();
-        let (arms, summary) = ev.text_view(&doc_emb, &pairs, &mut progress)?;
+        let mut sets = Vec::with_capacity(args.synthetic.len());
+        let mut embedded = texts.len();
+        for spec in &args.synthetic {
+            let (name, path) = synthetic_set(spec);
+            let synthetic = read_synthetic(&path)?;
+            let syn_texts: Vec<String> = synthetic.iter().map(|s| s.0.clone()).collect();
+            let syn_emb = embed_texts(embedder.as_mut(), &syn_texts, &format!("embedding synthetic texts ({name})"))?;
+            embedded += syn_texts.len();
+            sets.push((name, syn_emb.into_iter().zip(synthetic.into_iter().map(|s| s.1)).collect::<Vec<_>>()));
+        }
+        eprintln!("embedded {embedded} texts ({:.1} s)", t2.elapsed().as_secs_f64());
+        let (arms, summaries) = ev.text_view(&doc_emb, &sets, &mut progress)?;
         eprintln!();
         report.arms.extend(arms);
-        report.synthetic = Some(summary);
+        report.synthetic = summaries;
     }
 
     print_table(&report);
@@ -290,6 +318,25 @@ fn print_table(r: &EvalReport) {
     for a in &r.nothing_to_train {
         println!("{:<24} {:<10} seed {}: not scored: {} (--include-noise-classes trains on them)", a.arm, "-", a.seed, a.reason);
     }
+    // Each synthetic set against real documents of the same count (the paper's Table 2) and
+    // against every real training document.
+    let text_arm = |name: &str| r.arms.iter().find(|a| a.arm == name && a.view == "text");
+    for set in &r.synthetic {
+        let suffix = if r.synthetic.len() == 1 { String::new() } else { format!(":{}", set.name) };
+        let ratio = |other: &str| match (text_arm(&format!("synthetic{suffix}")), text_arm(other)) {
+            (Some(a), Some(b)) if b.accuracy_mean > 0.0 => format!("{:.3}", a.accuracy_mean / b.accuracy_mean),
+            _ => "-".into(),
+        };
+        println!(
+            "synthetic set {}: {} documents ({} used, per class {:?}); accuracy / same count of real documents {}; / every real training document {}",
+            set.name,
+            set.documents,
+            set.used,
+            set.per_class,
+            ratio(&format!("real-text-same-count{suffix}")),
+            ratio("real-text")
+        );
+    }
     // The seeds' quality, once per sampler arm (the views share the sequences).
     for a in r.arms.iter().filter(|a| a.view == "embedding") {
         if let Some(share) = a.full_length_share {
@@ -301,6 +348,17 @@ fn print_table(r: &EvalReport) {
         }
     }
     println!("NOTE: {}", r.note);
+}
+
+/// A `--synthetic` value: NAME=PATH, or PATH (named after its folder, else its file).
+fn synthetic_set(spec: &str) -> (String, PathBuf) {
+    if let Some((name, path)) = spec.split_once('=').filter(|(n, _)| !n.is_empty() && !n.contains(['/', '\\'])) {
+        return (name.to_string(), PathBuf::from(path));
+    }
+    let path = PathBuf::from(spec);
+    let folder = path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned());
+    let name = folder.unwrap_or_else(|| path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| spec.to_string()));
+    (name, path)
 }
 
 /// (text, label) of every synthetic document; documents without a label are kept with an

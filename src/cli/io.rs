@@ -166,8 +166,16 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
 }
 
 /// Writes atomically: a temporary file next to the target, then a rename.
+///
+/// A target that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a named pipe)
+/// is written straight into: a rename would replace the device itself with a regular file
+/// (as root, `/dev/null` would then hold this output and feed it to every later reader).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<(), CliError> {
     let err = |source| CliError::Write { path: path.display().to_string(), source };
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        let mut f = OpenOptions::new().write(true).open(path).map_err(err)?;
+        return f.write_all(bytes).and_then(|()| f.flush()).map_err(err);
+    }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
     }

@@ -54,8 +54,7 @@ pub fn run(args: EmbedVocabArgs) -> Result<(), CliError> {
     let secs = t0.elapsed().as_secs_f64();
     eprintln!();
     let (bytes, worst) = bundle::encode(&crate::corpus::hex(&Sha256::digest(&model)), &vocab, &vectors)?;
-    let tmp = args.out.with_extension("tmp");
-    std::fs::write(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, &args.out)).map_err(|source| CliError::Write { path: args.out.display().to_string(), source })?;
+    super::io::write_atomic(&args.out, &bytes, false)?;
     println!(
         "{}: {head} of {} terms in {secs:.1} s ({:.0} terms/s, {threads} thread(s)); {:.1} MB; lowest cosine after int8: {worst:.5}",
         args.out.display(),

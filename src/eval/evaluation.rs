@@ -152,6 +152,19 @@ impl Evaluation {
 
     /// Runs every arm for every seed. `rng` supplies the DP-KDE noise and the sampling draws.
     pub fn run(&self, emb: &TermEmbeddings, rng: &mut SecureRng, progress: Progress<'_>) -> Result<EvalReport, EvalError> {
+        self.run_with(emb, rng, progress, &mut |_| Ok(()))
+    }
+
+    /// [`Evaluation::run`], handing each sampler arm's training sequences (one seed's, the
+    /// classes that generation would keep) to `sequences` as they are drawn: the input of a
+    /// benchmark that generates documents from them (`dpkps evaluate --export-sequences`).
+    pub fn run_with(
+        &self,
+        emb: &TermEmbeddings,
+        rng: &mut SecureRng,
+        progress: Progress<'_>,
+        sequences: &mut dyn FnMut(ArmSequences<'_>) -> Result<(), EvalError>,
+    ) -> Result<EvalReport, EvalError> {
         let p = &self.params;
         // A sampler arm whose release the mechanism would refuse (public inputs only: the
         // Markov sampler's size cap, at the largest vocabulary of any round) is reported as
@@ -217,6 +230,7 @@ impl Evaluation {
                     done += 1;
                     continue;
                 }
+                sequences(ArmSequences { arm, seed: round.seed, noiseless, classes: &self.classes, sequences: &sampled.train })?;
                 let before = results.len();
                 self.score(arm, round.seed, &sampled.train, &test, emb, Some(params.features), &mut results)?;
                 for (_, r) in &mut results[before..] {
@@ -232,7 +246,7 @@ impl Evaluation {
             params: self.params.clone(),
             task: self.summary.clone(),
             arms: aggregate(results),
-            synthetic: None,
+            synthetic: Vec::new(),
             refused,
             nothing_to_train: empty,
         })
@@ -374,17 +388,24 @@ impl Evaluation {
     }
 
     /// The text view: a classifier on sentence-model embeddings of whole texts. `doc_text[i]`
-    /// embeds the text of `documents()[i]`; `synthetic` are (embedding, label) pairs. Arms:
-    /// `synthetic` (trained on the synthetic texts), `real-text` (trained on the training
-    /// documents' texts: the reference), `majority`; all tested on every held-out document's
-    /// text, for each seed's split. Synthetic labels must be class names; in a one-vs-rest
-    /// task every label other than the positive one counts as [`REST`].
+    /// embeds the text of `documents()[i]`; each synthetic set is a name and (embedding,
+    /// label) pairs. Arms, each tested on every held-out document's text, for each seed's
+    /// split:
+    /// - per set, `synthetic` (one set) or `synthetic:NAME`, trained on its texts; and
+    ///   `real-text-same-count` (one set) or `real-text-same-count:NAME`, trained on as many
+    ///   real training documents per class as the set has (drawn with the seed; fewer where a
+    ///   class has fewer): the paper's comparison at equal size;
+    /// - `real-text`, trained on every training document's text: the reference;
+    /// - `majority`.
+    ///
+    /// Synthetic labels must be class names; in a one-vs-rest task every label other than the
+    /// positive one counts as [`REST`].
     pub fn text_view(
         &self,
         doc_text: &[Vec<f32>],
-        synthetic: &[(Vec<f32>, String)],
+        synthetic: &[(String, Vec<(Vec<f32>, String)>)],
         progress: Progress<'_>,
-    ) -> Result<(Vec<ArmReport>, SyntheticSummary), EvalError> {
+    ) -> Result<(Vec<ArmReport>, Vec<SyntheticSummary>), EvalError> {
         if doc_text.len() != self.docs.len() {
             return Err(EvalError::TextCount { expected: self.docs.len(), got: doc_text.len() });
         }
@@ -393,16 +414,27 @@ impl Evaluation {
             Task::OneVsRest { positive, .. } => Some(if label.trim() == positive.trim() { 0 } else { 1 }),
             _ => index.get(label.trim()).copied(),
         };
-        let syn: Vec<(Vec<f64>, usize)> = synthetic
-            .iter()
-            .filter_map(|(v, l)| class_of(l).map(|c| (v.iter().map(|&x| x as f64).collect(), c)))
-            .collect();
-        let summary =
-            SyntheticSummary { documents: synthetic.len(), used: syn.len(), unknown_label_left_out: synthetic.len() - syn.len() };
-        if syn.is_empty() {
-            return Err(EvalError::NoSyntheticForTask { classes: self.classes.join(", ") });
-        }
         let k = self.classes.len();
+        let mut sets: Vec<(String, Vec<(Vec<f64>, usize)>)> = Vec::with_capacity(synthetic.len());
+        let mut summaries = Vec::with_capacity(synthetic.len());
+        for (name, pairs) in synthetic {
+            let syn: Vec<(Vec<f64>, usize)> =
+                pairs.iter().filter_map(|(v, l)| class_of(l).map(|c| (v.iter().map(|&x| x as f64).collect(), c))).collect();
+            if syn.is_empty() {
+                return Err(EvalError::NoSyntheticForTask { classes: self.classes.join(", ") });
+            }
+            let mut per_class = vec![0usize; k];
+            syn.iter().for_each(|(_, c)| per_class[*c] += 1);
+            summaries.push(SyntheticSummary {
+                name: name.clone(),
+                documents: pairs.len(),
+                used: syn.len(),
+                unknown_label_left_out: pairs.len() - syn.len(),
+                per_class,
+            });
+            let suffix = if synthetic.len() == 1 { String::new() } else { format!(":{name}") };
+            sets.push((suffix, syn));
+        }
         let as_f64 = |i: usize| doc_text[i].iter().map(|&x| x as f64).collect::<Vec<f64>>();
         let mut results = Vec::new();
         for (r, round) in self.rounds.iter().enumerate() {
@@ -410,14 +442,20 @@ impl Evaluation {
             let test_x: Vec<Vec<f64>> = round.split.test.iter().map(|&i| as_f64(i)).collect();
             let truth: Vec<usize> = round.split.test.iter().map(|&i| self.docs[i].class).collect();
             let real: Vec<(Vec<f64>, usize)> = round.split.train.iter().map(|&i| (as_f64(i), self.docs[i].class)).collect();
-            for (arm, train) in [("synthetic", &syn), ("real-text", &real)] {
+            let mut arms: Vec<(String, Vec<(Vec<f64>, usize)>)> = Vec::new();
+            for ((suffix, syn), summary) in sets.iter().zip(&summaries) {
+                arms.push((format!("synthetic{suffix}"), syn.clone()));
+                arms.push((format!("real-text-same-count{suffix}"), same_count(&real, &summary.per_class, round.seed)));
+            }
+            arms.push(("real-text".into(), real));
+            for (arm, train) in arms {
                 let x: Vec<Vec<f64>> = train.iter().map(|t| t.0.clone()).collect();
                 let y: Vec<usize> = train.iter().map(|t| t.1).collect();
                 let st = Standardiser::fit(&x);
                 let model = Softmax::fit(&st.design(&x), &y, k, &self.params.classifier)?;
                 let pred = model.predict(&st.design(&test_x));
                 results.push((
-                    (arm.to_string(), "text"),
+                    (arm, "text"),
                     RunResult {
                         seed: round.seed,
                         accuracy: metrics::accuracy(&truth, &pred),
@@ -433,8 +471,32 @@ impl Evaluation {
             results.push((("majority".into(), "text"), self.majority(round, &truth)));
         }
         progress("text view", self.rounds.len(), self.rounds.len());
-        Ok((aggregate(results), summary))
+        Ok((aggregate(results), summaries))
     }
+}
+
+/// Of the real training rows, as many per class as `per_class` says (all of a class that has
+/// fewer), drawn without replacement with `seed`, in their order.
+fn same_count(real: &[(Vec<f64>, usize)], per_class: &[usize], seed: u64) -> Vec<(Vec<f64>, usize)> {
+    let mut out = Vec::new();
+    for (c, &want) in per_class.iter().enumerate() {
+        let rows: Vec<&(Vec<f64>, usize)> = real.iter().filter(|r| r.1 == c).collect();
+        for i in super::split::subsample(rows.len(), want, seed.wrapping_add(c as u64)) {
+            out.push(rows[i].clone());
+        }
+    }
+    out
+}
+
+/// One sampler arm's training sequences for one seed, as [`Evaluation::run_with`] hands them
+/// out: term ids and class indices into `classes`.
+pub struct ArmSequences<'a> {
+    pub arm: &'a str,
+    pub seed: u64,
+    /// Drawn with the noise switched off: NOT differentially private.
+    pub noiseless: bool,
+    pub classes: &'a [String],
+    pub sequences: &'a [(Vec<TermId>, usize)],
 }
 
 /// One sampler arm's sequences (those training uses) and what the run would report of them.

@@ -53,7 +53,7 @@ mod params;
 mod report;
 pub mod split;
 
-pub use evaluation::{Evaluation, Progress};
+pub use evaluation::{ArmSequences, Evaluation, Progress};
 pub use params::{EvalParams, Task, NODP_FEATURES, REST};
 pub use report::{ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
 
@@ -82,6 +82,8 @@ pub enum EvalError {
     TextCount { expected: usize, got: usize },
     #[error("no synthetic document has the label of a class of this task ({classes})")]
     NoSyntheticForTask { classes: String },
+    #[error("the sampled sequences could not be written: {0}")]
+    Export(String),
     #[error(transparent)]
     Dp(#[from] DpError),
     #[error(transparent)]

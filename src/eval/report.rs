@@ -91,9 +91,9 @@ pub struct EvalReport {
     pub params: EvalParams,
     pub task: TaskSummary,
     pub arms: Vec<ArmReport>,
-    /// Synthetic documents read for the text view, and those left out (unknown label).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub synthetic: Option<SyntheticSummary>,
+    /// Each synthetic set read for the text view, and its documents left out (unknown label).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub synthetic: Vec<SyntheticSummary>,
     /// Sampler arms not run because their release would be refused (the Markov sampler's size
     /// cap): the other arms ran. Absent when none was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -122,9 +122,13 @@ pub struct RefusedArm {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SyntheticSummary {
+    /// The set's name (`--synthetic NAME=PATH`; the file's folder otherwise).
+    pub name: String,
     pub documents: usize,
     pub used: usize,
     pub unknown_label_left_out: usize,
+    /// Documents used per class (the task's class order).
+    pub per_class: Vec<usize>,
 }
 
 /// Groups run results by (arm, view), keeping the order of first appearance.

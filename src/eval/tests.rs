@@ -203,12 +203,24 @@ fn text_view_scores_synthetic_and_real_texts() {
         .collect();
     let synthetic: Vec<(Vec<f32>, String)> =
         (0..30u32).map(|k| (text((k % 3) as usize, (k % 3) * 20 + k % 20), format!("c{}", k % 3))).chain([(vec![0.0; DIM], "zz".into())]).collect();
-    let (arms, summary) = ev.text_view(&docs, &synthetic, &mut |_, _, _| {}).unwrap();
-    assert_eq!((summary.used, summary.unknown_label_left_out), (30, 1));
+    let sets = [("llm".to_string(), synthetic.clone())];
+    let (arms, summaries) = ev.text_view(&docs, &sets, &mut |_, _, _| {}).unwrap();
+    let summary = &summaries[0];
+    assert_eq!((summary.used, summary.unknown_label_left_out, summary.per_class.clone()), (30, 1, vec![10, 10, 10]));
+    // The same count of real training documents per class (fewer where a class has fewer).
+    let same = arms.iter().find(|a| a.arm == "real-text-same-count").unwrap();
+    let train_per_class = |c: usize| ev.rounds[0].split.train.iter().filter(|&&i| ev.docs[i].class == c).count();
+    assert_eq!(same.n_train, (0..3).map(|c| train_per_class(c).min(10)).sum::<usize>());
+    // Two sets: each gets its own pair of arms, named after it.
+    let two = [("a".to_string(), synthetic.clone()), ("b".to_string(), synthetic[..12].to_vec())];
+    let (arms2, summaries2) = ev.text_view(&docs, &two, &mut |_, _, _| {}).unwrap();
+    let names: Vec<&str> = arms2.iter().map(|a| a.arm.as_str()).collect();
+    assert_eq!(names, ["synthetic:a", "real-text-same-count:a", "synthetic:b", "real-text-same-count:b", "real-text", "majority"]);
+    assert_eq!(summaries2[1].per_class, vec![4, 4, 4]);
     let find = |n: &str| arms.iter().find(|a| a.arm == n).unwrap();
     assert!(find("synthetic").accuracy_mean > 0.95 && find("real-text").accuracy_mean > 0.95);
     assert_eq!(find("majority").n_test, 16);
-    assert!(matches!(ev.text_view(&docs[1..], &synthetic, &mut |_, _, _| {}), Err(EvalError::TextCount { .. })));
+    assert!(matches!(ev.text_view(&docs[1..], &sets, &mut |_, _, _| {}), Err(EvalError::TextCount { .. })));
 }
 
 #[test]

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::prompt::{Message, PromptSettings};
 use crate::protocol::SequenceOut;
 
+use super::check::{check_reply, ReplyCheck, ReplyForm};
 use super::settings::LlmSettings;
 
 /// One document to generate.
@@ -137,24 +138,50 @@ impl Job {
         })
     }
 
-    /// The synthetic corpus: one JSON object per line {"text", "label", "keyphrases"}.
+    /// The reply check of one generated document ([`check_reply`]): its form and how many of
+    /// its keyphrases it uses, written beside it in the corpus so that the recipient can
+    /// filter.
+    pub fn check(&self, item: &Item, text: &str) -> ReplyCheck {
+        let examples: Vec<&str> = self.prompts.few_shot.iter().map(|f| f.text.as_str()).collect();
+        check_reply(text, &item.keyphrases, &examples)
+    }
+
+    /// How many generated documents have each form, in [`ReplyForm::ALL`]'s order (forms
+    /// with none left out).
+    pub fn forms(&self) -> Vec<(ReplyForm, usize)> {
+        let checks: Vec<ReplyForm> = self.rows().map(|(i, t)| self.check(i, t).form).collect();
+        ReplyForm::ALL.iter().map(|f| (*f, checks.iter().filter(|c| *c == f).count())).filter(|(_, n)| *n > 0).collect()
+    }
+
+    /// The synthetic corpus: one JSON object per line {"text", "label", "keyphrases", "form",
+    /// "keyphrases_used"}.
     pub fn corpus_jsonl(&self) -> String {
         let mut out = String::new();
         for (i, text) in self.rows() {
-            let row = serde_json::json!({ "text": text, "label": i.label, "keyphrases": i.keyphrases });
+            let c = self.check(i, text);
+            let row = serde_json::json!({
+                "text": text, "label": i.label, "keyphrases": i.keyphrases,
+                "form": c.form.as_str(), "keyphrases_used": c.used,
+            });
             out.push_str(&row.to_string());
             out.push('\n');
         }
         out
     }
 
-    /// The synthetic corpus as CSV: text, label, keyphrases ("; "-joined). Cells that a
-    /// spreadsheet would run as a formula are neutralised ([`crate::export::csv_cell`]).
+    /// The synthetic corpus as CSV: text, label, keyphrases ("; "-joined), form,
+    /// keyphrases_used. Cells that a spreadsheet would run as a formula are neutralised
+    /// ([`crate::export::csv_cell`]).
     pub fn corpus_csv(&self) -> String {
         let mut w = csv::Writer::from_writer(Vec::new());
-        let _ = w.write_record(["text", "label", "keyphrases"]);
+        let _ = w.write_record(["text", "label", "keyphrases", "form", "keyphrases_used"]);
         for (i, text) in self.rows() {
-            let _ = crate::export::write_record(&mut w, [text, i.label.as_deref().unwrap_or(""), &i.keyphrases.join("; ")]);
+            let c = self.check(i, text);
+            let used = c.used.to_string();
+            let _ = crate::export::write_record(
+                &mut w,
+                [text, i.label.as_deref().unwrap_or(""), &i.keyphrases.join("; "), c.form.as_str(), &used],
+            );
         }
         String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
     }
@@ -189,7 +216,9 @@ mod tests {
         assert_eq!(jsonl.lines().count(), 1);
         assert!(jsonl.contains("\"label\":\"b\""));
         let csv = job.corpus_csv();
-        assert!(csv.starts_with("text,label,keyphrases\n\"B, \"\"quoted\"\"\",b,z\n"), "{csv}");
+        assert!(csv.starts_with("text,label,keyphrases,form,keyphrases_used\n\"B, \"\"quoted\"\"\",b,z,list,0\n"), "{csv}");
+        assert!(jsonl.contains("\"form\":\"list\"") && jsonl.contains("\"keyphrases_used\":0"), "{jsonl}");
+        assert_eq!(job.forms(), vec![(ReplyForm::List, 1)]);
         assert!(job.estimated_tokens() > 0);
     }
 
@@ -199,7 +228,7 @@ mod tests {
         let mut job = Job::new("j".into(), "t".into(), settings(), PromptSettings::default(), &seqs, "{}".into());
         job.outcomes.insert(0, Outcome::Done { text: "+1 said the note".into(), attempts: 1 });
         let csv = job.corpus_csv();
-        assert_eq!(csv, "text,label,keyphrases\n'+1 said the note,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'-x; y\n");
+        assert_eq!(csv, "text,label,keyphrases,form,keyphrases_used\n'+1 said the note,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'-x; y,list,0\n");
         // The JSONL carries the exact text.
         assert!(job.corpus_jsonl().contains("\"text\":\"+1 said the note\""));
     }

@@ -15,6 +15,7 @@
 //! - `settings.rs`: [`LlmSettings`] and its checks (values, credentials, key, allowlist).
 //! - `request.rs`: the URLs called, the request body, [`parse_reply`].
 //! - `backoff.rs`: [`backoff_ms`], the wait between attempts.
+//! - `check.rs`: [`check_reply`], whether a reply is a document (prose using its keyphrases).
 //! - `job.rs`: the [`Job`] (items, outcomes, the corpus exports).
 //! - `audit.rs`: [`AuditEntry`], capping and pruning of the audit log.
 //! - `runner.rs`: [`generate`], the sending loop itself (lanes, attempts, backoff, audit,
@@ -25,6 +26,7 @@
 
 mod audit;
 mod backoff;
+mod check;
 mod endpoint;
 mod error;
 mod job;
@@ -34,6 +36,7 @@ mod settings;
 
 pub use audit::{audit_to_prune, AuditEntry, AuditPhase, AUDIT_BODY_CAP, AUDIT_KEEP_JOBS};
 pub use backoff::backoff_ms;
+pub use check::{check_reply, ReplyCheck, ReplyForm};
 pub use endpoint::EndpointUrl;
 pub use error::{cors_advice, LlmError};
 pub use job::{Item, Job, Outcome, OutcomeRecord};

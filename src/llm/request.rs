@@ -27,14 +27,17 @@ impl LlmSettings {
 
     /// The JSON body of one request.
     pub fn body(&self, messages: &[Message]) -> String {
-        serde_json::json!({
+        let mut body = serde_json::json!({
             "model": self.model.trim(),
             "messages": messages,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "stream": false,
-        })
-        .to_string()
+        });
+        if self.frequency_penalty != 0.0 {
+            body["frequency_penalty"] = self.frequency_penalty.into();
+        }
+        body.to_string()
     }
 }
 
@@ -71,6 +74,20 @@ mod tests {
         assert_eq!(s.models_url(), "http://127.0.0.1:8000/v1/models");
         let full = LlmSettings { endpoint: "https://x.org/v1/chat/completions/".into(), ..settings() };
         assert_eq!(full.completions_url(), "https://x.org/v1/chat/completions");
+    }
+
+    #[test]
+    fn the_frequency_penalty_is_sent_unless_zero() {
+        let body = |s: &LlmSettings| serde_json::from_str::<serde_json::Value>(&s.body(&[])).unwrap();
+        assert_eq!(body(&settings())["frequency_penalty"], 0.5);
+        let off = LlmSettings { frequency_penalty: 0.0, ..settings() };
+        assert!(body(&off).get("frequency_penalty").is_none());
+        // Settings saved before the field existed read with the defaults.
+        let mut v = serde_json::to_value(settings()).unwrap();
+        v.as_object_mut().unwrap().retain(|k, _| k != "frequency_penalty" && k != "check_replies");
+        let old: LlmSettings = serde_json::from_value(v).unwrap();
+        assert_eq!((old.frequency_penalty, old.check_replies), (0.5, true));
+        assert!(LlmSettings { frequency_penalty: 2.5, ..settings() }.check().is_err());
     }
 
     #[test]

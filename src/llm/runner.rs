@@ -22,6 +22,7 @@ use std::collections::VecDeque;
 
 use super::audit::{AuditEntry, AuditPhase};
 use super::backoff::backoff_ms;
+use super::check::{check_reply, ReplyCheck};
 use super::error::LlmError;
 use super::job::{Job, Outcome};
 use super::request::parse_reply;
@@ -119,8 +120,10 @@ where
 
 /// One document: attempts with backoff until success, a non-retryable error, or the limit.
 /// Each attempt is on record in the audit log before it is sent ("sending") and after
-/// ("response"). `None`: not finished (stopped, or the audit log could not be written before
-/// sending; then the job is halted): the document stays pending.
+/// ("response"). With [`super::LlmSettings::check_replies`], a reply that is not prose using
+/// its keyphrases ([`check_reply`]) is asked for once more, at once (it is on record with
+/// why), and the better of the two is kept. `None`: not finished (stopped, or the audit log
+/// could not be written before sending; then the job is halted): the document stays pending.
 pub async fn generate_one<H>(host: &H, job: &Job, index: usize) -> Option<Outcome>
 where
     H: Transport + JobStore + Clock + Control,
@@ -129,9 +132,13 @@ where
     let Some(item) = job.items.get(index) else {
         return Some(Outcome::Failed { error: format!("the job has no document #{}", index + 1), attempts: 0 });
     };
+    let examples: Vec<&str> = job.prompts.few_shot.iter().map(|f| f.text.as_str()).collect();
     let body = settings.body(&item.messages);
     let url = settings.completions_url();
     let mut attempt = 1;
+    // A reply that failed the check, kept in case the one more asked for is no better.
+    let mut first: Option<(String, ReplyCheck, u32)> = None;
+    let keep_first = |first: Option<(String, ReplyCheck, u32)>| first.map(|(text, _, attempts)| Outcome::Done { text, attempts });
     loop {
         let mut entry = AuditEntry {
             phase: AuditPhase::Sending,
@@ -150,7 +157,7 @@ where
             return None;
         }
         if host.stopped() {
-            return None;
+            return keep_first(first);
         }
         let sent = host.post(&url, &body, settings.timeout_s).await;
         let (status, response, retry_after) = match &sent {
@@ -158,28 +165,57 @@ where
             Err(_) => (None, String::new(), None),
         };
         let result = sent.and_then(|r| parse_reply(r.status, &r.body));
+        let check = match &result {
+            Ok(text) if settings.check_replies => Some(check_reply(text, &item.keyphrases, &examples)),
+            _ => None,
+        };
+        // Asked once more: the first reply failed the check, and an attempt is left.
+        let ask_again = first.is_none() && attempt < settings.max_attempts && check.is_some_and(|c| !c.usable());
         entry.phase = AuditPhase::Response;
         entry.time = host.now();
         // The request body is in the "sending" entry just before.
         entry.request = String::new();
         entry.status = status;
         entry.response = response;
-        entry.error = result.as_ref().err().map(ToString::to_string);
+        entry.error = match (&result, check) {
+            (Err(e), _) => Some(e.to_string()),
+            (Ok(_), Some(c)) if ask_again => Some(format!("{}: asked once more", c.why_not_usable())),
+            _ => None,
+        };
         if let Err(e) = host.audit(&entry).await {
             host.halt(Halt::AuditAfterReply { index, error: e.to_string() });
         }
-        match result {
-            Ok(text) => return Some(Outcome::Done { text, attempts: attempt }),
-            // Aborted by Stop: not an outcome; a resumed job sends it again.
-            Err(_) if host.stopped() => return None,
-            Err(e) if e.retryable() && attempt < settings.max_attempts => {
+        match (result, check) {
+            (Ok(text), Some(c)) if ask_again => {
+                first = Some((text, c, attempt));
+                attempt += 1;
+                if host.stopped() {
+                    return keep_first(first);
+                }
+            }
+            (Ok(text), check) => {
+                return Some(match (first, check) {
+                    // Both failed the check: the better of the two.
+                    (Some((kept, k, _)), Some(c)) if !c.usable() && !c.better_than(&k) => Outcome::Done { text: kept, attempts: attempt },
+                    _ => Outcome::Done { text, attempts: attempt },
+                });
+            }
+            // Aborted by Stop: not an outcome (unless a first reply is in hand); a resumed job
+            // sends it again.
+            (Err(_), _) if host.stopped() => return keep_first(first),
+            (Err(e), _) if e.retryable() && attempt < settings.max_attempts => {
                 attempt += 1;
                 host.sleep(backoff_ms(attempt, retry_after)).await;
                 if host.stopped() {
-                    return None;
+                    return keep_first(first);
                 }
             }
-            Err(e) => return Some(Outcome::Failed { error: e.to_string(), attempts: attempt }),
+            (Err(e), _) => {
+                return Some(match first {
+                    Some((text, _, _)) => Outcome::Done { text, attempts: attempt },
+                    None => Outcome::Failed { error: e.to_string(), attempts: attempt },
+                })
+            }
         }
     }
 }
@@ -309,7 +345,8 @@ mod tests {
     fn job(n: usize, concurrency: usize, max_attempts: u32) -> Job {
         let seqs: Vec<SequenceOut> =
             (0..n).map(|i| SequenceOut { label: Some(format!("c{}", i % 2)), keyphrases: vec![format!("kp{i}x")], noise_dominated: false }).collect();
-        let llm = LlmSettings { model: "m".into(), concurrency, max_attempts, ..Default::default() };
+        // The reply check has its own test; the scripted replies here are one line.
+        let llm = LlmSettings { model: "m".into(), concurrency, max_attempts, check_replies: false, ..Default::default() };
         Job::new("job1".into(), "t".into(), llm, PromptSettings::default(), &seqs, "{}".into())
     }
 
@@ -426,6 +463,46 @@ mod tests {
         assert_eq!(*fake.posts.borrow(), vec![0]);
         assert_eq!(*fake.counted.borrow(), vec![0]);
         assert!(matches!(fake.halts.borrow()[0], Halt::AuditAfterReply { index: 0, .. }));
+    }
+
+    #[test]
+    fn a_reply_that_is_not_a_document_is_asked_for_once_more_and_the_better_kept() {
+        let prose = |i: usize| {
+            format!(
+                "The patient came in today with kp{i}x that had begun two weeks earlier. She described it as worse \
+                 at night and better with rest. The examination was otherwise normal. We agreed on a plan with a \
+                 review in a month, and she was told to come back sooner if anything changed."
+            )
+        };
+        let list = |i: usize| Ok(ok_reply(&format!("kp{i}x")));
+        let fake = Fake::default();
+        let mut r = fake.replies.borrow_mut();
+        r.insert(0, VecDeque::from([list(0), Ok(ok_reply(&prose(0)))]));
+        r.insert(1, VecDeque::from([list(1), Ok(ok_reply("kp1x. kp1x."))]));
+        r.insert(2, VecDeque::from([Ok(ok_reply(&prose(2)))]));
+        r.insert(3, VecDeque::from([list(3), status(503, None), status(503, None)]));
+        drop(r);
+        let mut job = job(4, 1, 3);
+        job.llm.check_replies = true;
+        run(&fake, &job, job.pending(false));
+        assert_eq!(outcome_of(&fake, 0), Outcome::Done { text: prose(0), attempts: 2 });
+        // Neither is prose: the first is kept.
+        assert_eq!(outcome_of(&fake, 1), Outcome::Done { text: "kp1x".into(), attempts: 2 });
+        assert_eq!(outcome_of(&fake, 2), Outcome::Done { text: prose(2), attempts: 1 });
+        // The one more asked for never came: the first reply is kept, not a failure.
+        assert_eq!(outcome_of(&fake, 3), Outcome::Done { text: "kp3x".into(), attempts: 3 });
+        // Asked again at once (no backoff); only the transport failures waited.
+        assert_eq!(*fake.sleeps.borrow(), vec![1000.0]);
+        let audit = fake.audit.borrow();
+        let why = audit.iter().find(|a| a.index == 0 && a.phase == AuditPhase::Response).and_then(|a| a.error.clone());
+        assert_eq!(why.as_deref(), Some("the reply is the keyphrases given back as a list: asked once more"));
+        assert_eq!(fake.posts.borrow().iter().filter(|&&i| i == 1).count(), 2, "asked once more, not twice");
+        // With one attempt allowed, a reply is kept as it is.
+        let fake = Fake::default();
+        fake.replies.borrow_mut().insert(0, VecDeque::from([list(0)]));
+        job.llm.max_attempts = 1;
+        run(&fake, &job, vec![0]);
+        assert_eq!(outcome_of(&fake, 0), Outcome::Done { text: "kp0x".into(), attempts: 1 });
     }
 
     #[test]

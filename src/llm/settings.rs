@@ -26,6 +26,24 @@ pub struct LlmSettings {
     pub timeout_s: f64,
     /// Attempts per document (first try included).
     pub max_attempts: u32,
+    /// OpenAI's `frequency_penalty` (−2…2): lowers a token's odds by how often it already
+    /// appears in the reply. 0.5 by default: with it a small local model looped in 15% of its
+    /// documents instead of 35% (docs/generation.md). Not sent when 0, for servers that
+    /// refuse the field.
+    #[serde(default = "default_frequency_penalty")]
+    pub frequency_penalty: f64,
+    /// Check each reply ([`super::check_reply`]) and ask once more when it is not prose that
+    /// uses its keyphrases; the better of the two is kept.
+    #[serde(default = "default_check_replies")]
+    pub check_replies: bool,
+}
+
+fn default_frequency_penalty() -> f64 {
+    0.5
+}
+
+fn default_check_replies() -> bool {
+    true
 }
 
 impl Default for LlmSettings {
@@ -38,6 +56,8 @@ impl Default for LlmSettings {
             concurrency: 4,
             timeout_s: 120.0,
             max_attempts: 5,
+            frequency_penalty: default_frequency_penalty(),
+            check_replies: default_check_replies(),
         }
     }
 }
@@ -133,6 +153,9 @@ impl LlmSettings {
         }
         if self.max_attempts == 0 || self.max_attempts > 20 {
             return bad("attempts", self.max_attempts.to_string(), "must be between 1 and 20");
+        }
+        if !(-2.0..=2.0).contains(&self.frequency_penalty) {
+            return bad("frequency penalty", self.frequency_penalty.to_string(), "must be between -2 and 2");
         }
         Ok(())
     }

@@ -288,7 +288,7 @@ await runTests([
     assert(/^12 requests to http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/.test(summary), summary);
     const sample = await page.textContent('#prompt-sample');
     assertClean(sample, 'prompt preview');
-    assert(/\[user\] Write a realistic clinical note \((cardiology|pulmonary)\)/.test(sample), sample);
+    assert(/\[user\] Keyphrases \(separated by semicolons\): [^\n]+\.\n+Write a realistic clinical note \((cardiology|pulmonary)\)/.test(sample), sample);
     assert(await page.isDisabled('#send'), 'sending needs the review box ticked');
     await page.check('#reviewed');
     await shot('6-review');
@@ -301,6 +301,9 @@ await runTests([
     for (const d of corpus) {
       assert(d.keyphrases.length === 4 && d.keyphrases.every((k) => d.text.includes(k)), `document does not use its keyphrases: ${JSON.stringify(d)}`);
     }
+    // Every reply was prose that used its keyphrases: none was asked for again.
+    assert((await page.textContent('#gen-forms')).trim() === 'Forms: 12 prose.', await page.textContent('#gen-forms'));
+    assert(corpus.every((d) => d.form === 'prose' && d.keyphrases_used === 4), JSON.stringify(corpus[0]));
     const reqs = await llm.requests();
     assert(reqs.length === 17, `12 documents + 5 injected faults = 17 requests, got ${reqs.length}`);
     for (const r of reqs) assertClean(r.body, 'a request body sent to the LLM');

@@ -14,7 +14,7 @@
 // "template", "doc_type"} and optionally "few_shot" (public examples, [{"keyphrases", "label",
 // "text"}], as the app's few-shot field gives them), "lowercase" (true, an experiment: the
 // keyphrases sent in lower case) and "body" (more request fields, an experiment: e.g.
-// {"frequency_penalty": 0.5}), or of the string "app default"; without it, the app's defaults
+// {"frequency_penalty": 0.5}), or of the strings "app default" and "old default"; without it, the app's defaults
 // (src/prompt.rs). The messages are built as src/prompt.rs builds them: the system message,
 // the few-shot pairs, then the template, with {keyphrases} (each keyphrase once, in order, joined by "; "),
 // {doc_type} and {label} replaced in one pass. Each request sends the app's body (model,
@@ -27,9 +27,20 @@ import { classify } from './reply.mjs';
 
 const MODEL_ID = JSON.parse(fs.readFileSync(new URL('./model.json', import.meta.url), 'utf8')).id;
 
-/** src/prompt.rs: DEFAULT_SYSTEM, DEFAULT_TEMPLATE, the default document type. */
+/** src/prompt.rs: DEFAULT_SYSTEM, DEFAULT_TEMPLATE, the default document type; and the
+ * default frequency_penalty the app sends (src/llm/settings.rs). Without the app's one retry
+ * of a reply that fails its check (that is `dpkps generate`'s to measure). */
 export const APP_DEFAULT = {
   name: 'app default',
+  doc_type: 'clinical note',
+  system: 'You write realistic, fictional {doc_type}s in flowing prose: full sentences and paragraphs, never lists. Every person and detail is invented.',
+  template: 'Keyphrases (separated by semicolons): {keyphrases}.\n\nWrite a realistic {doc_type} ({label}) of about 150 words, in two or three paragraphs of full sentences. Use each keyphrase above naturally in the sentences, in any order; do not list, number or define them. Write only the {doc_type}.',
+  body: { frequency_penalty: 0.5 },
+};
+
+/** The app's default before it was reworded from these measurements (docs/llm.md). */
+export const OLD_DEFAULT = {
+  name: 'old default',
   doc_type: 'clinical note',
   system: 'You write realistic, fictional {doc_type}s. Invent every name, date and detail.',
   template: 'Write a realistic {doc_type} ({label}). It must mention each of these keyphrases (separated by semicolons), in any order: {keyphrases}.\nWrite only the document.',
@@ -140,7 +151,7 @@ async function main() {
     return;
   }
   const seqs = pick(fs.readFileSync(o.sequences, 'utf8').trim().split('\n').map((l) => JSON.parse(l)), o.n);
-  const variants = (o.variants ? JSON.parse(fs.readFileSync(o.variants, 'utf8')) : [APP_DEFAULT]).map((v) => (v === 'app default' ? APP_DEFAULT : v));
+  const variants = (o.variants ? JSON.parse(fs.readFileSync(o.variants, 'utf8')) : [APP_DEFAULT]).map((v) => (v === 'app default' ? APP_DEFAULT : v === 'old default' ? OLD_DEFAULT : v));
   const out = o.out ? fs.createWriteStream(o.out, { flags: 'a' }) : null;
   const rows = [];
   for (const variant of variants) {

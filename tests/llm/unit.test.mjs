@@ -54,7 +54,8 @@ test('the bench fills prompts as src/prompt.rs does', () => {
   // The expectations of src/prompt.rs's own tests.
   const m = messages(APP_DEFAULT, ['heart failure', 'edema', 'heart failure'], 'cardio');
   assert.equal(m.length, 2);
-  assert.equal(m[0].content, 'You write realistic, fictional clinical notes. Invent every name, date and detail.');
+  assert.equal(m[0].content, 'You write realistic, fictional clinical notes in flowing prose: full sentences and paragraphs, never lists. Every person and detail is invented.');
+  assert.ok(m[1].content.startsWith('Keyphrases (separated by semicolons): heart failure; edema.\n\nWrite a realistic clinical note (cardio) of about 150 words'), m[1].content);
   assert.ok(m[1].content.includes('(cardio)') && m[1].content.includes(': heart failure; edema.'), m[1].content);
   const shot = messages({ ...APP_DEFAULT, few_shot: [{ keyphrases: ['cough'], label: 'pulmo', text: 'Ex.' }] }, ['heart failure', 'edema', 'heart failure'], 'cardio');
   assert.deepEqual(shot.map((x) => x.role), ['system', 'user', 'assistant', 'user']);
@@ -69,6 +70,7 @@ test('the bench fills prompts as src/prompt.rs does', () => {
   assert.equal(substitute('{a}{b}', { '{a}': '{b}', '{b}': 'B' }), '{b}B');
 });
 
+// The same cases are in src/llm/check.rs (`the_cases_of_reply_mjs`): the two are kept in step.
 test('replies are classified: prose, list, glossary, loop, copy, short, refusal', () => {
   const k = ['Heart Failure', 'Edema', 'Chest Pain', 'Atrial Fibrillation'];
   const prose = 'Mr. Harlan Voss, a 67-year-old retired machinist, came to the clinic with two weeks of chest pain on exertion and ankle edema. '

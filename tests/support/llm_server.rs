@@ -101,13 +101,17 @@ mod server {
         // custom template without a semicolon is read as a comma-separated list.
         let sep = if list.contains(';') { ';' } else { ',' };
         let phrases: Vec<&str> = list.split(sep).map(str::trim).filter(|p| !p.is_empty()).collect();
-        match phrases.split_last() {
-            Some((last, rest)) if !rest.is_empty() => {
-                format!("The patient was seen for {} and {last}; a plan was agreed.", rest.join(", "))
-            }
-            Some((last, _)) => format!("The patient was seen for {last}; a plan was agreed."),
-            None => "The patient was seen; a plan was agreed.".into(),
-        }
+        let seen = match phrases.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("The patient was seen for {} and {last}.", rest.join(", ")),
+            Some((last, _)) => format!("The patient was seen for {last}."),
+            None => "The patient was seen.".into(),
+        };
+        // Prose of a few sentences, so that the app's reply check keeps it at once.
+        format!(
+            "{seen} The history was taken in full, and the examination was unremarkable apart from the findings \
+             above. Each finding was discussed with the patient, who asked sensible questions about what comes next. \
+             A plan was agreed, with a review in four weeks and advice to return sooner if anything changes."
+        )
     }
 
     fn completion(stream: &mut TcpStream, req: &Request, state: &State) {
@@ -224,9 +228,12 @@ mod server {
             let keyphrases = vec!["Amino Acids, Peptides, and Proteins".to_string(), "Cough".into(), "Rheumatoid Arthritis".into()];
             let messages = p.messages(&keyphrases, Some("cardiology"));
             let doc = write_document(&json!({ "messages": messages }));
-            assert_eq!(doc, "The patient was seen for Amino Acids, Peptides, and Proteins, Cough and Rheumatoid Arthritis; a plan was agreed.");
+            assert!(doc.starts_with("The patient was seen for Amino Acids, Peptides, and Proteins, Cough and Rheumatoid Arthritis. "), "{doc}");
+            // Prose that uses every keyphrase: the app keeps it without asking again.
+            let check = dpkps::llm::check_reply(&doc, &keyphrases, &[]);
+            assert!(check.usable() && check.used == 3, "{check:?}");
             let custom = json!({ "messages": [{ "role": "user", "content": "keyphrases: a, b" }] });
-            assert_eq!(write_document(&custom), "The patient was seen for a and b; a plan was agreed.");
+            assert!(write_document(&custom).starts_with("The patient was seen for a and b. "));
         }
 
         /// Sends one HTTP request to a fresh server on a free port; the raw response.
@@ -258,7 +265,7 @@ mod server {
             let replies: Vec<String> = (0..3).map(|_| exchange(&state, &completion)).collect();
             assert!(replies[0].starts_with("HTTP/1.1 429") && replies[0].contains("\r\nRetry-After: 30\r\n"), "{}", replies[0]);
             assert!(replies[1].starts_with("HTTP/1.1 429") && replies[1].contains("\r\nRetry-After: 0\r\n"), "{}", replies[1]);
-            assert!(replies[2].starts_with("HTTP/1.1 200") && replies[2].contains("a plan was agreed"), "{}", replies[2]);
+            assert!(replies[2].starts_with("HTTP/1.1 200") && replies[2].contains("A plan was agreed"), "{}", replies[2]);
             let faults: Vec<Value> = state.lock().expect("state").requests.iter().map(|r| r["fault"].clone()).collect();
             assert_eq!(faults, vec![json!("429-wait"), json!("429"), json!("ok")]);
         }

@@ -15,7 +15,7 @@ mod http;
 mod store;
 
 use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -38,8 +38,14 @@ pub(crate) const KEY_VAR: &str = "DPKPS_LLM_KEY";
 pub(crate) struct GenerateArgs {
     /// The run's folder, as `dpkps pipeline --out-dir` writes it: its sequences.jsonl (the DP
     /// keyphrase sequences) and privacy-report.json are read.
-    #[arg(long)]
-    run: PathBuf,
+    #[arg(long, required_unless_present = "sequences", conflicts_with = "sequences")]
+    run: Option<PathBuf>,
+    /// Instead of --run: a file of keyphrase sequences in the form of a run's sequences.jsonl
+    /// (e.g. `dpkps evaluate --export-sequences`, for the train-on-synthetic benchmark). No
+    /// privacy report comes with them, and none is written: such a corpus is not a run's
+    /// release.
+    #[arg(long, value_name = "FILE")]
+    sequences: Option<PathBuf>,
     /// The endpoint's base URL, as the page's Endpoint field takes it, e.g.
     /// http://127.0.0.1:8000/v1 (…/chat/completions is appended). No credentials in it: the key
     /// comes from $DPKPS_LLM_KEY.
@@ -65,6 +71,14 @@ pub(crate) struct GenerateArgs {
     /// 1 s, 2 s, … up to 30 s); other answers are not.
     #[arg(long, default_value_t = LlmSettings::default().max_attempts)]
     attempts: u32,
+    /// OpenAI's frequency_penalty (−2…2): lowers a token's odds by how often it already
+    /// appears in the reply, against loops. Not sent when 0.
+    #[arg(long, default_value_t = LlmSettings::default().frequency_penalty, allow_negative_numbers = true)]
+    frequency_penalty: f64,
+    /// Keep every reply as it comes, without the check that it is prose using its keyphrases
+    /// (by default a reply that is not is asked for once more, and the better kept).
+    #[arg(long)]
+    no_reply_check: bool,
     /// The document type ({doc_type} in the template and the system message).
     #[arg(long, default_value_t = PromptSettings::default().doc_type)]
     doc_type: String,
@@ -140,6 +154,8 @@ impl GenerateArgs {
             concurrency: self.concurrency,
             timeout_s: self.timeout,
             max_attempts: self.attempts,
+            frequency_penalty: self.frequency_penalty,
+            check_replies: !self.no_reply_check,
         }
     }
 
@@ -177,16 +193,24 @@ fn api_key() -> Result<Option<String>, CliError> {
     }
 }
 
-/// The run's DP keyphrase sequences, and its privacy report (as written, and read).
-fn read_run(dir: &Path) -> Result<(Vec<SequenceOut>, String, PrivacyReport), CliError> {
-    let read = |name: &str| {
-        let path = dir.join(name);
+/// The keyphrase sequences to generate from, and the privacy report of the run they come
+/// from (as written, and read): a run's folder (`--run`), or a file of sequences without a
+/// report (`--sequences`; the report text is then empty).
+fn read_input(args: &GenerateArgs) -> Result<(Vec<SequenceOut>, String, Option<PrivacyReport>), CliError> {
+    let read = |path: PathBuf| {
         std::fs::read_to_string(&path).map(|t| (t, path.display().to_string())).map_err(|e| CliError::Input {
             path: path.display().to_string(),
             message: format!("cannot read: {e} (--run takes the folder that `dpkps pipeline --out-dir` wrote)"),
         })
     };
-    let (text, path) = read("sequences.jsonl")?;
+    let (dir, file) = match (&args.run, &args.sequences) {
+        (Some(dir), _) => (Some(dir), dir.join("sequences.jsonl")),
+        (None, Some(file)) => (None, file.clone()),
+        (None, None) => {
+            return Err(CliError::Input { path: "--run".into(), message: "give the run's folder (or --sequences FILE)".into() })
+        }
+    };
+    let (text, path) = read(file)?;
     let mut sequences = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let s: SequenceOut = serde_json::from_str(line)
@@ -196,10 +220,11 @@ fn read_run(dir: &Path) -> Result<(Vec<SequenceOut>, String, PrivacyReport), Cli
     if sequences.is_empty() {
         return Err(CliError::Input { path, message: "holds no keyphrase sequence: nothing to generate".into() });
     }
-    let (report_text, path) = read("privacy-report.json")?;
+    let Some(dir) = dir else { return Ok((sequences, String::new(), None)) };
+    let (report_text, path) = read(dir.join("privacy-report.json"))?;
     let report: PrivacyReport = serde_json::from_str(&report_text)
         .map_err(|e| CliError::Input { path, message: format!("is not a dpkps privacy report: {e}") })?;
-    Ok((sequences, report_text, report))
+    Ok((sequences, report_text, Some(report)))
 }
 
 fn now_iso() -> String {
@@ -230,6 +255,8 @@ fn differences(saved: &Job, fresh: &Job) -> Vec<&'static str> {
         (a.model != b.model, "--model"),
         (a.temperature != b.temperature, "--temperature"),
         (a.max_tokens != b.max_tokens, "--max-tokens"),
+        (a.frequency_penalty != b.frequency_penalty, "--frequency-penalty"),
+        (a.check_replies != b.check_replies, "--no-reply-check"),
     ] {
         if differs {
             what.push(name);
@@ -283,7 +310,7 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     llm.check()?;
     llm.check_key(key.as_deref().unwrap_or(""))?;
     let prompts = args.prompt_settings()?;
-    let (all, report_text, report) = read_run(&args.run)?;
+    let (all, report_text, report) = read_input(&args)?;
     let sequences = SequenceOut::to_generate(&all, args.include_noise_classes);
     if sequences.len() < all.len() {
         eprintln!(
@@ -293,7 +320,7 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     }
     if sequences.is_empty() {
         return Err(CliError::Input {
-            path: args.run.join("sequences.jsonl").display().to_string(),
+            path: args.run.as_ref().map_or_else(|| args.sequences.clone().unwrap_or_default(), |r| r.join("sequences.jsonl")).display().to_string(),
             message: "every sequence is of a noise-dominated class: nothing to generate unless --include-noise-classes".into(),
         });
     }
@@ -333,10 +360,13 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     };
     futures::executor::block_on(crate::llm::generate(&session, &job, pending));
     let (job, halted) = (session.job.into_inner(), session.halted.into_inner());
-    dir.write_results(&job, &report.to_html())?;
+    dir.write_results(&job, report.as_ref().map(PrivacyReport::to_html).as_deref())?;
+    let forms: Vec<String> = job.forms().iter().map(|(f, n)| format!("{n} {}", f.as_str())).collect();
     eprintln!(
-        "wrote synthetic.jsonl and synthetic.csv ({} documents), privacy-report.json and .html to {} (the requests: audit.jsonl)",
+        "wrote synthetic.jsonl and synthetic.csv ({} documents: {}){} to {} (the requests: audit.jsonl)",
         job.done(),
+        if forms.is_empty() { "none".to_string() } else { forms.join(", ") },
+        if report.is_some() { ", privacy-report.json and .html" } else { " (no privacy report: --sequences are not a run's release)" },
         args.out_dir.display()
     );
     if let Some(h) = halted {

@@ -138,11 +138,16 @@ impl OutDir {
 
     /// The synthetic corpus as the page downloads it, and the run's privacy report (JSON as
     /// read, and the printable HTML).
-    pub(super) fn write_results(&self, job: &Job, report_html: &str) -> Result<(), CliError> {
+    /// The corpus, and the run's privacy report when there is one (`--run`; not with
+    /// `--sequences`).
+    pub(super) fn write_results(&self, job: &Job, report_html: Option<&str>) -> Result<(), CliError> {
         write_file(&self.path("synthetic.jsonl"), job.corpus_jsonl().as_bytes())?;
         write_file(&self.path("synthetic.csv"), job.corpus_csv().as_bytes())?;
-        write_file(&self.path("privacy-report.json"), job.report.as_bytes())?;
-        write_file(&self.path("privacy-report.html"), report_html.as_bytes())
+        if let Some(html) = report_html {
+            write_file(&self.path("privacy-report.json"), job.report.as_bytes())?;
+            write_file(&self.path("privacy-report.html"), html.as_bytes())?;
+        }
+        Ok(())
     }
 }
 

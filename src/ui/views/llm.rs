@@ -133,6 +133,7 @@ pub fn Generate() -> impl IntoView {
                 <div class="gen-progress" id="gen-progress" data-done=j.done data-total=j.total data-running=j.running.to_string()>
                     <progress max=j.total value=value aria-label="documents generated"></progress>
                     <span>{j.status_line()}</span>
+                    {j.forms_line().map(|f| view! { <span id="gen-forms">{f}</span> })}
                     <div class="actions">
                         {j.running.then(|| view! { <button id="stop" on:click=move |_| g.stop()>"Stop"</button> })}
                         {(!j.running && j.failed > 0).then(|| view! { <button id="retry" on:click=move |_| g.retry_failed()>"Retry failed documents"</button> })}
@@ -177,6 +178,11 @@ pub fn Generate() -> impl IntoView {
                     <Text id="llm-concurrency" label="Requests at once" value=g.concurrency />
                     <Text id="llm-timeout" label="Timeout (s)" value=g.timeout_s />
                     <Text id="llm-attempts" label="Attempts per document" value=g.attempts />
+                    <Text id="llm-frequency-penalty" label="Frequency penalty (−2…2; 0: not sent)" value=g.frequency_penalty />
+                    <label class="check">
+                        <input id="llm-check-replies" type="checkbox" prop:checked=move || g.check_replies.get() on:change=move |ev| g.check_replies.set(event_target_checked(&ev)) />
+                        "Ask once more when a reply is not prose that uses its keyphrases"
+                    </label>
                     <Text id="llm-doctype" label="Document type" value=g.doc_type />
                 </div>
                 <div class="actions">

@@ -10,7 +10,9 @@ use std::cell::{Cell, RefCell};
 
 use leptos::prelude::*;
 
-use crate::llm::{Job, LlmError, LlmSettings};
+use std::collections::BTreeMap;
+
+use crate::llm::{Job, LlmError, LlmSettings, Outcome, ReplyForm};
 use crate::prompt::{parse_examples, PromptSettings};
 use crate::protocol::{RunResult, SequenceOut};
 
@@ -21,6 +23,9 @@ thread_local! {
     static JOB: RefCell<Option<Job>> = const { RefCell::new(None) };
     /// A generation (or a discard) is under way in this tab: one at a time.
     static RUNNING: Cell<bool> = const { Cell::new(false) };
+    /// The form of each generated document of the loaded job (its id; index → form), checked
+    /// once per document rather than at every refresh.
+    static FORMS: RefCell<(String, BTreeMap<usize, ReplyForm>)> = RefCell::new(Default::default());
 }
 
 const REMEMBER_KEY: &str = "dpkps.llm.key";
@@ -34,12 +39,20 @@ pub struct JobInfo {
     pub failed: usize,
     pub running: bool,
     pub tokens: usize,
+    /// How many generated documents have each form ([`crate::llm::check_reply`]).
+    pub forms: Vec<(ReplyForm, usize)>,
 }
 
 impl JobInfo {
     /// "3 of 10 documents generated, 1 failed…" (an ellipsis while running).
     pub fn status_line(&self) -> String {
         format!("{} of {} documents generated, {} failed{}", self.done, self.total, self.failed, if self.running { "…" } else { "." })
+    }
+
+    /// "Forms: 11 prose, 1 list." (`None` before the first document).
+    pub fn forms_line(&self) -> Option<String> {
+        let parts: Vec<String> = self.forms.iter().map(|(f, n)| format!("{n} {}", f.as_str())).collect();
+        (!parts.is_empty()).then(|| format!("Forms: {}.", parts.join(", ")))
     }
 }
 
@@ -54,6 +67,9 @@ pub struct GenState {
     pub concurrency: RwSignal<String>,
     pub timeout_s: RwSignal<String>,
     pub attempts: RwSignal<String>,
+    pub frequency_penalty: RwSignal<String>,
+    /// Check each reply and ask once more when it is not a document ([`LlmSettings::check_replies`]).
+    pub check_replies: RwSignal<bool>,
     pub doc_type: RwSignal<String>,
     pub system: RwSignal<String>,
     pub template: RwSignal<String>,
@@ -90,6 +106,8 @@ impl GenState {
             concurrency: RwSignal::new(d.concurrency.to_string()),
             timeout_s: RwSignal::new(d.timeout_s.to_string()),
             attempts: RwSignal::new(d.max_attempts.to_string()),
+            frequency_penalty: RwSignal::new(d.frequency_penalty.to_string()),
+            check_replies: RwSignal::new(d.check_replies),
             doc_type: RwSignal::new(p.doc_type),
             system: RwSignal::new(p.system),
             template: RwSignal::new(p.template),
@@ -119,6 +137,8 @@ impl GenState {
             concurrency: num("concurrency", self.concurrency)?.max(0.0) as usize,
             timeout_s: num("timeout", self.timeout_s)?,
             max_attempts: num("attempts", self.attempts)?.clamp(0.0, 1000.0) as u32,
+            frequency_penalty: num("frequency penalty", self.frequency_penalty)?,
+            check_replies: self.check_replies.get(),
         };
         s.check().map_err(|e| e.to_string())?;
         s.check_allowed(&allowed_endpoints()).map_err(|e| e.to_string())?;
@@ -210,6 +230,7 @@ impl GenState {
                 failed: j.failed(),
                 running: self.job.get_untracked().is_some_and(|i| i.running),
                 tokens: j.estimated_tokens(),
+                forms: forms_of(j),
             })
         });
         self.job.set(info);
@@ -245,4 +266,21 @@ impl GenState {
 fn capitalise(s: &str) -> String {
     let mut c = s.chars();
     c.next().map(|f| f.to_uppercase().chain(c).collect::<String>() + ".").unwrap_or_default()
+}
+
+/// The forms of `job`'s generated documents, counted; each document is checked once.
+fn forms_of(job: &Job) -> Vec<(ReplyForm, usize)> {
+    FORMS.with(|f| {
+        let mut f = f.borrow_mut();
+        if f.0 != job.id {
+            *f = (job.id.clone(), BTreeMap::new());
+        }
+        for (index, outcome) in &job.outcomes {
+            if let (Outcome::Done { text, .. }, Some(item)) = (outcome, job.items.get(*index)) {
+                f.1.entry(*index).or_insert_with(|| job.check(item, text).form);
+            }
+        }
+        f.1.retain(|i, _| matches!(job.outcomes.get(i), Some(Outcome::Done { .. })));
+        ReplyForm::ALL.iter().map(|form| (*form, f.1.values().filter(|x| *x == form).count())).filter(|(_, n)| *n > 0).collect()
+    })
 }
