@@ -14,7 +14,10 @@
 # Environment (defaults in brackets):
 #   DPKPS_GEN_CLASSES   ;-separated MTSamples specialties
 #                       ["Cardiovascular / Pulmonary;Orthopedic;Gastroenterology"]
-#   DPKPS_GEN_PER_CLASS sequences (so documents) per class and arm [12]
+#   DPKPS_GEN_PER_CLASS sequences (so documents) per class and arm [10]
+#   DPKPS_GEN_MAX_TOKENS tokens per document at most [320: a 150-word note is about 200]
+#   DPKPS_GEN_TIMEOUT   seconds before a request is abandoned and retried [600: one thread
+#                       beside builds can fall to a few tokens per second]
 #   DPKPS_GEN_EPS       ε_voc and ε_kde ["1 10"]
 #   DPKPS_GEN_SEED      the split's (and the DP draws') seed [0]
 #   DPKPS_GEN_OUT       output folder [target/bench-generated]; a rerun resumes its jobs
@@ -29,7 +32,9 @@ cd "$DPKPS_ROOT"
 corpus=${DPKPS_MTSAMPLES:-$DPKPS_ROOT/../shared/data/mtsamples.csv}
 [[ -f $corpus ]] || { echo "MTSamples not found at $corpus (set DPKPS_MTSAMPLES)" >&2; exit 2; }
 classes=${DPKPS_GEN_CLASSES:-Cardiovascular / Pulmonary;Orthopedic;Gastroenterology}
-per_class=${DPKPS_GEN_PER_CLASS:-12}
+per_class=${DPKPS_GEN_PER_CLASS:-10}
+max_tokens=${DPKPS_GEN_MAX_TOKENS:-320}
+timeout=${DPKPS_GEN_TIMEOUT:-600}
 read -r eps_voc eps_kde <<<"${DPKPS_GEN_EPS:-1 10}"
 seed=${DPKPS_GEN_SEED:-0}
 out=${DPKPS_GEN_OUT:-target/bench-generated}
@@ -97,7 +102,7 @@ for arm in dp nodp; do
     [[ $name == noname ]] && template=$template_noname
     g0=$SECONDS
     "$bin" generate --sequences "$out/sequences/$arm-histogram-seed$seed.jsonl" --endpoint "$endpoint" --model "$model" \
-      --concurrency 1 --template "$template" --out-dir "$set_dir" 2>"$set_dir.log" || { tail -5 "$set_dir.log" >&2; exit 1; }
+      --concurrency 1 --max-tokens "$max_tokens" --timeout "$timeout" --template "$template" --out-dir "$set_dir" 2>"$set_dir.log" || { tail -5 "$set_dir.log" >&2; exit 1; }
     sent=$(grep -c '"phase":"sending"' "$set_dir/audit.jsonl" || true)
     echo "$arm-$name: $(tail -1 "$set_dir.log" | sed 's/ to .*//'); $sent prompts sent; $((SECONDS - g0)) s"
     sets+=(--synthetic "$arm-$name=$set_dir/synthetic.jsonl")
