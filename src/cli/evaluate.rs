@@ -190,7 +190,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
             text.push_str(&serde_json::to_string(&line).unwrap_or_default());
             text.push('\n');
         }
-        super::io::write_private(&path, text.as_bytes()).map_err(|e| crate::eval::EvalError::Export(e.to_string()))
+        super::write_private(&path, text.as_bytes()).map_err(|e| crate::eval::EvalError::Export(e.to_string()))
     };
     let mut report = ev.run_with(&emb, &mut rng, &mut progress, &mut export)?;
     eprintln!();

@@ -28,7 +28,7 @@ use crate::public_vocab::{Matcher, VocabError};
 use args::{Cli, Command};
 // What the other commands read (evaluate, bench, vectors, the ledger file).
 pub(crate) use args::{CorpusArgs, ModelArgs, PipelineInputs};
-pub(crate) use io::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_private, write_private_json};
+pub(crate) use io::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_atomic, write_private, write_private_json};
 use io::{ledger_path, write_json};
 
 /// Everything that can go wrong, in plain words.

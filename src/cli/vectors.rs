@@ -54,7 +54,7 @@ pub fn run(args: EmbedVocabArgs) -> Result<(), CliError> {
     let secs = t0.elapsed().as_secs_f64();
     eprintln!();
     let (bytes, worst) = bundle::encode(&crate::corpus::hex(&Sha256::digest(&model)), &vocab, &vectors)?;
-    super::io::write_atomic(&args.out, &bytes, false)?;
+    super::write_atomic(&args.out, &bytes, false)?;
     println!(
         "{}: {head} of {} terms in {secs:.1} s ({:.0} terms/s, {threads} thread(s)); {:.1} MB; lowest cosine after int8: {worst:.5}",
         args.out.display(),
