@@ -167,6 +167,11 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
 
 /// Writes atomically: a temporary file next to the target, then a rename.
 ///
+/// The temporary file has a random name and is created exclusively (`create_new`: `O_EXCL`,
+/// which never follows a symbolic link): in a folder others can write to, a link planted at
+/// a name we would use must not send the write, or the `chmod` of a private file, to its
+/// target. A name taken (planted, or a stale file) means another name, not an overwrite.
+///
 /// A target that exists and is not a regular file (`/dev/null`, `/dev/stdout`, a named pipe)
 /// is written straight into: a rename would replace the device itself with a regular file
 /// (as root, `/dev/null` would then hold this output and feed it to every later reader).
@@ -179,23 +184,138 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
     }
-    let tmp = path.with_extension("tmp~");
-    let mut options = OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    if private {
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let (tmp, mut f) = create_temp(path, private).map_err(err)?;
+    let written = (|| {
+        #[cfg(unix)]
+        if private {
+            // `mode` is filtered by the umask; the file is ours alone (just created): 0600 exactly.
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
-    let mut f = options.open(&tmp).map_err(err)?;
+    written.map_err(err)
+}
+
+/// A new file beside `path` named `<name>.<16 random hex digits>.tmp~`, created exclusively
+/// (0600 when `private`); another name when one is taken.
+fn create_temp(path: &Path, private: bool) -> std::io::Result<(PathBuf, File)> {
+    let name = path.file_name().map_or_else(|| "output".into(), |n| n.to_string_lossy().into_owned());
+    let mut last = None;
+    for _ in 0..16 {
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(|e| std::io::Error::other(format!("no random name for a temporary file: {e}")))?;
+        let tmp = path.with_file_name(format!("{name}.{}.tmp~", crate::corpus::hex(&random)));
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        if private {
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        }
+        #[cfg(not(unix))]
+        let _ = private;
+        match options.open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free name for a temporary file")))
+}
+
+/// Opens a file the command keeps open (a lock file, an append-only log) with `options`,
+/// creating it if they say so (0600 when `private`), never through a symbolic link
+/// (`O_NOFOLLOW`): such files sit at fixed names, in folders others may write to, and a link
+/// planted there would send the lock, the appended lines or the permissions to its target.
+/// Only a regular file is accepted.
+pub(crate) fn open_kept(path: &Path, options: &mut OpenOptions, private: bool) -> std::io::Result<File> {
     #[cfg(unix)]
-    if private {
-        // `mode` applies only to a file it creates: a stale temporary file keeps its own.
-        use std::os::unix::fs::PermissionsExt;
-        f.set_permissions(std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+        if private {
+            options.mode(0o600);
+        }
     }
     #[cfg(not(unix))]
     let _ = private;
-    f.write_all(bytes).map_err(err)?;
-    f.sync_all().map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(err)
+    let refused = |what: &str| {
+        std::io::Error::other(format!(
+            "{} is {what}, not a regular file: refused (a file dpkps keeps must not lead elsewhere; remove it and try again)",
+            path.display()
+        ))
+    };
+    let file = match options.open(path) {
+        #[cfg(unix)]
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(refused("a symbolic link")),
+        other => other?,
+    };
+    if !file.metadata()?.is_file() {
+        return Err(refused("something else"));
+    }
+    Ok(file)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("dpkps-io-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_planted_link_at_a_temporary_name_is_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp_dir("planted");
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "the victim's own text").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let target = dir.join("ledger.json");
+        // The name the temporary file used to have, planted as a link to the victim.
+        std::os::unix::fs::symlink(&victim, target.with_extension("tmp~")).unwrap();
+        write_private(&target, b"{}").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the victim's own text");
+        assert_eq!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777, 0o644, "not chmod-ed");
+        assert_eq!(std::fs::read(&target).unwrap(), b"{}");
+        assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o600);
+        // No temporary file is left behind; a link at the target itself is replaced, not followed.
+        let left: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(left.iter().all(|n| !n.ends_with(".tmp~") || n == "ledger.tmp~"), "{left:?}");
+        let linked = dir.join("out.json");
+        std::os::unix::fs::symlink(&victim, &linked).unwrap();
+        write_file(&linked, b"[]").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the victim's own text");
+        assert!(!std::fs::symlink_metadata(&linked).unwrap().file_type().is_symlink());
+    }
+
+    #[test]
+    fn a_kept_file_is_never_opened_through_a_link() {
+        let dir = temp_dir("kept");
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "v").unwrap();
+        let link = dir.join("job.lock");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = open_kept(&link, OpenOptions::new().read(true).write(true).create(true), true).unwrap_err();
+        assert!(e.to_string().contains("is a symbolic link, not a regular file"), "{e}");
+        // A dangling link: nothing is created at its target either.
+        let dangling = dir.join("audit.jsonl");
+        std::os::unix::fs::symlink(dir.join("created-elsewhere"), &dangling).unwrap();
+        assert!(open_kept(&dangling, OpenOptions::new().append(true).create(true), false).is_err());
+        assert!(!dir.join("created-elsewhere").exists());
+        // Not a regular file.
+        assert!(open_kept(&dir, OpenOptions::new().read(true), false).is_err());
+        // A plain file is opened (and created 0600 when private).
+        let f = open_kept(&dir.join("new.lock"), OpenOptions::new().read(true).write(true).create(true), true).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+    }
 }

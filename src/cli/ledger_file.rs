@@ -21,6 +21,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
+use super::io::open_kept;
 use super::{write_private, CliError};
 use crate::ledger::LedgerBook;
 
@@ -78,9 +79,8 @@ fn lock(ledger: &Path) -> Result<File, CliError> {
     let mut options = OpenOptions::new();
     // Windows locks need read or write access; `flock` takes either.
     options.read(true).write(true).create(true).truncate(false);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let file = options.open(lock_path(ledger)).map_err(err)?;
+    // Never through a symbolic link, 0600 when created (`open_kept`).
+    let file = open_kept(&lock_path(ledger), &mut options, true).map_err(err)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) => {
@@ -126,6 +126,21 @@ mod tests {
         assert!(!path.exists(), "nothing written");
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_file_planted_as_a_link_is_refused() {
+        let dir = temp_dir("planted-lock");
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "v").unwrap();
+        let path = dir.join("ledger.json");
+        std::os::unix::fs::symlink(&victim, lock_path(&path)).unwrap();
+        let e = LedgerFile::open(&path).err().expect("a planted lock file is not followed");
+        assert!(matches!(e, CliError::LedgerLock { .. }) && e.to_string().contains("symbolic link"), "{e}");
+        use std::os::unix::fs::PermissionsExt;
+        assert_ne!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777, 0o600, "the victim keeps its mode");
+        assert!(!path.exists(), "nothing written");
+    }
+
     #[test]
     fn concurrent_runs_lose_no_spend() {
         // Two writers, each recording N runs through open → record → save. Without the lock,
@@ -160,7 +175,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = temp_dir("mode");
         let path = dir.join("ledger.json");
-        // An older version's ledger, and a stale temporary file, both readable by anyone.
+        // An older version's ledger, readable by anyone, and its stale temporary file (older
+        // versions used that one fixed name; temporary files now have random names).
         std::fs::write(&path, LedgerBook::default().to_json()).unwrap();
         std::fs::write(path.with_extension("tmp~"), b"").unwrap();
         for p in [&path, &path.with_extension("tmp~")] {
@@ -172,6 +188,11 @@ mod tests {
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&path), 0o600, "the ledger");
         assert_eq!(mode(&lock_path(&path)), 0o600, "its lock file");
-        assert!(!path.with_extension("tmp~").exists(), "the temporary file was renamed onto the ledger");
+        let temporary: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("ledger.json.") && n.ends_with(".tmp~"))
+            .collect();
+        assert!(temporary.is_empty(), "the temporary file was renamed onto the ledger: {temporary:?}");
     }
 }

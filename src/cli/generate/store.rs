@@ -17,7 +17,8 @@
 //!
 //! `job.lock` is held (std's [`File::try_lock`], released when the process ends) while a command
 //! works on the folder: a second one on the same folder is refused, as a second tab is on
-//! the page. Everything here is a DP output or public (prompts, settings, generated text), so
+//! the page. The lock and the two logs are never opened through a symbolic link
+//! (`crate::cli::io::open_kept`). Everything here is a DP output or public (prompts, settings, generated text), so
 //! files follow the umask.
 
 use std::cell::RefCell;
@@ -27,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use crate::llm::{AuditEntry, Job, Outcome, OutcomeRecord};
 
-use crate::cli::io::{json_text, write_file};
+use crate::cli::io::{json_text, open_kept, write_file};
 use crate::cli::CliError;
 use super::GenerateError;
 
@@ -61,7 +62,9 @@ impl OutDir {
         };
         std::fs::create_dir_all(dir).map_err(werr(dir))?;
         let lock_path = dir.join(LOCK);
-        let lock = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&lock_path).map_err(werr(&lock_path))?;
+        // Never through a symbolic link (`open_kept`): the folder may be one others can write to.
+        let lock = open_kept(&lock_path, OpenOptions::new().read(true).write(true).create(true).truncate(false), false)
+            .map_err(werr(&lock_path))?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => return Err(GenerateError::Busy { dir: dir.display().to_string() }.into()),
@@ -69,7 +72,7 @@ impl OutDir {
         }
         let append = |name: &str| {
             let p = dir.join(name);
-            OpenOptions::new().read(true).append(true).create(true).open(&p).map_err(werr(&p))
+            open_kept(&p, OpenOptions::new().read(true).append(true).create(true), false).map_err(werr(&p))
         };
         Ok(OutDir { dir: dir.to_path_buf(), outcomes: RefCell::new(append(OUTCOMES)?), audit: RefCell::new(append(AUDIT)?), _lock: lock })
     }
@@ -157,4 +160,34 @@ fn append_line<T: serde::Serialize>(file: &mut File, value: &T) -> std::io::Resu
     line.push(b'\n');
     file.write_all(&line)?;
     file.sync_data()
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_planted_in_the_folder_are_not_followed() {
+        let dir = std::env::temp_dir().join(format!("dpkps-outdir-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim.txt");
+        std::fs::write(&victim, "v").unwrap();
+        for name in [LOCK, OUTCOMES, AUDIT] {
+            let link = dir.join(name);
+            std::os::unix::fs::symlink(&victim, &link).unwrap();
+            let e = OutDir::open(&dir).err().expect("refused");
+            assert!(e.to_string().contains("symbolic link"), "{name}: {e}");
+            std::fs::remove_file(&link).unwrap();
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "v");
+        let out = OutDir::open(&dir).unwrap();
+        out.append_audit(&AuditEntry {
+            phase: Default::default(), time: "t".into(), job: "j".into(), index: 0, attempt: 1,
+            url: "u".into(), request: "r".into(), status: None, response: String::new(), error: None,
+        })
+        .unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "v");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
