@@ -7,6 +7,8 @@
 //!
 //! Every error names the file and the line (and, for CSV, the record) where it happened.
 //! Empty documents (nothing but whitespace) are counted in [`IngestStats`] and skipped.
+//! A record over [`limits::RECORD_BYTES`], or a load of more than [`limits::DOCUMENTS`]
+//! documents, is refused where it happens, before it is held ([`limits`] says why).
 //!
 //! The corpus fingerprint ([`corpus_key`]) is a SHA-256 over the SORTED per-document hashes
 //! ([`doc_hash`], SHA-256 of each text): the same multiset of documents gives the same key
@@ -27,6 +29,10 @@ use std::io::{BufRead, BufReader, Read};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+pub mod limits;
+
+use limits::{column_list, human, utf16_bom, Bounded, Limits};
 
 /// One document as handed to a sink; borrowed from the reader's buffers.
 #[derive(Debug, Clone, Copy)]
@@ -111,6 +117,22 @@ pub enum CorpusError {
     EmptyFile { file: String },
     #[error("{file}, line {line}: the text is not valid UTF-8 (byte {byte} of the line); save the file as UTF-8 and try again")]
     InvalidUtf8 { file: String, line: u64, byte: u64 },
+    /// A byte-order mark of another encoding (`limits::utf16_bom`).
+    #[error("{file}: the file is {encoding}, not UTF-8; save it as UTF-8 and try again")]
+    NotUtf8Encoding { file: String, encoding: &'static str },
+    #[error(
+        "{file}, line {line}: this record (a row, or a JSON line) is over {}, the most one document may take here; \
+         split it, or leave it out",
+        human(*.max)
+    )]
+    RecordTooLarge { file: String, line: u64, max: u64 },
+    #[error("{file}: the file is over {}, the most one document (a .txt file) may take here; split it, or leave it out", human(*.max))]
+    TextFileTooLarge { file: String, max: u64 },
+    #[error(
+        "{file}, line {line}: more than {max} documents in this load, the most it may hold (each one stays in memory); \
+         read a part of the corpus"
+    )]
+    TooManyDocuments { file: String, line: u64, max: u64 },
     #[error("{file}: there is no column named {column:?}; the columns are: {available}")]
     MissingColumn { file: String, column: String, available: String },
     #[error("{file}: {format} input needs the name of the {what} column")]
@@ -169,6 +191,8 @@ pub fn corpus_key(doc_hashes: &[[u8; 32]]) -> String {
 #[derive(Clone)]
 pub struct Ingest {
     pub stats: IngestStats,
+    /// What this load may hold ([`limits`]).
+    pub limits: Limits,
     /// The legacy, order-sensitive hash (see the module docs).
     hasher: Sha256,
     doc_hashes: Vec<[u8; 32]>,
@@ -179,15 +203,24 @@ impl Ingest {
     pub fn new(label_field_set: bool) -> Self {
         let mut hasher = Sha256::new();
         hasher.update(b"dpkps corpus v1\0");
-        Ingest { stats: IngestStats::default(), hasher, doc_hashes: Vec::new(), label_field_set }
+        Ingest { stats: IngestStats::default(), limits: Limits::default(), hasher, doc_hashes: Vec::new(), label_field_set }
     }
 
-    /// Records one record; returns the document if it is non-empty (to be handed on).
-    fn accept<'a>(&mut self, text: &'a str, label: Option<&'a str>) -> Option<DocRef<'a>> {
+    /// The same with other caps (tests).
+    pub fn with_limits(label_field_set: bool, limits: Limits) -> Self {
+        Ingest { limits, ..Ingest::new(label_field_set) }
+    }
+
+    /// Records one record; returns the document if it is non-empty (to be handed on), or
+    /// `Err(())` when the load already holds [`Limits::documents`] (the caller says where).
+    fn accept<'a>(&mut self, text: &'a str, label: Option<&'a str>) -> Result<Option<DocRef<'a>>, ()> {
         self.stats.records += 1;
         if text.trim().is_empty() {
             self.stats.empty_skipped += 1;
-            return None;
+            return Ok(None);
+        }
+        if self.stats.documents >= self.limits.documents {
+            return Err(());
         }
         let label = label.filter(|l| !l.trim().is_empty());
         self.stats.documents += 1;
@@ -200,7 +233,12 @@ impl Ingest {
         self.hasher.update((text.len() as u64).to_le_bytes());
         self.hasher.update(text.as_bytes());
         self.doc_hashes.push(doc_hash(text));
-        Some(DocRef { text, label })
+        Ok(Some(DocRef { text, label }))
+    }
+
+    /// The error for a document past [`Limits::documents`], at `line` of `file`.
+    fn too_many(&self, file: &str, line: u64) -> CorpusError {
+        CorpusError::TooManyDocuments { file: file.to_string(), line, max: self.limits.documents }
     }
 
     /// The ledger key of what was read so far ([`corpus_key`]), as lowercase hex.
@@ -310,15 +348,31 @@ fn stream_csv<R: Read>(
         .text
         .as_deref()
         .ok_or(CorpusError::FieldRequired { file: file.to_string(), format, what: "text" })?;
+    // The parser holds a record whole, however long: the input reaches it through a reader
+    // that stops a record at the cap (plus the parser's own read-ahead).
+    let cap = ingest.limits.record_bytes;
+    let (bounded, mark) = Bounded::new(reader, cap, CSV_BUFFER as u64);
     let mut rdr = csv::ReaderBuilder::new()
         .delimiter(delimiter)
         .has_headers(true)
         .flexible(false)
-        .from_reader(reader);
+        .buffer_capacity(CSV_BUFFER)
+        .from_reader(bounded);
+    let too_large = |line: u64| CorpusError::RecordTooLarge { file: file.to_string(), line, max: cap };
     // Headers are read as bytes so that a non-UTF-8 header gets our located error.
-    let headers = rdr.byte_headers().map_err(|e| csv_error(file, e))?.clone();
+    let headers = match rdr.byte_headers() {
+        Ok(h) => h.clone(),
+        Err(e) if cut(&e) => return Err(too_large(1)),
+        Err(e) => return Err(csv_error(file, e)),
+    };
+    if let Some(encoding) = headers.get(0).and_then(utf16_bom) {
+        return Err(CorpusError::NotUtf8Encoding { file: file.to_string(), encoding });
+    }
     if headers.is_empty() || (headers.len() == 1 && headers[0].is_empty()) {
         return Err(CorpusError::EmptyFile { file: file.to_string() });
+    }
+    if headers.as_slice().len() as u64 > cap {
+        return Err(too_large(1));
     }
     let mut names = Vec::with_capacity(headers.len());
     for (i, h) in headers.iter().enumerate() {
@@ -334,7 +388,7 @@ fn stream_csv<R: Read>(
         names.iter().position(|n| n == col.trim()).ok_or_else(|| CorpusError::MissingColumn {
             file: file.to_string(),
             column: col.to_string(),
-            available: names.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+            available: column_list(&names),
         })
     };
     let text_idx = find(text_col)?;
@@ -342,12 +396,19 @@ fn stream_csv<R: Read>(
 
     let mut record = csv::ByteRecord::new();
     loop {
+        // Where the next record starts: its line for a message, its byte for the cap.
+        let next = rdr.position().clone();
+        mark.set(next.byte());
         match rdr.read_byte_record(&mut record) {
             Ok(false) => break,
             Ok(true) => {}
+            Err(e) if cut(&e) => return Err(too_large(next.line())),
             Err(e) => return Err(csv_error(file, e)),
         }
         let line = record.position().map_or(0, |p| p.line());
+        if record.as_slice().len() as u64 > cap {
+            return Err(too_large(line));
+        }
         let cell = |idx: usize| -> Result<&str, CorpusError> {
             let raw = record.get(idx).unwrap_or_default();
             std::str::from_utf8(raw).map_err(|e| CorpusError::InvalidUtf8 {
@@ -358,11 +419,21 @@ fn stream_csv<R: Read>(
         };
         let text = cell(text_idx)?;
         let label = label_idx.map(cell).transpose()?;
-        if let Some(doc) = ingest.accept(text, label) {
-            sink(doc);
+        match ingest.accept(text, label) {
+            Ok(Some(doc)) => sink(doc),
+            Ok(None) => {}
+            Err(()) => return Err(ingest.too_many(file, line)),
         }
     }
     Ok(())
+}
+
+/// The CSV parser's buffer: what it may read past the end of a record.
+const CSV_BUFFER: usize = 64 * 1024;
+
+/// Whether a CSV error is the [`Bounded`] reader's refusal.
+fn cut(e: &csv::Error) -> bool {
+    matches!(e.kind(), csv::ErrorKind::Io(io) if limits::is_cut(io))
 }
 
 fn csv_error(file: &str, e: csv::Error) -> CorpusError {
@@ -400,14 +471,24 @@ fn stream_jsonl<R: Read>(
     let mut buf = Vec::new();
     let mut line_no = 0u64;
     let mut saw_bytes = false;
+    let cap = ingest.limits.record_bytes;
     loop {
         buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).map_err(|e| io_err(file, e))?;
+        // At most the cap and the newline: a longer line is refused before it is held.
+        let n = (&mut reader).take(cap + 1).read_until(b'\n', &mut buf).map_err(|e| io_err(file, e))?;
         if n == 0 {
             break;
         }
         saw_bytes = true;
         line_no += 1;
+        if line_no == 1 {
+            if let Some(encoding) = utf16_bom(&buf) {
+                return Err(CorpusError::NotUtf8Encoding { file: file.to_string(), encoding });
+            }
+        }
+        if n as u64 > cap && buf.last() != Some(&b'\n') {
+            return Err(CorpusError::RecordTooLarge { file: file.to_string(), line: line_no, max: cap });
+        }
         let bytes = if line_no == 1 { strip_bom(&buf) } else { &buf[..] };
         let line = std::str::from_utf8(bytes).map_err(|e| CorpusError::InvalidUtf8 {
             file: file.to_string(),
@@ -464,8 +545,10 @@ fn stream_jsonl<R: Read>(
                 }
             },
         };
-        if let Some(doc) = ingest.accept(text, label) {
-            sink(doc);
+        match ingest.accept(text, label) {
+            Ok(Some(doc)) => sink(doc),
+            Ok(None) => {}
+            Err(()) => return Err(ingest.too_many(file, line_no)),
         }
     }
     if !saw_bytes {
@@ -486,21 +569,30 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 }
 
 fn stream_txt<R: Read>(
-    mut reader: R,
+    reader: R,
     file: &str,
     label: Option<&str>,
     ingest: &mut Ingest,
     sink: &mut dyn FnMut(DocRef<'_>),
 ) -> Result<(), CorpusError> {
+    let cap = ingest.limits.record_bytes;
     let mut bytes = Vec::new();
-    reader.read_to_end(&mut bytes).map_err(|e| io_err(file, e))?;
+    reader.take(cap + 1).read_to_end(&mut bytes).map_err(|e| io_err(file, e))?;
+    if bytes.len() as u64 > cap {
+        return Err(CorpusError::TextFileTooLarge { file: file.to_string(), max: cap });
+    }
+    if let Some(encoding) = utf16_bom(&bytes) {
+        return Err(CorpusError::NotUtf8Encoding { file: file.to_string(), encoding });
+    }
     let body = strip_bom(&bytes);
     let text = std::str::from_utf8(body).map_err(|e| {
         let (line, byte) = locate(body, e.valid_up_to());
         CorpusError::InvalidUtf8 { file: file.to_string(), line, byte }
     })?;
-    if let Some(doc) = ingest.accept(text, label) {
-        sink(doc);
+    match ingest.accept(text, label) {
+        Ok(Some(doc)) => sink(doc),
+        Ok(None) => {}
+        Err(()) => return Err(ingest.too_many(file, 1)),
     }
     Ok(())
 }
@@ -527,166 +619,4 @@ impl Corpus {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fields(text: &str, label: Option<&str>) -> Fields {
-        Fields { text: Some(text.into()), label: label.map(Into::into) }
-    }
-
-    fn read(input: &[u8], format: Format, f: &Fields) -> Result<Corpus, CorpusError> {
-        Corpus::read(input, "in", format, f)
-    }
-
-    #[test]
-    fn csv_reads_text_and_label_with_quotes_and_newlines() {
-        let input = b"id,text,label\n1,\"Chest pain, \"\"acute\"\"\nsecond line\",Cardio\n2,Cough,Pulm\n";
-        let c = read(input, Format::Csv, &fields("text", Some("label"))).unwrap();
-        assert_eq!(c.documents.len(), 2);
-        assert_eq!(c.documents[0].text, "Chest pain, \"acute\"\nsecond line");
-        assert_eq!(c.documents[1].label.as_deref(), Some("Pulm"));
-        assert_eq!(c.stats.classes.len(), 2);
-    }
-
-    #[test]
-    fn csv_bom_and_header_whitespace_are_tolerated() {
-        let input = "\u{feff}text , label\nhello,a\n".as_bytes();
-        let c = read(input, Format::Csv, &fields("text", Some("label"))).unwrap();
-        assert_eq!(c.documents[0].text, "hello");
-    }
-
-    #[test]
-    fn empty_documents_are_counted_not_dropped_silently() {
-        let input = b"text,label\nhello,a\n\"   \",b\n,c\nworld,\n";
-        let c = read(input, Format::Csv, &fields("text", Some("label"))).unwrap();
-        assert_eq!(c.stats.records, 4);
-        assert_eq!(c.stats.documents, 2);
-        assert_eq!(c.stats.empty_skipped, 2);
-        assert_eq!(c.stats.unlabelled, 1);
-    }
-
-    #[test]
-    fn csv_missing_column_names_the_available_ones() {
-        let err = read(b"a,b\n1,2\n", Format::Csv, &fields("text", None)).unwrap_err();
-        let msg = err.to_string();
-        assert!(matches!(err, CorpusError::MissingColumn { .. }), "{msg}");
-        assert!(msg.contains("\"a\", \"b\""), "{msg}");
-    }
-
-    #[test]
-    fn csv_ragged_row_is_located() {
-        let err = read(b"text,label\nok,a\nbad\n", Format::Csv, &fields("text", Some("label"))).unwrap_err();
-        match err {
-            CorpusError::RaggedRow { line, expected, found, .. } => assert_eq!((line, expected, found), (3, 2, 1)),
-            other => panic!("unexpected {other}"),
-        }
-    }
-
-    #[test]
-    fn csv_invalid_utf8_is_located() {
-        let err = read(b"text\nfine\nbad \xff byte\n", Format::Csv, &fields("text", None)).unwrap_err();
-        match err {
-            CorpusError::InvalidUtf8 { line, byte, .. } => assert_eq!((line, byte), (3, 5)),
-            other => panic!("unexpected {other}"),
-        }
-    }
-
-    #[test]
-    fn empty_inputs_are_errors() {
-        for format in [Format::Csv, Format::Tsv, Format::Jsonl] {
-            let err = read(b"", format, &fields("text", None)).unwrap_err();
-            assert!(matches!(err, CorpusError::EmptyFile { .. }), "{format:?}: {err}");
-        }
-        // One empty .txt is one empty document (counted), so the corpus has no documents.
-        let err = read(b"", Format::Txt, &Fields::default()).unwrap_err();
-        assert!(matches!(err, CorpusError::NoDocuments { records: 1, .. }), "{err}");
-        let err = read(b"text\n", Format::Csv, &fields("text", None)).unwrap_err();
-        assert!(matches!(err, CorpusError::EmptyFile { .. }), "{err}");
-        let err = read(b"text\n\" \"\n", Format::Csv, &fields("text", None)).unwrap_err();
-        assert!(matches!(err, CorpusError::NoDocuments { records: 1, .. }), "{err}");
-    }
-
-    #[test]
-    fn tsv_uses_tabs() {
-        let c = read(b"text\tlabel\na, b\tx\n", Format::Tsv, &fields("text", Some("label"))).unwrap();
-        assert_eq!(c.documents[0].text, "a, b");
-    }
-
-    #[test]
-    fn jsonl_reads_fields_and_skips_blank_lines() {
-        let input = b"{\"t\": \"one\", \"y\": 3}\n\n{\"t\": \"two\", \"y\": null}\r\n{\"t\": null, \"y\": \"z\"}\n";
-        let c = read(input, Format::Jsonl, &fields("t", Some("y"))).unwrap();
-        assert_eq!(c.documents.len(), 2);
-        assert_eq!(c.documents[0].label.as_deref(), Some("3"));
-        assert_eq!(c.documents[1].label, None);
-        assert_eq!(c.stats.empty_skipped, 1);
-    }
-
-    #[test]
-    fn jsonl_errors_are_located() {
-        let err = read(b"{\"t\":\"a\"}\n{\"t\":\n", Format::Jsonl, &fields("t", None)).unwrap_err();
-        assert!(matches!(err, CorpusError::BadJson { line: 2, .. }), "{err}");
-        let err = read(b"{\"t\":\"a\"}\n[1]\n", Format::Jsonl, &fields("t", None)).unwrap_err();
-        assert!(err.to_string().contains("an array"), "{err}");
-        let err = read(b"{\"x\":\"a\"}\n", Format::Jsonl, &fields("t", None)).unwrap_err();
-        assert!(matches!(err, CorpusError::MissingField { line: 1, .. }), "{err}");
-        let err = read(b"{\"t\":5}\n", Format::Jsonl, &fields("t", None)).unwrap_err();
-        assert!(matches!(err, CorpusError::WrongFieldType { .. }), "{err}");
-        let err = read(b"{\"t\":\"\xc3\"}\n", Format::Jsonl, &fields("t", None)).unwrap_err();
-        assert!(matches!(err, CorpusError::InvalidUtf8 { line: 1, .. }), "{err}");
-    }
-
-    #[test]
-    fn txt_is_one_document_and_reports_bad_utf8_line() {
-        let c = read("line one\nline two\n".as_bytes(), Format::Txt, &Fields::default()).unwrap();
-        assert_eq!(c.documents.len(), 1);
-        let err = read(b"ok\nok\nno\xfe\n", Format::Txt, &Fields::default()).unwrap_err();
-        assert!(matches!(err, CorpusError::InvalidUtf8 { line: 3, byte: 3, .. }), "{err}");
-    }
-
-    #[test]
-    fn text_field_is_required_for_tabular_formats() {
-        let err = read(b"a\nb\n", Format::Csv, &Fields::default()).unwrap_err();
-        assert!(matches!(err, CorpusError::FieldRequired { .. }), "{err}");
-    }
-
-    #[test]
-    fn fingerprint_depends_on_the_texts_only() {
-        let a = read(b"text,label\nx,1\ny,2\n", Format::Csv, &fields("text", Some("label"))).unwrap();
-        let b = read(b"{\"text\":\"x\",\"label\":\"1\"}\n{\"text\":\"y\",\"label\":\"2\"}\n", Format::Jsonl, &fields("text", None)).unwrap();
-        let c = read(b"text,label\nx,1\ny z,2\n", Format::Csv, &fields("text", Some("label"))).unwrap();
-        assert_eq!(a.fingerprint, b.fingerprint);
-        assert_ne!(a.fingerprint, c.fingerprint);
-        assert_eq!(a.fingerprint.len(), 64);
-    }
-
-    #[test]
-    fn fingerprint_ignores_order_and_file_splits() {
-        let all = b"text\nalpha\nbeta\ngamma\n";
-        let a = read(all, Format::Csv, &fields("text", None)).unwrap();
-        let reordered = read(b"text\ngamma\nalpha\nbeta\n", Format::Csv, &fields("text", None)).unwrap();
-        assert_eq!(a.fingerprint, reordered.fingerprint);
-        // The same documents split over two files (one CSV, one JSONL), read into one ingest.
-        let mut ingest = Ingest::new(false);
-        stream(&b"text\nbeta\n"[..], "1.csv", Format::Csv, &fields("text", None), None, &mut ingest, &mut |_| {}).unwrap();
-        stream(&b"{\"text\":\"gamma\"}\n{\"text\":\"alpha\"}\n"[..], "2.jsonl", Format::Jsonl, &fields("text", None), None, &mut ingest, &mut |_| {})
-            .unwrap();
-        let (_, keys) = ingest.finish_keyed("2 files").unwrap();
-        assert_eq!(keys.fingerprint, a.fingerprint);
-        assert_eq!(keys.doc_hashes.len(), 3);
-        // The legacy key is order-sensitive (it only finds old ledgers).
-        assert_ne!(keys.legacy, keys.fingerprint);
-        // A duplicated or a missing document is another corpus.
-        let dup = read(b"text\nalpha\nbeta\ngamma\ngamma\n", Format::Csv, &fields("text", None)).unwrap();
-        let fewer = read(b"text\nalpha\nbeta\n", Format::Csv, &fields("text", None)).unwrap();
-        assert_ne!(dup.fingerprint, a.fingerprint);
-        assert_ne!(fewer.fingerprint, a.fingerprint);
-    }
-
-    #[test]
-    fn format_from_path() {
-        assert_eq!(Format::from_path("a/B.CSV"), Some(Format::Csv));
-        assert_eq!(Format::from_path("x.ndjson"), Some(Format::Jsonl));
-        assert_eq!(Format::from_path("noext"), None);
-    }
-}
+mod tests;

@@ -14,6 +14,9 @@ pub const CELL_CHARS: usize = 160;
 /// Builds the preview of `prefix`, the first bytes of `file`. `complete`: the prefix is the
 /// whole file (then a broken last record is an error, not a cut).
 pub fn preview(prefix: &[u8], file: &str, format: Format, complete: bool) -> Result<Preview, CorpusError> {
+    if let Some(encoding) = crate::corpus::limits::utf16_bom(prefix) {
+        return Err(CorpusError::NotUtf8Encoding { file: file.to_string(), encoding });
+    }
     let prefix = prefix.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(prefix);
     if prefix.iter().all(u8::is_ascii_whitespace) {
         return Err(CorpusError::EmptyFile { file: file.to_string() });
