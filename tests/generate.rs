@@ -27,6 +27,12 @@ enum Fault {
     Slow(u64),
     /// Answers with the keyphrases alone, as a bare list: not a document.
     List,
+    /// A 200 whose body is this many bytes (more than any reply of the job's max tokens).
+    Huge(usize),
+    /// 307 to this URL.
+    Redirect(String),
+    /// 429 with `Retry-After` as an HTTP date this many seconds ahead.
+    TooManyUntil(u64),
 }
 
 /// One completion request as the server saw it.
@@ -136,6 +142,15 @@ fn handle(mut stream: TcpStream, state: &Mutex<State>) {
             std::thread::sleep(Duration::from_millis(ms));
             ok()
         }
+        Some(Fault::Huge(n)) => {
+            let text = "word ".repeat(n / 5);
+            reply(200, "", &serde_json::json!({ "choices": [{ "message": { "role": "assistant", "content": text } }] }).to_string())
+        }
+        Some(Fault::Redirect(to)) => reply(307, &format!("Location: {to}\r\n"), ""),
+        Some(Fault::TooManyUntil(s)) => {
+            let date = http_date(std::time::SystemTime::now() + Duration::from_secs(s));
+            reply(429, &format!("Retry-After: {date}\r\n"), r#"{"error":"slow down"}"#)
+        }
         Some(Fault::List) => {
             let text = format!("kp{doc}x; Heart Failure; Cough");
             reply(200, "", &serde_json::json!({ "choices": [{ "message": { "role": "assistant", "content": text } }] }).to_string())
@@ -143,6 +158,27 @@ fn handle(mut stream: TcpStream, state: &Mutex<State>) {
         None => ok(),
     };
     let _ = stream.write_all(out.as_bytes());
+}
+
+/// `t` as an HTTP date (IMF-fixdate), as a server writes Retry-After.
+fn http_date(t: std::time::SystemTime) -> String {
+    let secs = t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let (mut days, rest) = (secs / 86_400, secs % 86_400);
+    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][(days % 7) as usize];
+    let leap = |y: u64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let mut year = 1970;
+    while days >= if leap(year) { 366 } else { 365 } {
+        days -= if leap(year) { 366 } else { 365 };
+        year += 1;
+    }
+    let lengths = [31, if leap(year) { 29 } else { 28 }, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+    let mut month = 0;
+    while days >= lengths[month] {
+        days -= lengths[month];
+        month += 1;
+    }
+    let name = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"][month];
+    format!("{weekday}, {:02} {name} {year} {:02}:{:02}:{:02} GMT", days + 1, rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -248,7 +284,8 @@ fn every_document_is_generated_with_lanes_and_retries_into_the_pages_formats() {
     assert_eq!(server.state.lock().unwrap().max_in_flight, 3);
     let counts = server.counts();
     assert_eq!(counts, (0..8).map(|i| (i, [2, 3, 2, 2].get(i).copied().unwrap_or(1))).collect());
-    // The waits: the server's Retry-After (1 s), then backoff 0.5 s and 1 s.
+    // The waits: the server's Retry-After (1 s, never less), then backoff 0.5 s and 1 s, each
+    // within a quarter either way (jitter).
     let seen = server.seen();
     let gaps = |doc: usize| {
         let at: Vec<Instant> = seen.iter().filter(|s| s.doc == doc).map(|s| s.at).collect();
@@ -256,7 +293,7 @@ fn every_document_is_generated_with_lanes_and_retries_into_the_pages_formats() {
     };
     assert!(gaps(0)[0] >= Duration::from_millis(1000), "{:?}", gaps(0));
     let g1 = gaps(1);
-    assert!(g1[0] >= Duration::from_millis(500) && g1[1] >= Duration::from_millis(1000), "{g1:?}");
+    assert!(g1[0] >= Duration::from_millis(375) && g1[1] >= Duration::from_millis(750), "{g1:?}");
     // The key, from the environment, travels in the authorization header...
     assert!(seen.iter().all(|s| s.authorization.as_deref() == Some(&format!("Bearer {KEY}"))), "{seen:?}");
     // ...and is written nowhere.
@@ -307,6 +344,46 @@ fn every_document_is_generated_with_lanes_and_retries_into_the_pages_formats() {
     let o = generate(&run, &server.url, &out, &["--concurrency", "3", "--timeout", "1"]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(server.seen().len(), before);
+}
+
+#[test]
+fn an_over_long_reply_and_a_redirect_fail_at_once_and_a_dated_retry_after_is_waited_for() {
+    let dir = tmpdir("caps");
+    let run = run_folder(&dir, 4);
+    let server = Server::start();
+    // Where the redirect points: it must never be contacted.
+    let elsewhere = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let elsewhere_url = format!("http://{}/v1/chat/completions", elsewhere.local_addr().unwrap());
+    elsewhere.set_nonblocking(true).unwrap();
+    server.fault(0, &[Fault::Huge(2 << 20)]);
+    server.fault(1, &[Fault::Redirect(elsewhere_url.clone())]);
+    server.fault(2, &[Fault::TooManyUntil(2)]);
+    let out = dir.join("out");
+    let o = generate(&run, &server.url, &out, &["--concurrency", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "two documents failed: {}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(server.counts(), BTreeMap::from([(0, 1), (1, 1), (2, 2), (3, 1)]), "neither failure is asked for again: {err}");
+    let job = saved_job(&out);
+    match &job.outcomes[&0] {
+        Outcome::Failed { attempts: 1, error } => assert!(error.starts_with("the reply is longer than 1 MiB, the most read of one reply here"), "{error}"),
+        o => panic!("{o:?}"),
+    }
+    match &job.outcomes[&1] {
+        Outcome::Failed { attempts: 1, error } => {
+            assert!(error.starts_with(&format!("the endpoint answered with a redirect (HTTP 307 to {elsewhere_url}), which is not followed")), "{error}")
+        }
+        o => panic!("{o:?}"),
+    }
+    assert!(elsewhere.accept().is_err(), "the redirect's target was contacted");
+    // Retry-After as an HTTP date two seconds ahead (whole seconds: more than one second).
+    let at: Vec<Instant> = server.seen().iter().filter(|s| s.doc == 2).map(|s| s.at).collect();
+    assert!(at[1] - at[0] >= Duration::from_millis(1000), "waited {:?}", at[1] - at[0]);
+    assert!(matches!(job.outcomes[&2], Outcome::Done { attempts: 2, .. }));
+    // Nothing of the long reply is kept: not in the outcomes, not in the audit log.
+    for f in ["outcomes.jsonl", "audit.jsonl"] {
+        let len = std::fs::metadata(out.join(f)).unwrap().len();
+        assert!(len < 64 << 10, "{f}: {len} bytes");
+    }
 }
 
 #[test]

@@ -16,6 +16,24 @@ pub enum LlmError {
     Status { status: u16, body: String },
     #[error("the reply is not a chat completion: {0}")]
     Malformed(String),
+    /// The reply ran past the most read of one ([`super::LlmSettings::reply_cap`]): reading
+    /// stopped there. `max_tokens` is only a request to the server; one that sends this much
+    /// (up to 64 requests at once) would fill the tab's memory and the browser's storage.
+    #[error(
+        "the reply is longer than {}, the most read of one reply here, so it was not read further; \
+         a server that sends this much is misconfigured (or not a chat-completions server), and asking again would not help",
+        mib(*.cap)
+    )]
+    ReplyTooLong { cap: usize },
+    /// The endpoint answered with a redirect, which is not followed: the prompts and the key
+    /// go to the endpoint named and nowhere else (a redirect could send them to any other
+    /// origin the page may reach, its own included).
+    #[error(
+        "the endpoint answered with a redirect{}, which is not followed: the prompts and the API key go only to \
+         the endpoint you named. If you trust where it points, give that address as the endpoint",
+        redirect_target(*.status, .location.as_deref())
+    )]
+    Redirected { status: Option<u16>, location: Option<String> },
     #[error("no reply within {0} s")]
     Timeout(f64),
     #[error("network error: {0}")]
@@ -44,6 +62,23 @@ pub enum LlmError {
     CorsRefused { endpoint: String, page_origin: String },
 }
 
+/// `bytes` as MiB, in words ("1 MiB", "1.5 MiB").
+fn mib(bytes: usize) -> String {
+    let text = format!("{:.1}", bytes as f64 / f64::from(1u32 << 20));
+    format!("{} MiB", text.trim_end_matches(".0"))
+}
+
+/// " (HTTP 307 to https://…)" as far as it is known (a browser shows neither).
+fn redirect_target(status: Option<u16>, location: Option<&str>) -> String {
+    let location: Option<String> = location.map(|l| l.chars().take(200).collect());
+    match (status, location) {
+        (Some(s), Some(l)) => format!(" (HTTP {s} to {l})"),
+        (Some(s), None) => format!(" (HTTP {s})"),
+        (None, Some(l)) => format!(" (to {l})"),
+        (None, None) => String::new(),
+    }
+}
+
 /// What the curator must change when the server at `endpoint` (an origin) refuses requests from
 /// a page at `page_origin` (`null` for a page opened from a file). The settings per server are
 /// in the README, "Using the LLM step from a file".
@@ -70,7 +105,8 @@ pub fn cors_advice(endpoint: &str, page_origin: &str) -> String {
 
 impl LlmError {
     /// Worth another attempt: timeouts, network errors, 408/409/429, 5xx, and malformed
-    /// replies (often a proxy's error page). Other 4xx (bad key, unknown model) are not.
+    /// replies (often a proxy's error page). Other 4xx (bad key, unknown model), an over-long
+    /// reply and a redirect are not: the same request would get the same answer.
     pub fn retryable(&self) -> bool {
         match self {
             LlmError::Status { status, .. } => matches!(status, 408 | 409 | 429) || *status >= 500,
@@ -94,5 +130,17 @@ mod tests {
         let served = LlmError::CorsRefused { endpoint: "http://h:1".into(), page_origin: "https://intranet.example".into() };
         assert!(served.to_string().contains("OLLAMA_ORIGINS=https://intranet.example"), "{served}");
         assert!(!file.retryable(), "a refused origin does not change between attempts");
+    }
+
+    #[test]
+    fn an_over_long_reply_and_a_redirect_are_said_plainly_and_not_retried() {
+        let long = LlmError::ReplyTooLong { cap: 3 << 19 };
+        assert!(!long.retryable());
+        assert!(long.to_string().starts_with("the reply is longer than 1.5 MiB, the most read of one reply here"), "{long}");
+        let r = LlmError::Redirected { status: Some(307), location: Some("https://elsewhere.example/v1".into()) };
+        assert!(!r.retryable());
+        assert!(r.to_string().starts_with("the endpoint answered with a redirect (HTTP 307 to https://elsewhere.example/v1), which is not followed"), "{r}");
+        let browser = LlmError::Redirected { status: None, location: None }.to_string();
+        assert!(browser.starts_with("the endpoint answered with a redirect, which is not followed"), "{browser}");
     }
 }

@@ -14,7 +14,8 @@
 //! - `endpoint.rs`: [`EndpointUrl`], the narrow URL parser and CSP source matching.
 //! - `settings.rs`: [`LlmSettings`] and its checks (values, credentials, key, allowlist).
 //! - `request.rs`: the URLs called, the request body, [`parse_reply`].
-//! - `backoff.rs`: [`backoff_ms`], the wait between attempts.
+//! - `backoff.rs`: [`backoff_ms`], the wait between attempts (with jitter), and
+//!   [`retry_after_s`], the Retry-After header in both its forms.
 //! - `check.rs`: [`check_reply`], whether a reply is a document (prose using its keyphrases).
 //! - `job.rs`: the [`Job`] (items, outcomes, the corpus exports).
 //! - `audit.rs`: [`AuditEntry`], capping and pruning of the audit log.
@@ -35,11 +36,11 @@ mod runner;
 mod settings;
 
 pub use audit::{audit_to_prune, AuditEntry, AuditPhase, AUDIT_BODY_CAP, AUDIT_KEEP_JOBS};
-pub use backoff::backoff_ms;
+pub use backoff::{backoff_ms, http_date_unix_s, random_jitter, retry_after_s};
 pub use check::{check_reply, ReplyCheck, ReplyForm};
 pub use endpoint::EndpointUrl;
 pub use error::{cors_advice, LlmError};
 pub use job::{Item, Job, Outcome, OutcomeRecord};
-pub use request::parse_reply;
+pub use request::{parse_reply, within_cap, MODELS_REPLY_CAP, REPLY_CAP_MIN};
 pub use runner::{generate, Clock, Control, Halt, JobStore, Reply, Transport, MAX_LANES};
 pub use settings::LlmSettings;

@@ -25,6 +25,13 @@ impl LlmSettings {
         format!("{}/models", e.trim_end_matches("/chat/completions"))
     }
 
+    /// The most bytes read of one chat-completion reply: 64 per token asked for (JSON escapes,
+    /// the reply's other fields), at least [`REPLY_CAP_MIN`]. `max_tokens` is a request the
+    /// server may ignore; past this the transport stops reading ([`LlmError::ReplyTooLong`]).
+    pub fn reply_cap(&self) -> usize {
+        (64 * self.max_tokens as usize).max(REPLY_CAP_MIN)
+    }
+
     /// The JSON body of one request.
     pub fn body(&self, messages: &[Message]) -> String {
         let mut body = serde_json::json!({
@@ -39,6 +46,20 @@ impl LlmSettings {
         }
         body.to_string()
     }
+}
+
+/// The least [`LlmSettings::reply_cap`] is: 1 MiB.
+pub const REPLY_CAP_MIN: usize = 1 << 20;
+/// The most bytes read of the `…/models` list ("Test connection"): a hosted API lists hundreds.
+pub const MODELS_REPLY_CAP: usize = 4 << 20;
+
+/// `reply` if its body is within `cap` bytes, else [`LlmError::ReplyTooLong`]: the runner's
+/// own check, whatever the transport read.
+pub fn within_cap(reply: super::Reply, cap: usize) -> Result<super::Reply, LlmError> {
+    if reply.body.len() > cap {
+        return Err(LlmError::ReplyTooLong { cap });
+    }
+    Ok(reply)
 }
 
 /// The text of a chat-completion reply, or why there is none.
@@ -88,6 +109,15 @@ mod tests {
         let old: LlmSettings = serde_json::from_value(v).unwrap();
         assert_eq!((old.frequency_penalty, old.check_replies), (0.5, true));
         assert!(LlmSettings { frequency_penalty: 2.5, ..settings() }.check().is_err());
+    }
+
+    #[test]
+    fn the_reply_cap_follows_max_tokens_from_one_mib() {
+        assert_eq!(settings().reply_cap(), 1 << 20);
+        assert_eq!(LlmSettings { max_tokens: 32_768, ..settings() }.reply_cap(), 2 << 20);
+        let reply = |n: usize| super::super::Reply { status: 200, body: "x".repeat(n), retry_after_s: None };
+        assert!(within_cap(reply(10), 10).is_ok());
+        assert_eq!(within_cap(reply(11), 10).unwrap_err(), LlmError::ReplyTooLong { cap: 10 });
     }
 
     #[test]

@@ -21,11 +21,11 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 
 use super::audit::{AuditEntry, AuditPhase};
-use super::backoff::backoff_ms;
+use super::backoff::{backoff_ms, random_jitter};
 use super::check::{check_reply, ReplyCheck};
 use super::error::LlmError;
 use super::job::{Job, Outcome};
-use super::request::parse_reply;
+use super::request::{parse_reply, within_cap};
 
 /// Requests in flight at most, whatever the settings say ([`super::LlmSettings::check`]).
 pub const MAX_LANES: usize = 64;
@@ -35,13 +35,17 @@ pub const MAX_LANES: usize = 64;
 pub struct Reply {
     pub status: u16,
     pub body: String,
-    /// The server's `Retry-After`, in seconds, when it gave one as a number.
+    /// The server's `Retry-After`, in seconds (given as a number or an HTTP date:
+    /// [`super::retry_after_s`]).
     pub retry_after_s: Option<f64>,
 }
 
 /// One HTTP exchange: `POST` of the JSON `body` to `url`, with the API key (if any) in the
 /// `authorization` header, abandoned after `timeout_s` ([`LlmError::Timeout`]). A reply of
 /// any status is a [`Reply`]; no reply is an error ([`LlmError::Network`], `Timeout`, …).
+/// Redirects are not followed ([`LlmError::Redirected`]), and the body is read up to the job's
+/// [`super::LlmSettings::reply_cap`] at most ([`LlmError::ReplyTooLong`]; the runner checks
+/// the size again).
 #[allow(async_fn_in_trait)]
 pub trait Transport {
     async fn post(&self, url: &str, body: &str, timeout_s: f64) -> Result<Reply, LlmError>;
@@ -66,6 +70,10 @@ pub trait Clock {
     fn now(&self) -> String;
     /// Waits `ms` milliseconds before a retry; returns early once [`Control::stopped`].
     async fn sleep(&self, ms: f64);
+    /// A random number in [0, 1) that spreads the waits before retries ([`backoff_ms`]).
+    fn jitter(&self) -> f64 {
+        random_jitter()
+    }
 }
 
 pub trait Control {
@@ -159,7 +167,7 @@ where
         if host.stopped() {
             return keep_first(first);
         }
-        let sent = host.post(&url, &body, settings.timeout_s).await;
+        let sent = host.post(&url, &body, settings.timeout_s).await.and_then(|r| within_cap(r, settings.reply_cap()));
         let (status, response, retry_after) = match &sent {
             Ok(r) => (Some(r.status), r.body.clone(), r.retry_after_s),
             Err(_) => (None, String::new(), None),
@@ -205,7 +213,7 @@ where
             (Err(_), _) if host.stopped() => return keep_first(first),
             (Err(e), _) if e.retryable() && attempt < settings.max_attempts => {
                 attempt += 1;
-                host.sleep(backoff_ms(attempt, retry_after)).await;
+                host.sleep(backoff_ms(attempt, retry_after, host.jitter())).await;
                 if host.stopped() {
                     return keep_first(first);
                 }
@@ -324,6 +332,10 @@ mod tests {
         fn now(&self) -> String {
             "2024-01-01T00:00:00.000Z".into()
         }
+        /// The middle: a backoff as it is, a Retry-After an eighth more.
+        fn jitter(&self) -> f64 {
+            0.5
+        }
         async fn sleep(&self, ms: f64) {
             self.sleeps.borrow_mut().push(ms);
             if self.stop_in_sleep {
@@ -403,8 +415,8 @@ mod tests {
         );
         let job = job(2, 1, 5);
         run(&fake, &job, vec![0, 1]);
-        // Retry-After first (2 s), then backoff for attempts 3, 4, 5: 1 s, 2 s, 4 s.
-        assert_eq!(*fake.sleeps.borrow(), vec![2000.0, 1000.0, 2000.0, 4000.0]);
+        // Retry-After first (2 s and an eighth), then backoff for attempts 3, 4, 5: 1 s, 2 s, 4 s.
+        assert_eq!(*fake.sleeps.borrow(), vec![2250.0, 1000.0, 2000.0, 4000.0]);
         assert_eq!(outcome_of(&fake, 0), Outcome::Done { text: "text of kp0x".into(), attempts: 5 });
         assert_eq!(outcome_of(&fake, 1), Outcome::Done { text: "text of kp1x".into(), attempts: 1 });
         let audit = fake.audit.borrow();
@@ -506,12 +518,34 @@ mod tests {
     }
 
     #[test]
+    fn an_over_long_reply_fails_its_document_at_once_and_is_not_kept() {
+        let fake = Fake::default();
+        let huge = ok_reply(&"word ".repeat(300_000)); // 1.5 MB: over the 1 MiB of max_tokens 512
+        fake.replies.borrow_mut().insert(0, VecDeque::from([Ok(huge)]));
+        fake.replies.borrow_mut().insert(1, VecDeque::from([Err(LlmError::Redirected { status: Some(307), location: None })]));
+        let job = job(3, 1, 5);
+        run(&fake, &job, job.pending(false));
+        for i in [0, 1] {
+            match outcome_of(&fake, i) {
+                Outcome::Failed { attempts: 1, error } => assert!(error.contains(if i == 0 { "longer than 1 MiB" } else { "redirect" }), "{error}"),
+                o => panic!("document {i}: {o:?}"),
+            }
+        }
+        assert_eq!(fake.posts.borrow().iter().filter(|&&i| i < 2).count(), 2, "neither is asked for again");
+        assert!(fake.sleeps.borrow().is_empty());
+        assert!(matches!(outcome_of(&fake, 2), Outcome::Done { .. }));
+        // Nothing of the over-long reply is kept: not in the outcome, not in the audit log.
+        let audit = fake.audit.borrow();
+        assert!(audit.iter().all(|a| a.response.len() < 1000), "{:?}", audit.iter().map(|a| a.response.len()).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn stop_during_a_retry_wait_leaves_the_document_pending() {
         let fake = Fake { stop_in_sleep: true, ..Fake::default() };
         fake.replies.borrow_mut().insert(0, VecDeque::from([status(429, Some(30.0))]));
         let job = job(3, 1, 5);
         run(&fake, &job, job.pending(false));
-        assert_eq!(*fake.sleeps.borrow(), vec![30_000.0]);
+        assert_eq!(*fake.sleeps.borrow(), vec![33_750.0]);
         assert_eq!(*fake.posts.borrow(), vec![0], "no retry and no other document after Stop");
         assert!(fake.saved.borrow().is_empty() && fake.halts.borrow().is_empty());
     }

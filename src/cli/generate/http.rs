@@ -5,9 +5,14 @@
 //!
 //! What it sends is what the page's `fetch` sends: `POST` of the JSON body with
 //! `content-type: application/json` and, when there is a key, `authorization: Bearer KEY`.
-//! Redirects are not followed (a 3xx is an answer, not retried): the key must reach only the
-//! endpoint named. Proxies are taken from the environment (`HTTPS_PROXY`, `NO_PROXY`, …) as
-//! other command-line tools do.
+//! As on the page:
+//! - redirects are not followed: a 3xx is [`LlmError::Redirected`] (not retried), since the
+//!   prompts and the key must reach only the endpoint named;
+//! - the body is read up to the job's reply cap and no further ([`LlmError::ReplyTooLong`]);
+//! - a Retry-After is read as seconds or as an HTTP date ([`crate::llm::retry_after_s`]).
+//!
+//! Proxies are taken from the environment (`HTTPS_PROXY`, `NO_PROXY`, …) as other
+//! command-line tools do.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,31 +22,34 @@ use futures::channel::oneshot;
 
 use crate::llm::{LlmError, Reply};
 
-/// An HTTP client with the job's timeout and the API key (kept here only, in memory).
+/// An HTTP client with the job's timeout, its reply cap and the API key (kept here only, in
+/// memory).
 pub(super) struct HttpClient {
     agent: ureq::Agent,
     key: Option<String>,
+    max_bytes: usize,
 }
 
 impl HttpClient {
-    pub(super) fn new(key: Option<String>, timeout_s: f64) -> HttpClient {
+    /// `max_bytes`: the most read of one reply (`LlmSettings::reply_cap`).
+    pub(super) fn new(key: Option<String>, timeout_s: f64, max_bytes: usize) -> HttpClient {
         let config = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs_f64(timeout_s)))
             .http_status_as_error(false)
             .max_redirects(0)
             .user_agent(concat!("dpkps/", env!("CARGO_PKG_VERSION")))
             .build();
-        HttpClient { agent: ureq::Agent::new_with_config(config), key }
+        HttpClient { agent: ureq::Agent::new_with_config(config), key, max_bytes }
     }
 
     /// `POST` of `body` to `url`, on a thread of its own; the future ends with its answer.
     pub(super) async fn post(&self, url: &str, body: &str, timeout_s: f64) -> Result<Reply, LlmError> {
         let (tx, rx) = oneshot::channel();
-        let (agent, url, body, key) = (self.agent.clone(), url.to_string(), body.to_string(), self.key.clone());
+        let (agent, url, body, key, max_bytes) = (self.agent.clone(), url.to_string(), body.to_string(), self.key.clone(), self.max_bytes);
         std::thread::Builder::new()
             .name("dpkps-llm-request".into())
             .spawn(move || {
-                let _ = tx.send(exchange(&agent, &url, &body, key.as_deref(), timeout_s));
+                let _ = tx.send(exchange(&agent, &url, &body, key.as_deref(), timeout_s, max_bytes));
             })
             .map_err(|e| LlmError::Network(format!("could not start a request: {e}")))?;
         rx.await.unwrap_or_else(|_| Err(LlmError::Network("the request ended without an answer".into())))
@@ -49,20 +57,25 @@ impl HttpClient {
 }
 
 /// One exchange, blocking: the status, the body and the Retry-After (in seconds) of any
-/// answer; no answer is an error.
-fn exchange(agent: &ureq::Agent, url: &str, body: &str, key: Option<&str>, timeout_s: f64) -> Result<Reply, LlmError> {
+/// answer but a redirect; no answer is an error.
+fn exchange(agent: &ureq::Agent, url: &str, body: &str, key: Option<&str>, timeout_s: f64, max_bytes: usize) -> Result<Reply, LlmError> {
     let mut request = agent.post(url).header("content-type", "application/json");
     if let Some(k) = key {
         request = request.header("authorization", format!("Bearer {k}"));
     }
     let mut response = request.send(body).map_err(|e| no_answer(e, url, timeout_s))?;
     let status = response.status().as_u16();
-    let retry_after_s = response
-        .headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok());
-    let body = response.body_mut().read_to_string().map_err(|e| no_answer(e, url, timeout_s))?;
+    let header = |name: &str| response.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
+    // `max_redirects(0)`: ureq hands the redirect back as it is; it goes no further.
+    if (300..400).contains(&status) && status != 304 {
+        return Err(LlmError::Redirected { status: Some(status), location: header("location") });
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let retry_after_s = header("retry-after").and_then(|v| crate::llm::retry_after_s(&v, now));
+    let body = response.body_mut().with_config().limit(max_bytes as u64).read_to_string().map_err(|e| match e {
+        ureq::Error::BodyExceedsLimit(_) => LlmError::ReplyTooLong { cap: max_bytes },
+        e => no_answer(e, url, timeout_s),
+    })?;
     Ok(Reply { status, body, retry_after_s })
 }
 

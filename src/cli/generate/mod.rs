@@ -353,7 +353,7 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     );
     let session = Session {
         dir: &dir,
-        client: HttpClient::new(key, job.llm.timeout_s),
+        client: HttpClient::new(key, job.llm.timeout_s, job.llm.reply_cap()),
         job: RefCell::new(job.clone()),
         stop: Arc::new(AtomicBool::new(false)),
         halted: RefCell::new(None),
