@@ -338,6 +338,38 @@ await runTests([
     assert(stored.some((s) => s.startsWith('dpkps-generate/')) && stored.some((s) => s.startsWith('dpkps/')), `stores read: ${stored.map((s) => s.slice(0, 30))}`);
     for (const s of stored) assertClean(s, `stored ${s.slice(0, 40)}`);
   }],
+  ['LLM: an over-long reply and a redirect fail their documents at once, in plain words; the redirect is not followed', async () => {
+    await llm.reset();
+    // A 2 MiB reply declared by its Content-Length, the same streamed without one, and a 307
+    // to the same server (which the page's policy allows): followed, it would be a 13th request.
+    await llm.control({ faults: ['huge', 'huge-stream', 'redirect'], delay_ms: 0 });
+    await page.fill('#llm-endpoint', llm.url);
+    await page.fill('#llm-model', 'test-model');
+    await page.fill('#llm-concurrency', '1');
+    await page.fill('#llm-attempts', '3');
+    await includeNoise();
+    await page.check('#reviewed');
+    const earlier = new Set((await auditEntries()).map((a) => a.job));
+    await page.click('#send');
+    await page.waitForSelector('#gen-progress[data-done="9"][data-running="false"]', { timeout: 60_000 });
+    assert(/9 of 12 documents generated, 3 failed\./.test(await page.textContent('#gen-progress')), await page.textContent('#gen-progress'));
+    const reqs = await llm.requests();
+    assert(reqs.length === 12, `none of the three is asked for again, nor the redirect followed: ${reqs.length} requests`);
+    assert(!reqs.some((r) => /redirected/.test(r.path)), 'the redirect was followed');
+    const errors = (await auditEntries()).filter((a) => !earlier.has(a.job) && a.phase === 'response' && a.error).map((a) => a.error);
+    assert(errors.filter((e) => /^the reply is longer than 1 MiB, the most read of one reply here/.test(e)).length === 2, errors.join('\n'));
+    assert(errors.some((e) => /^the endpoint answered with a redirect, which is not followed/.test(e)), errors.join('\n'));
+    const stored = await page.evaluate(() => new Promise((resolve, reject) => {
+      const open = indexedDB.open('dpkps-generate');
+      open.onerror = () => reject(open.error);
+      open.onsuccess = () => {
+        const all = open.result.transaction('outcomes').objectStore('outcomes').getAll();
+        all.onsuccess = () => { resolve(all.result.reduce((n, s) => n + s.length, 0)); open.result.close(); };
+        all.onerror = () => reject(all.error);
+      };
+    }));
+    assert(stored < 64 << 10, `outcomes stored: ${stored} characters`);
+  }],
   ['LLM: a reload in the middle resumes and finishes with every document exactly once', async () => {
     await llm.reset();
     await llm.control({ faults: [], delay_ms: 400 });

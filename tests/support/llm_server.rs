@@ -6,10 +6,14 @@
 //! dpkps-llm-test-server [--port N]      prints "listening http://127.0.0.1:PORT" on stdout
 //! POST /v1/chat/completions             the model ("test-model")
 //! GET  /v1/models                       {"data":[{"id":"test-model"}]}
-//! POST /_control {"faults":["429","429-wait","500","timeout","garbage","empty","formula","ok"],"delay_ms":0,
+//! POST /_control {"faults":["429","429-wait","500","timeout","garbage","empty","formula","huge","huge-stream","redirect","ok"],"delay_ms":0,
 //!                 "hold_ms":30000,"allow_origins":["http://127.0.0.1:8080"]}
 //!                                       faults are used up one per completion request, in order;
 //!                                       "429-wait": a 429 asking for 30 s (Retry-After: 30)
+//!                                       "huge": a 200 of 2 MiB (Content-Length says so);
+//!                                       "huge-stream": the same, chunked, with no length;
+//!                                       "redirect": a 307 to this server's /v1/chat/completions?redirected=1
+//!                                       (a client that follows it sends the request again: recorded)
 //!                                       allow_origins: answer only those browser origins (see below)
 //! GET  /_requests                       every completion request so far (body, fault applied)
 //! POST /_reset                          forget requests and faults
@@ -114,13 +118,18 @@ mod server {
         )
     }
 
+    /// A chat completion of 2 MiB.
+    fn huge_reply() -> String {
+        json!({ "choices": [{ "index": 0, "message": { "role": "assistant", "content": "word ".repeat((2 << 20) / 5) } }] }).to_string()
+    }
+
     fn completion(stream: &mut TcpStream, req: &Request, state: &State) {
         let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
         let (fault, delay, hold) = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
             let fault = s.faults.pop_front().unwrap_or_else(|| "ok".into());
             let authorization = req.headers.iter().any(|(k, _)| k == "authorization");
-            s.requests.push(json!({ "body": req.body, "fault": fault, "authorization": authorization }));
+            s.requests.push(json!({ "body": req.body, "fault": fault, "authorization": authorization, "path": req.path }));
             (fault, s.delay_ms, s.hold_ms)
         };
         std::thread::sleep(Duration::from_millis(delay));
@@ -132,6 +141,24 @@ mod server {
             "garbage" => respond(stream, 200, "OK", "application/json", "<html>not a completion", ""),
             "empty" => respond(stream, 200, "OK", "application/json", r#"{"choices":[]}"#, ""),
             "timeout" => std::thread::sleep(Duration::from_millis(hold)),
+            // More than any reply of the app's max tokens: the app stops reading it.
+            "huge" => respond(stream, 200, "OK", "application/json", &huge_reply(), ""),
+            "huge-stream" => {
+                let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\
+                            Access-Control-Allow-Origin: *\r\nConnection: close\r\n\r\n";
+                let _ = stream.write_all(head.as_bytes());
+                for chunk in huge_reply().as_bytes().chunks(64 * 1024) {
+                    if stream.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).and_then(|()| stream.write_all(chunk)).and_then(|()| stream.write_all(b"\r\n")).is_err() {
+                        return; // the client stopped reading
+                    }
+                }
+                let _ = stream.write_all(b"0\r\n\r\n");
+            }
+            "redirect" => {
+                let host = req.headers.iter().find(|(k, _)| k == "host").map_or("127.0.0.1", |(_, v)| v.as_str());
+                let to = format!("Location: http://{host}/v1/chat/completions?redirected=1\r\n");
+                respond(stream, 307, "Temporary Redirect", "text/plain", "", &to)
+            }
             _ => {
                 // "formula": a reply a spreadsheet would run as a formula (the CSV download
                 // must neutralise it).

@@ -2,6 +2,15 @@
 //! retries, also ended by Stop; and, for a request that got no reply, a diagnosis (server down
 //! or CORS refusal). Stop is one flag for the tab: [`stop_all`] sets it, aborts what is in
 //! flight and wakes the waits; [`clear_stop`] clears it before a generation starts.
+//!
+//! What an endpoint can make the page do is bounded here, as the CLI's transport bounds it:
+//! - no redirect is followed (`redirect: "manual"`): the prompts and the key go only to the
+//!   endpoint named, never on to another origin the page's policy allows (its own included);
+//!   a redirect is [`LlmError::Redirected`]. (A redirect without CORS headers reaches the page
+//!   as a failed request, diagnosed like any other: see [`diagnose`].)
+//! - the body is read chunk by chunk up to a cap and no further ([`LlmError::ReplyTooLong`]):
+//!   `response.text()` would hold whatever the server sends, up to 64 requests at once;
+//! - a Retry-After is read as seconds or as an HTTP date (`crate::llm::retry_after_s`).
 
 use std::cell::{Cell, RefCell};
 
@@ -61,8 +70,16 @@ pub async fn retry_wait(ms: f64) {
     WAITING.with(|w| w.borrow_mut().retain(|f| f != &wake));
 }
 
-/// One HTTP exchange with a timeout: (status, body, Retry-After seconds).
-pub async fn http(url: &str, method: &str, body: Option<&str>, key: &str, timeout_s: f64) -> Result<(u16, String, Option<f64>), LlmError> {
+/// One HTTP exchange with a timeout: (status, body, Retry-After seconds), the body read up to
+/// `max_bytes`. A redirect is not followed.
+pub async fn http(
+    url: &str,
+    method: &str,
+    body: Option<&str>,
+    key: &str,
+    timeout_s: f64,
+    max_bytes: usize,
+) -> Result<(u16, String, Option<f64>), LlmError> {
     let window = web_sys::window().ok_or_else(|| LlmError::Network("no window".into()))?;
     let ctrl = web_sys::AbortController::new().map_err(|e| LlmError::Network(js_error(&e)))?;
     let init = web_sys::RequestInit::new();
@@ -77,6 +94,7 @@ pub async fn http(url: &str, method: &str, body: Option<&str>, key: &str, timeou
     }
     init.set_headers(&headers);
     init.set_signal(Some(&ctrl.signal()));
+    init.set_redirect(web_sys::RequestRedirect::Manual);
     INFLIGHT.with(|f| f.borrow_mut().push(ctrl.clone()));
     let abort = {
         let ctrl = ctrl.clone();
@@ -88,19 +106,55 @@ pub async fn http(url: &str, method: &str, body: Option<&str>, key: &str, timeou
     let outcome = async {
         let resp = JsFuture::from(window.fetch_with_str_and_init(url, &init)).await?;
         let resp: web_sys::Response = resp.dyn_into()?;
-        let retry_after = resp.headers().get("retry-after").ok().flatten().and_then(|v| v.trim().parse::<f64>().ok());
-        let text = JsFuture::from(resp.text()?).await?;
-        Ok::<_, JsValue>((resp.status(), text.as_string().unwrap_or_default(), retry_after))
+        // What `manual` gives for a 3xx: no status, no headers, nothing followed.
+        if resp.type_() == web_sys::ResponseType::Opaqueredirect {
+            return Ok(Err(LlmError::Redirected { status: None, location: None }));
+        }
+        let now_s = js_sys::Date::now() / 1000.0;
+        let retry_after = resp.headers().get("retry-after").ok().flatten().and_then(|v| crate::llm::retry_after_s(&v, now_s));
+        let Some(text) = read_capped(&resp, max_bytes, &ctrl).await? else {
+            return Ok(Err(LlmError::ReplyTooLong { cap: max_bytes }));
+        };
+        Ok::<_, JsValue>(Ok((resp.status(), text, retry_after)))
     }
     .await;
     window.clear_timeout_with_handle(timer);
     INFLIGHT.with(|f| f.borrow_mut().retain(|c| c != &ctrl));
     match outcome {
-        Ok(v) => Ok(v),
+        Ok(v) => v,
         Err(_) if ctrl.signal().aborted() && STOP.get() => Err(LlmError::Network("stopped".into())),
         Err(_) if ctrl.signal().aborted() => Err(LlmError::Timeout(timeout_s)),
         Err(e) => Err(diagnose(&window, url, js_error(&e)).await),
     }
+}
+
+/// The body of `resp` as text (invalid UTF-8 replaced, as `response.text()` does), read chunk
+/// by chunk; `None` once it runs past `max_bytes`: the request is aborted there, so the rest is
+/// never received. A declared length over the cap is refused before a byte is read.
+async fn read_capped(resp: &web_sys::Response, max_bytes: usize, ctrl: &web_sys::AbortController) -> Result<Option<String>, JsValue> {
+    let declared = resp.headers().get("content-length").ok().flatten().and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max_bytes as u64) {
+        ctrl.abort();
+        return Ok(None);
+    }
+    let Some(stream) = resp.body() else { return Ok(Some(String::new())) };
+    let reader: web_sys::ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
+    let mut bytes: Vec<u8> = Vec::new();
+    loop {
+        let chunk: web_sys::ReadableStreamReadResult = JsFuture::from(reader.read()).await?.unchecked_into();
+        if chunk.get_done().unwrap_or(false) {
+            break;
+        }
+        let part = js_sys::Uint8Array::new(&chunk.get_value());
+        let (start, len) = (bytes.len(), part.length() as usize);
+        if start + len > max_bytes {
+            ctrl.abort();
+            return Ok(None);
+        }
+        bytes.resize(start + len, 0);
+        part.copy_to(&mut bytes[start..]);
+    }
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 /// Why a request failed without a reply. The browser says only "Failed to fetch", for a server
@@ -112,6 +166,9 @@ async fn diagnose(window: &web_sys::Window, url: &str, error: String) -> LlmErro
     let endpoint = web_sys::Url::new(url).map(|u| u.origin()).unwrap_or_else(|_| url.to_string());
     let init = web_sys::RequestInit::new();
     init.set_method("GET");
+    // `no-cors` requires `redirect: "follow"` (the browser refuses the request otherwise): the
+    // probe carries no body and no key, and its answer is unreadable, so a redirect it follows
+    // takes nothing of the job's anywhere.
     init.set_mode(web_sys::RequestMode::NoCors);
     let probe = async {
         let ctrl = web_sys::AbortController::new().ok()?;

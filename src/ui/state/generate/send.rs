@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use crate::llm::{AuditEntry, Clock, Control, Halt, JobStore, LlmError, Outcome, Reply, Transport};
+use crate::llm::{AuditEntry, Clock, Control, Halt, JobStore, LlmError, Outcome, Reply, Transport, MODELS_REPLY_CAP};
 use crate::ui::io::allowlist::allowed_endpoints;
 use crate::ui::io::fetch::{self, http, retry_wait};
 use crate::ui::io::jobstore;
@@ -23,7 +23,8 @@ impl GenState {
             Err(e) => return this.connection.set(Some(format!("Not tried: {e}"))),
         };
         leptos::task::spawn_local(async move {
-            let msg = match http(&settings.models_url(), "GET", None, &this.key.get_untracked(), settings.timeout_s.min(20.0)).await {
+            let (url, key) = (settings.models_url(), this.key.get_untracked());
+            let msg = match http(&url, "GET", None, &key, settings.timeout_s.min(20.0), MODELS_REPLY_CAP).await {
                 Ok((200..=299, body, _)) => {
                     let ids: Vec<String> = serde_json::from_str::<serde_json::Value>(&body)
                         .ok()
@@ -63,7 +64,7 @@ impl GenState {
         fetch::clear_stop();
         self.refresh();
         self.set_running(true);
-        let host = PageHost { g: this, key, job_id: job.id.clone() };
+        let host = PageHost { g: this, key, job_id: job.id.clone(), max_bytes: job.llm.reply_cap() };
         crate::llm::generate(&host, &job, pending).await;
         drop(lock);
         self.release();
@@ -98,11 +99,13 @@ struct PageHost {
     g: GenState,
     key: String,
     job_id: String,
+    /// The most read of one reply (`LlmSettings::reply_cap`).
+    max_bytes: usize,
 }
 
 impl Transport for PageHost {
     async fn post(&self, url: &str, body: &str, timeout_s: f64) -> Result<Reply, LlmError> {
-        let (status, body, retry_after_s) = http(url, "POST", Some(body), &self.key, timeout_s).await?;
+        let (status, body, retry_after_s) = http(url, "POST", Some(body), &self.key, timeout_s, self.max_bytes).await?;
         Ok(Reply { status, body, retry_after_s })
     }
 }
