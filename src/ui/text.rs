@@ -234,3 +234,7 @@ pub fn leaves_summary(job: &Job) -> (String, &'static str) {
         if job.prompts.few_shot.is_empty() { " and settings." } else { ", your public examples and settings." },
     )
 }
+
+/// Beside "Remember it in this browser" on a page opened from a file (where it is not offered).
+pub const REMEMBER_FROM_FILE: &str = "Not offered on a page opened from a file: every page opened from a file in this browser \
+     shares one storage, so any other HTML file opened from disk could read a remembered key. Type it for each session.";

@@ -183,6 +183,12 @@ await runTests([
   }],
   ['LLM step from origin null, then a reload in the middle resumes it', async () => {
     await llm.reset();
+    // "Remember the key" is not offered from a file: every page opened from a file in this
+    // browser shares its storage. A key remembered by an earlier version is forgotten at load
+    // (the reload below).
+    assert(await page.isDisabled('#remember-key'), '"remember the key" is offered on a page opened from a file');
+    assert(/opened from a file.*could read a remembered key/.test(await page.textContent('#remember-key-note')), await page.textContent('#remember-key-note'));
+    await page.evaluate(() => localStorage.setItem('dpkps.llm.key', 'sk-remembered-0123456789'));
     await page.fill('#llm-model', 'test-model');
     await page.fill('#llm-endpoint', llm.url);
     await page.click('#test-connection');
@@ -193,6 +199,8 @@ await runTests([
     await shot('3-review');
     await sendReloadResume(page, () => shot('4-resume'));
     await shot('5-generated');
+    assert(await page.evaluate(() => localStorage.getItem('dpkps.llm.key')) === null, 'the remembered key was kept on a file page');
+    assert(await page.inputValue('#llm-key') === '', 'a remembered key was filled in on a file page');
     const corpus = (await download('#dl-corpus-jsonl')).trim().split('\n').map((l) => JSON.parse(l));
     assert(corpus.length === 12, `12 documents after resume, got ${corpus.length}`);
     assert(corpus.every((d) => d.keyphrases.every((k) => d.text.includes(k))), 'documents use their keyphrases');

@@ -168,9 +168,10 @@ pub fn Generate() -> impl IntoView {
                         <span class="name">"API key (optional)"</span>
                         <input id="llm-key" type="password" autocomplete="off" prop:value=move || g.key.get() on:input=move |ev| g.set_key(event_target_value(&ev)) />
                         <label class="check">
-                            <input type="checkbox" prop:checked=move || g.remember_key.get() on:change=move |ev| g.set_remember(event_target_checked(&ev)) />
+                            <input id="remember-key" type="checkbox" prop:disabled=!g.remember_allowed prop:checked=move || g.remember_key.get() on:change=move |ev| g.set_remember(event_target_checked(&ev)) />
                             "Remember it in this browser"
                         </label>
+                        {(!g.remember_allowed).then(|| view! { <span class="hint" id="remember-key-note">{text::REMEMBER_FROM_FILE}</span> })}
                         {move || g.key_error().map(|e| view! { <span class="field-error" id="llm-key-error" role="alert">{e}</span> })}
                     </label>
                     <Text id="llm-temperature" label="Temperature" value=g.temperature />

@@ -30,6 +30,13 @@ thread_local! {
 
 const REMEMBER_KEY: &str = "dpkps.llm.key";
 
+/// Whether the page was opened from a file (`file://`). Every page opened from a file in this
+/// browser shares one storage origin, so a key remembered there could be read by any other HTML
+/// file opened from disk: "remember" is not offered (docs/deployment.md, "Storage from a file").
+fn opened_from_file() -> bool {
+    web_sys::window().and_then(|w| w.location().protocol().ok()).is_some_and(|p| p == "file:")
+}
+
 /// Progress of the current job, for the views.
 #[derive(Clone, Debug, PartialEq, Default)]
 pub struct JobInfo {
@@ -62,6 +69,8 @@ pub struct GenState {
     pub model: RwSignal<String>,
     pub key: RwSignal<String>,
     pub remember_key: RwSignal<bool>,
+    /// "Remember the key" is offered (not on a page opened from a file: [`opened_from_file`]).
+    pub remember_allowed: bool,
     pub temperature: RwSignal<String>,
     pub max_tokens: RwSignal<String>,
     pub concurrency: RwSignal<String>,
@@ -95,12 +104,18 @@ impl GenState {
     pub fn new() -> Self {
         let d = LlmSettings::default();
         let p = PromptSettings::default();
-        let remembered = storage::get(REMEMBER_KEY);
+        let remember_allowed = !opened_from_file();
+        if !remember_allowed {
+            // One remembered before "remember" was withheld from file pages is forgotten.
+            storage::set(REMEMBER_KEY, None);
+        }
+        let remembered = remember_allowed.then(|| storage::get(REMEMBER_KEY)).flatten();
         GenState {
             endpoint: RwSignal::new(d.endpoint),
             model: RwSignal::new(String::new()),
             key: RwSignal::new(remembered.clone().unwrap_or_default()),
             remember_key: RwSignal::new(remembered.is_some()),
+            remember_allowed,
             temperature: RwSignal::new(d.temperature.to_string()),
             max_tokens: RwSignal::new(d.max_tokens.to_string()),
             concurrency: RwSignal::new(d.concurrency.to_string()),
@@ -198,13 +213,14 @@ impl GenState {
     }
 
     pub fn set_remember(&self, on: bool) {
-        self.remember_key.set(on);
+        self.remember_key.set(on && self.remember_allowed);
         self.store_key();
     }
 
     fn store_key(&self) {
         let key = self.key.get_untracked();
-        storage::set(REMEMBER_KEY, self.remember_key.get_untracked().then_some(key.as_str()));
+        let keep = self.remember_allowed && self.remember_key.get_untracked();
+        storage::set(REMEMBER_KEY, keep.then_some(key.as_str()));
     }
 
     pub fn with_job<T>(&self, f: impl FnOnce(&Job) -> T) -> Option<T> {
