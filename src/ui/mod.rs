@@ -53,10 +53,7 @@ fn App() -> impl IntoView {
             <p class="tagline">"Differentially private synthetic text, made in your browser"</p>
         </header>
         <main id="main" data-worker-ready=move || app.worker_ready.get().to_string()>
-            <p class="assurance" role="note">
-                "Your documents never leave this page. Only differentially private keyphrases are ever sent, "
-                "and only to the LLM endpoint you choose."
-            </p>
+            <p class="assurance" role="note" id="assurance">{text::ASSURANCE}</p>
             <ResumeBanner />
             <Steps />
             <ErrorBanner />

@@ -226,15 +226,58 @@ pub fn all_prompts(job: &Job) -> String {
         .join("\n")
 }
 
-/// What leaves this browser, in two parts (the view shows them in a row).
-pub fn leaves_summary(job: &Job) -> (String, &'static str) {
+/// What leaves this browser, in two parts (the view shows them in a row): exactly what each
+/// request carries, as `job` builds it (`crate::prompt::PromptSettings::messages`,
+/// `crate::llm::LlmSettings::body`). The class name and the document type are named only when
+/// the template or the system message uses them; the API key only when there is one.
+pub fn leaves_summary(job: &Job) -> (String, String) {
     let (n, tokens, url) = (job.items.len(), job.estimated_tokens(), job.llm.completions_url());
+    let p = &job.prompts;
+    let uses = |placeholder: &str| p.template.contains(placeholder) || p.system.contains(placeholder);
+    let mut filled = vec!["one sequence's DP keyphrases"];
+    if uses("{label}") && job.items.iter().any(|i| i.label.is_some()) {
+        filled.push("its class name (declared by you)");
+    }
+    // `{label}` of an unlabelled document is the document type (`PromptSettings::fill`).
+    if uses("{doc_type}") || (uses("{label}") && job.items.iter().any(|i| i.label.is_none())) {
+        filled.push("the document type");
+    }
+    let mut parts = vec![format!("your template filled with {}", join_and(&filled))];
+    if !p.system.trim().is_empty() {
+        parts.insert(0, "your system message".to_string());
+    }
+    if !p.few_shot.is_empty() {
+        parts.push(format!("your {} public example(s), each with its keyphrases, label and text", p.few_shot.len()));
+    }
+    let mut settings = vec!["model", "temperature", "max tokens"];
+    if job.llm.frequency_penalty != 0.0 {
+        settings.push("frequency penalty");
+    }
     (
-        format!("{n} requests to {url}, about {tokens} prompt tokens in all. Each holds only the DP keyphrases, the label, your template"),
-        if job.prompts.few_shot.is_empty() { " and settings." } else { ", your public examples and settings." },
+        format!("{n} requests to {url}, about {tokens} prompt tokens in all. Each holds {}", parts.join(", ")),
+        format!(
+            ", and the model settings ({}); nothing else{}.",
+            settings.join(", "),
+            if job.keyed { " but your API key, in the authorization header" } else { "" }
+        ),
     )
+}
+
+/// "a", "a and b", "a, b and c".
+fn join_and(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 /// Beside "Remember it in this browser" on a page opened from a file (where it is not offered).
 pub const REMEMBER_FROM_FILE: &str = "Not offered on a page opened from a file: every page opened from a file in this browser \
      shares one storage, so any other HTML file opened from disk could read a remembered key. Type it for each session.";
+
+/// The page's promise, at its top: what leaves it, exactly.
+pub const ASSURANCE: &str = "Your documents never leave this page. Only the LLM step sends anything, and only to the endpoint \
+     you choose: prompts made of differentially private keyphrases with the public text you control (your declared class names, \
+     the document type, your template, system message and public examples), the model settings, and your API key if you give one. \
+     You see every prompt before it is sent.";

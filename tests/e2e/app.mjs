@@ -284,12 +284,38 @@ await runTests([
       assert(/noise-dominated class\(es\) \((cardiology|pulmonary)/.test(offer) && /more prompts/.test(offer) && /costs a new run: ε = \d/.test(offer), offer);
       await page.check('#include-noise');
     }
+    // What is sent, said exactly: the page's promise and the summary above the prompts.
+    const assurance = await page.textContent('#assurance');
+    assert(/declared class names, the document type, your template, system message and public examples\), the model settings, and your API key/.test(assurance), assurance);
     const summary = await page.textContent('#leaves-summary');
     assert(/^12 requests to http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions/.test(summary), summary);
+    assert(/Each holds your system message, your template filled with one sequence's DP keyphrases, its class name \(declared by you\) and the document type, and the model settings \(model, temperature, max tokens, frequency penalty\); nothing else\.$/.test(summary), summary);
     const sample = await page.textContent('#prompt-sample');
     assertClean(sample, 'prompt preview');
     assert(/\[user\] Keyphrases \(separated by semicolons\): [^\n]+\.\n+Write a realistic clinical note \((cardiology|pulmonary)\)/.test(sample), sample);
     assert(await page.isDisabled('#send'), 'sending needs the review box ticked');
+    // Whatever would be sent changes, the tick is cleared and Send disabled: reviewed again.
+    for (const [id, value] of [['#llm-template', null], ['#llm-system', 'You write notes.'], ['#llm-doctype', 'discharge letter'],
+      ['#llm-endpoint', `${llm.url}/`], ['#llm-model', 'other-model'], ['#llm-max-tokens', '300'], ['#llm-temperature', '0.5']]) {
+      const before = await page.inputValue(id);
+      await page.check('#reviewed');
+      assert(!(await page.isDisabled('#send')), 'Send is enabled once reviewed');
+      await page.fill(id, value ?? `${before} Be brief.`);
+      await page.waitForFunction(() => !document.querySelector('#reviewed')?.checked, null, { timeout: 5_000 })
+        .catch(() => { throw new Error(`the review tick stayed after ${id} changed`); });
+      assert(await page.isDisabled('#send'), `Send stayed enabled after ${id} changed`);
+      await page.fill(id, before);
+    }
+    // Examples too (and they must be confirmed public again).
+    await page.check('#reviewed');
+    await page.click('#llm summary:has-text("Few-shot examples")');
+    await page.fill('#llm-examples', 'keyphrases: a, b\nA public example.');
+    await page.check('#examples-public');
+    await page.fill('#llm-examples', 'keyphrases: a, c\nAnother public example.');
+    assert(!(await page.isChecked('#examples-public')), 'other examples must be confirmed public again');
+    await page.fill('#llm-examples', '');
+    await page.waitForSelector('#reviewed', { timeout: 5_000 });
+    assert(!(await page.isChecked('#reviewed')), 'the review tick stayed after the examples changed');
     await page.check('#reviewed');
     await shot('6-review');
     await llm.control({ faults: ['429', '500', 'garbage', 'timeout', 'empty', 'formula'], hold_ms: 10_000 });

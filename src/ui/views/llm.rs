@@ -59,6 +59,8 @@ pub fn Generate() -> impl IntoView {
     let app = app();
     let g = gen();
     let plan = Memo::new(move |_| app.result.get().map(|r| g.plan(&r)));
+    // Anything that would be sent changes: reviewed again before sending.
+    g.watch_review(plan);
     // Classes whose release is noise-dominated: left out unless the curator includes them.
     let noise = move || {
         app.result.get().and_then(|r| text::noise_classes(&r).map(|n| (n, text::rerun_cost(&r)))).map(|((classes, prompts, names), cost)| {
@@ -202,7 +204,11 @@ pub fn Generate() -> impl IntoView {
                     <summary>"Few-shot examples (public only)"</summary>
                     <label class="field wide">
                         <span class="name">"Blocks separated by a blank line: “keyphrases: a, b”, optional “label: x”, then the text"</span>
-                        <textarea id="llm-examples" rows="5" prop:value=move || g.examples.get() on:input=move |ev| g.examples.set(event_target_value(&ev))></textarea>
+                        <textarea id="llm-examples" rows="5" prop:value=move || g.examples.get() on:input=move |ev| {
+                            // Other examples: confirmed public again.
+                            g.examples.set(event_target_value(&ev));
+                            g.examples_public.set(false);
+                        }></textarea>
                     </label>
                     <label class="check">
                         <input id="examples-public" type="checkbox" prop:checked=move || g.examples_public.get() on:change=move |ev| g.examples_public.set(event_target_checked(&ev)) />

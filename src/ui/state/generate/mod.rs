@@ -223,6 +223,22 @@ impl GenState {
         storage::set(REMEMBER_KEY, keep.then_some(key.as_str()));
     }
 
+    /// Clears "I have reviewed what will be sent" whenever what would be sent changes: the
+    /// endpoint, the model or another setting of the requests, a prompt field, the examples,
+    /// the classes included, or a new run's sequences (`plan` is the view's job to be sent).
+    /// Only what the requests would carry counts (the job's id and time are new at every
+    /// recomputation), so an edit that changes nothing sent keeps the tick.
+    pub fn watch_review(&self, plan: Memo<Option<Result<Job, String>>>) {
+        let reviewed = self.reviewed;
+        let sent = Memo::new(move |_| plan.get().map(|p| p.ok().map(|j| (j.llm, j.items, j.keyed))));
+        Effect::new(move |seen: Option<()>| {
+            sent.track();
+            if seen.is_some() {
+                reviewed.set(false);
+            }
+        });
+    }
+
     pub fn with_job<T>(&self, f: impl FnOnce(&Job) -> T) -> Option<T> {
         JOB.with(|j| j.borrow().as_ref().map(f))
     }
