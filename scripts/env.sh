@@ -44,7 +44,7 @@ check_tools() {
     echo "missing: the Rust standard library for wasm32; install it with: rustup target add wasm32-unknown-unknown (or run scripts/setup.sh)" >&2
     bad=1
   fi
-  need wasm-bindgen "wasm-bindgen $WBG_VERSION" "cargo install wasm-bindgen-cli --version $WBG_VERSION"
+  need wasm-bindgen "wasm-bindgen $WBG_VERSION" "scripts/setup.sh (cargo install --locked wasm-bindgen-cli, see there)"
   need trunk "trunk $TRUNK_VERSION" "cargo install --locked trunk --version $TRUNK_VERSION"
   need wasm-opt "wasm-opt version ${BINARYEN_VERSION%%.*}" "npm install -g --prefix $TOOLS_ROOT binaryen@$BINARYEN_VERSION"
   need chromium "Chromium" "apt-get install chromium"

@@ -56,13 +56,44 @@ fi
 
 # 3. Tools built from crates.io. They are tools, not the product: trunk is built without
 #    optimisation (its speed does not matter; the build is 3x shorter).
+#    wasm-bindgen-cli writes the JS glue that runs in the page, so it is built --locked: every
+#    crate at the version and checksum of its own lockfile, never whatever is newest that day.
+#    That lockfile pins webpki-roots 1.0.11, which some registry mirrors lack; it is built with
+#    1.0.10 (the CA roots a release earlier, by its checksum) in its place, all else as locked.
 if ! has_version wasm-bindgen "wasm-bindgen $WBG_VERSION"; then
-  step "cargo install wasm-bindgen-cli --version $WBG_VERSION"
-  # no --locked: its lockfile pins a webpki-roots version some registry mirrors lack
-  (cd / && cargo install --force --root "$TOOLS_ROOT" wasm-bindgen-cli --version "$WBG_VERSION")
+  step "cargo install --locked wasm-bindgen-cli $WBG_VERSION"
+  # The crate's source as cargo downloads it (checked against the registry index's checksum):
+  # a package that depends on it alone, then where `cargo metadata` says its manifest is.
+  stub=$DPKPS_ROOT/.tools/wasm-bindgen-cli-fetch
+  mkdir -p "$stub/src"
+  : > "$stub/src/lib.rs"
+  printf '[package]\nname = "fetch-wasm-bindgen-cli"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[dependencies]\nwasm-bindgen-cli = "=%s"\n' \
+    "$WBG_VERSION" > "$stub/Cargo.toml"
+  manifest=$(cargo metadata --format-version 1 --manifest-path "$stub/Cargo.toml" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+print(next(p["manifest_path"] for p in m["packages"] if p["name"] == "wasm-bindgen-cli" and p["version"] == sys.argv[1]))' "$WBG_VERSION")
+  src=$DPKPS_ROOT/.tools/wasm-bindgen-cli-$WBG_VERSION
+  rm -rf "$src"
+  cp -r "$(dirname "$manifest")" "$src"
+  python3 - "$src/Cargo.lock" <<'PY'
+import sys
+path = sys.argv[1]
+lock = open(path).read()
+registry = 'source = "registry+https://github.com/rust-lang/crates.io-index"\n'
+# (name, locked version, its checksum) -> (version, checksum) used instead
+SWAPS = {("webpki-roots", "1.0.11", "f5f280bbb2b287bc8e7de7e3852945a0ff50d1bbcb5ed42b6c7a568c546df171"):
+         ("1.0.10", "1c1c8e20c8a38fc7d65abfe74eb7280e4aa667e8eec8bc84996d2874810748d9")}
+for (name, old, old_sum), (new, new_sum) in SWAPS.items():
+    entry = f'name = "{name}"\nversion = "{{}}"\n{registry}checksum = "{{}}"\n'
+    lock = lock.replace(entry.format(old, old_sum), entry.format(new, new_sum))
+open(path, "w").write(lock)
+PY
+  (cd / && cargo install --force --locked --root "$TOOLS_ROOT" --path "$src")
+  rm -rf "$src" "$stub"
 fi
 if ! has_version trunk "trunk $TRUNK_VERSION"; then
-  step "cargo install trunk --version $TRUNK_VERSION"
+  step "cargo install --locked trunk --version $TRUNK_VERSION"
   (cd / && cargo install --force --locked --debug --root "$TOOLS_ROOT" trunk --version "$TRUNK_VERSION")
 fi
 

@@ -12,8 +12,9 @@ lap() { printf '==> %s (%d s so far)\n' "$*" $((SECONDS - t0)); }
 
 scripts/setup.sh
 
-lap "scripts: the static server (tests/serve_test.py)"
+lap "scripts: the static server (tests/serve_test.py) and the pinned tool installs (tests/setup_test.py)"
 python3 tests/serve_test.py
+python3 tests/setup_test.py
 
 lap "native tests: cargo test"
 cargo test --locked
