@@ -232,7 +232,8 @@ impl GenState {
         let reviewed = self.reviewed;
         let sent = Memo::new(move |_| plan.get().map(|p| p.ok().map(|j| (j.llm, j.items, j.keyed))));
         Effect::new(move |seen: Option<()>| {
-            sent.track();
+            // Read, not only tracked: a memo is computed (and follows `plan`) when read.
+            sent.with(|_| ());
             if seen.is_some() {
                 reviewed.set(false);
             }
