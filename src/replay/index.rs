@@ -13,7 +13,9 @@
 //! earlier, which is also an n-gram hit and is extended itself, so each maximal common run of
 //! a (private document, synthetic document) pair is walked once per alignment.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
 
 use super::tokens::{for_each_word, ngram_hash, FxBuild, Words, SEPARATOR, UNKNOWN};
 use super::{DocReplay, ReplayError, ReplayParams, SyntheticDoc};
@@ -72,6 +74,12 @@ pub struct ReplayIndex {
     outside: Vec<(u32, Best)>,
     private_docs: u32,
     private_words: u64,
+    /// A hash of every private text read: a text repeated word for word (a note filed twice)
+    /// is read once, so that a phrase only it has still counts as in ONE document.
+    texts_seen: HashSet<u64, FxBuild>,
+    text_hasher: RandomState,
+    /// Private documents skipped as repeats.
+    repeats: u32,
     /// Reused per private document.
     buf: String,
     scratch: Vec<u32>,
@@ -191,19 +199,34 @@ impl ReplayIndex {
             outside: vec![(0, Best::default()); count],
             private_docs: 0,
             private_words: 0,
+            texts_seen: HashSet::default(),
+            text_hasher: RandomState::new(),
+            repeats: 0,
             buf,
             scratch: Vec::new(),
         })
     }
 
-    /// Private documents read so far.
+    /// Private documents read so far, repeats included.
     pub fn private_documents(&self) -> u32 {
-        self.private_docs
+        self.private_docs + self.repeats
+    }
+
+    /// Private documents skipped because an earlier one had the same text.
+    pub fn repeated_documents(&self) -> u32 {
+        self.repeats
     }
 
     /// Reads one private document against the index. Nothing of its text is kept: only the
-    /// per-n-gram document counts and, per synthetic document, the longest run found.
+    /// per-n-gram document counts, per synthetic document the longest run found, and a
+    /// 64-bit hash of the text (to read a repeated text once).
     pub fn add_private(&mut self, text: &str) {
+        // SipHash (std's), not the tables' fast hash: two different texts that collided here
+        // would leave one unread.
+        if !self.texts_seen.insert(self.text_hasher.hash_one(text)) {
+            self.repeats += 1;
+            return;
+        }
         let n = self.params.ngram;
         let cap = self.params.rare_docs + 1;
         let mut p = std::mem::take(&mut self.scratch);
@@ -355,5 +378,6 @@ impl ReplayIndex {
             + self.table.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.docs.iter().map(|d| d.text.capacity() + d.keyphrases.iter().map(String::capacity).sum::<usize>()).sum::<usize>()
             + v32(&self.scratch)
+            + self.texts_seen.capacity() * 9
     }
 }

@@ -85,7 +85,7 @@ pub struct ReplayParams {
 
 impl Default for ReplayParams {
     fn default() -> Self {
-        ReplayParams { ngram: 6, rare_docs: 1, flag_run: 12 }
+        ReplayParams { ngram: 8, rare_docs: 1, flag_run: 12 }
     }
 }
 

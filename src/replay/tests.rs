@@ -56,10 +56,12 @@ fn the_span_is_the_documents_own_text() {
 fn rare_counts_are_per_document_and_capped() {
     let synthetic = vec![doc(0, "one two three four five six seven", &[])];
     let mut index = ReplayIndex::new(synthetic, params(3, 2, 32)).unwrap();
-    // "one two three": in five private documents, twice in the first (counted once each).
-    for _ in 0..5 {
-        index.add_private("one two three one two three");
+    // "one two three": in five private documents, twice in each (counted once each).
+    for k in 0..5 {
+        index.add_private(&format!("one two three one two three z{k}"));
     }
+    // A text read before, word for word (a note filed twice): read once.
+    index.add_private("one two three one two three z0");
     // "three four five": in exactly two.
     index.add_private("three four five");
     index.add_private("xx three four five");
@@ -70,7 +72,7 @@ fn rare_counts_are_per_document_and_capped() {
     assert_eq!(index.docs_with_ngram_at(0, 2), Some(2));
     assert_eq!(index.docs_with_ngram_at(0, 4), Some(1));
     assert_eq!(index.docs_with_ngram_at(0, 5), None, "fewer than n words left");
-    assert_eq!(index.private_documents(), 8);
+    assert_eq!((index.private_documents(), index.repeated_documents()), (9, 1));
     let d = &index.finish()[0];
     // Rare: in 1 to 2 documents: "three four five" and "five six seven".
     assert_eq!(d.rare_ngrams, 2);
@@ -99,23 +101,30 @@ fn a_replayed_unique_span_is_flagged_common_phrases_and_keyphrases_are_not() {
     let docs = vec![
         // Common phrasing only (every note has it), plus the keyphrases as a list.
         doc(0, "The patient was seen in the clinic today and was examined for heart failure, chest pain, asthma. A plan was agreed with the patient.", &kp),
-        // The same, with one note's unique six-word span.
+        // The same, with eight words only note 7 has.
         doc(1, "The patient was seen in the clinic today. She keeps bees7 at her farm near lake7, we were told.", &kp),
         // A private note's own list of conditions, written as its keyphrases: "history of heart
         // failure and chest pain" is in 4 notes (not rare), and the keyphrases never count.
         doc(2, "Heart failure and chest pain: heart failure chest pain asthma heart failure chest pain.", &kp),
+        // Six words only note 3 has: shorter than the default n-gram (8 words).
+        doc(3, "She keeps bees3 at her farm, we were told.", &kp),
     ];
     let check = ReplayCheck::run(docs.clone(), private.iter().map(String::as_str), ReplayParams::default()).unwrap();
-    let [common, replay, listed] = &check.docs[..] else { panic!("three results") };
+    let [common, replay, listed, six] = &check.docs[..] else { panic!("four results") };
     assert!(!common.flagged, "{common:?}");
     // "The patient was seen in the clinic today and was examined" (11 words) is every note's.
     assert_eq!((common.longest_run, common.rare_ngrams), (11, 0), "{common:?}");
-    assert!(replay.flagged && replay.rare_ngrams >= 1, "{replay:?}");
-    assert_eq!(replay.rare_span.as_deref(), Some("She keeps bees7 at her farm"));
+    assert!(replay.flagged && replay.rare_ngrams == 1, "{replay:?}");
+    assert_eq!(replay.rare_span.as_deref(), Some("She keeps bees7 at her farm near lake7"));
     assert!(!listed.flagged, "{listed:?}");
+    assert!(!six.flagged && six.longest_run == 0, "{six:?}");
     assert_eq!(check.flagged(), BTreeSet::from([1]));
+    // With n = 6, a unique six-word span is enough; the common phrasing is still not.
+    let check = ReplayCheck::run(docs, private.iter().map(String::as_str), params(6, 1, 12)).unwrap();
+    assert_eq!(check.flagged(), BTreeSet::from([1, 3]));
+    assert_eq!(check.docs[3].rare_span.as_deref(), Some("She keeps bees3 at her farm"));
     // Keyphrases joined by "and", as one private note writes them: 14 shared words, 5 of them
-    // outside the keyphrases, and no 6-gram with more than 3 words of its own.
+    // outside the keyphrases, and no 8-gram with more than 4 words of its own.
     let kp = ["heart failure", "chest pain", "asthma", "edema", "cough"];
     let text = "x heart failure and chest pain and asthma and edema and cough and heart failure y";
     let note = "heart failure and chest pain and asthma and edema and cough and heart failure";
@@ -125,7 +134,7 @@ fn a_replayed_unique_span_is_flagged_common_phrases_and_keyphrases_are_not() {
     // Without its keyphrases, the same document repeats a sentence only that note has.
     let bare = ReplayCheck::run(vec![doc(0, text, &[])], [note], ReplayParams::default()).unwrap();
     let d = &bare.docs[0];
-    assert_eq!((d.run_outside_keyphrases, d.rare_ngrams, d.flagged), (14, 9, true), "{d:?}");
+    assert_eq!((d.run_outside_keyphrases, d.rare_ngrams, d.flagged), (14, 7, true), "{d:?}");
 }
 
 #[test]
@@ -182,12 +191,15 @@ fn matches_a_brute_force_on_random_word_sequences() {
         let rare = 1 + rng.next(2) as u32;
         let alphabet = 2 + rng.next(3);
         let synthetic: Vec<Vec<String>> = (0..1 + rng.next(4)).map(|_| rng.words(14, alphabet)).collect();
-        let private: Vec<Vec<String>> = (0..rng.next(6)).map(|_| rng.words(14, alphabet)).collect();
+        let mut private: Vec<Vec<String>> = (0..rng.next(6)).map(|_| rng.words(14, alphabet)).collect();
         // Keyphrases: random one- or two-word phrases of the alphabet.
         let keyphrases: Vec<Vec<String>> = synthetic.iter().map(|_| (0..rng.next(3)).map(|_| rng.words(2, alphabet).join(" ")).filter(|k| !k.is_empty()).collect()).collect();
         let docs = synthetic.iter().zip(&keyphrases).enumerate().map(|(i, (s, k))| SyntheticDoc { index: i, text: s.join(" "), keyphrases: k.clone() }).collect();
         let private_text: Vec<String> = private.iter().map(|p| p.join(" ")).collect();
         let check = ReplayCheck::run(docs, private_text.iter().map(String::as_str), params(n, rare, n)).unwrap();
+        // A text given twice is one document.
+        private.sort();
+        private.dedup();
         for (d, s) in synthetic.iter().enumerate() {
             // Words inside an occurrence of one of the document's keyphrases.
             let mut inside = vec![false; s.len()];
@@ -224,4 +236,20 @@ fn matches_a_brute_force_on_random_word_sequences() {
             assert_eq!(got.flagged, outside >= n || !rare_grams.is_empty());
         }
     }
+}
+
+/// The case `tests/web.rs` runs in the browser, with the figures it must give there too.
+#[test]
+fn the_browser_case_natively() {
+    let notes = [
+        "The patient was seen today. Unique: she keeps bees at her farm near the lake since spring.",
+        "The patient was seen today for chest pain; a plan was agreed.",
+    ];
+    let docs = vec![doc(0, "Ωμέγα: She keeps BEES at her farm near the lake, it said.", &[]), doc(1, "The patient was seen today for chest pain.", &["chest pain"])];
+    let check = ReplayCheck::run(docs, notes, ReplayParams::default()).unwrap();
+    let got: Vec<_> = check.docs.iter().map(|d| (d.longest_run, d.run_outside_keyphrases, d.rare_ngrams, d.flagged)).collect();
+    // Two notes only: "the patient was seen today for chest pain" is in one of them, so it
+    // is rare here.
+    assert_eq!(got, [(9, 9, 2, true), (8, 6, 1, true)]);
+    assert_eq!(check.docs[0].longest_span.as_deref(), Some("She keeps BEES at her farm near the lake"));
 }
