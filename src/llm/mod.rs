@@ -34,7 +34,7 @@ mod request;
 mod runner;
 mod settings;
 
-pub use audit::{audit_to_prune, AuditEntry, AuditPhase, AUDIT_BODY_CAP, AUDIT_KEEP_JOBS};
+pub use audit::{audit_to_prune, withhold_answers, AuditEntry, AuditPhase, AUDIT_BODY_CAP, AUDIT_KEEP_JOBS, WITHHELD};
 pub use backoff::backoff_ms;
 pub use check::{check_reply, ReplyCheck, ReplyForm};
 pub use endpoint::EndpointUrl;
