@@ -199,3 +199,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<(
     f.sync_all().map_err(err)?;
     std::fs::rename(&tmp, path).map_err(err)
 }
+
+/// Peak resident set size of this process (Linux), in kB (the benchmarks print it).
+pub(crate) fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
+}
