@@ -26,6 +26,7 @@ pub mod sample;
 pub mod text;
 pub(crate) mod trig;
 pub mod public_vocab;
+pub mod replay;
 
 pub mod preview;
 pub mod prompt;

@@ -97,6 +97,11 @@ pub enum Request {
     /// read with the loaded corpus's columns and vocabulary: nothing about the private corpus
     /// is computed, nothing counted against it.
     EvaluateTuning { settings: RunSettings, file: FileInfo },
+    /// The replay check (`crate::replay`): the generated `documents` (outputs of the DP
+    /// prompts and the LLM) against the loaded corpus, whose files are attached again (the
+    /// worker keeps no text: it reads them once more, one document at a time, and refuses
+    /// files that are not the corpus it loaded). NOT DP: the answer is for the curator.
+    ReplayCheck { files: Vec<FileInfo>, documents: Vec<crate::replay::SyntheticDoc>, params: crate::replay::ReplayParams },
     /// The budget account's state for the loaded corpus: spent, budget, overlap with the
     /// account's earlier corpora ([`LedgerEvent::Status`]).
     Account { name: String },
@@ -164,6 +169,9 @@ pub enum Event {
     },
     Benched(BenchFigures),
     Evaluated(crate::eval::EvalReport),
+    /// The replay check's result, one entry per document sent. For the curator's eyes: its
+    /// spans are private text, never written to a download, log or report.
+    ReplayChecked(crate::replay::ReplayCheck),
     /// The idle-time pass over a user's own list (`worker::background`): `done` of its first
     /// `total` terms have vectors in this page session's memory (counts of the public list).
     Background { done: u64, total: u64 },

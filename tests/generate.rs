@@ -33,6 +33,8 @@ enum Fault {
     Redirect(String),
     /// 429 with `Retry-After` as an HTTP date this many seconds ahead.
     TooManyUntil(u64),
+    /// Answers well, with these words in the note (a private document's, replayed).
+    Replay(&'static str),
 }
 
 /// One completion request as the server saw it.
@@ -153,6 +155,10 @@ fn handle(mut stream: TcpStream, state: &Mutex<State>) {
         }
         Some(Fault::List) => {
             let text = format!("kp{doc}x; Heart Failure; Cough");
+            reply(200, "", &serde_json::json!({ "choices": [{ "message": { "role": "assistant", "content": text } }] }).to_string())
+        }
+        Some(Fault::Replay(words)) => {
+            let text = format!("A note about {prompt} The patient said that {words}, as before.");
             reply(200, "", &serde_json::json!({ "choices": [{ "message": { "role": "assistant", "content": text } }] }).to_string())
         }
         None => ok(),
@@ -384,6 +390,68 @@ fn an_over_long_reply_and_a_redirect_fail_at_once_and_a_dated_retry_after_is_wai
         let len = std::fs::metadata(out.join(f)).unwrap().len();
         assert!(len < 64 << 10, "{f}: {len} bytes");
     }
+}
+
+#[test]
+fn the_replay_check_flags_a_reply_that_repeats_a_private_span_and_leaves_it_out() {
+    let dir = tmpdir("replay");
+    let run = run_folder(&dir, 4);
+    // The private corpus: notes with common phrasing, each with a span of its own.
+    const SPAN: &str = "the harbour pilot Quill Marrow rowed north at dawn";
+    let mut csv = String::from("note,specialty\n");
+    for k in 0..10 {
+        let own = if k == 6 { SPAN.to_string() } else { format!("the baker number {k} walked south at noon") };
+        csv.push_str(&format!("\"Seen today for heart failure. History: {own}. A plan was agreed.\",{}\n", if k % 2 == 0 { "Cardio" } else { "Pulmo" }));
+    }
+    let notes = dir.join("notes.csv");
+    std::fs::write(&notes, csv).unwrap();
+    let server = Server::start();
+    server.fault(2, &[Fault::Replay(SPAN)]);
+    let out = dir.join("out");
+    let corpus = ["--corpus", notes.to_str().unwrap(), "--text-col", "note", "--label-col", "specialty"];
+    let o = generate(&run, &server.url, &out, &corpus).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("replay check (not DP): 4 generated documents against 10 private documents") && err.contains(": 1 flagged ("), "{err}");
+    assert!(err.contains("document #3 Cardio: longest shared run 9 words (9 outside its keyphrases), 2 rare 8-word sequence(s): left out"), "{err}");
+    assert!(!err.contains("Quill"), "the shared words are private text: never printed\n{err}");
+    // Left out of the corpus, kept in the job's record; the report counts it, without its words.
+    let jsonl = std::fs::read_to_string(out.join("synthetic.jsonl")).unwrap();
+    let csv = std::fs::read_to_string(out.join("synthetic.csv")).unwrap();
+    assert_eq!(jsonl.lines().count(), 3);
+    assert!(!jsonl.contains("Quill") && !csv.contains("Quill") && !jsonl.contains("kp2x") && jsonl.contains("kp3x"), "{jsonl}");
+    assert!(outcome_records(&out).iter().any(|r| r.index == 2));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(out.join("privacy-report.json")).unwrap()).unwrap();
+    let check = &report["replay_check"];
+    assert_eq!((&check["checked"], &check["flagged"], &check["dropped"]), (&Value::from(4), &Value::from(1), &Value::from(1)), "{check}");
+    assert!(check["statement"].as_str().unwrap().contains("NOT differentially private"), "{check}");
+    assert_eq!(report["epsilon_run"], serde_json::from_str::<Value>(real_report()).unwrap()["epsilon_run"]);
+    let html = std::fs::read_to_string(out.join("privacy-report.html")).unwrap();
+    assert!(html.contains("Replay check (not differentially private)") && !html.contains("Quill") && !report.to_string().contains("Quill"));
+
+    // The same folder again, keeping the flagged documents: nothing is sent, all four are written.
+    let sent = server.seen().len();
+    let mut keep = corpus.to_vec();
+    keep.push("--keep-flagged");
+    let o = generate(&run, &server.url, &out, &keep).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(server.seen().len(), sent);
+    assert_eq!(std::fs::read_to_string(out.join("synthetic.jsonl")).unwrap().lines().count(), 4);
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(out.join("privacy-report.json")).unwrap()).unwrap();
+    assert_eq!((&report["replay_check"]["flagged"], &report["replay_check"]["dropped"]), (&Value::from(1), &Value::from(0)));
+
+    // Without --corpus: no check, the run's report as it was; --keep-flagged alone is refused.
+    let o = generate(&run, &server.url, &out, &[]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(out.join("privacy-report.json")).unwrap(), real_report());
+    assert!(!stderr(&o).contains("replay check"));
+    let o = generate(&run, &server.url, &out, &["--keep-flagged"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // A corpus file that is not there is refused before anything is sent.
+    let o = generate(&run, &server.url, &dir.join("out2"), &["--corpus", dir.join("missing.csv").to_str().unwrap(), "--text-col", "note"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("missing.csv: cannot open"), "{}", stderr(&o));
+    assert_eq!(server.seen().len(), sent);
 }
 
 #[test]

@@ -120,3 +120,22 @@ fn kde_and_samplers_run_in_the_browser() {
         assert!(seqs.iter().all(|s| s.keyphrases.len() == 3));
     }
 }
+
+#[wasm_bindgen_test]
+fn the_replay_check_finds_the_same_runs_in_the_browser() {
+    use dpkps::replay::{ReplayCheck, ReplayParams, SyntheticDoc};
+    let notes = [
+        "The patient was seen today. Unique: she keeps bees at her farm near the lake since spring.",
+        "The patient was seen today for chest pain; a plan was agreed.",
+    ];
+    let doc = |index, text: &str, kp: &[&str]| SyntheticDoc { index, text: text.into(), keyphrases: kp.iter().map(|k| k.to_string()).collect() };
+    let docs = vec![
+        doc(0, "Ωμέγα: She keeps BEES at her farm near the lake, it said.", &[]),
+        doc(1, "The patient was seen today for chest pain.", &["chest pain"]),
+    ];
+    let check = ReplayCheck::run(docs, notes, ReplayParams::default()).unwrap();
+    // The same figures as natively (`replay::tests::the_browser_case_natively`).
+    let got: Vec<_> = check.docs.iter().map(|d| (d.longest_run, d.run_outside_keyphrases, d.rare_ngrams, d.flagged)).collect();
+    assert_eq!(got, [(9, 9, 2, true), (8, 6, 1, true)]);
+    assert_eq!(check.docs[0].longest_span.as_deref(), Some("She keeps BEES at her farm near the lake"));
+}

@@ -29,12 +29,14 @@ fn bench_kde_generation_wasm() {
     let terms: Vec<Vec<u32>> = (0..n_docs as u64)
         .map(|k| (0..m as u64).map(|j| ((k * 7919 + j * 104729 + j * j * 13) % vocab as u64) as u32).collect())
         .collect();
-    let docs: Vec<SummaryDoc<'_>> = terms.iter().map(|t| SummaryDoc { label: None, terms: t }).collect();
-    let cands = Candidates::new(&(0..n_cands as u32).collect::<Vec<_>>(), &emb).unwrap();
+    let docs: Vec<SummaryDoc<'_>> = terms.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
+    let classes = dpkps::classes::ClassSet::unlabelled();
+    let cand_ids: Vec<u32> = (0..n_cands as u32).collect();
+    let cands = Candidates::new(&cand_ids, &emb).unwrap();
     for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent] {
-        let params = SummaryParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0 };
+        let params = SummaryParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0, smoothing: 0.0 };
         let t0 = now_ms();
-        let (set, _) = build(&docs, &emb, &params, &mut rng).unwrap();
+        let (set, _) = build(&docs, &classes, &emb, &cand_ids, &params, &mut rng).unwrap();
         let t1 = now_ms();
         let seqs = sample(&set, &cands, n_seqs, &mut rng).unwrap();
         let t2 = now_ms();

@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use clap::Subcommand;
 
-use super::{load_vocabulary, read_corpus, CliError, CorpusArgs};
+use super::{load_vocabulary, peak_rss_kb, read_corpus, CliError, CorpusArgs};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{self as kde, SummaryDoc, SummaryParams, KeyphraseSampler};
@@ -63,6 +63,26 @@ pub enum Bench {
         /// (its cost is exactly linear in the number of candidates).
         #[arg(long, default_value_t = 25)]
         naive_candidates: usize,
+    },
+    /// The replay check (`crate::replay`): some notes of the corpus, cut to their first words,
+    /// play the synthetic documents and are checked against the others (or, with --include,
+    /// against all of them). Time, memory, and how many are flagged at each threshold.
+    Replay {
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        /// Notes taken as the synthetic documents (evenly spaced through the corpus).
+        #[arg(long, default_value_t = 200)]
+        synthetic: usize,
+        /// Words kept of each (a generated note is about 150 words).
+        #[arg(long, default_value_t = 150)]
+        words: usize,
+        /// Keep those notes in the private corpus too (every one must then be flagged).
+        #[arg(long)]
+        include: bool,
+        /// Check these generated documents instead (JSON lines with "text" and "keyphrases",
+        /// as synthetic.jsonl), against the whole corpus.
+        #[arg(long)]
+        synthetic_jsonl: Option<std::path::PathBuf>,
     },
 }
 
@@ -135,6 +155,9 @@ pub fn run(which: Bench) -> Result<(), CliError> {
         }
         Bench::Kde { docs, terms, dim, features, candidates, sequences, sampler, naive_sequences, naive_candidates } => {
             bench_kde(docs, terms, dim, features, candidates, sequences, &sampler, naive_sequences, naive_candidates)
+        }
+        Bench::Replay { corpus, synthetic, words, include, synthetic_jsonl } => {
+            super::bench_replay::run(&corpus, synthetic, words, include, synthetic_jsonl.as_deref())
         }
     }
 }
@@ -231,10 +254,4 @@ fn bench_kde(
 
 fn kde_err(e: kde::SummaryError) -> CliError {
     CliError::Input { path: "benchmark".into(), message: e.to_string() }
-}
-
-/// Peak resident set size of this process (Linux), in kB.
-pub fn peak_rss_kb() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
 }

@@ -319,3 +319,9 @@ mod tests {
         assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600);
     }
 }
+
+/// Peak resident set size of this process (Linux), in kB (the benchmarks print it).
+pub(crate) fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
+}

@@ -6,10 +6,12 @@
 
 mod args;
 mod bench;
+mod bench_replay;
 mod evaluate;
 mod generate;
 mod io;
 mod ledger_file;
+mod replay;
 mod run;
 #[cfg(test)]
 mod same_release;
@@ -28,7 +30,7 @@ use crate::public_vocab::{Matcher, VocabError};
 use args::{Cli, Command};
 // What the other commands read (evaluate, bench, vectors, the ledger file).
 pub(crate) use args::{CorpusArgs, ModelArgs, PipelineInputs};
-pub(crate) use io::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_atomic, write_private, write_private_json};
+pub(crate) use io::{inputs, json_text, load_model, load_vocabulary, peak_rss_kb, print_stats, read_corpus, write_atomic, write_private, write_private_json};
 use io::{ledger_path, write_json};
 
 /// Everything that can go wrong, in plain words.

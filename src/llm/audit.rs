@@ -2,6 +2,8 @@
 //! exactly what left the machine. Entries are capped and old jobs' entries pruned because the
 //! log lives in the browser's storage; the storage itself is `ui/io/jobstore.rs`.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
 /// Whether an audit entry was written before a request went out or after its answer.
@@ -65,6 +67,28 @@ impl AuditEntry {
     }
 }
 
+/// What a withheld answer reads ([`withhold_answers`]).
+pub const WITHHELD: &str = "[withheld from this download: the replay check flagged this document as repeating private text]";
+
+/// The audit log as downloaded (`lines`: one JSON entry per line) with the answers that
+/// brought the documents `dropped` of job `job` withheld: the replay check (`crate::replay`)
+/// flagged them as repeating private text, which no download may carry. Requests (DP prompts)
+/// and every other entry are kept as they are; a line that does not read is kept too.
+pub fn withhold_answers(lines: &str, job: &str, dropped: &BTreeSet<usize>) -> String {
+    let mut out = String::with_capacity(lines.len());
+    for line in lines.lines() {
+        match serde_json::from_str::<AuditEntry>(line) {
+            Ok(mut e) if e.job == job && dropped.contains(&e.index) && e.phase == AuditPhase::Response => {
+                e.response = WITHHELD.into();
+                out.push_str(&serde_json::to_string(&e).unwrap_or_default());
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// Which audit entries to delete: given the job id of every entry, oldest first, the
 /// positions of those that belong to none of the newest `keep_jobs` jobs (a job's age is its
 /// latest entry; `current`, the job about to start, always counts as the newest).
@@ -81,6 +105,30 @@ pub fn audit_to_prune(jobs: &[String], keep_jobs: usize, current: &str) -> Vec<u
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn flagged_answers_are_withheld_from_the_download_and_nothing_else() {
+        let entry = |job: &str, index, phase, response: &str| {
+            serde_json::to_string(&AuditEntry {
+                phase, time: "t".into(), job: job.into(), index, attempt: 1, url: "u".into(),
+                request: "prompt".into(), status: Some(200), response: response.into(), error: None,
+            })
+            .unwrap()
+        };
+        let lines = [
+            entry("j", 1, AuditPhase::Sending, ""),
+            entry("j", 1, AuditPhase::Response, "secret span"),
+            entry("j", 2, AuditPhase::Response, "fine"),
+            entry("old", 1, AuditPhase::Response, "another job"),
+            "not json".to_string(),
+        ]
+        .join("\n");
+        let out = withhold_answers(&lines, "j", &BTreeSet::from([1]));
+        assert!(!out.contains("secret span") && out.contains(WITHHELD), "{out}");
+        assert!(out.contains("\"fine\"") && out.contains("another job") && out.contains("not json") && out.contains("\"prompt\""), "{out}");
+        assert_eq!(out.lines().count(), 5);
+        assert_eq!(withhold_answers(&lines, "j", &BTreeSet::new()), lines + "\n");
+    }
+
     use super::*;
 
     #[test]

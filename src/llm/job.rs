@@ -4,7 +4,7 @@
 //!
 //! Privacy: every item is built from a DP output ([`SequenceOut`]) and public settings.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -187,6 +187,20 @@ impl Job {
     }
 }
 
+impl Job {
+    /// The job as it is downloaded when the documents `dropped` are left out (flagged by the
+    /// replay check, `crate::replay`): their outcomes removed, everything else as it is.
+    pub fn without(&self, dropped: &BTreeSet<usize>) -> Job {
+        let outcomes = self.outcomes.iter().filter(|(i, _)| !dropped.contains(i)).map(|(i, o)| (*i, o.clone())).collect();
+        Job { outcomes, ..self.clone() }
+    }
+
+    /// The generated documents, as the replay check reads them (text and keyphrases).
+    pub fn synthetic_docs(&self) -> Vec<crate::replay::SyntheticDoc> {
+        self.rows().map(|(i, text)| crate::replay::SyntheticDoc { index: i.index, text: text.to_string(), keyphrases: i.keyphrases.clone() }).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,6 +245,21 @@ mod tests {
         assert_eq!(csv, "text,label,keyphrases,form,keyphrases_used\n'+1 said the note,\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\",'-x; y,list,0\n");
         // The JSONL carries the exact text.
         assert!(job.corpus_jsonl().contains("\"text\":\"+1 said the note\""));
+    }
+
+    #[test]
+    fn dropped_documents_are_left_out_of_the_exports_only() {
+        let seqs: Vec<SequenceOut> = (0..3).map(|k| SequenceOut { label: Some("a".into()), keyphrases: vec![format!("k{k}")], noise_dominated: false }).collect();
+        let mut job = Job::new("j".into(), "t".into(), settings(), PromptSettings::default(), &seqs, "{}".into());
+        for i in 0..3 {
+            job.outcomes.insert(i, Outcome::Done { text: format!("text {i}"), attempts: 1 });
+        }
+        let docs = job.synthetic_docs();
+        assert_eq!(docs.iter().map(|d| (d.index, d.text.as_str(), d.keyphrases[0].as_str())).collect::<Vec<_>>(), [(0, "text 0", "k0"), (1, "text 1", "k1"), (2, "text 2", "k2")]);
+        let kept = job.without(&BTreeSet::from([1]));
+        assert!(!kept.corpus_jsonl().contains("text 1") && kept.corpus_jsonl().lines().count() == 2);
+        assert!(!kept.corpus_csv().contains("text 1") && kept.corpus_csv().contains("text 2"));
+        assert_eq!((kept.items.len(), job.done()), (3, 3), "the job itself is unchanged");
     }
 
     #[test]

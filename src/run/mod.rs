@@ -49,6 +49,8 @@ pub enum Stage {
     Kde,
     Sample,
     Evaluate,
+    /// The replay check of generated documents against the loaded corpus (`crate::replay`).
+    Replay,
 }
 
 impl Stage {
@@ -63,6 +65,7 @@ impl Stage {
             Stage::Kde => "DP keyphrase summaries (ε_kde)",
             Stage::Sample => "Sample keyphrase sequences",
             Stage::Evaluate => "Train and test classifiers (not DP)",
+            Stage::Replay => "Check the generated documents for replayed private text (not DP)",
         }
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ledger::{Ledger, Run, Spend};
 use super::RunSettings;
+use crate::replay::ReplaySummary;
 use crate::sample::signal::ClassSignal;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,6 +69,11 @@ pub struct PrivacyReport {
     /// generated unless the curator includes them.
     #[serde(default)]
     pub noise_dominated: Vec<String>,
+    /// The replay check of the generated documents this report goes with (`crate::replay`):
+    /// counts and thresholds, NOT differentially private. Absent when none was run (and in
+    /// the run's own report, written before anything was generated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_check: Option<ReplaySummary>,
 }
 
 impl PrivacyReport {
@@ -162,7 +168,16 @@ impl PrivacyReport {
             account: run.account.clone(),
             class_signals: signals.to_vec(),
             noise_dominated: signals.iter().filter(|s| s.noise_dominated).map(|s| class_name(&s.label)).collect(),
+            replay_check: None,
         }
+    }
+
+    /// The report `json` (a run's, as written) with the replay check of the generated
+    /// documents it goes with.
+    pub fn with_replay(json: &str, replay: ReplaySummary) -> Result<PrivacyReport, serde_json::Error> {
+        let mut r: PrivacyReport = serde_json::from_str(json)?;
+        r.replay_check = Some(replay);
+        Ok(r)
     }
 }
 
@@ -225,7 +240,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
 <h2>Parameters</h2><table>{params}</table>\
 <h2>Privacy ledger of this run</h2><table><tr><th>stage</th><th>mechanism</th><th>data</th><th>ε</th></tr>{spends}</table>\
 <h2>Inputs</h2><table>{vocab}{model}{classes}{seqs}</table>\
-{signals}<h2>Not in this report</h2><p>{not_included}</p><p>Method: {method}</p></body></html>",
+{signals}{replay}<h2>Not in this report</h2><p>{not_included}</p><p>Method: {method}</p></body></html>",
             generated = esc(&self.generated),
             format = esc(&self.format),
             headline = esc(&match &self.vocabulary_from {
@@ -248,11 +263,31 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
             not_included = esc(&self.not_included),
             method = esc(&self.method),
             signals = self.signals_html(),
+            replay = self.replay_html(),
         )
     }
 }
 
 impl PrivacyReport {
+    /// The replay check, when one was run: its statement (not DP) and figures.
+    fn replay_html(&self) -> String {
+        let Some(r) = &self.replay_check else { return String::new() };
+        format!(
+            "<h2>Replay check (not differentially private)</h2><p>{}</p><table>\
+             <tr><th scope=\"row\">Generated documents checked</th><td>{}</td></tr>\
+             <tr><th scope=\"row\">Flagged</th><td>{}</td></tr>\
+             <tr><th scope=\"row\">Left out of the synthetic corpus</th><td>{}</td></tr>\
+             <tr><th scope=\"row\">Thresholds</th><td>n-gram length {}; rare: in at most {} private document(s); shared run of {} words outside the keyphrases</td></tr></table>",
+            esc(&r.statement),
+            r.checked,
+            r.flagged,
+            r.dropped,
+            r.params.ngram,
+            r.params.rare_docs,
+            r.params.flag_run
+        )
+    }
+
     /// The per-class signal table (empty for reports written before it existed).
     fn signals_html(&self) -> String {
         if self.class_signals.is_empty() {
@@ -336,5 +371,23 @@ mod tests {
         assert!(r.guarantee.contains("(4.1000)-differentially private") && !r.guarantee.contains("earlier run"), "{}", r.guarantee);
         assert!((r.epsilon_outputs - 4.1).abs() < 1e-12 && r.vocabulary_from.is_none());
         assert!(r.to_html().contains("This run: ε = 4.1000 (document-level)."));
+    }
+
+    #[test]
+    fn the_replay_check_is_added_with_its_counts_and_said_to_be_not_dp() {
+        let run = Run::new("r".into(), "t".into());
+        let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
+        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
+        let json = serde_json::to_string(&r).unwrap();
+        // A run's report says nothing of a check (none was run before generation).
+        assert!(!json.contains("replay_check") && !r.to_html().contains("Replay check"));
+        let summary = ReplaySummary::new(12, 2, 2, crate::replay::ReplayParams::default());
+        let with = serde_json::to_string(&PrivacyReport::with_replay(&json, summary.clone()).unwrap()).unwrap();
+        let back: PrivacyReport = serde_json::from_str(&with).unwrap();
+        assert_eq!(back.replay_check, Some(summary));
+        let html = back.to_html();
+        assert!(html.contains("Replay check (not differentially private)") && html.contains("NOT differentially private"), "{html}");
+        assert!(html.contains("<th scope=\"row\">Flagged</th><td>2</td>") && html.contains("Left out of the synthetic corpus</th><td>2</td>"), "{html}");
+        assert!(PrivacyReport::with_replay("not json", ReplaySummary::new(0, 0, 0, Default::default())).is_err());
     }
 }

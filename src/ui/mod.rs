@@ -42,6 +42,7 @@ fn App() -> impl IntoView {
     engine::start(move |ev| app.apply(ev));
     app.restore_last_run();
     gen.restore();
+    state::replay::auto_check(app, gen);
     state::ledger::init(app);
     let bench = web_sys::window()
         .and_then(|w| w.location().search().ok())

@@ -5,6 +5,7 @@
 use crate::eval::{ArmReport, EvalReport};
 use crate::llm::Job;
 use crate::protocol::{AccountStatus, CorpusSummary, RunResult};
+use crate::replay::{DocReplay, ReplayParams};
 
 use super::io::assets::group_thousands;
 
@@ -281,3 +282,40 @@ pub const ASSURANCE: &str = "Your documents never leave this page. Only the LLM 
      you choose: prompts made of differentially private keyphrases with the public text you control (your declared class names, \
      the document type, your template, system message and public examples), the model settings, and your API key if you give one. \
      You see every prompt before it is sent.";
+
+/// Where the replay check stands, in a sentence (`crate::ui::state::replay`): `checked` is
+/// (documents checked, flagged) once checked, `running` (bytes read, of) while it runs.
+pub fn replay_line(generated: bool, corpus: bool, running: Option<(u64, u64)>, checked: Option<(usize, usize)>, drop: bool) -> String {
+    match (generated, running, checked) {
+        (false, ..) => "Nothing generated yet to check.".into(),
+        (_, Some((done, total)), _) if total > 0 => format!("Checking for replay… {}% of the corpus read.", (100 * done / total).min(100)),
+        (_, Some(_), _) => "Checking for replay…".into(),
+        (_, None, Some((n, 0))) => format!("Checked for replay: none of the {n} generated documents repeats private text beyond the thresholds."),
+        (_, None, Some((n, f))) if drop => format!("Checked for replay: {f} of {n} generated documents flagged; they are left out of the corpus downloads."),
+        (_, None, Some((n, f))) => format!("Checked for replay: {f} of {n} generated documents flagged; you chose to keep them in the downloads."),
+        (_, None, None) if !corpus => "Not checked for replay: load the private corpus (step 1) to compare the generated documents \
+            with it before downloading them."
+            .into(),
+        (_, None, None) => "Not checked for replay yet: the downloads hold every generated document.".into(),
+    }
+}
+
+/// What the check looks for, and that it is not DP (under the replay heading).
+pub fn replay_hint() -> String {
+    format!(
+        "Each generated document is compared with the loaded private corpus, in this page: it is flagged for {}. \
+         The keyphrases it was given never count. The result is not differentially private: it is for your eyes \
+         (the shared words below are private text and go into no download), and the privacy report states only the counts.",
+        ReplayParams::default().describe()
+    )
+}
+
+/// One row of the flagged table: number, label, longest run, words outside keyphrases,
+/// rare n-grams, the shared words (private text, shown here only).
+pub fn replay_row(d: &DocReplay, job: &Job) -> [String; 6] {
+    let label = job.items.get(d.index).and_then(|i| i.label.clone()).unwrap_or_default();
+    // The words that flagged it: the long run, else the first rare sequence.
+    let by_run = d.run_outside_keyphrases >= ReplayParams::default().flag_run;
+    let span = if by_run { d.longest_span.clone() } else { d.rare_span.clone().or_else(|| d.longest_span.clone()) };
+    [format!("#{}", d.index + 1), label, d.longest_run.to_string(), d.run_outside_keyphrases.to_string(), d.rare_ngrams.to_string(), span.unwrap_or_default()]
+}

@@ -21,7 +21,7 @@ use crate::public_vocab::{Matcher, PublicVocabulary};
 /// Bytes of the first file shown in the preview.
 const PREVIEW_BYTES: f64 = 64.0 * 1024.0;
 
-fn format_of(name: &str) -> Result<Format, Stop> {
+pub(super) fn format_of(name: &str) -> Result<Format, Stop> {
     Format::from_path(name).ok_or_else(|| {
         Stop::Failed(
             Some(Stage::Read),

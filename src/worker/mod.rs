@@ -13,7 +13,7 @@
 //! Layout: this file is the message loop (`on_message`, `handle`), the state kept between
 //! requests ([`State`]) and the run (`run`, with `helpers_for` and `helpers_ready`). Every
 //! other request has its own module ([`load`], [`model`], [`evaluate`], [`diagnostics`],
-//! [`ledger_requests`]); what the jobs share is [`control`] (progress, cancelling, stopping: a
+//! [`ledger_requests`], [`replay`]); what the jobs share is [`control`] (progress, cancelling, stopping: a
 //! leaf), [`assets`], [`sources`] and [`store`]; the helper workers are [`helpers`]. The
 //! modules take the state from here; none of them imports another's job.
 
@@ -27,6 +27,7 @@ mod helpers;
 mod ledger_requests;
 mod load;
 mod model;
+mod replay;
 mod run;
 mod sources;
 mod store;
@@ -192,6 +193,7 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
             let f = files.first().cloned().ok_or_else(|| Stop::Failed(Some(Stage::Evaluate), "attach the tuning file".into()))?;
             evaluate(&mut state, &settings, Some((file, f))).await
         }
+        Request::ReplayCheck { files: infos, documents, params } => replay::check(&state, &infos, &files, documents, params),
         Request::Cancel => Ok(Event::Cancelled),
         // Handled in `on_message`.
         Request::Account { .. } | Request::ExportLedger | Request::ImportLedger => Err(Stop::Failed(None, "internal: ledger request".into())),

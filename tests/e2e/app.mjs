@@ -396,6 +396,51 @@ await runTests([
     }));
     assert(stored < 64 << 10, `outcomes stored: ${stored} characters`);
   }],
+  ['LLM: a reply that repeats a private note is flagged by the replay check and left out of every download', async () => {
+    await llm.reset();
+    // The model repeats the opening of private note 7: the patient's name and the note's own span.
+    const replayed = rows[8][2].replace(/^"/, '').split('. ')[0];
+    assert(replayed.includes(CANARY) && replayed.includes(spans[7]), replayed);
+    // One request at a time: the third is document #3's.
+    await llm.control({ faults: ['ok', 'ok', 'replay'], replay: replayed });
+    await page.fill('#llm-concurrency', '1');
+    await includeNoise();
+    await page.check('#reviewed');
+    await page.click('#send');
+    await page.waitForSelector('#gen-progress[data-done="12"][data-running="false"]', { timeout: 120_000 });
+    // With the corpus loaded in this page, the check runs by itself once the job has ended.
+    await page.waitForSelector('#replay[data-state="checked"]', { timeout: 60_000 });
+    await shot('7b-replay');
+    const flagged = Number(await page.getAttribute('#replay', 'data-flagged'));
+    assert(flagged >= 1, 'the replayed note is flagged');
+    // The curator sees the flagged document with the words it shares (shown in the page only).
+    const row = await page.textContent('#replay-table tr[data-index="#3"]');
+    assert(row.includes(spans[7]), `the flagged row: ${row}`);
+    const status = await page.textContent('#replay-status');
+    assert(new RegExp(`Checked for replay: ${flagged} of 12 generated documents flagged; they are left out of the corpus downloads`).test(status), status);
+    // Left out of every download (on by default), and counted in the report, which says it is not DP.
+    const jsonl = await download('#dl-corpus-jsonl');
+    assert(jsonl.trim().split('\n').length === 12 - flagged, `${12 - flagged} documents in the download`);
+    assertClean(jsonl, 'synthetic corpus JSONL after the replay check');
+    assertClean(await download('#dl-corpus-csv'), 'synthetic corpus CSV after the replay check');
+    const audit = await download('#dl-audit');
+    assert(/withheld from this download: the replay check flagged/.test(audit), 'the flagged answer is withheld from the audit log');
+    assertClean(audit, 'audit log after the replay check');
+    const html = await download('#dl-report-html');
+    assert(/Replay check \(not differentially private\)/.test(html) && /NOT differentially private/.test(html), 'the report states the check');
+    assert(html.includes(`<th scope="row">Flagged</th><td>${flagged}</td>`) && html.includes(`Left out of the synthetic corpus</th><td>${flagged}</td>`), 'the report counts them');
+    assertClean(html, 'privacy report after the replay check');
+    // The curator may keep them: unticked, the download holds all 12, and the report says so.
+    await page.uncheck('#replay-drop');
+    const kept = await download('#dl-corpus-jsonl');
+    assert(kept.trim().split('\n').length === 12 && kept.includes(spans[7]), 'kept when the curator chooses to');
+    assert((await download('#dl-report-html')).includes('Left out of the synthetic corpus</th><td>0</td>'), 'the report says none was left out');
+    await page.check('#replay-drop');
+    // Checked again on request: the same result.
+    await page.click('#replay-check');
+    await page.waitForSelector('#replay[data-state="checked"]', { timeout: 60_000 });
+    assert(Number(await page.getAttribute('#replay', 'data-flagged')) === flagged, 'the same flags again');
+  }],
   ['LLM: a reload in the middle resumes and finishes with every document exactly once', async () => {
     await llm.reset();
     await llm.control({ faults: [], delay_ms: 400 });

@@ -6,14 +6,16 @@
 //! dpkps-llm-test-server [--port N]      prints "listening http://127.0.0.1:PORT" on stdout
 //! POST /v1/chat/completions             the model ("test-model")
 //! GET  /v1/models                       {"data":[{"id":"test-model"}]}
-//! POST /_control {"faults":["429","429-wait","500","timeout","garbage","empty","formula","huge","huge-stream","redirect","ok"],"delay_ms":0,
-//!                 "hold_ms":30000,"allow_origins":["http://127.0.0.1:8080"]}
+//! POST /_control {"faults":["429","429-wait","500","timeout","garbage","empty","formula","huge","huge-stream","redirect","replay","ok"],
+//!                 "delay_ms":0,"hold_ms":30000,"allow_origins":["http://127.0.0.1:8080"],"replay":"words"}
 //!                                       faults are used up one per completion request, in order;
 //!                                       "429-wait": a 429 asking for 30 s (Retry-After: 30)
 //!                                       "huge": a 200 of 2 MiB (Content-Length says so);
 //!                                       "huge-stream": the same, chunked, with no length;
 //!                                       "redirect": a 307 to this server's /v1/chat/completions?redirected=1
 //!                                       (a client that follows it sends the request again: recorded)
+//!                                       "replay": a good document that also holds the words of
+//!                                       "replay" (as a model repeating a private note would)
 //!                                       allow_origins: answer only those browser origins (see below)
 //! GET  /_requests                       every completion request so far (body, fault applied)
 //! POST /_reset                          forget requests and faults
@@ -41,6 +43,8 @@ mod server {
         delay_ms: u64,
         hold_ms: u64,
         allow_origins: Option<Vec<String>>,
+        /// The words a "replay" reply repeats.
+        replay: String,
     }
 
     type State = Arc<Mutex<Shared>>;
@@ -125,12 +129,12 @@ mod server {
 
     fn completion(stream: &mut TcpStream, req: &Request, state: &State) {
         let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
-        let (fault, delay, hold) = {
+        let (fault, delay, hold, replay) = {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
             let fault = s.faults.pop_front().unwrap_or_else(|| "ok".into());
             let authorization = req.headers.iter().any(|(k, _)| k == "authorization");
             s.requests.push(json!({ "body": req.body, "fault": fault, "authorization": authorization, "path": req.path }));
-            (fault, s.delay_ms, s.hold_ms)
+            (fault, s.delay_ms, s.hold_ms, s.replay.clone())
         };
         std::thread::sleep(Duration::from_millis(delay));
         match fault.as_str() {
@@ -164,6 +168,8 @@ mod server {
                 // must neutralise it).
                 let text = match fault.as_str() {
                     "formula" => format!("=HYPERLINK(\"http://127.0.0.1:9/x\",\"open\") {}", write_document(&body)),
+                    // A private note's words, repeated: the page's replay check must flag it.
+                    "replay" => format!("{} The patient's own account: {replay}.", write_document(&body)),
                     _ => write_document(&body),
                 };
                 let reply = json!({
@@ -211,6 +217,7 @@ mod server {
                 s.allow_origins = v["allow_origins"]
                     .as_array()
                     .map(|a| a.iter().filter_map(|o| o.as_str().map(str::to_string)).collect());
+                s.replay = v["replay"].as_str().unwrap_or_default().to_string();
                 respond(&mut stream, 200, "OK", "application/json", "{}", "");
             }
             ("GET", "/_requests") => {

@@ -25,9 +25,10 @@ use crate::dp::DpError;
 use crate::llm::{AuditEntry, AuditPhase, Clock, Control, Halt, Job, JobStore, LlmError, LlmSettings, Outcome, Reply, Transport};
 use crate::prompt::{parse_examples, PromptSettings};
 use crate::protocol::SequenceOut;
+use crate::replay::{ReplayCheck, ReplayParams, ReplaySummary};
 use crate::run::report::PrivacyReport;
 
-use crate::cli::CliError;
+use crate::cli::{CliError, CorpusArgs};
 use http::HttpClient;
 use store::{OutDir, JOB};
 
@@ -35,6 +36,8 @@ use store::{OutDir, JOB};
 pub(crate) const KEY_VAR: &str = "DPKPS_LLM_KEY";
 
 #[derive(Args)]
+// The corpus is optional here (it is required wherever else `CorpusArgs` is used).
+#[command(mut_arg("corpus", |a| a.required(false)))]
 pub(crate) struct GenerateArgs {
     /// The run's folder, as `dpkps pipeline --out-dir` writes it: its sequences.jsonl (the DP
     /// keyphrase sequences) and privacy-report.json are read.
@@ -112,6 +115,37 @@ pub(crate) struct GenerateArgs {
     /// resumes the job.
     #[arg(long)]
     out_dir: PathBuf,
+    /// The private corpus (read as the other commands read it): when given, the generated
+    /// documents are checked against it before synthetic.* are written (the replay check,
+    /// docs/privacy.md): the flagged ones are left out unless --keep-flagged. Not DP.
+    #[command(flatten)]
+    replay_corpus: Option<CorpusArgs>,
+    #[command(flatten)]
+    replay: ReplayArgs,
+}
+
+/// The replay check's thresholds and what becomes of the flagged documents.
+#[derive(Args)]
+pub(crate) struct ReplayArgs {
+    /// Keep the documents the replay check flags in synthetic.jsonl and .csv (left out by
+    /// default, as on the page); the report counts them either way.
+    #[arg(long, requires = "corpus")]
+    keep_flagged: bool,
+    /// The replay check's n-gram length in words.
+    #[arg(long, default_value_t = ReplayParams::default().ngram, requires = "corpus")]
+    replay_ngram: usize,
+    /// A rare n-gram is one that at most this many private documents contain.
+    #[arg(long, default_value_t = ReplayParams::default().rare_docs, requires = "corpus")]
+    replay_rare_docs: u32,
+    /// A shared run of this many words outside a document's keyphrases flags it.
+    #[arg(long, default_value_t = ReplayParams::default().flag_run, requires = "corpus")]
+    replay_run: usize,
+}
+
+impl ReplayArgs {
+    fn params(&self) -> ReplayParams {
+        ReplayParams { ngram: self.replay_ngram, rare_docs: self.replay_rare_docs, flag_run: self.replay_run }
+    }
 }
 
 /// What stops `generate`, beyond bad input, in plain words.
@@ -310,6 +344,17 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     llm.check()?;
     llm.check_key(key.as_deref().unwrap_or(""))?;
     let prompts = args.prompt_settings()?;
+    if let Some(corpus) = &args.replay_corpus {
+        if corpus.corpus.is_empty() {
+            return Err(CliError::Input {
+                path: "--text-col, --label-col, --format, --label-from-dir".into(),
+                message: "they say how to read the corpus of the replay check: give it with --corpus".into(),
+            });
+        }
+        // Refused before anything is sent: the thresholds, and the files that must be there.
+        args.replay.params().check().map_err(|e| CliError::Input { path: "--replay-*".into(), message: e.to_string() })?;
+        crate::cli::inputs(corpus)?;
+    }
     let (all, report_text, report) = read_input(&args)?;
     let sequences = SequenceOut::to_generate(&all, args.include_noise_classes);
     if sequences.len() < all.len() {
@@ -360,11 +405,23 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     };
     futures::executor::block_on(crate::llm::generate(&session, &job, pending));
     let (job, halted) = (session.job.into_inner(), session.halted.into_inner());
-    dir.write_results(&job, report.as_ref().map(PrivacyReport::to_html).as_deref())?;
-    let forms: Vec<String> = job.forms().iter().map(|(f, n)| format!("{n} {}", f.as_str())).collect();
+    let (written, replay) = match &args.replay_corpus {
+        None => (job.clone(), None),
+        Some(corpus) => replay_check(&job, corpus, &args.replay)?,
+    };
+    // The run's report as read, or with the replay check's counts (none with --sequences).
+    let report = report.map(|r| match replay {
+        Some(summary) => {
+            let r = PrivacyReport { replay_check: Some(summary), ..r };
+            (crate::cli::json_text(&r), r.to_html())
+        }
+        None => (job.report.clone(), r.to_html()),
+    });
+    dir.write_results(&written, report.as_ref().map(|(json, html)| (json.as_str(), html.as_str())))?;
+    let forms: Vec<String> = written.forms().iter().map(|(f, n)| format!("{n} {}", f.as_str())).collect();
     eprintln!(
         "wrote synthetic.jsonl and synthetic.csv ({} documents: {}){} to {} (the requests: audit.jsonl)",
-        job.done(),
+        written.done(),
         if forms.is_empty() { "none".to_string() } else { forms.join(", ") },
         if report.is_some() { ", privacy-report.json and .html" } else { " (no privacy report: --sequences are not a run's release)" },
         args.out_dir.display()
@@ -376,6 +433,39 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
         0 => Ok(()),
         failed => Err(GenerateError::Failed { failed, total: job.items.len() }.into()),
     }
+}
+
+/// The replay check of the generated documents against the private corpus (`crate::replay`,
+/// `crate::cli::replay`): the job as it is written (flagged documents left out unless kept)
+/// and what the report says of the check. Prints counts per flagged document, never its
+/// shared words (private text).
+fn replay_check(job: &Job, corpus: &CorpusArgs, args: &ReplayArgs) -> Result<(Job, Option<ReplaySummary>), CliError> {
+    let t0 = std::time::Instant::now();
+    let (check, figures): (ReplayCheck, _) = crate::cli::replay::check_corpus(corpus, job.synthetic_docs(), args.params())?;
+    let flagged = check.flagged();
+    eprintln!(
+        "replay check (not DP): {} generated documents against {} private documents in {:.1} s: {} flagged ({})",
+        check.docs.len(),
+        figures.documents,
+        t0.elapsed().as_secs_f64(),
+        flagged.len(),
+        check.params.describe()
+    );
+    for d in check.docs.iter().filter(|d| d.flagged) {
+        let label = job.items.get(d.index).and_then(|i| i.label.as_deref()).unwrap_or("");
+        eprintln!(
+            "  document #{} {label}: longest shared run {} words ({} outside its keyphrases), {} rare {}-word sequence(s){}",
+            d.index + 1,
+            d.longest_run,
+            d.run_outside_keyphrases,
+            d.rare_ngrams,
+            check.params.ngram,
+            if args.keep_flagged { "" } else { ": left out" }
+        );
+    }
+    let dropped = !args.keep_flagged;
+    let written = if dropped { job.without(&flagged) } else { job.clone() };
+    Ok((written, Some(check.summary(dropped))))
 }
 
 /// The command's side of the shared sending loop: the HTTP client, the output folder, the

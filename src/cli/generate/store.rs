@@ -12,8 +12,9 @@
 //!   and its answer after (`"response"`); bodies over 64 KiB cut as the page cuts them. One job
 //!   per folder, so nothing is pruned;
 //! - at the end: the synthetic corpus (`synthetic.jsonl`, `synthetic.csv`: the page's downloads,
-//!   [`Job::corpus_jsonl`], [`Job::corpus_csv`]) and the run's privacy report
-//!   (`privacy-report.json`, `privacy-report.html`).
+//!   [`Job::corpus_jsonl`], [`Job::corpus_csv`]; with `--corpus`, without the documents the
+//!   replay check flagged, which stay in `outcomes.jsonl`, the job's record) and the run's
+//!   privacy report (`privacy-report.json`, `privacy-report.html`; with the check's counts).
 //!
 //! `job.lock` is held (std's [`File::try_lock`], released when the process ends) while a command
 //! works on the folder: a second one on the same folder is refused, as a second tab is on
@@ -139,15 +140,14 @@ impl OutDir {
         append_line(&mut self.audit.borrow_mut(), &entry.clone().capped())
     }
 
-    /// The synthetic corpus as the page downloads it, and the run's privacy report (JSON as
-    /// read, and the printable HTML).
-    /// The corpus, and the run's privacy report when there is one (`--run`; not with
-    /// `--sequences`).
-    pub(super) fn write_results(&self, job: &Job, report_html: Option<&str>) -> Result<(), CliError> {
+    /// The synthetic corpus as the page downloads it, and the privacy report when there is
+    /// one (`--run`; not with `--sequences`): (JSON, printable HTML), the JSON the run's as
+    /// read, or with the replay check's counts.
+    pub(super) fn write_results(&self, job: &Job, report: Option<(&str, &str)>) -> Result<(), CliError> {
         write_file(&self.path("synthetic.jsonl"), job.corpus_jsonl().as_bytes())?;
         write_file(&self.path("synthetic.csv"), job.corpus_csv().as_bytes())?;
-        if let Some(html) = report_html {
-            write_file(&self.path("privacy-report.json"), job.report.as_bytes())?;
+        if let Some((json, html)) = report {
+            write_file(&self.path("privacy-report.json"), json.as_bytes())?;
             write_file(&self.path("privacy-report.html"), html.as_bytes())?;
         }
         Ok(())

@@ -63,11 +63,6 @@ pub fn corpus_csv(job: &crate::llm::Job) {
     save("dpkps-synthetic.csv", "text/csv", &job.corpus_csv());
 }
 
-/// The printable privacy report of the run the job's keyphrases came from.
-pub fn report_html(job: &crate::llm::Job) {
-    report_html_of(&job.report);
-}
-
 /// The printable privacy report from its JSON.
 pub fn report_html_of(report_json: &str) {
     match serde_json::from_str::<crate::run::report::PrivacyReport>(report_json) {
@@ -76,10 +71,18 @@ pub fn report_html_of(report_json: &str) {
     }
 }
 
-pub fn audit_log() {
-    leptos::task::spawn_local(async {
+/// The audit log, with the answers that brought the documents `withheld` (a job id, and the
+/// documents of that job the replay check flagged and the downloads leave out) withheld.
+pub fn audit_log(withheld: Option<(String, std::collections::BTreeSet<usize>)>) {
+    leptos::task::spawn_local(async move {
         match super::jobstore::audit_jsonl().await {
-            Ok(text) => save("dpkps-llm-audit.jsonl", "application/x-ndjson", &text),
+            Ok(text) => {
+                let text = match &withheld {
+                    Some((job, dropped)) if !dropped.is_empty() => crate::llm::withhold_answers(&text, job, dropped),
+                    _ => text,
+                };
+                save("dpkps-llm-audit.jsonl", "application/x-ndjson", &text)
+            }
             Err(e) => web_sys::console::warn_1(&e.into()),
         }
     });

@@ -22,6 +22,11 @@ thread_local! {
     static MODEL_FILES: RefCell<(Option<File>, Option<File>)> = const { RefCell::new((None, None)) };
 }
 
+/// The corpus files the curator chose (handles, not contents), to attach to a request.
+pub(super) fn corpus_files() -> Vec<File> {
+    CORPUS_FILES.with(|c| c.borrow().clone())
+}
+
 /// What the worker is busy with (one job at a time).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Job {
@@ -31,6 +36,8 @@ pub enum Job {
     Model,
     Bench,
     Evaluate,
+    /// The replay check (`super::replay`).
+    Replay,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -59,6 +66,13 @@ impl StageState {
             StageState::Failed => (0.0, 1.0, "stopped".to_string()),
         }
     }
+}
+
+/// A replay check's result (`super::replay`), with the job it was made for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayResult {
+    pub job: String,
+    pub check: crate::replay::ReplayCheck,
 }
 
 /// A stage's name on the wire (`data-stage`).
@@ -95,6 +109,14 @@ pub struct AppState {
     /// vocabulary settings (`RunSettings::reuses_vocabulary_of`), which then spends no ε_voc.
     pub running: RwSignal<Option<RunSettings>>,
     pub last_finished: RwSignal<Option<RunSettings>>,
+    /// The replay check (`super::replay`, a worker job like the others): its last result (NOT DP; memory only), the job it
+    /// was asked for, its progress (bytes read, of) and why it failed; and whether the corpus
+    /// downloads leave the flagged documents out (on by default).
+    pub replay: RwSignal<Option<ReplayResult>>,
+    pub replay_for: RwSignal<Option<String>>,
+    pub replay_progress: RwSignal<Option<(u64, u64)>>,
+    pub replay_error: RwSignal<Option<String>>,
+    pub drop_flagged: RwSignal<bool>,
 }
 
 impl AppState {
@@ -121,6 +143,11 @@ impl AppState {
             background: RwSignal::new(None),
             running: RwSignal::new(None),
             last_finished: RwSignal::new(None),
+            replay: RwSignal::new(None),
+            replay_for: RwSignal::new(None),
+            replay_progress: RwSignal::new(None),
+            replay_error: RwSignal::new(None),
+            drop_flagged: RwSignal::new(true),
         }
     }
 
@@ -222,8 +249,10 @@ impl AppState {
         self.settings.labelled.set(!label.is_empty());
         self.summary.set(None);
         self.result.set(None);
-        // The worker drops the kept private vocabulary when a corpus is read.
+        // The worker drops the kept private vocabulary when a corpus is read; a replay check
+        // was of the corpus loaded before.
         self.last_finished.set(None);
+        self.replay.set(None);
         self.begin(Job::Load);
         self.stages.set(vec![(Stage::Read, StageState::Running { done: 0, total: 0 })]);
         engine::send(

@@ -12,6 +12,8 @@ impl AppState {
     pub fn apply(&self, ev: Event) {
         match ev {
             Event::Ready => self.worker_ready.set(true),
+            // The replay check shows its progress in the Generate card, not among the stages.
+            Event::Progress { stage: Stage::Replay, done, total } => self.replay_progress.set(Some((done, total))),
             Event::Progress { stage, done, total } => self.set_stage(stage, StageState::Running { done, total }),
             Event::StageDone { stage, seconds, note } => self.set_stage(stage, StageState::Done { seconds, note }),
             Event::Inspected(p) => {
@@ -53,7 +55,15 @@ impl AppState {
                 self.mark_running_failed();
                 self.error.set(Some("Cancelled. ε already spent by finished DP stages stays in the ledger.".into()));
             }
+            Event::Failed { stage: Some(Stage::Replay), message } => {
+                self.replay_progress.set(None);
+                self.replay_error.set(Some(message));
+                self.job.set(None);
+            }
             Event::Failed { stage, message } => {
+                if self.job.get_untracked() == Some(super::app::Job::Replay) {
+                    self.replay_progress.set(None);
+                }
                 if let Some(stage) = stage {
                     self.set_stage(stage, StageState::Failed);
                 }
@@ -85,6 +95,12 @@ impl AppState {
             }
             Event::Benched(b) => {
                 self.bench.set(Some(b));
+                self.job.set(None);
+            }
+            Event::ReplayChecked(check) => {
+                self.replay_progress.set(None);
+                self.replay_error.set(None);
+                self.replay.set(self.replay_for.get_untracked().map(|job| super::app::ReplayResult { job, check }));
                 self.job.set(None);
             }
             Event::Evaluated(r) => {

@@ -1,12 +1,13 @@
 //! The page's state: types holding signals, with methods for what the views show and do.
 //! [`app::AppState`] is the corpus, the settings form and the worker's progress;
 //! [`ledger::LedgerState`] the budget account and the ledger; [`generate::GenState`] the LLM
-//! step. Each is provided as a context by `App`; the getters below fetch them in views.
+//! step; [`replay`] the replay check of its documents (signals of `AppState`: it is a worker job). Each is provided as a context by `App`; the getters below fetch them in views.
 
 pub mod app;
 pub mod events;
 pub mod generate;
 pub mod ledger;
+pub mod replay;
 pub mod settings;
 
 use leptos::prelude::*;

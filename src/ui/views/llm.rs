@@ -5,6 +5,7 @@ use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::ui::io::download;
+use crate::ui::views::replay::ReplayPanel;
 use crate::ui::state::{app, gen};
 use crate::ui::text;
 
@@ -139,10 +140,11 @@ pub fn Generate() -> impl IntoView {
                     <div class="actions">
                         {j.running.then(|| view! { <button id="stop" on:click=move |_| g.stop()>"Stop"</button> })}
                         {(!j.running && j.failed > 0).then(|| view! { <button id="retry" on:click=move |_| g.retry_failed()>"Retry failed documents"</button> })}
-                        <button id="dl-corpus-jsonl" on:click=move |_| { g.with_job(download::corpus_jsonl); }>"Synthetic corpus (JSONL)"</button>
-                        <button id="dl-corpus-csv" on:click=move |_| { g.with_job(download::corpus_csv); }>"Synthetic corpus (CSV)"</button>
-                        <button id="dl-audit" on:click=move |_| download::audit_log()>"Audit log (JSONL)"</button>
-                        <button id="dl-report-html" on:click=move |_| { g.with_job(download::report_html); }>"Privacy report (printable HTML)"</button>
+                        // Without the documents the replay check flagged (unless kept), and the report with its counts.
+                        <button id="dl-corpus-jsonl" on:click=move |_| { g.with_job(|j| download::corpus_jsonl(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (JSONL)"</button>
+                        <button id="dl-corpus-csv" on:click=move |_| { g.with_job(|j| download::corpus_csv(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (CSV)"</button>
+                        <button id="dl-audit" on:click=move |_| download::audit_log(g.with_job(|j| (j.id.clone(), untrack(|| app.replay_dropped(j)))))>"Audit log (JSONL)"</button>
+                        <button id="dl-report-html" on:click=move |_| { g.with_job(|j| download::report_html_of(&untrack(|| app.report_for_download(j)))); }>"Privacy report (printable HTML)"</button>
                     </div>
                     <ul class="recent">
                         {move || g.recent.get().into_iter().map(|(i, l, t)| view! { <li><strong>{format!("#{} {l}: ", i + 1)}</strong>{t}</li> }).collect_view()}
@@ -219,6 +221,9 @@ pub fn Generate() -> impl IntoView {
                 {review}
                 {move || g.error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
                 {progress}
+                <Show when=move || g.job.get().is_some()>
+                    <ReplayPanel />
+                </Show>
             </section>
         </Show>
     }

@@ -10,6 +10,7 @@ pub mod llm;
 pub mod model;
 pub mod privacy;
 pub mod progress;
+pub mod replay;
 pub mod results;
 pub mod settings_fields;
 pub mod summary;
