@@ -12,7 +12,7 @@ use crate::dp::DpError;
 use crate::dp::summary::KeyphraseSampler;
 use crate::run::RunSettings;
 
-use super::{bench, evaluate, generate, vectors, CliError};
+use super::{bench, evaluate, generate, train, vectors, CliError};
 
 #[derive(Parser)]
 #[command(name = "dpkps", version, about = "Differentially private synthetic text by keyphrase prompt seeding (DP-KPS)")]
@@ -136,6 +136,12 @@ pub(super) enum Command {
     /// resumes the job: every document is generated once. The API key, if the endpoint needs
     /// one, is read from the environment variable DPKPS_LLM_KEY, never from a flag.
     Generate(generate::GenerateArgs),
+    /// The recipient's side: train a classifier on a synthetic corpus, adapted to your own
+    /// unlabelled documents with Deep CORAL; writes the model, predictions for the unlabelled
+    /// documents and a report (scores on a labelled test set when one is given).
+    Train(train::TrainArgs),
+    /// Classify documents with a model written by `dpkps train` or the page.
+    Predict(train::PredictArgs),
     /// Precompute the bundled vectors of a bundled vocabulary (int8; `scripts/vectors.sh`
     /// runs it before every `trunk build`).
     EmbedVocab(vectors::EmbedVocabArgs),

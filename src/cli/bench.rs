@@ -84,6 +84,41 @@ pub enum Bench {
         #[arg(long)]
         synthetic_jsonl: Option<std::path::PathBuf>,
     },
+    /// The recipient's classifier on a domain shift made from a labelled corpus (MTSamples):
+    /// accuracy of the plain classifier and of Deep CORAL at each λ, over seeds.
+    Adapt {
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        /// The largest classes kept.
+        #[arg(long, default_value_t = 5)]
+        classes: usize,
+        /// At most this many notes per class (balanced when every class has as many).
+        #[arg(long)]
+        per_class: Option<usize>,
+        /// Training seeds per λ.
+        #[arg(long, default_value_t = 3)]
+        seeds: usize,
+        /// The λ values, comma-separated (0: the plain classifier; put it first).
+        #[arg(long, default_value = "0,1,10", value_delimiter = ',')]
+        weights: Vec<f64>,
+        #[command(flatten)]
+        params: super::train::TrainParamArgs,
+        #[command(flatten)]
+        model: super::ModelArgs,
+    },
+    /// Time and memory to embed and train at a given size (the corpus's notes repeated).
+    Train {
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        #[arg(long, default_value_t = 5000)]
+        labelled: usize,
+        #[arg(long, default_value_t = 2500)]
+        unlabelled: usize,
+        #[command(flatten)]
+        params: super::train::TrainParamArgs,
+        #[command(flatten)]
+        model: super::ModelArgs,
+    },
 }
 
 pub fn run(which: Bench) -> Result<(), CliError> {
@@ -156,6 +191,10 @@ pub fn run(which: Bench) -> Result<(), CliError> {
         Bench::Kde { docs, terms, dim, features, candidates, sequences, sampler, naive_sequences, naive_candidates } => {
             bench_kde(docs, terms, dim, features, candidates, sequences, &sampler, naive_sequences, naive_candidates)
         }
+        Bench::Adapt { corpus, classes, per_class, seeds, weights, params, model } => {
+            super::bench_adapt::adapt(&corpus, classes, per_class, seeds, &weights, &params, &model)
+        }
+        Bench::Train { corpus, labelled, unlabelled, params, model } => super::bench_adapt::scale(&corpus, labelled, unlabelled, &params, &model),
         Bench::Replay { corpus, synthetic, words, include, synthetic_jsonl } => {
             super::bench_replay::run(&corpus, synthetic, words, include, synthetic_jsonl.as_deref())
         }

@@ -6,6 +6,7 @@
 
 mod args;
 mod bench;
+mod bench_adapt;
 mod bench_replay;
 mod evaluate;
 mod generate;
@@ -15,6 +16,7 @@ mod replay;
 mod run;
 #[cfg(test)]
 mod same_release;
+mod train;
 mod vectors;
 
 use std::process::ExitCode;
@@ -153,6 +155,8 @@ fn run(command: Command) -> Result<(), CliError> {
         }
         Command::Evaluate(args) => evaluate::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::Train(args) => train::run(args),
+        Command::Predict(args) => train::predict(args),
         Command::EmbedVocab(args) => vectors::run(args),
         Command::Bench { which } => bench::run(which),
     }

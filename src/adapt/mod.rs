@@ -1,0 +1,143 @@
+//! The recipient's side of DP-KPS (§3 and appendix C.1.2): a classifier trained on a released
+//! synthetic corpus D_A and adapted to the recipient's own unlabelled documents D_B with
+//! Deep CORAL (Sun & Saenko 2016).
+//!
+//! Documents become sentence embeddings (the bundled model, `crate::embed`), a three-layer
+//! network classifies them ([`net`]), and training minimises, over minibatches of D_A paired
+//! with minibatches of D_B,
+//!
+//! ```text
+//! cross-entropy(D_A batch) + λ · ℓ_CORAL(features of the D_A batch, features of the D_B batch)
+//! ```
+//!
+//! ([`coral`]); λ = 0 is the plain classifier. Gradients come from candle's reverse-mode
+//! automatic differentiation and Adam (AdamW) updates the weights ([`train`]).
+//!
+//! # Privacy
+//! Nothing here is a DP mechanism and nothing here spends ε. The synthetic corpus is a DP
+//! release (post-processing of it is free); the recipient's documents (D_B and a test set) are
+//! the recipient's own private data, read where they are (the page's worker, the CLI's machine)
+//! and never sent anywhere: the page's policy and egress guards apply to this mode as to the
+//! curator's.
+//!
+//! # Determinism
+//! Initial weights and minibatch order come from a ChaCha stream seeded by
+//! [`TrainParams::seed`]; with the same inputs, parameters and seed, training gives the same
+//! model file.
+
+mod coral;
+mod model;
+mod net;
+pub mod score;
+pub mod shift;
+pub mod task;
+mod train;
+
+pub use coral::coral_loss;
+pub use model::{Classifier, Prediction, MODEL_FORMAT};
+pub use train::{train, EpochLog};
+
+use serde::{Deserialize, Serialize};
+
+/// Row-major n × d floats: one embedded document per row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Matrix {
+    pub rows: usize,
+    pub cols: usize,
+    pub data: Vec<f32>,
+}
+
+impl Matrix {
+    /// Stacks rows of equal width; an empty list gives a 0 × `cols` matrix.
+    pub fn from_rows(rows: &[Vec<f32>], cols: usize) -> Result<Matrix, AdaptError> {
+        let mut data = Vec::with_capacity(rows.len() * cols);
+        for (k, r) in rows.iter().enumerate() {
+            if r.len() != cols {
+                return Err(AdaptError::Input(format!("row {} has {} values, not {cols}", k + 1, r.len())));
+            }
+            data.extend_from_slice(r);
+        }
+        Ok(Matrix { rows: rows.len(), cols, data })
+    }
+
+    pub fn row(&self, k: usize) -> &[f32] {
+        &self.data[k * self.cols..(k + 1) * self.cols]
+    }
+
+    /// The rows at `index`, in that order, as an n × d tensor.
+    pub(crate) fn gather(&self, index: &[usize]) -> candle_core::Result<candle_core::Tensor> {
+        let mut data = Vec::with_capacity(index.len() * self.cols);
+        for &k in index {
+            data.extend_from_slice(self.row(k));
+        }
+        candle_core::Tensor::from_vec(data, (index.len(), self.cols), &candle_core::Device::Cpu)
+    }
+}
+
+/// Training settings. All public (they shape no release; the recipient picks them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TrainParams {
+    /// Widths of the two hidden layers.
+    pub hidden: [usize; 2],
+    /// Passes over the labelled (synthetic) documents.
+    pub epochs: usize,
+    /// Documents per minibatch, from each domain.
+    pub batch: usize,
+    pub learning_rate: f64,
+    /// AdamW's decoupled weight decay.
+    pub weight_decay: f64,
+    /// λ, the CORAL term's weight; 0: no adaptation (the plain classifier).
+    pub coral_weight: f64,
+    pub seed: u64,
+}
+
+impl Default for TrainParams {
+    fn default() -> Self {
+        TrainParams { hidden: [256, 128], epochs: 30, batch: 64, learning_rate: 1e-3, weight_decay: 1e-4, coral_weight: 1.0, seed: 1 }
+    }
+}
+
+impl TrainParams {
+    /// Plain words for the first setting out of range.
+    pub fn check(&self) -> Result<(), AdaptError> {
+        let bad = |what: &str| Err(AdaptError::Params(what.to_string()));
+        if self.hidden.iter().any(|&h| h == 0 || h > 4096) {
+            return bad("each hidden layer needs 1 to 4096 units");
+        }
+        if self.epochs == 0 || self.epochs > 10_000 {
+            return bad("epochs must be 1 to 10000");
+        }
+        if self.batch < 2 || self.batch > 65_536 {
+            return bad("the batch size must be 2 to 65536 (a covariance needs two rows)");
+        }
+        if !(self.learning_rate > 0.0 && self.learning_rate <= 1.0) {
+            return bad("the learning rate must be above 0 and at most 1");
+        }
+        if !(0.0..=1.0).contains(&self.weight_decay) {
+            return bad("the weight decay must be 0 to 1");
+        }
+        if !(self.coral_weight.is_finite() && self.coral_weight >= 0.0 && self.coral_weight <= 1e6) {
+            return bad("the CORAL weight must be 0 to 1000000");
+        }
+        Ok(())
+    }
+}
+
+/// Everything that can go wrong, in plain words.
+#[derive(Debug, thiserror::Error)]
+pub enum AdaptError {
+    #[error("{0}")]
+    Input(String),
+    #[error("training settings: {0}")]
+    Params(String),
+    #[error("the model file cannot be read: {0}")]
+    ModelFile(String),
+    #[error("training stopped")]
+    Cancelled,
+    #[error("the tensor library failed: {0}")]
+    Tensor(#[from] candle_core::Error),
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,98 @@
+use super::*;
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Two classes in 8 dimensions, means ±1 on the first coordinate; `scale` stretches the other
+/// coordinates and `offset` shifts every coordinate (a domain shift).
+fn blobs(n: usize, seed: u64, scale: f32, offset: f32) -> (Matrix, Vec<usize>) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut u = || (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32 - 0.5;
+    let (mut rows, mut labels) = (Vec::new(), Vec::new());
+    for k in 0..n {
+        let y = k % 2;
+        let mut r: Vec<f32> = (0..8).map(|_| u() * scale + offset).collect();
+        r[0] += if y == 0 { -1.0 } else { 1.0 };
+        rows.push(r);
+        labels.push(y);
+    }
+    (Matrix::from_rows(&rows, 8).unwrap(), labels)
+}
+
+fn names() -> Vec<String> {
+    vec!["a".into(), "b".into()]
+}
+
+fn small() -> TrainParams {
+    TrainParams { hidden: [16, 8], epochs: 15, batch: 16, ..TrainParams::default() }
+}
+
+#[test]
+fn it_learns_a_separable_task_and_the_same_seed_gives_the_same_file() {
+    let (x, y) = blobs(200, 1, 0.5, 0.0);
+    let (model, logs) = train(&x, &y, &names(), None, &small(), &mut |_| true).unwrap();
+    assert_eq!(logs.len(), 15);
+    assert!(logs[14].class_loss < logs[0].class_loss / 2.0, "{logs:?}");
+    let (test, truth) = blobs(100, 2, 0.5, 0.0);
+    let pred: Vec<usize> = model.predict(&test).unwrap().iter().map(|p| p.class).collect();
+    let s = score::score(&truth, &pred, 2);
+    assert!(s.accuracy > 0.95, "{s:?}");
+    let again = train(&x, &y, &names(), None, &small(), &mut |_| true).unwrap().0;
+    assert_eq!(model.to_bytes().unwrap(), again.to_bytes().unwrap(), "same seed, same model");
+    let other = train(&x, &y, &names(), None, &TrainParams { seed: 2, ..small() }, &mut |_| true).unwrap().0;
+    assert_ne!(model.to_bytes().unwrap(), other.to_bytes().unwrap());
+}
+
+#[test]
+fn the_model_file_reads_back_and_predicts_the_same() {
+    let (x, y) = blobs(100, 3, 0.5, 0.0);
+    let (mut model, _) = train(&x, &y, &names(), None, &small(), &mut |_| true).unwrap();
+    model.embedding_model = Some("abc123".into());
+    let bytes = model.to_bytes().unwrap();
+    let back = Classifier::from_bytes(&bytes).unwrap();
+    assert_eq!(back.labels(), model.labels());
+    assert_eq!(back.params(), model.params());
+    assert_eq!(back.embedding_model.as_deref(), Some("abc123"));
+    assert_eq!(back.predict(&x).unwrap(), model.predict(&x).unwrap());
+    // Not a model file, a safetensors file of something else, a cut file: refused in words.
+    assert!(matches!(Classifier::from_bytes(b"hello"), Err(AdaptError::ModelFile(_))));
+    let other = safetensors::serialize(Vec::<(String, candle_core::Tensor)>::new(), None).unwrap();
+    let e = Classifier::from_bytes(&other).unwrap_err().to_string();
+    assert!(e.contains("not a dpkps classifier"), "{e}");
+    assert!(Classifier::from_bytes(&bytes[..bytes.len() - 10]).is_err());
+    // Embeddings of the wrong width.
+    let (narrow, _) = (Matrix { rows: 1, cols: 4, data: vec![0.0; 4] }, ());
+    assert!(model.predict(&narrow).unwrap_err().to_string().contains("4 dimensions; the model expects 8"));
+}
+
+#[test]
+fn coral_pulls_the_target_features_covariance_towards_the_source() {
+    // The target domain is stretched ×3 in every coordinate but the class axis and shifted.
+    let (x, y) = blobs(400, 4, 0.5, 0.0);
+    let (t, _) = blobs(400, 5, 1.5, 0.7);
+    let plain = train(&x, &y, &names(), Some(&t), &TrainParams { coral_weight: 0.0, ..small() }, &mut |_| true).unwrap();
+    let adapted = train(&x, &y, &names(), Some(&t), &TrainParams { coral_weight: 10.0, ..small() }, &mut |_| true).unwrap();
+    // Without λ no CORAL term is computed; with it, the term falls as training goes on.
+    assert!(plain.1.iter().all(|l| l.coral_loss == 0.0));
+    let c = &adapted.1;
+    assert!(c.last().unwrap().coral_loss < c[0].coral_loss, "{c:?}");
+}
+
+#[test]
+fn bad_inputs_and_settings_are_refused_in_words_and_stop_cancels() {
+    let (x, y) = blobs(20, 6, 0.5, 0.0);
+    let one_class = vec!["a".to_string()];
+    assert!(train(&x, &y, &one_class, None, &small(), &mut |_| true).unwrap_err().to_string().contains("at least two classes"));
+    assert!(train(&x, &y[..5], &names(), None, &small(), &mut |_| true).is_err());
+    let bad = TrainParams { batch: 1, ..small() };
+    assert!(train(&x, &y, &names(), None, &bad, &mut |_| true).unwrap_err().to_string().contains("batch size"));
+    let bad = TrainParams { learning_rate: f64::NAN, ..small() };
+    assert!(matches!(train(&x, &y, &names(), None, &bad, &mut |_| true), Err(AdaptError::Params(_))));
+    let wide = Matrix { rows: 3, cols: 9, data: vec![0.0; 27] };
+    assert!(train(&x, &y, &names(), Some(&wide), &small(), &mut |_| true).unwrap_err().to_string().contains("unlabelled 9"));
+    let mut seen = 0;
+    let r = train(&x, &y, &names(), None, &small(), &mut |_| {
+        seen += 1;
+        seen < 3
+    });
+    assert!(matches!(r, Err(AdaptError::Cancelled)) && seen == 3);
+}

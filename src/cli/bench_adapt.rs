@@ -1,0 +1,166 @@
+//! `dpkps bench adapt` and `dpkps bench train`: figures for the recipient's classifier
+//! (`crate::adapt`).
+//!
+//! `adapt` builds a domain-shift task from a labelled corpus (MTSamples): per class, half the
+//! notes as they are (the labelled source), a quarter rewritten by `adapt::shift` (the
+//! unlabelled target) and a quarter rewritten for testing; it trains the plain classifier and
+//! the CORAL one for each λ and seed, and prints the test accuracy on the shifted notes (and,
+//! for reference, on the same test notes unshifted).
+//!
+//! `train` times embedding and training at a given size (e.g. 5,000 labelled + 2,500
+//! unlabelled documents, the corpus's notes repeated as needed) and prints the peak memory.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::train::{embed, read_documents, TrainParamArgs};
+use super::{load_model, peak_rss_kb, CliError, CorpusArgs, ModelArgs};
+use crate::adapt::score::score;
+use crate::adapt::{shift, train, Matrix, TrainParams};
+use crate::eval::metrics::spread;
+
+/// The corpus's labelled documents grouped by label (empty texts and labels left out).
+fn by_class(corpus: &CorpusArgs) -> Result<BTreeMap<String, Vec<String>>, CliError> {
+    let label = corpus.label_col.as_deref().ok_or_else(|| CliError::Input { path: "--label-col".into(), message: "the task needs the label column".into() })?;
+    let text = corpus.text_col.as_deref().unwrap_or("text");
+    let docs = read_documents(&corpus.corpus, text, Some(label))?;
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (t, l) in docs.texts.into_iter().zip(docs.labels) {
+        if let Some(l) = l.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()) {
+            if !t.trim().is_empty() {
+                out.entry(l).or_default().push(t);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn shuffle<T>(v: &mut [T], rng: &mut ChaCha8Rng) {
+    for i in (1..v.len()).rev() {
+        v.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+    }
+}
+
+fn ids(names: &[String], labels: &[String]) -> Vec<usize> {
+    labels.iter().map(|l| names.iter().position(|n| n == l).unwrap_or(0)).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn adapt(corpus: &CorpusArgs, classes: usize, per_class: Option<usize>, seeds: usize, weights: &[f64], params: &TrainParamArgs, model: &ModelArgs) -> Result<(), CliError> {
+    let base = params.params()?;
+    let mut groups: Vec<(String, Vec<String>)> = by_class(corpus)?.into_iter().collect();
+    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
+    groups.truncate(classes.max(2));
+    let mut rng = ChaCha8Rng::seed_from_u64(0);
+    let (mut src, mut tgt, mut test) = (Vec::new(), Vec::new(), Vec::new());
+    for (label, docs) in &mut groups {
+        shuffle(docs, &mut rng);
+        if let Some(n) = per_class {
+            docs.truncate(n);
+        }
+        let (a, b) = (docs.len() / 2, docs.len() * 3 / 4);
+        src.extend(docs[..a].iter().map(|t| (t.clone(), label.clone())));
+        tgt.extend(docs[a..b].iter().map(|t| shift::rewrite(t)));
+        test.extend(docs[b..].iter().map(|t| (t.clone(), label.clone())));
+    }
+    let names: Vec<String> = {
+        let mut n: Vec<String> = groups.iter().map(|g| g.0.clone()).collect();
+        n.sort();
+        n
+    };
+    println!(
+        "benchmark: Deep CORAL on a domain shift ({} classes: {}); {} labelled notes as they are, {} unlabelled and {} test notes rewritten (adapt::shift)",
+        names.len(),
+        names.join(", "),
+        src.len(),
+        tgt.len(),
+        test.len()
+    );
+    let mut emb = load_model(model)?;
+    let t0 = Instant::now();
+    let (src_text, src_labels): (Vec<String>, Vec<String>) = src.into_iter().unzip();
+    let (test_text, test_labels): (Vec<String>, Vec<String>) = test.into_iter().unzip();
+    let test_shifted: Vec<String> = test_text.iter().map(|t| shift::rewrite(t)).collect();
+    let x = embed(emb.as_mut(), "labelled notes", &src_text)?;
+    let u = embed(emb.as_mut(), "unlabelled rewritten notes", &tgt)?;
+    let ts = embed(emb.as_mut(), "rewritten test notes", &test_shifted)?;
+    let tp = embed(emb.as_mut(), "test notes as they are", &test_text)?;
+    println!("  embedding {} notes: {:.1} s", x.rows + u.rows + ts.rows + tp.rows, t0.elapsed().as_secs_f64());
+    let (y, truth) = (ids(&names, &src_labels), ids(&names, &test_labels));
+    let accuracy_on = |m: &crate::adapt::Classifier, t: &Matrix| -> Result<(f64, f64), CliError> {
+        let pred: Vec<usize> = m.predict(t).map_err(adapt_err)?.iter().map(|p| p.class).collect();
+        let s = score(&truth, &pred, names.len());
+        Ok((s.accuracy, s.macro_f1))
+    };
+    let mut plain_acc = Vec::new();
+    for &w in weights {
+        let (mut acc, mut f1, mut same, mut secs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for s in 0..seeds.max(1) {
+            let p = TrainParams { coral_weight: w, seed: base.seed + s as u64, ..base.clone() };
+            let t1 = Instant::now();
+            let (m, _) = train(&x, &y, &names, Some(&u), &p, &mut |_| true).map_err(adapt_err)?;
+            secs.push(t1.elapsed().as_secs_f64());
+            let (a, f) = accuracy_on(&m, &ts)?;
+            acc.push(a);
+            f1.push(f);
+            same.push(accuracy_on(&m, &tp)?.0);
+        }
+        let (a, f, sm, t) = (spread(&acc), spread(&f1), spread(&same), spread(&secs));
+        if w == 0.0 {
+            plain_acc = acc.clone();
+        }
+        let margin = if w > 0.0 && !plain_acc.is_empty() {
+            format!(", {:+.3} over plain", a.mean - spread(&plain_acc).mean)
+        } else {
+            String::new()
+        };
+        println!(
+            "  λ = {w:<6} shifted test: accuracy {:.3} ± {:.3}, macro-F1 {:.3} ± {:.3}{margin} | unshifted test: accuracy {:.3} | {:.1} s per model ({} seeds)",
+            a.mean, a.std, f.mean, f.std, sm.mean, t.mean, acc.len()
+        );
+    }
+    if let Some(kb) = peak_rss_kb() {
+        println!("  peak resident memory: {:.0} MB", kb as f64 / 1024.0);
+    }
+    Ok(())
+}
+
+pub(crate) fn scale(corpus: &CorpusArgs, labelled: usize, unlabelled: usize, params: &TrainParamArgs, model: &ModelArgs) -> Result<(), CliError> {
+    let p = params.params()?;
+    let groups = by_class(corpus)?;
+    let all: Vec<(String, String)> = groups.iter().flat_map(|(l, d)| d.iter().map(move |t| (t.clone(), l.clone()))).collect();
+    if all.is_empty() {
+        return Err(CliError::Input { path: "--corpus".into(), message: "no labelled documents".into() });
+    }
+    let names: Vec<String> = groups.keys().cloned().collect();
+    let pick = |n: usize, off: usize| (0..n).map(|k| all[(k * 7 + off) % all.len()].clone()).collect::<Vec<_>>();
+    let (src_text, src_labels): (Vec<String>, Vec<String>) = pick(labelled, 0).into_iter().unzip();
+    let tgt: Vec<String> = pick(unlabelled, 3).into_iter().map(|(t, _)| shift::rewrite(&t)).collect();
+    println!("benchmark: the recipient's classifier at {labelled} labelled + {unlabelled} unlabelled documents ({} classes), native, one thread", names.len());
+    let mut emb = load_model(model)?;
+    let t0 = Instant::now();
+    let x = embed(emb.as_mut(), "labelled", &src_text)?;
+    let u = embed(emb.as_mut(), "unlabelled", &tgt)?;
+    let embed_s = t0.elapsed().as_secs_f64();
+    let y = ids(&names, &src_labels);
+    let t1 = Instant::now();
+    let (_, logs) = train(&x, &y, &names, Some(&u), &p, &mut |_| true).map_err(adapt_err)?;
+    let train_s = t1.elapsed().as_secs_f64();
+    println!(
+        "  embedding {} documents: {embed_s:.1} s ({:.1} ms each) | training {} epochs with CORAL: {train_s:.1} s",
+        x.rows + u.rows,
+        embed_s * 1000.0 / (x.rows + u.rows).max(1) as f64,
+        logs.len()
+    );
+    if let Some(kb) = peak_rss_kb() {
+        println!("  peak resident memory: {:.0} MB", kb as f64 / 1024.0);
+    }
+    Ok(())
+}
+
+fn adapt_err(e: crate::adapt::AdaptError) -> CliError {
+    CliError::Input { path: "training".into(), message: e.to_string() }
+}
