@@ -70,11 +70,15 @@ fn coral_pulls_the_target_features_covariance_towards_the_source() {
     let (x, y) = blobs(400, 4, 0.5, 0.0);
     let (t, _) = blobs(400, 5, 1.5, 0.7);
     let plain = train(&x, &y, &names(), Some(&t), &TrainParams { coral_weight: 0.0, ..small() }, &mut |_| true).unwrap();
-    let adapted = train(&x, &y, &names(), Some(&t), &TrainParams { coral_weight: 10.0, ..small() }, &mut |_| true).unwrap();
-    // Without λ no CORAL term is computed; with it, the term falls as training goes on.
-    assert!(plain.1.iter().all(|l| l.coral_loss == 0.0));
-    let c = &adapted.1;
-    assert!(c.last().unwrap().coral_loss < c[0].coral_loss, "{c:?}");
+    let adapted = train(&x, &y, &names(), Some(&t), &TrainParams { coral_weight: 1000.0, ..small() }, &mut |_| true).unwrap();
+    // Measured without adaptation too; trained on, it ends far smaller, and the classes are
+    // still learnt.
+    let (p, a) = (plain.1.last().unwrap(), adapted.1.last().unwrap());
+    assert!(p.coral_loss > 0.0 && a.coral_loss < p.coral_loss / 4.0, "plain {p:?}, adapted {a:?}");
+    assert!(a.class_loss < 0.3, "{a:?}");
+    // Without unlabelled documents nothing is measured.
+    let alone = train(&x, &y, &names(), None, &small(), &mut |_| true).unwrap();
+    assert!(alone.1.iter().all(|l| l.coral_loss == 0.0));
 }
 
 #[test]

@@ -13,7 +13,8 @@ use super::coral::coral_loss;
 use super::net::Net;
 use super::{AdaptError, Classifier, Matrix, TrainParams};
 
-/// One epoch's mean losses (the CORAL loss unweighted; 0 without adaptation).
+/// One epoch's mean losses (the CORAL loss unweighted, measured whenever there are unlabelled
+/// documents, trained on only when λ > 0; 0 without unlabelled documents).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct EpochLog {
     pub epoch: usize,
@@ -51,7 +52,9 @@ pub fn train(
     if let Some(&bad) = labels.iter().find(|&&y| y >= classes) {
         return Err(AdaptError::Input(format!("class id {bad} is not one of the {classes} classes")));
     }
-    let target = target.filter(|t| params.coral_weight > 0.0 && t.rows >= 2);
+    // With λ = 0 the CORAL loss is still measured (not trained on): the log then says how far
+    // apart the domains' features are without adaptation.
+    let target = target.filter(|t| t.rows >= 2);
     if let Some(t) = target {
         if t.cols != source.cols {
             return Err(AdaptError::Input(format!("labelled embeddings have {} dimensions, unlabelled {}", source.cols, t.cols)));
@@ -95,7 +98,11 @@ pub fn train(
                     let (t_features, _) = net.forward(&t.gather(&batch)?)?;
                     let c = coral_loss(&features, &t_features)?;
                     coral_sum += c.to_scalar::<f32>()? as f64;
-                    (ce + c.affine(params.coral_weight, 0.0)?)?
+                    if params.coral_weight > 0.0 {
+                        (ce + c.affine(params.coral_weight, 0.0)?)?
+                    } else {
+                        ce
+                    }
                 }
                 None => ce,
             };
