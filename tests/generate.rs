@@ -452,6 +452,38 @@ fn the_replay_check_flags_a_reply_that_repeats_a_private_span_and_leaves_it_out(
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("missing.csv: cannot open"), "{}", stderr(&o));
     assert_eq!(server.seen().len(), sent);
+    // So is a column the corpus does not have (its header is read first), in plain words.
+    let o = generate(&run, &server.url, &dir.join("out3"), &["--corpus", notes.to_str().unwrap(), "--text-col", "text"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("there is no column named \"text\"; the columns are:"), "{}", stderr(&o));
+    assert_eq!(server.seen().len(), sent);
+    assert!(!dir.join("out3").join("job.json").exists());
+}
+
+#[test]
+fn the_replay_corpus_is_compared_with_the_runs_ledger_entry() {
+    real_report();
+    // The real run's folder, corpus and ledger (`real_report`).
+    let pipeline = std::env::temp_dir().join(format!("dpkps-generate-pipeline-{}", std::process::id()));
+    let (notes, ledger) = (pipeline.join("notes.csv"), pipeline.join("ledger.json"));
+    let dir = tmpdir("tie");
+    // Sequences the test server answers, with the real run's entry (run.json: its id).
+    let run = run_folder(&dir, 2);
+    std::fs::copy(pipeline.join("run/run.json"), Path::new(&run).join("run.json")).unwrap();
+    let server = Server::start();
+    let check = |corpus: &Path, out: &str| {
+        let args = ["--corpus", corpus.to_str().unwrap(), "--text-col", "note", "--ledger", ledger.to_str().unwrap()];
+        let o = generate(&run, &server.url, &dir.join(out), &args).output().unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let err = check(&notes, "same");
+    assert!(err.contains("replay check: --corpus is the corpus run ") && !err.contains("warning"), "{err}");
+    // Other documents: said plainly, and the check still runs.
+    let other = dir.join("other.csv");
+    std::fs::write(&other, "note\n\"Another clinic's note.\"\n").unwrap();
+    let err = check(&other, "other");
+    assert!(err.contains("warning: --corpus is NOT the corpus run ") && err.contains("replay check (not DP)"), "{err}");
 }
 
 #[test]

@@ -35,6 +35,14 @@ pub(crate) use args::{CorpusArgs, ModelArgs, PipelineInputs};
 pub(crate) use io::{inputs, json_text, load_model, load_vocabulary, peak_rss_kb, print_stats, read_corpus, write_atomic, write_private, write_private_json};
 use io::{ledger_path, write_json};
 
+/// The privacy ledger as read without its lock, to look at (not to spend): the file `given`,
+/// else where every command finds it (`--ledger`'s default).
+pub(crate) fn read_ledger(given: Option<&std::path::Path>) -> (std::path::PathBuf, Result<crate::ledger::LedgerBook, CliError>) {
+    let path = ledger_path(&args::LedgerArgs { ledger: given.map(std::path::Path::to_path_buf), budget: None, account: None });
+    let book = ledger_file::read(&path);
+    (path, book)
+}
+
 /// Everything that can go wrong, in plain words.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {

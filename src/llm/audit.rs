@@ -2,9 +2,11 @@
 //! exactly what left the machine. Entries are capped and old jobs' entries pruned because the
 //! log lives in the browser's storage; the storage itself is `ui/io/jobstore.rs`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
+
+use super::job::{Job, Outcome};
 
 /// Whether an audit entry was written before a request went out or after its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -70,16 +72,47 @@ impl AuditEntry {
 /// What a withheld answer reads ([`withhold_answers`]).
 pub const WITHHELD: &str = "[withheld from this download: the replay check flagged this document as repeating private text]";
 
-/// The audit log as downloaded (`lines`: one JSON entry per line) with the answers that
-/// brought the documents `dropped` of job `job` withheld: the replay check (`crate::replay`)
-/// flagged them as repeating private text, which no download may carry. Requests (DP prompts)
-/// and every other entry are kept as they are; a line that does not read is kept too.
-pub fn withhold_answers(lines: &str, job: &str, dropped: &BTreeSet<usize>) -> String {
+/// The answers an audit log download withholds (the replay check, `crate::replay`, flagged
+/// them as repeating private text, which no download may carry), per job id: the answers of
+/// the flagged documents (every attempt's), and any other answer whose body was flagged (a
+/// first reply that was asked for once more, a reply that did not read), by [`answer_key`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Withheld {
+    pub docs: BTreeMap<String, BTreeSet<usize>>,
+    pub answers: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Withheld {
+    pub fn is_empty(&self) -> bool {
+        self.docs.values().all(BTreeSet::is_empty) && self.answers.values().all(BTreeSet::is_empty)
+    }
+
+    fn holds(&self, e: &AuditEntry) -> bool {
+        self.docs.get(&e.job).is_some_and(|d| d.contains(&e.index))
+            || (!e.response.is_empty() && self.answers.get(&e.job).is_some_and(|a| a.contains(&answer_key(&e.response))))
+    }
+}
+
+/// The key of one answer body as stored in the audit log (SHA-256, hex): what [`Withheld`]
+/// names an answer by.
+pub fn answer_key(body: &str) -> String {
+    use sha2::{Digest, Sha256};
+    crate::corpus::hex(&Sha256::digest(body.as_bytes()))
+}
+
+/// The audit log as downloaded (`lines`: one JSON entry per line) with the answers in
+/// `withheld` replaced by [`WITHHELD`] (and the error too when it quotes the body: an answer
+/// with an error status). Requests (DP prompts) and every other entry are kept as they are; a
+/// line that does not read is kept too.
+pub fn withhold_answers(lines: &str, withheld: &Withheld) -> String {
     let mut out = String::with_capacity(lines.len());
     for line in lines.lines() {
         match serde_json::from_str::<AuditEntry>(line) {
-            Ok(mut e) if e.job == job && dropped.contains(&e.index) && e.phase == AuditPhase::Response => {
+            Ok(mut e) if e.phase == AuditPhase::Response && withheld.holds(&e) => {
                 e.response = WITHHELD.into();
+                if e.error.is_some() && e.status.is_some_and(|s| !(200..300).contains(&s)) {
+                    e.error = Some(WITHHELD.into());
+                }
                 out.push_str(&serde_json::to_string(&e).unwrap_or_default());
             }
             _ => out.push_str(line),
@@ -87,6 +120,64 @@ pub fn withhold_answers(lines: &str, job: &str, dropped: &BTreeSet<usize>) -> St
         out.push('\n');
     }
     out
+}
+
+/// An answer of the audit log that the corpus does not hold as it is, for the replay check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditAnswer {
+    /// [`answer_key`] of its body.
+    pub key: String,
+    /// The document it was an answer for.
+    pub index: usize,
+    /// Its text to check: every string of the body's JSON of three words or more but the
+    /// document's kept text (the reply asked for once more, a reasoning field, an error
+    /// message), or the whole body when it is not JSON.
+    pub text: String,
+}
+
+/// The answers of `job` in the audit log (`lines`) that hold text beyond the documents kept
+/// ([`AuditAnswer`]), once each: the replay check reads the kept documents from the job, and
+/// these too, since the audit log download carries them.
+pub fn answers_to_check(lines: &str, job: &Job) -> Vec<AuditAnswer> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for line in lines.lines() {
+        let Ok(e) = serde_json::from_str::<AuditEntry>(line) else { continue };
+        if e.phase != AuditPhase::Response || e.job != job.id || e.index >= job.items.len() || e.response.trim().is_empty() {
+            continue;
+        }
+        let key = answer_key(&e.response);
+        if seen.contains(&key) {
+            continue;
+        }
+        let kept = match job.outcomes.get(&e.index) {
+            Some(Outcome::Done { text, .. }) => Some(text.trim()),
+            _ => None,
+        };
+        let text = match serde_json::from_str::<serde_json::Value>(&e.response) {
+            Ok(v) => {
+                let mut strings = Vec::new();
+                string_leaves(&v, &mut strings);
+                strings.retain(|s| Some(s.trim()) != kept && s.split_whitespace().nth(2).is_some());
+                strings.join("\n\n")
+            }
+            Err(_) => e.response.clone(),
+        };
+        if text.chars().any(char::is_alphanumeric) {
+            seen.insert(key.clone());
+            out.push(AuditAnswer { key, index: e.index, text });
+        }
+    }
+    out
+}
+
+fn string_leaves<'a>(v: &'a serde_json::Value, out: &mut Vec<&'a str>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| string_leaves(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| string_leaves(x, out)),
+        _ => {}
+    }
 }
 
 /// Which audit entries to delete: given the job id of every entry, oldest first, the
@@ -105,28 +196,85 @@ pub fn audit_to_prune(jobs: &[String], keep_jobs: usize, current: &str) -> Vec<u
 
 #[cfg(test)]
 mod tests {
+    fn line(job: &str, index: usize, phase: AuditPhase, status: u16, response: &str) -> String {
+        serde_json::to_string(&AuditEntry {
+            phase, time: "t".into(), job: job.into(), index, attempt: 1, url: "u".into(),
+            request: "prompt".into(), status: Some(status), response: response.into(),
+            error: (status != 200).then(|| format!("the endpoint answered {status}: {response}")),
+        })
+        .unwrap()
+    }
+
     #[test]
     fn flagged_answers_are_withheld_from_the_download_and_nothing_else() {
-        let entry = |job: &str, index, phase, response: &str| {
-            serde_json::to_string(&AuditEntry {
-                phase, time: "t".into(), job: job.into(), index, attempt: 1, url: "u".into(),
-                request: "prompt".into(), status: Some(200), response: response.into(), error: None,
-            })
-            .unwrap()
-        };
         let lines = [
-            entry("j", 1, AuditPhase::Sending, ""),
-            entry("j", 1, AuditPhase::Response, "secret span"),
-            entry("j", 2, AuditPhase::Response, "fine"),
-            entry("old", 1, AuditPhase::Response, "another job"),
+            line("j", 1, AuditPhase::Sending, 200, ""),
+            line("j", 1, AuditPhase::Response, 200, "secret span"),
+            line("j", 2, AuditPhase::Response, 200, "fine"),
+            line("j", 3, AuditPhase::Response, 200, "first reply, asked once more"),
+            line("j", 4, AuditPhase::Response, 500, "an error page quoting it"),
+            line("old", 1, AuditPhase::Response, 200, "another job"),
+            line("old", 5, AuditPhase::Response, 200, "an earlier job's flagged answer"),
             "not json".to_string(),
         ]
         .join("\n");
-        let out = withhold_answers(&lines, "j", &BTreeSet::from([1]));
-        assert!(!out.contains("secret span") && out.contains(WITHHELD), "{out}");
+        let withheld = Withheld {
+            docs: BTreeMap::from([("j".into(), BTreeSet::from([1])), ("old".into(), BTreeSet::from([5]))]),
+            answers: BTreeMap::from([(
+                "j".into(),
+                BTreeSet::from([answer_key("first reply, asked once more"), answer_key("an error page quoting it")]),
+            )]),
+        };
+        let out = withhold_answers(&lines, &withheld);
+        for gone in ["secret span", "asked once more", "quoting it", "an earlier job's"] {
+            assert!(!out.contains(gone), "{gone}: {out}");
+        }
+        assert_eq!(out.matches(WITHHELD).count(), 5, "{out}"); // the error quoting the body too
         assert!(out.contains("\"fine\"") && out.contains("another job") && out.contains("not json") && out.contains("\"prompt\""), "{out}");
-        assert_eq!(out.lines().count(), 5);
-        assert_eq!(withhold_answers(&lines, "j", &BTreeSet::new()), lines + "\n");
+        assert_eq!(out.lines().count(), 8);
+        assert_eq!(withhold_answers(&lines, &Withheld::default()), lines.clone() + "\n");
+        // An answer body is withheld only within its job.
+        let elsewhere = Withheld { answers: BTreeMap::from([("old".into(), BTreeSet::from([answer_key("fine")]))]), ..Default::default() };
+        assert!(withhold_answers(&lines, &elsewhere).contains("\"fine\""));
+    }
+
+    #[test]
+    fn answers_beyond_the_kept_documents_are_found_for_the_check() {
+        use crate::protocol::SequenceOut;
+        let seqs: Vec<SequenceOut> = (0..3).map(|k| SequenceOut { label: None, keyphrases: vec![format!("k{k}")], noise_dominated: false }).collect();
+        let llm = crate::llm::LlmSettings { model: "m".into(), ..Default::default() };
+        let mut job = Job::new("j".into(), "t".into(), llm, crate::prompt::PromptSettings::default(), &seqs, "{}".into());
+        job.outcomes.insert(0, Outcome::Done { text: "the kept text of the first document".into(), attempts: 2 });
+        let reply = |content: &str, extra: &str| {
+            format!(r#"{{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{{"message":{{"role":"assistant","content":{content:?}{extra}}},"finish_reason":"stop"}}]}}"#)
+        };
+        let first = reply("a list: first reply, asked once more", "");
+        let kept = reply("  the kept text of the first document ", "");
+        let reasoning = reply("the kept text of the first document", r#","reasoning_content":"thinking about the private note here""#);
+        let lines = [
+            line("j", 0, AuditPhase::Sending, 200, ""),
+            line("j", 0, AuditPhase::Response, 200, &first),
+            line("j", 0, AuditPhase::Response, 200, &kept),
+            line("j", 0, AuditPhase::Response, 200, &first), // the same body again: once
+            line("j", 0, AuditPhase::Response, 200, &reasoning),
+            line("j", 1, AuditPhase::Response, 200, "<html>not JSON at all</html>"),
+            line("j", 2, AuditPhase::Response, 500, r#"{"error":{"message":"the server could not answer","code":500}}"#),
+            line("j", 9, AuditPhase::Response, 200, "out of range"),
+            line("other", 0, AuditPhase::Response, 200, "another job's answer"),
+            line("j", 2, AuditPhase::Response, 200, ""),
+        ]
+        .join("\n");
+        let found: Vec<(usize, String)> = answers_to_check(&lines, &job).into_iter().map(|a| (a.index, a.text)).collect();
+        assert_eq!(
+            found,
+            [
+                (0, "a list: first reply, asked once more".to_string()),
+                (0, "thinking about the private note here".to_string()),
+                (1, "<html>not JSON at all</html>".to_string()),
+                (2, "the server could not answer".to_string()),
+            ]
+        );
+        assert_eq!(answers_to_check(&lines, &job)[0].key, answer_key(&first));
     }
 
     use super::*;

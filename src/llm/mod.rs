@@ -35,7 +35,10 @@ mod request;
 mod runner;
 mod settings;
 
-pub use audit::{audit_to_prune, withhold_answers, AuditEntry, AuditPhase, AUDIT_BODY_CAP, AUDIT_KEEP_JOBS, WITHHELD};
+pub use audit::{
+    answer_key, answers_to_check, audit_to_prune, withhold_answers, AuditAnswer, AuditEntry, AuditPhase, Withheld, AUDIT_BODY_CAP,
+    AUDIT_KEEP_JOBS, WITHHELD,
+};
 pub use backoff::{backoff_ms, http_date_unix_s, random_jitter, retry_after_s};
 pub use check::{check_reply, ReplyCheck, ReplyForm};
 pub use endpoint::EndpointUrl;

@@ -41,8 +41,14 @@
 //! the private one may be large (60,000 notes in the page), so the SYNTHETIC documents are
 //! indexed ([`ReplayIndex`]: their words, and every distinct word n-gram with its positions)
 //! and the private documents are streamed through the index ONCE, one at a time: memory is
-//! the index plus one private document's word ids, whatever the size of the private corpus.
-//! A private word that no synthetic document has cannot match and is not kept. Each n-gram hit
+//! the index plus one private document's word ids, plus a little per private document that
+//! does grow with the corpus: a 64-bit hash of each distinct private text (to read a repeated
+//! text once; 10 to 21 bytes each in its hash set), and, where the corpus is read through
+//! `crate::corpus::Ingest` (the page's worker, the CLI), its 32-byte hash of every document for
+//! the corpus fingerprint (32 to 64 bytes each as the vector grows). About 40 to 85 bytes per
+//! private document in all: 2.5 to 5 MB for 60,000 notes, 40 to 85 MB for a million. No
+//! private text is kept; a private word that no synthetic document has cannot match and is
+//! not kept either. Each n-gram hit
 //! is counted for its rare test (once per private document, counts capped at R + 1) and
 //! extended word by word to the full shared run (only from its left end: see `index.rs`).
 //!
@@ -228,12 +234,29 @@ impl ReplaySummary {
         let statement = format!(
             "Replay check: the {checked} generated documents were compared with the private corpus on the curator's \
              machine; {flagged} were flagged ({}).{fate} These counts, and which documents are missing, are computed \
-             from the private documents: they are NOT differentially private and are outside the ε above. They reveal \
-             at most which generated documents resembled private text, and how many. The check exists because the \
-             ε covers the keyphrases, not what the language model writes from its own memory. No private text is \
-             in this report.",
+             from the private documents: they are NOT differentially private and are outside the ε above. They tell \
+             which prompts got a reply that repeated private text, and that can reveal more than a count: whoever \
+             holds a prompt (it is built from the released keyphrases, and an audit log of the generation keeps \
+             every request sent) can send it to the model again, and a reply that comes back the same or close \
+             holds words that some private document contains. The thresholds are the curator's choice; chosen \
+             after seeing the check's results on this corpus, they depend on the private documents too. The check \
+             exists because the ε covers the keyphrases, not what the language model writes from its own memory. \
+             No private text is in this report.",
             params.describe()
         );
         ReplaySummary { checked, flagged, dropped, params, statement }
+    }
+
+    /// The summary of a check that did not read the `unchecked` documents generated after it:
+    /// the statement says so (they are in the corpus, not compared).
+    pub fn with_unchecked(mut self, unchecked: usize) -> ReplaySummary {
+        if unchecked > 0 {
+            let (s, was) = if unchecked == 1 { ("", "was") } else { ("s", "were") };
+            self.statement.push_str(&format!(
+                " {unchecked} more document{s} of this synthetic corpus {was} generated after the check and {was} NOT compared \
+                 with the private corpus."
+            ));
+        }
+        self
     }
 }

@@ -149,6 +149,10 @@ fn the_summary_states_counts_and_thresholds_and_no_text() {
     assert!(!json.contains("bees3") && !json.contains("lake3"), "{json}");
     assert_eq!(check.summary(false).dropped, 0);
     assert!(check.summary(false).statement.contains("kept them"));
+    // What it reveals beyond the counts, and that tuned thresholds are data-dependent.
+    assert!(s.statement.contains("send it to the model again") && s.statement.contains("depend on the private documents"), "{}", s.statement);
+    assert_eq!(check.summary(true).with_unchecked(0), s);
+    assert!(check.summary(true).with_unchecked(3).statement.ends_with("3 more documents of this synthetic corpus were generated after the check and were NOT compared with the private corpus."));
 }
 
 #[test]

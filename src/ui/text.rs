@@ -283,21 +283,77 @@ pub const ASSURANCE: &str = "Your documents never leave this page. Only the LLM 
      the document type, your template, system message and public examples), the model settings, and your API key if you give one. \
      You see every prompt before it is sent.";
 
-/// Where the replay check stands, in a sentence (`crate::ui::state::replay`): `checked` is
-/// (documents checked, flagged) once checked, `running` (bytes read, of) while it runs.
-pub fn replay_line(generated: bool, corpus: bool, running: Option<(u64, u64)>, checked: Option<(usize, usize)>, drop: bool) -> String {
-    match (generated, running, checked) {
-        (false, ..) => "Nothing generated yet to check.".into(),
-        (_, Some((done, total)), _) if total > 0 => format!("Checking for replay… {}% of the corpus read.", (100 * done / total).min(100)),
-        (_, Some(_), _) => "Checking for replay…".into(),
-        (_, None, Some((n, 0))) => format!("Checked for replay: none of the {n} generated documents repeats private text beyond the thresholds."),
-        (_, None, Some((n, f))) if drop => format!("Checked for replay: {f} of {n} generated documents flagged; they are left out of the corpus downloads."),
-        (_, None, Some((n, f))) => format!("Checked for replay: {f} of {n} generated documents flagged; you chose to keep them in the downloads."),
-        (_, None, None) if !corpus => "Not checked for replay: load the private corpus (step 1) to compare the generated documents \
+/// Asked before "Discard this job".
+pub const DISCARD_JOB: &str = "Discard this job? Its generated documents and its audit log entries (every request and answer) \
+     are deleted from this browser; download what you want to keep first.";
+
+/// What the replay check's status line says (`crate::ui::state::replay`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplayFacts {
+    /// A document has been generated.
+    pub generated: bool,
+    /// A corpus is loaded.
+    pub corpus: bool,
+    /// Running: (bytes read, of).
+    pub running: Option<(u64, u64)>,
+    /// Checked, current: (documents checked, flagged).
+    pub checked: Option<(usize, usize)>,
+    /// Not current, but an earlier check of this job applies: (documents it checked, flagged,
+    /// documents generated since).
+    pub earlier: Option<(usize, usize, usize)>,
+    /// Answers of the audit log beyond the documents that the last check flagged.
+    pub answers_flagged: usize,
+    /// The flagged documents are left out of the corpus downloads.
+    pub drop: bool,
+}
+
+/// Where the replay check stands, in a few sentences.
+pub fn replay_line(f: &ReplayFacts) -> String {
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    let mut line = match (f.generated, f.running, f.checked, f.earlier) {
+        (false, ..) => return "Nothing generated yet to check.".into(),
+        (_, Some((done, total)), ..) if total > 0 => format!("Checking for replay… {}% of the corpus read.", (100 * done / total).min(100)),
+        (_, Some(_), ..) => "Checking for replay…".into(),
+        (_, None, Some((n, 0)), _) => format!("Checked for replay: none of the {n} generated documents repeats private text beyond the thresholds."),
+        (_, None, Some((n, f_)), _) if f.drop => format!("Checked for replay: {f_} of {n} generated documents flagged; they are left out of the corpus downloads."),
+        (_, None, Some((n, f_)), _) => format!("Checked for replay: {f_} of {n} generated documents flagged; you chose to keep them in the downloads."),
+        (_, None, None, Some(_)) if !f.corpus => "Not checked again since the last check: load the private corpus (step 1) to check again.".into(),
+        (_, None, None, Some((_, _, 0))) => "Not checked for replay against the corpus loaded since.".into(),
+        (_, None, None, Some(_)) => "Not checked for replay since more documents were generated.".into(),
+        (_, None, None, None) if !f.corpus => "Not checked for replay: load the private corpus (step 1) to compare the generated documents \
             with it before downloading them."
             .into(),
-        (_, None, None) => "Not checked for replay yet: the downloads hold every generated document.".into(),
+        (_, None, None, None) => "Not checked for replay yet: the downloads hold every generated document.".into(),
+    };
+    if f.checked.is_none() {
+        if let Some((n, flagged, since)) = f.earlier {
+            line.push_str(&match (flagged, f.drop) {
+                (0, _) => format!(" None of the {n} document{} checked before was flagged.", plural(n)),
+                (1, true) => format!(" The document flagged by the check before (1 of {n}) stays left out of the corpus downloads."),
+                (k, true) => format!(" The {k} documents flagged by the check before (of {n}) stay left out of the corpus downloads."),
+                (k, false) => format!(" The check before flagged {k} of {n} documents; you chose to keep them in the downloads."),
+            });
+            if since > 0 {
+                line.push_str(&if since == 1 {
+                    " The document generated since is not checked: the downloads hold it.".to_string()
+                } else {
+                    format!(" The {since} documents generated since are not checked: the downloads hold them.")
+                });
+            }
+        }
     }
+    if f.answers_flagged > 0 {
+        line.push_str(&format!(
+            " {} other answer{} in the audit log (a reply asked for once more, or one that did not read) repeat{} private text: withheld from the audit log download.",
+            f.answers_flagged,
+            plural(f.answers_flagged),
+            if f.answers_flagged == 1 { "s" } else { "" }
+        ));
+    }
+    if f.running.is_some() {
+        line.push_str(" The corpus and audit log downloads are disabled until it ends.");
+    }
+    line
 }
 
 /// What the check looks for, and that it is not DP (under the replay heading).

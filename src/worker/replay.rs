@@ -1,11 +1,13 @@
-//! The replay check in the worker (`ReplayCheck`): the generated documents the page sends,
-//! against the loaded corpus (`crate::replay`).
+//! The replay check in the worker (`ReplayCheck`): the generated documents the page sends
+//! (with the job's other answers from its audit log, `crate::ui::state::replay`), against
+//! the loaded corpus (`crate::replay`).
 //!
 //! The worker drops every text after matching (`load`), so it reads the corpus files again:
 //! the page keeps the `File` objects the curator chose (in the tab's memory, never stored)
 //! and attaches them to the request. Each document goes through the index and is dropped, as
 //! in the first read: memory is the index of the generated documents plus one slice of a
-//! file. The files must be the corpus that was loaded: the same documents (the fingerprint,
+//! file, plus the hashes kept per private document (about 40 to 85 bytes each: see
+//! `crate::replay`). The files must be the corpus that was loaded: the same documents (the fingerprint,
 //! `crate::corpus::corpus_key`), read with the same columns; otherwise the check is refused.
 //!
 //! Like the first read, this is one synchronous pass per file: Cancel cannot stop it midway

@@ -122,22 +122,35 @@ pub(crate) struct GenerateArgs {
     replay_corpus: Option<CorpusArgs>,
     #[command(flatten)]
     replay: ReplayArgs,
+    /// The privacy ledger the run was recorded in [default: $DPKPS_LEDGER, else
+    /// ~/.local/share/dpkps/ledger.json]: read (never written) to tell whether --corpus is the
+    /// corpus the run (its run.json) was recorded on.
+    #[arg(long, requires = "corpus")]
+    ledger: Option<PathBuf>,
 }
 
 /// The replay check's thresholds and what becomes of the flagged documents.
+///
+/// The thresholds go into the privacy report. Choose them before the check, not by trying
+/// values on the private corpus until its results suit: thresholds tuned on the private
+/// documents' results depend on them (not DP, and not stated as such anywhere). To study them,
+/// use a corpus you may look at (`dpkps bench replay` on public or tuning data).
 #[derive(Args)]
 pub(crate) struct ReplayArgs {
     /// Keep the documents the replay check flags in synthetic.jsonl and .csv (left out by
     /// default, as on the page); the report counts them either way.
     #[arg(long, requires = "corpus")]
     keep_flagged: bool,
-    /// The replay check's n-gram length in words.
+    /// The replay check's n-gram length in words. Set it before the check, never tuned on the
+    /// private corpus's results (it goes into the report).
     #[arg(long, default_value_t = ReplayParams::default().ngram, requires = "corpus")]
     replay_ngram: usize,
-    /// A rare n-gram is one that at most this many private documents contain.
+    /// A rare n-gram is one that at most this many private documents contain. Set it before the
+    /// check, never tuned on the private corpus's results (it goes into the report).
     #[arg(long, default_value_t = ReplayParams::default().rare_docs, requires = "corpus")]
     replay_rare_docs: u32,
-    /// A shared run of this many words outside a document's keyphrases flags it.
+    /// A shared run of this many words outside a document's keyphrases flags it. Set it before
+    /// the check, never tuned on the private corpus's results (it goes into the report).
     #[arg(long, default_value_t = ReplayParams::default().flag_run, requires = "corpus")]
     replay_run: usize,
 }
@@ -351,9 +364,10 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
                 message: "they say how to read the corpus of the replay check: give it with --corpus".into(),
             });
         }
-        // Refused before anything is sent: the thresholds, and the files that must be there.
+        // Refused before anything is sent: the thresholds, the files that must be there, and
+        // their columns (the header and first document of each file).
         args.replay.params().check().map_err(|e| CliError::Input { path: "--replay-*".into(), message: e.to_string() })?;
-        crate::cli::inputs(corpus)?;
+        crate::cli::replay::probe_corpus(corpus)?;
     }
     let (all, report_text, report) = read_input(&args)?;
     let sequences = SequenceOut::to_generate(&all, args.include_noise_classes);
@@ -407,7 +421,7 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     let (job, halted) = (session.job.into_inner(), session.halted.into_inner());
     let (written, replay) = match &args.replay_corpus {
         None => (job.clone(), None),
-        Some(corpus) => replay_check(&job, corpus, &args.replay)?,
+        Some(corpus) => replay_check(&job, corpus, &args)?,
     };
     // The run's report as read, or with the replay check's counts (none with --sequences).
     let report = report.map(|r| match replay {
@@ -439,9 +453,14 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
 /// `crate::cli::replay`): the job as it is written (flagged documents left out unless kept)
 /// and what the report says of the check. Prints counts per flagged document, never its
 /// shared words (private text).
-fn replay_check(job: &Job, corpus: &CorpusArgs, args: &ReplayArgs) -> Result<(Job, Option<ReplaySummary>), CliError> {
+fn replay_check(job: &Job, corpus: &CorpusArgs, generate: &GenerateArgs) -> Result<(Job, Option<ReplaySummary>), CliError> {
+    let args = &generate.replay;
     let t0 = std::time::Instant::now();
     let (check, figures): (ReplayCheck, _) = crate::cli::replay::check_corpus(corpus, job.synthetic_docs(), args.params())?;
+    // Nothing else ties --corpus to the run: the run's ledger entry does, when it can be found.
+    if let Some(run) = &generate.run {
+        crate::cli::replay::tell_corpus_of_run(run, generate.ledger.as_deref(), &figures);
+    }
     let flagged = check.flagged();
     eprintln!(
         "replay check (not DP): {} generated documents against {} private documents in {:.1} s: {} flagged ({})",

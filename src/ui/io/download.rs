@@ -71,16 +71,12 @@ pub fn report_html_of(report_json: &str) {
     }
 }
 
-/// The audit log, with the answers that brought the documents `withheld` (a job id, and the
-/// documents of that job the replay check flagged and the downloads leave out) withheld.
-pub fn audit_log(withheld: Option<(String, std::collections::BTreeSet<usize>)>) {
+/// The audit log, with the answers the replay check flagged withheld (`crate::llm::Withheld`).
+pub fn audit_log(withheld: crate::llm::Withheld) {
     leptos::task::spawn_local(async move {
         match super::jobstore::audit_jsonl().await {
             Ok(text) => {
-                let text = match &withheld {
-                    Some((job, dropped)) if !dropped.is_empty() => crate::llm::withhold_answers(&text, job, dropped),
-                    _ => text,
-                };
+                let text = if withheld.is_empty() { text } else { crate::llm::withhold_answers(&text, &withheld) };
                 save("dpkps-llm-audit.jsonl", "application/x-ndjson", &text)
             }
             Err(e) => web_sys::console::warn_1(&e.into()),

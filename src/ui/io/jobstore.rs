@@ -6,7 +6,8 @@
 //! - `outcomes`: one record per generated document, written the moment it arrives, keyed by
 //!   `[job id, index]` (so two jobs never mix);
 //! - `audit`: every request body, written before it is sent, and every response received;
-//!   bodies capped at 64 KiB, only the newest jobs' entries kept (`crate::llm::AUDIT_KEEP_JOBS`).
+//!   bodies capped at 64 KiB, only the newest jobs' entries kept (`crate::llm::AUDIT_KEEP_JOBS`);
+//!   discarding a job deletes its entries with it ([`discard_job`]).
 //!
 //! The private corpus is never written here (nor anywhere).
 
@@ -84,12 +85,8 @@ pub async fn save_new_job(job: &Job) -> Result<(), String> {
     Ok(())
 }
 
-/// Deletes the audit entries of all but the newest [`AUDIT_KEEP_JOBS`] jobs (`current` counts
-/// as the newest).
-async fn prune_audit(current: &str) -> Result<(), String> {
-    let db = open().await?;
-    let tx = db.transaction(&[AUDIT], TransactionMode::ReadWrite).map_err(err)?;
-    let store = tx.object_store(AUDIT).map_err(err)?;
+/// The keys of the audit entries, and the job id of each (empty when it does not read).
+async fn audit_jobs(store: &ObjectStore) -> Result<(Vec<JsValue>, Vec<String>), String> {
     let keys = store.get_all_keys(None, None).map_err(err)?.await.map_err(err)?;
     let values = store.get_all(None, None).map_err(err)?.await.map_err(err)?;
     #[derive(serde::Deserialize)]
@@ -100,10 +97,21 @@ async fn prune_audit(current: &str) -> Result<(), String> {
         .iter()
         .map(|v| v.as_string().and_then(|t| serde_json::from_str::<JobOf>(&t).ok()).map(|j| j.job).unwrap_or_default())
         .collect();
-    if keys.len() == jobs.len() {
-        for i in audit_to_prune(&jobs, AUDIT_KEEP_JOBS, current) {
-            store.delete(keys[i].clone()).map_err(err)?.await.map_err(err)?;
-        }
+    if keys.len() != jobs.len() {
+        return Err(err("the audit log changed while it was read"));
+    }
+    Ok((keys, jobs))
+}
+
+/// Deletes the audit entries of all but the newest [`AUDIT_KEEP_JOBS`] jobs (`current` counts
+/// as the newest).
+async fn prune_audit(current: &str) -> Result<(), String> {
+    let db = open().await?;
+    let tx = db.transaction(&[AUDIT], TransactionMode::ReadWrite).map_err(err)?;
+    let store = tx.object_store(AUDIT).map_err(err)?;
+    let (keys, jobs) = audit_jobs(&store).await?;
+    for i in audit_to_prune(&jobs, AUDIT_KEEP_JOBS, current) {
+        store.delete(keys[i].clone()).map_err(err)?.await.map_err(err)?;
     }
     tx.commit().map_err(err)?.await.map_err(err)?;
     db.close();
@@ -130,11 +138,33 @@ pub async fn load_job() -> Result<Option<Job>, String> {
     Ok(Some(job))
 }
 
-pub async fn discard_job() -> Result<(), String> {
+/// Discards job `id`: the saved job and its outcomes (when the saved job is still that one),
+/// and its audit entries (requests and answers: after a discard no download and no stored
+/// record holds its documents), in one transaction.
+pub async fn discard_job(id: &str) -> Result<(), String> {
     let db = open().await?;
-    let tx = db.transaction(&[JOB, OUTCOMES], TransactionMode::ReadWrite).map_err(err)?;
-    tx.object_store(OUTCOMES).map_err(err)?.clear().map_err(err)?.await.map_err(err)?;
-    tx.object_store(JOB).map_err(err)?.delete(JsValue::from_str("current")).map_err(err)?.await.map_err(err)?;
+    let tx = db.transaction(&[JOB, OUTCOMES, AUDIT], TransactionMode::ReadWrite).map_err(err)?;
+    // Read before anything is deleted: a failure here leaves the job whole.
+    let audit = tx.object_store(AUDIT).map_err(err)?;
+    let (keys, jobs) = audit_jobs(&audit).await?;
+    // The saved job and its outcomes, when they are still this job's (another tab may have
+    // replaced it since).
+    let jobs_store = tx.object_store(JOB).map_err(err)?;
+    let saved = jobs_store.get(JsValue::from_str("current")).map_err(err)?.await.map_err(err)?;
+    #[derive(serde::Deserialize)]
+    struct IdOf {
+        id: String,
+    }
+    let saved_id = saved.and_then(|v| v.as_string()).and_then(|t| serde_json::from_str::<IdOf>(&t).ok()).map(|j| j.id);
+    if saved_id.as_deref() == Some(id) {
+        tx.object_store(OUTCOMES).map_err(err)?.clear().map_err(err)?.await.map_err(err)?;
+        jobs_store.delete(JsValue::from_str("current")).map_err(err)?.await.map_err(err)?;
+    }
+    for (key, job) in keys.into_iter().zip(jobs) {
+        if job == id {
+            audit.delete(key).map_err(err)?.await.map_err(err)?;
+        }
+    }
     tx.commit().map_err(err)?.await.map_err(err)?;
     db.close();
     Ok(())

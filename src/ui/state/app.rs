@@ -72,7 +72,25 @@ impl StageState {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplayResult {
     pub job: String,
+    /// The job's generated documents, as checked.
     pub check: crate::replay::ReplayCheck,
+    /// The other answers of the job in the audit log that were checked, and the keys of those
+    /// flagged (`crate::llm::answer_key`).
+    pub answers_checked: usize,
+    pub answers_flagged: std::collections::BTreeSet<String>,
+    /// The corpus load it compared the documents with (`AppState::corpus_loads`).
+    pub load: u32,
+}
+
+/// A replay check sent to the worker (`super::replay`): its job, how many of the documents
+/// sent are the job's (the others are answers of the audit log: their keys, in order), and
+/// the corpus load.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayAsk {
+    pub job: String,
+    pub docs: usize,
+    pub answers: Vec<String>,
+    pub load: u32,
 }
 
 /// A stage's name on the wire (`data-stage`).
@@ -113,7 +131,12 @@ pub struct AppState {
     /// was asked for, its progress (bytes read, of) and why it failed; and whether the corpus
     /// downloads leave the flagged documents out (on by default).
     pub replay: RwSignal<Option<ReplayResult>>,
-    pub replay_for: RwSignal<Option<String>>,
+    pub replay_for: RwSignal<Option<ReplayAsk>>,
+    /// What the audit log download withholds: per job, the flags of its last check in this tab
+    /// (memory only, like the results).
+    pub replay_withheld: RwSignal<crate::llm::Withheld>,
+    /// Corpus loads in this tab: a check counts as current only for the load it read.
+    pub corpus_loads: RwSignal<u32>,
     pub replay_progress: RwSignal<Option<(u64, u64)>>,
     pub replay_error: RwSignal<Option<String>>,
     pub drop_flagged: RwSignal<bool>,
@@ -145,6 +168,8 @@ impl AppState {
             last_finished: RwSignal::new(None),
             replay: RwSignal::new(None),
             replay_for: RwSignal::new(None),
+            replay_withheld: RwSignal::new(Default::default()),
+            corpus_loads: RwSignal::new(0),
             replay_progress: RwSignal::new(None),
             replay_error: RwSignal::new(None),
             drop_flagged: RwSignal::new(true),
@@ -249,10 +274,11 @@ impl AppState {
         self.settings.labelled.set(!label.is_empty());
         self.summary.set(None);
         self.result.set(None);
-        // The worker drops the kept private vocabulary when a corpus is read; a replay check
-        // was of the corpus loaded before.
+        // The worker drops the kept private vocabulary when a corpus is read. A replay check
+        // was of the corpus loaded before: its flags still apply to the downloads until the
+        // documents are checked against this load (`super::replay`).
         self.last_finished.set(None);
-        self.replay.set(None);
+        self.corpus_loads.update(|n| *n += 1);
         self.begin(Job::Load);
         self.stages.set(vec![(Stage::Read, StageState::Running { done: 0, total: 0 })]);
         engine::send(

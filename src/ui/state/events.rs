@@ -100,7 +100,7 @@ impl AppState {
             Event::ReplayChecked(check) => {
                 self.replay_progress.set(None);
                 self.replay_error.set(None);
-                self.replay.set(self.replay_for.get_untracked().map(|job| super::app::ReplayResult { job, check }));
+                self.replay_checked(check);
                 self.job.set(None);
             }
             Event::Evaluated(r) => {

@@ -21,6 +21,7 @@ fn Text(id: &'static str, label: &'static str, value: RwSignal<String>, #[prop(o
 
 #[component]
 pub fn ResumeBanner() -> impl IntoView {
+    let app = app();
     let g = gen();
     move || {
         g.resumable.get().map(|(done, total)| {
@@ -47,7 +48,7 @@ pub fn ResumeBanner() -> impl IntoView {
                     })}
                     <div class="actions">
                         <button id="resume-btn" class="primary" prop:disabled=move || g.busy.get() || g.needs_key() on:click=move |_| g.resume()>"Resume"</button>
-                        <button id="discard-btn" prop:disabled=move || g.busy.get() on:click=move |_| g.discard()>"Discard it"</button>
+                        <button id="discard-btn" prop:disabled=move || g.busy.get() on:click=move |_| g.discard(app)>"Discard it"</button>
                     </div>
                 </div>
             }
@@ -129,6 +130,7 @@ pub fn Generate() -> impl IntoView {
             }
         })
     };
+    let checking = move || app.replay_running();
     let progress = move || {
         g.job.get().map(|j| {
             let value = j.done as f64;
@@ -140,10 +142,23 @@ pub fn Generate() -> impl IntoView {
                     <div class="actions">
                         {j.running.then(|| view! { <button id="stop" on:click=move |_| g.stop()>"Stop"</button> })}
                         {(!j.running && j.failed > 0).then(|| view! { <button id="retry" on:click=move |_| g.retry_failed()>"Retry failed documents"</button> })}
-                        // Without the documents the replay check flagged (unless kept), and the report with its counts.
-                        <button id="dl-corpus-jsonl" on:click=move |_| { g.with_job(|j| download::corpus_jsonl(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (JSONL)"</button>
-                        <button id="dl-corpus-csv" on:click=move |_| { g.with_job(|j| download::corpus_csv(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (CSV)"</button>
-                        <button id="dl-audit" on:click=move |_| download::audit_log(g.with_job(|j| (j.id.clone(), untrack(|| app.replay_dropped(j)))))>"Audit log (JSONL)"</button>
+                        // Removes the job's record from this browser: its documents, outcomes and audit entries.
+                        {(!j.running).then(|| view! {
+                            <button id="discard-job" prop:disabled=move || g.busy.get() || checking() on:click=move |_| {
+                                let sure = web_sys::window().and_then(|w| w.confirm_with_message(text::DISCARD_JOB).ok()).unwrap_or(false);
+                                if sure {
+                                    g.discard(app);
+                                }
+                            }>"Discard this job"</button>
+                        })}
+                        // Without the documents the replay check flagged (unless kept), and the report with its
+                        // counts; the audit log without the answers it flagged. Disabled while a check runs.
+                        <button id="dl-corpus-jsonl" prop:disabled=checking on:click=move |_| { g.with_job(|j| download::corpus_jsonl(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (JSONL)"</button>
+                        <button id="dl-corpus-csv" prop:disabled=checking on:click=move |_| { g.with_job(|j| download::corpus_csv(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (CSV)"</button>
+                        <button id="dl-audit" prop:disabled=checking on:click=move |_| {
+                            let current = g.with_job(|j| j.id.clone());
+                            download::audit_log(untrack(|| app.audit_withheld(current.as_deref())))
+                        }>"Audit log (JSONL)"</button>
                         <button id="dl-report-html" on:click=move |_| { g.with_job(|j| download::report_html_of(&untrack(|| app.report_for_download(j)))); }>"Privacy report (printable HTML)"</button>
                     </div>
                     <ul class="recent">

@@ -19,17 +19,26 @@ pub fn ReplayPanel() -> impl IntoView {
         g.with_job(Clone::clone)
     });
     let status = Memo::new(move |_| app.replay_status(job.get().as_ref()));
+    // The last completed check of this job, current or not: its flags still apply.
+    let last = Memo::new(move |_| job.get().and_then(|j| app.last_replay(&j).map(|r| (r, app.replay_unchecked(&j)))));
     let line = move || {
         let st = status.get();
-        let running = match st {
-            ReplayStatus::Running(done, total) => Some((done, total)),
-            _ => None,
-        };
-        let checked = match &st {
-            ReplayStatus::Checked(c) => Some((c.docs.len(), c.flagged().len())),
-            _ => None,
-        };
-        text::replay_line(st != ReplayStatus::Nothing, st != ReplayStatus::NoCorpus, running, checked, app.drop_flagged.get())
+        let last = last.get();
+        text::replay_line(&text::ReplayFacts {
+            generated: st != ReplayStatus::Nothing,
+            corpus: app.summary.get().is_some(),
+            running: match st {
+                ReplayStatus::Running(done, total) => Some((done, total)),
+                _ => None,
+            },
+            checked: match &st {
+                ReplayStatus::Checked(c) => Some((c.docs.len(), c.flagged().len())),
+                _ => None,
+            },
+            earlier: last.as_ref().map(|(r, since)| (r.check.docs.len(), r.check.flagged().len(), *since)),
+            answers_flagged: last.as_ref().map_or(0, |(r, _)| r.answers_flagged.len()),
+            drop: app.drop_flagged.get(),
+        })
     };
     let state = move || match status.get() {
         ReplayStatus::Nothing => "nothing",
@@ -38,8 +47,9 @@ pub fn ReplayPanel() -> impl IntoView {
         ReplayStatus::NotChecked => "not-checked",
         ReplayStatus::Checked(_) => "checked",
     };
-    let flagged = move || match (status.get(), job.get()) {
-        (ReplayStatus::Checked(c), Some(j)) => c.docs.iter().filter(|d| d.flagged).map(|d| text::replay_row(d, &j)).collect::<Vec<_>>(),
+    // The flagged documents of the last check (those the downloads leave out).
+    let flagged = move || match (last.get(), job.get()) {
+        (Some((r, _)), Some(j)) => r.check.docs.iter().filter(|d| d.flagged).map(|d| text::replay_row(d, &j)).collect::<Vec<_>>(),
         _ => Vec::new(),
     };
     let can_check = move || matches!(status.get(), ReplayStatus::NotChecked | ReplayStatus::Checked(_)) && !app.busy() && !g.job.get().is_some_and(|j| j.running);

@@ -9,6 +9,7 @@ use crate::ui::io::jobstore;
 use crate::ui::io::web_lock::{lock_held, try_lock};
 
 use super::GenState;
+use crate::ui::state::app::AppState;
 
 /// The Web Lock a job runs under (every tab and window of this origin).
 fn lock_name(job_id: &str) -> String {
@@ -157,7 +158,9 @@ impl GenState {
         });
     }
 
-    pub fn discard(&self) {
+    /// Discards the loaded job: its saved record, outcomes and audit entries
+    /// (`jobstore::discard_job`), and this tab's replay check of it (`app`).
+    pub fn discard(&self, app: AppState) {
         let Some(id) = self.with_job(|j| j.id.clone()) else { return };
         if !self.claim() {
             return;
@@ -165,15 +168,17 @@ impl GenState {
         let this = *self;
         leptos::task::spawn_local(async move {
             match try_lock(&lock_name(&id)).await {
-                Ok(Some(_lock)) => {
-                    if let Err(e) = jobstore::discard_job().await {
-                        this.error.set(Some(e));
+                Ok(Some(_lock)) => match jobstore::discard_job(&id).await {
+                    Ok(()) => {
+                        GenState::set_job(None);
+                        this.job.set(None);
+                        this.resumable.set(None);
+                        this.recent.set(Vec::new());
+                        // Its replay check (private spans) goes with it.
+                        app.forget_replay(&id);
                     }
-                    GenState::set_job(None);
-                    this.job.set(None);
-                    this.resumable.set(None);
-                    this.recent.set(Vec::new());
-                }
+                    Err(e) => this.error.set(Some(format!("Not discarded: {e}"))),
+                },
                 Ok(None) => this.error.set(Some("Not discarded: this job is being generated in another tab.".into())),
                 Err(e) => this.error.set(Some(e)),
             }
