@@ -87,14 +87,16 @@ pub struct TrainParams {
     pub learning_rate: f64,
     /// AdamW's decoupled weight decay.
     pub weight_decay: f64,
-    /// λ, the CORAL term's weight; 0: no adaptation (the plain classifier).
+    /// λ, the CORAL term's weight; 0: no adaptation (the plain classifier). The term is divided
+    /// by 4d² (d = 128 features), so λ is large: 1000 did best on the MTSamples shift of
+    /// `dpkps bench adapt` (100 and 10000 close behind; docs/recipient.md).
     pub coral_weight: f64,
     pub seed: u64,
 }
 
 impl Default for TrainParams {
     fn default() -> Self {
-        TrainParams { hidden: [256, 128], epochs: 30, batch: 64, learning_rate: 1e-3, weight_decay: 1e-4, coral_weight: 1.0, seed: 1 }
+        TrainParams { hidden: [256, 128], epochs: 30, batch: 64, learning_rate: 1e-3, weight_decay: 1e-4, coral_weight: 1000.0, seed: 1 }
     }
 }
 

@@ -114,6 +114,10 @@ pub enum Bench {
         labelled: usize,
         #[arg(long, default_value_t = 2500)]
         unlabelled: usize,
+        /// Random unit vectors instead of the corpus's embedded notes (40 classes): training's
+        /// time and memory alone, without the embedding model's.
+        #[arg(long)]
+        random_vectors: bool,
         #[command(flatten)]
         params: super::train::TrainParamArgs,
         #[command(flatten)]
@@ -194,7 +198,9 @@ pub fn run(which: Bench) -> Result<(), CliError> {
         Bench::Adapt { corpus, classes, per_class, seeds, weights, params, model } => {
             super::bench_adapt::adapt(&corpus, classes, per_class, seeds, &weights, &params, &model)
         }
-        Bench::Train { corpus, labelled, unlabelled, params, model } => super::bench_adapt::scale(&corpus, labelled, unlabelled, &params, &model),
+        Bench::Train { corpus, labelled, unlabelled, random_vectors, params, model } => {
+            super::bench_adapt::scale(&corpus, labelled, unlabelled, random_vectors, &params, &model)
+        }
         Bench::Replay { corpus, synthetic, words, include, synthetic_jsonl } => {
             super::bench_replay::run(&corpus, synthetic, words, include, synthetic_jsonl.as_deref())
         }

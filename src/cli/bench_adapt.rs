@@ -128,33 +128,61 @@ pub(crate) fn adapt(corpus: &CorpusArgs, classes: usize, per_class: Option<usize
     Ok(())
 }
 
-pub(crate) fn scale(corpus: &CorpusArgs, labelled: usize, unlabelled: usize, params: &TrainParamArgs, model: &ModelArgs) -> Result<(), CliError> {
+pub(crate) fn scale(corpus: &CorpusArgs, labelled: usize, unlabelled: usize, random: bool, params: &TrainParamArgs, model: &ModelArgs) -> Result<(), CliError> {
     let p = params.params()?;
-    let groups = by_class(corpus)?;
-    let all: Vec<(String, String)> = groups.iter().flat_map(|(l, d)| d.iter().map(move |t| (t.clone(), l.clone()))).collect();
-    if all.is_empty() {
-        return Err(CliError::Input { path: "--corpus".into(), message: "no labelled documents".into() });
+    let (x, u, y, names, embed_s) = if random {
+        // Unit vectors around 40 random class centres: what training costs, whatever the text.
+        let names: Vec<String> = (0..40).map(|c| format!("class {c}")).collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let mut gauss = move || {
+            let (a, b) = ((rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32, (rng.next_u32() >> 8) as f32 / (1u32 << 24) as f32);
+            (-2.0 * (a.max(1e-7)).ln()).sqrt() * (std::f32::consts::TAU * b).cos()
+        };
+        let centres: Vec<Vec<f32>> = (0..40).map(|_| (0..384).map(|_| gauss()).collect()).collect();
+        let mut rows = |n: usize, shift: f32| -> (Matrix, Vec<usize>) {
+            let mut data = Vec::with_capacity(n * 384);
+            let mut y = Vec::with_capacity(n);
+            for k in 0..n {
+                let c = k % 40;
+                let v: Vec<f32> = centres[c].iter().map(|m| m + 2.0 * gauss() + shift).collect();
+                let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                data.extend(v.iter().map(|x| x / norm));
+                y.push(c);
+            }
+            (Matrix { rows: n, cols: 384, data }, y)
+        };
+        let (x, y) = rows(labelled, 0.0);
+        let (u, _) = rows(unlabelled, 0.5);
+        (x, u, y, names, None)
+    } else {
+        let groups = by_class(corpus)?;
+        let all: Vec<(String, String)> = groups.iter().flat_map(|(l, d)| d.iter().map(move |t| (t.clone(), l.clone()))).collect();
+        if all.is_empty() {
+            return Err(CliError::Input { path: "--corpus".into(), message: "no labelled documents".into() });
+        }
+        let names: Vec<String> = groups.keys().cloned().collect();
+        let pick = |n: usize, off: usize| (0..n).map(|k| all[(k * 7 + off) % all.len()].clone()).collect::<Vec<_>>();
+        let (src_text, src_labels): (Vec<String>, Vec<String>) = pick(labelled, 0).into_iter().unzip();
+        let tgt: Vec<String> = pick(unlabelled, 3).into_iter().map(|(t, _)| shift::rewrite(&t)).collect();
+        let mut emb = load_model(model)?;
+        let t0 = Instant::now();
+        let x = embed(emb.as_mut(), "labelled", &src_text)?;
+        let u = embed(emb.as_mut(), "unlabelled", &tgt)?;
+        let y = ids(&names, &src_labels);
+        (x, u, y, names, Some(t0.elapsed().as_secs_f64()))
+    };
+    println!(
+        "benchmark: the recipient's classifier at {labelled} labelled + {unlabelled} unlabelled documents ({} classes{}), native",
+        names.len(),
+        if random { ", random unit vectors" } else { "" }
+    );
+    if let Some(s) = embed_s {
+        println!("  embedding {} documents: {s:.1} s ({:.1} ms each, one thread)", x.rows + u.rows, s * 1000.0 / (x.rows + u.rows).max(1) as f64);
     }
-    let names: Vec<String> = groups.keys().cloned().collect();
-    let pick = |n: usize, off: usize| (0..n).map(|k| all[(k * 7 + off) % all.len()].clone()).collect::<Vec<_>>();
-    let (src_text, src_labels): (Vec<String>, Vec<String>) = pick(labelled, 0).into_iter().unzip();
-    let tgt: Vec<String> = pick(unlabelled, 3).into_iter().map(|(t, _)| shift::rewrite(&t)).collect();
-    println!("benchmark: the recipient's classifier at {labelled} labelled + {unlabelled} unlabelled documents ({} classes), native, one thread", names.len());
-    let mut emb = load_model(model)?;
-    let t0 = Instant::now();
-    let x = embed(emb.as_mut(), "labelled", &src_text)?;
-    let u = embed(emb.as_mut(), "unlabelled", &tgt)?;
-    let embed_s = t0.elapsed().as_secs_f64();
-    let y = ids(&names, &src_labels);
     let t1 = Instant::now();
     let (_, logs) = train(&x, &y, &names, Some(&u), &p, &mut |_| true).map_err(adapt_err)?;
     let train_s = t1.elapsed().as_secs_f64();
-    println!(
-        "  embedding {} documents: {embed_s:.1} s ({:.1} ms each) | training {} epochs with CORAL: {train_s:.1} s",
-        x.rows + u.rows,
-        embed_s * 1000.0 / (x.rows + u.rows).max(1) as f64,
-        logs.len()
-    );
+    println!("  training {} epochs with CORAL (λ = {}): {train_s:.1} s ({:.2} s per epoch)", logs.len(), p.coral_weight, train_s / logs.len().max(1) as f64);
     if let Some(kb) = peak_rss_kb() {
         println!("  peak resident memory: {:.0} MB", kb as f64 / 1024.0);
     }
