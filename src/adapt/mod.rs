@@ -22,8 +22,9 @@
 //!
 //! # Determinism
 //! Initial weights and minibatch order come from a ChaCha stream seeded by
-//! [`TrainParams::seed`]; with the same inputs, parameters and seed, training gives the same
-//! model file.
+//! [`TrainParams::seed`]; with the same inputs, parameters and seed, training on the same
+//! machine and build gives the same model file. Across CPUs (or native against the browser) the
+//! matrix kernels may round differently, so the bytes may differ slightly.
 
 mod coral;
 mod model;

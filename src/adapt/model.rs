@@ -67,7 +67,7 @@ impl Classifier {
             let probs: Vec<Vec<f32>> = candle_nn::ops::softmax(&logits, 1)?.to_vec2()?;
             for p in probs {
                 // First maximum: ties go to the lower class id, deterministically.
-                let (class, probability) = p.iter().copied().enumerate().fold((0, f32::MIN), |best, (c, v)| if v > best.1 { (c, v) } else { best });
+                let (class, probability) = p.iter().copied().enumerate().fold((0, f32::NEG_INFINITY), |best, (c, v)| if v > best.1 { (c, v) } else { best });
                 out.push(Prediction { class, probability });
             }
         }

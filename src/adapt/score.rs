@@ -9,6 +9,8 @@ use crate::eval::metrics::{accuracy, macro_f1};
 pub struct Score {
     pub documents: usize,
     pub accuracy: f64,
+    /// Over the classes present in the truth or the predictions (`eval::metrics::macro_f1`), so
+    /// not the mean of `f1` when a class is absent from both.
     pub macro_f1: f64,
     /// Per class, in the model's class order.
     pub f1: Vec<f64>,

@@ -99,17 +99,17 @@ fn summary(t: &Trained) -> TrainedSummary {
     TrainedSummary { name: if w > 0.0 { "coral".into() } else { "plain".into() }, coral_weight: w, epochs: t.logs.clone(), test: t.score.clone() }
 }
 
-/// The class names: the labelled set's distinct labels, sorted (public to the recipient: they
-/// are the synthetic corpus's, a DP release).
+/// The class names: the labelled set's distinct labels, trimmed and sorted (public to the
+/// recipient: they are the synthetic corpus's, a DP release). Test labels are matched trimmed.
 pub fn class_names(labels: &[Option<String>]) -> Vec<String> {
-    let mut names: Vec<String> = labels.iter().flatten().filter(|l| !l.trim().is_empty()).cloned().collect();
+    let mut names: Vec<String> = labels.iter().flatten().map(|l| l.trim()).filter(|l| !l.is_empty()).map(str::to_string).collect();
     names.sort();
     names.dedup();
     names
 }
 
 fn ids(labels: &[Option<String>], names: &[String]) -> Vec<Option<usize>> {
-    labels.iter().map(|l| l.as_ref().and_then(|l| names.binary_search(l).ok())).collect()
+    labels.iter().map(|l| l.as_ref().and_then(|l| names.binary_search_by(|n| n.as_str().cmp(l.trim())).ok())).collect()
 }
 
 /// Which run is training, for progress.

@@ -59,6 +59,11 @@ fn the_model_file_reads_back_and_predicts_the_same() {
     let e = Classifier::from_bytes(&other).unwrap_err().to_string();
     assert!(e.contains("not a dpkps classifier"), "{e}");
     assert!(Classifier::from_bytes(&bytes[..bytes.len() - 10]).is_err());
+    // A weight that is not a number (the last f32 of the file).
+    let mut nan = bytes.clone();
+    let n = nan.len();
+    nan[n - 4..].copy_from_slice(&f32::NAN.to_le_bytes());
+    assert!(Classifier::from_bytes(&nan).unwrap_err().to_string().contains("not a finite number"));
     // Embeddings of the wrong width.
     let (narrow, _) = (Matrix { rows: 1, cols: 4, data: vec![0.0; 4] }, ());
     assert!(model.predict(&narrow).unwrap_err().to_string().contains("4 dimensions; the model expects 8"));

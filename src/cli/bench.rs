@@ -99,7 +99,7 @@ pub enum Bench {
         #[arg(long, default_value_t = 3)]
         seeds: usize,
         /// The λ values, comma-separated (0: the plain classifier; put it first).
-        #[arg(long, default_value = "0,1,10", value_delimiter = ',')]
+        #[arg(long, default_value = "0,100,1000,10000", value_delimiter = ',')]
         weights: Vec<f64>,
         #[command(flatten)]
         params: super::train::TrainParamArgs,

@@ -205,6 +205,9 @@ pub(crate) fn run(args: TrainArgs) -> Result<(), CliError> {
     if let Some(d) = &unlabelled {
         write_predictions(&args.out_dir, &d.texts, &outcome.predictions, outcome.main.model.labels())?;
     }
+    if params.coral_weight > 0.0 && outcome.main.model.params().coral_weight == 0.0 {
+        println!("no unlabelled documents to adapt to (at least two are needed): the plain classifier was trained{}", if args.compare { ", so there is nothing to compare" } else { "" });
+    }
     let c = &outcome.counts;
     println!(
         "trained on {} labelled documents ({} classes){}; {} unlabelled, {} test documents",
@@ -228,7 +231,7 @@ pub(crate) fn run(args: TrainArgs) -> Result<(), CliError> {
         note: "Scores on the recipient's own test documents: private to the recipient.",
         classes: &outcome.classes,
         documents: &outcome.counts,
-        params: &params,
+        params: outcome.main.model.params(),
         embedding_model: model.checksum(),
         models: outcome.summaries(),
         seconds: Seconds { embed: embed_s, train: train_s },
