@@ -16,7 +16,7 @@ use std::time::Instant;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::train::{embed, read_documents, TrainParamArgs};
+use super::train::{embed, read_corpus_documents, TrainParamArgs};
 use super::{load_model, peak_rss_kb, CliError, CorpusArgs, ModelArgs};
 use crate::adapt::score::score;
 use crate::adapt::{shift, train, Matrix, TrainParams};
@@ -24,9 +24,10 @@ use crate::eval::metrics::spread;
 
 /// The corpus's labelled documents grouped by label (empty texts and labels left out).
 fn by_class(corpus: &CorpusArgs) -> Result<BTreeMap<String, Vec<String>>, CliError> {
-    let label = corpus.label_col.as_deref().ok_or_else(|| CliError::Input { path: "--label-col".into(), message: "the task needs the label column".into() })?;
-    let text = corpus.text_col.as_deref().unwrap_or("text");
-    let docs = read_documents(&corpus.corpus, text, Some(label))?;
+    if corpus.label_col.is_none() && !corpus.label_from_dir {
+        return Err(CliError::Input { path: "--label-col".into(), message: "the task needs labels (--label-col, or --label-from-dir)".into() });
+    }
+    let docs = read_corpus_documents(corpus)?;
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (t, l) in docs.texts.into_iter().zip(docs.labels) {
         if let Some(l) = l.map(|l| l.trim().to_string()).filter(|l| !l.is_empty()) {
@@ -161,9 +162,15 @@ pub(crate) fn scale(corpus: &CorpusArgs, labelled: usize, unlabelled: usize, ran
             return Err(CliError::Input { path: "--corpus".into(), message: "no labelled documents".into() });
         }
         let names: Vec<String> = groups.keys().cloned().collect();
-        let pick = |n: usize, off: usize| (0..n).map(|k| all[(k * 7 + off) % all.len()].clone()).collect::<Vec<_>>();
-        let (src_text, src_labels): (Vec<String>, Vec<String>) = pick(labelled, 0).into_iter().unzip();
-        let tgt: Vec<String> = pick(unlabelled, 3).into_iter().map(|(t, _)| shift::rewrite(&t)).collect();
+        // The notes in a seeded random order, repeated as needed; the unlabelled ones from the
+        // other end of that order.
+        let mut order: Vec<usize> = (0..all.len()).collect();
+        shuffle(&mut order, &mut ChaCha8Rng::seed_from_u64(11));
+        let pick = |n: usize, from_end: bool| {
+            (0..n).map(|k| all[order[if from_end { order.len() - 1 - k % order.len() } else { k % order.len() }]].clone()).collect::<Vec<_>>()
+        };
+        let (src_text, src_labels): (Vec<String>, Vec<String>) = pick(labelled, false).into_iter().unzip();
+        let tgt: Vec<String> = pick(unlabelled, true).into_iter().map(|(t, _)| shift::rewrite(&t)).collect();
         let mut emb = load_model(model)?;
         let t0 = Instant::now();
         let x = embed(emb.as_mut(), "labelled", &src_text)?;

@@ -120,19 +120,23 @@ pub(crate) struct PredictArgs {
 
 /// Reads every document of `files` (text and, with `label`, label).
 pub(crate) fn read_documents(files: &[PathBuf], text: &str, label: Option<&str>) -> Result<Documents, CliError> {
-    let args = CorpusArgs { corpus: files.to_vec(), format: None, text_col: Some(text.to_string()), label_col: label.map(str::to_string), label_from_dir: false };
+    read_corpus_documents(&CorpusArgs { corpus: files.to_vec(), format: None, text_col: Some(text.to_string()), label_col: label.map(str::to_string), label_from_dir: false })
+}
+
+/// Reads every document that corpus options name (format, columns, labels from folders).
+pub(crate) fn read_corpus_documents(args: &CorpusArgs) -> Result<Documents, CliError> {
     let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone() };
-    let mut ingest = Ingest::new(label.is_some());
+    let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
     let mut docs = Documents::default();
-    for input in inputs(&args)? {
+    for input in inputs(args)? {
         let name = input.path.display().to_string();
         let file = File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
-        corpus::stream(BufReader::with_capacity(1 << 20, file), &name, input.format, &fields, None, &mut ingest, &mut |d| {
+        corpus::stream(BufReader::with_capacity(1 << 20, file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest, &mut |d| {
             docs.texts.push(d.text.to_string());
             docs.labels.push(d.label.map(str::to_string));
         })?;
     }
-    let what = files.first().map(|p| p.display().to_string()).unwrap_or_default();
+    let what = args.corpus.first().map(|p| p.display().to_string()).unwrap_or_default();
     ingest.finish(&what)?;
     Ok(docs)
 }
