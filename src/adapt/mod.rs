@@ -36,6 +36,7 @@ mod train;
 
 pub use coral::coral_loss;
 pub use model::{Classifier, Prediction, MODEL_FORMAT};
+pub(crate) use train::shuffle;
 pub use train::{train, EpochLog};
 
 use serde::{Deserialize, Serialize};
@@ -63,6 +64,11 @@ impl Matrix {
 
     pub fn row(&self, k: usize) -> &[f32] {
         &self.data[k * self.cols..(k + 1) * self.cols]
+    }
+
+    /// The rows at `index`, in that order.
+    pub fn select(&self, index: &[usize]) -> Matrix {
+        Matrix { rows: index.len(), cols: self.cols, data: index.iter().flat_map(|&k| self.row(k).iter().copied()).collect() }
     }
 
     /// The rows at `index`, in that order, as an n × d tensor.

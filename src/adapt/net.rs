@@ -66,14 +66,15 @@ impl Net {
                 return Err(format!("layer {}: shapes {:?} and {:?} do not chain", k + 1, w.dims(), b.dims()));
             }
             width = Some(out);
-            for (what, t) in [("weights", &w), ("biases", &b)] {
-                let values: Vec<f32> = t.to_dtype(DType::F32).and_then(|t| t.flatten_all()).and_then(|t| t.to_vec1()).map_err(|e| e.to_string())?;
+            let as_f32 = |t: Tensor, what: &str| -> std::result::Result<Var, String> {
+                let t = t.to_dtype(DType::F32).map_err(|e| e.to_string())?;
+                let values: Vec<f32> = t.flatten_all().and_then(|f| f.to_vec1()).map_err(|e| e.to_string())?;
                 if values.iter().any(|v| !v.is_finite()) {
                     return Err(format!("layer {}: its {what} hold a value that is not a finite number", k + 1));
                 }
-            }
-            let as_f32 = |t: Tensor| t.to_dtype(DType::F32).and_then(|t| Var::from_tensor(&t)).map_err(|e| e.to_string());
-            layers.push(Dense { w: as_f32(w)?, b: as_f32(b)? });
+                Var::from_tensor(&t).map_err(|e| e.to_string())
+            };
+            layers.push(Dense { w: as_f32(w, "weights")?, b: as_f32(b, "biases")? });
         }
         let [a, b, c]: [Dense; 3] = layers.try_into().map_err(|_| "three layers were expected".to_string())?;
         Ok(Net { layers: [a, b, c] })

@@ -112,6 +112,29 @@ fn ids(labels: &[Option<String>], names: &[String]) -> Vec<Option<usize>> {
     labels.iter().map(|l| l.as_ref().and_then(|l| names.binary_search_by(|n| n.as_str().cmp(l.trim())).ok())).collect()
 }
 
+/// The predictions as CSV (text, label, probability to 4 places), in the documents' order; cells
+/// a spreadsheet would run as a formula are neutralised (`crate::export`).
+pub fn predictions_csv(texts: &[String], preds: &[Prediction], labels: &[String]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let _ = w.write_record(["text", "label", "probability"]);
+    for (t, p) in texts.iter().zip(preds) {
+        let label = labels.get(p.class).map(String::as_str).unwrap_or_default();
+        let _ = crate::export::write_record(&mut w, [t.as_str(), label, &format!("{:.4}", p.probability)]);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}
+
+/// The predictions as JSON lines `{"text", "label", "probability"}`, in the documents' order.
+pub fn predictions_jsonl(texts: &[String], preds: &[Prediction], labels: &[String]) -> String {
+    let mut out = String::new();
+    for (t, p) in texts.iter().zip(preds) {
+        let label = labels.get(p.class).map(String::as_str).unwrap_or_default();
+        out.push_str(&serde_json::json!({ "text": t, "label": label, "probability": (p.probability as f64 * 1e4).round() / 1e4 }).to_string());
+        out.push('\n');
+    }
+    out
+}
+
 /// Which run is training, for progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Which {
@@ -134,7 +157,7 @@ pub fn run(
     let keep: Vec<(usize, usize)> = ids(labels, &classes).into_iter().enumerate().filter_map(|(k, y)| y.map(|y| (k, y))).collect();
     let rows: Vec<usize> = keep.iter().map(|&(k, _)| k).collect();
     let y: Vec<usize> = keep.iter().map(|&(_, y)| y).collect();
-    let x = Matrix { rows: rows.len(), cols: x_labelled.cols, data: rows.iter().flat_map(|&k| x_labelled.row(k).iter().copied()).collect() };
+    let x = x_labelled.select(&rows);
     let mut counts = Counts {
         labelled: rows.len(),
         labelled_without_label: labels.len() - rows.len(),
@@ -151,8 +174,8 @@ pub fn run(
         let (model, logs) = train(&x, &y, &classes, unlabelled, p, &mut |log| progress(which, log))?;
         let score = match &test {
             Some((m, t)) if !t.is_empty() => {
-                let sub = Matrix { rows: t.len(), cols: m.cols, data: t.iter().flat_map(|&(k, _)| m.row(k).iter().copied()).collect() };
-                let pred: Vec<usize> = model.predict(&sub)?.iter().map(|p| p.class).collect();
+                let rows: Vec<usize> = t.iter().map(|&(k, _)| k).collect();
+                let pred: Vec<usize> = model.predict(&m.select(&rows))?.iter().map(|p| p.class).collect();
                 let truth: Vec<usize> = t.iter().map(|&(_, y)| y).collect();
                 Some(score(&truth, &pred, classes.len()))
             }

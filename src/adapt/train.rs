@@ -23,7 +23,7 @@ pub struct EpochLog {
 }
 
 /// Fisher–Yates over `order` (not a DP draw: any fair shuffle does).
-fn shuffle(order: &mut [usize], rng: &mut ChaCha8Rng) {
+pub(crate) fn shuffle<T>(order: &mut [T], rng: &mut ChaCha8Rng) {
     for i in (1..order.len()).rev() {
         let j = (rng.next_u64() % (i as u64 + 1)) as usize;
         order.swap(i, j);

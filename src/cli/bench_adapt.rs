@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use super::train::{embed, read_corpus_documents, TrainParamArgs};
 use super::{load_model, peak_rss_kb, CliError, CorpusArgs, ModelArgs};
 use crate::adapt::score::score;
-use crate::adapt::{shift, train, Matrix, TrainParams};
+use crate::adapt::{shift, shuffle, train, Matrix, TrainParams};
 use crate::eval::metrics::spread;
 
 /// The corpus's labelled documents grouped by label (empty texts and labels left out).
@@ -37,12 +37,6 @@ fn by_class(corpus: &CorpusArgs) -> Result<BTreeMap<String, Vec<String>>, CliErr
         }
     }
     Ok(out)
-}
-
-fn shuffle<T>(v: &mut [T], rng: &mut ChaCha8Rng) {
-    for i in (1..v.len()).rev() {
-        v.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
-    }
 }
 
 fn ids(names: &[String], labels: &[String]) -> Vec<usize> {

@@ -246,26 +246,10 @@ pub(crate) fn run(args: TrainArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// predictions.csv (text,label,probability) and predictions.jsonl, in the documents' order.
+/// predictions.csv and predictions.jsonl (`adapt::task::predictions_csv`, `predictions_jsonl`).
 fn write_predictions(dir: &Path, texts: &[String], preds: &[Prediction], labels: &[String]) -> Result<(), CliError> {
-    let (csv, jsonl) = prediction_files(texts, preds, labels)?;
-    write_private(&dir.join("predictions.csv"), &csv)?;
-    write_private(&dir.join("predictions.jsonl"), &jsonl)
-}
-
-fn prediction_files(texts: &[String], preds: &[Prediction], labels: &[String]) -> Result<(Vec<u8>, Vec<u8>), CliError> {
-    let mut w = csv::Writer::from_writer(Vec::new());
-    let err = |e: csv::Error| CliError::Input { path: "predictions".into(), message: e.to_string() };
-    w.write_record(["text", "label", "probability"]).map_err(err)?;
-    let mut jsonl = String::new();
-    for (t, p) in texts.iter().zip(preds) {
-        let label = labels.get(p.class).map(String::as_str).unwrap_or_default();
-        w.write_record([t.as_str(), label, &format!("{:.4}", p.probability)]).map_err(err)?;
-        jsonl.push_str(&serde_json::json!({ "text": t, "label": label, "probability": (p.probability as f64 * 1e4).round() / 1e4 }).to_string());
-        jsonl.push('\n');
-    }
-    let csv = w.into_inner().map_err(|e| CliError::Input { path: "predictions".into(), message: e.to_string() })?;
-    Ok((csv, jsonl.into_bytes()))
+    write_private(&dir.join("predictions.csv"), task::predictions_csv(texts, preds, labels).as_bytes())?;
+    write_private(&dir.join("predictions.jsonl"), task::predictions_jsonl(texts, preds, labels).as_bytes())
 }
 
 pub(crate) fn predict(args: PredictArgs) -> Result<(), CliError> {
@@ -285,8 +269,12 @@ pub(crate) fn predict(args: PredictArgs) -> Result<(), CliError> {
     }
     let x = embed(model.as_mut(), "documents", &docs.texts)?;
     let preds = classifier.predict(&x).map_err(|e| CliError::Input { path: path.clone(), message: e.to_string() })?;
-    let (csv, jsonl) = prediction_files(&docs.texts, &preds, classifier.labels())?;
-    write_private(&args.out, if format == Some(Format::Csv) { &csv } else { &jsonl })?;
+    let text = if format == Some(Format::Csv) {
+        task::predictions_csv(&docs.texts, &preds, classifier.labels())
+    } else {
+        task::predictions_jsonl(&docs.texts, &preds, classifier.labels())
+    };
+    write_private(&args.out, text.as_bytes())?;
     eprintln!("wrote {} predictions to {}", preds.len(), args.out.display());
     Ok(())
 }
