@@ -39,6 +39,8 @@ use limits::{column_list, human, utf16_bom, Bounded, Limits};
 pub struct DocRef<'a> {
     pub text: &'a str,
     pub label: Option<&'a str>,
+    /// The person the document is about ([`Fields::person`]): private, never released.
+    pub person: Option<&'a str>,
 }
 
 /// One owned document.
@@ -90,6 +92,11 @@ pub struct Fields {
     pub text: Option<String>,
     /// Column or field holding the class label; `None` for an unlabelled corpus.
     pub label: Option<String>,
+    /// Column or field holding the person (patient) a document is about: when set, the privacy
+    /// unit is the person, not the document (`crate::pipeline::MatchedCorpus::units`), and
+    /// every document needs one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<String>,
 }
 
 /// Counts gathered while reading. These are exact counts of private data: they are shown to
@@ -151,6 +158,15 @@ pub enum CorpusError {
     Io { file: String, source: std::io::Error },
     #[error("{file}: no documents: all {records} records have empty text")]
     NoDocuments { file: String, records: u64 },
+    #[error(
+        "{file}, line {line}: no person in {field:?}; with a person column every document needs one (a person's \
+         documents are counted together, and a document without one could not be)"
+    )]
+    MissingPerson { file: String, line: u64, field: String },
+    #[error("{file}: a person column needs CSV, TSV or JSONL input (a text file has no columns)")]
+    PersonNeedsColumns { file: String },
+    #[error("{file}: the files of one corpus must all have the person column, or none")]
+    PersonColumnMismatch { file: String },
 }
 
 /// The keys of a corpus: the ledger key and what the overlap check needs. In memory only.
@@ -213,7 +229,7 @@ impl Ingest {
 
     /// Records one record; returns the document if it is non-empty (to be handed on), or
     /// `Err(())` when the load already holds [`Limits::documents`] (the caller says where).
-    fn accept<'a>(&mut self, text: &'a str, label: Option<&'a str>) -> Result<Option<DocRef<'a>>, ()> {
+    fn accept<'a>(&mut self, text: &'a str, label: Option<&'a str>, person: Option<&'a str>) -> Result<Option<DocRef<'a>>, ()> {
         self.stats.records += 1;
         if text.trim().is_empty() {
             self.stats.empty_skipped += 1;
@@ -233,7 +249,7 @@ impl Ingest {
         self.hasher.update((text.len() as u64).to_le_bytes());
         self.hasher.update(text.as_bytes());
         self.doc_hashes.push(doc_hash(text));
-        Ok(Some(DocRef { text, label }))
+        Ok(Some(DocRef { text, label, person: person.map(str::trim).filter(|p| !p.is_empty()) }))
     }
 
     /// The error for a document past [`Limits::documents`], at `line` of `file`.
@@ -315,7 +331,16 @@ pub fn stream<R: Read>(
         Format::Csv => stream_csv(reader, file, b',', fields, ingest, sink),
         Format::Tsv => stream_csv(reader, file, b'\t', fields, ingest, sink),
         Format::Jsonl => stream_jsonl(reader, file, fields, ingest, sink),
+        Format::Txt if fields.person.is_some() => Err(CorpusError::PersonNeedsColumns { file: file.to_string() }),
         Format::Txt => stream_txt(reader, file, txt_label, ingest, sink),
+    }
+}
+
+/// `doc`, refused if the corpus has a person column and the document names no person.
+fn with_person<'a>(doc: DocRef<'a>, fields: &Fields, file: &str, line: u64) -> Result<DocRef<'a>, CorpusError> {
+    match (&fields.person, doc.person) {
+        (Some(field), None) => Err(CorpusError::MissingPerson { file: file.to_string(), line, field: field.clone() }),
+        _ => Ok(doc),
     }
 }
 
@@ -393,6 +418,7 @@ fn stream_csv<R: Read>(
     };
     let text_idx = find(text_col)?;
     let label_idx = fields.label.as_deref().map(find).transpose()?;
+    let person_idx = fields.person.as_deref().map(find).transpose()?;
 
     let mut record = csv::ByteRecord::new();
     loop {
@@ -419,8 +445,9 @@ fn stream_csv<R: Read>(
         };
         let text = cell(text_idx)?;
         let label = label_idx.map(cell).transpose()?;
-        match ingest.accept(text, label) {
-            Ok(Some(doc)) => sink(doc),
+        let person = person_idx.map(cell).transpose()?;
+        match ingest.accept(text, label, person) {
+            Ok(Some(doc)) => sink(with_person(doc, fields, file, line)?),
             Ok(None) => {}
             Err(()) => return Err(ingest.too_many(file, line)),
         }
@@ -545,8 +572,32 @@ fn stream_jsonl<R: Read>(
                 }
             },
         };
-        match ingest.accept(text, label) {
-            Ok(Some(doc)) => sink(doc),
+        let person_owned;
+        let person = match fields.person.as_deref() {
+            None => None,
+            Some(field) => match obj.get(field) {
+                None => {
+                    return Err(CorpusError::MissingField { file: file.to_string(), line: line_no, field: field.to_string() })
+                }
+                Some(serde_json::Value::Null) => None,
+                Some(serde_json::Value::String(s)) => Some(s.as_str()),
+                Some(v @ serde_json::Value::Number(_)) => {
+                    person_owned = v.to_string();
+                    Some(person_owned.as_str())
+                }
+                Some(other) => {
+                    return Err(CorpusError::WrongFieldType {
+                        file: file.to_string(),
+                        line: line_no,
+                        field: field.to_string(),
+                        expected: "a string or a number",
+                        found: json_kind(other),
+                    })
+                }
+            },
+        };
+        match ingest.accept(text, label, person) {
+            Ok(Some(doc)) => sink(with_person(doc, fields, file, line_no)?),
             Ok(None) => {}
             Err(()) => return Err(ingest.too_many(file, line_no)),
         }
@@ -589,7 +640,7 @@ fn stream_txt<R: Read>(
         let (line, byte) = locate(body, e.valid_up_to());
         CorpusError::InvalidUtf8 { file: file.to_string(), line, byte }
     })?;
-    match ingest.accept(text, label) {
+    match ingest.accept(text, label, None) {
         Ok(Some(doc)) => sink(doc),
         Ok(None) => {}
         Err(()) => return Err(ingest.too_many(file, 1)),

@@ -66,11 +66,15 @@ pub struct Run {
     /// once; this run's outputs depend on it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vocabulary_from: Option<String>,
+    /// The corpus's person column when the run's privacy unit was the person (`crate::units`):
+    /// its ε is then per person; without it, per document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person_column: Option<String>,
 }
 
 impl Run {
     pub fn new(id: String, started: String) -> Run {
-        Run { id, started, spends: Vec::new(), account: None, vocabulary_from: None }
+        Run { id, started, spends: Vec::new(), account: None, vocabulary_from: None, person_column: None }
     }
 
     /// ε of this run under the composition rules in the module docs.
@@ -79,9 +83,11 @@ impl Run {
     }
 
     /// Whether this run is on record as having paid for a private vocabulary of ε ≥ `epsilon`
-    /// under `account`: what a later run that reuses its Ṽ relies on.
-    pub fn paid_for_vocabulary(&self, epsilon: f64, account: Option<&str>) -> bool {
+    /// under `account`, with the privacy unit `person_column` (the person column, or `None`:
+    /// the document): what a later run that reuses its Ṽ relies on.
+    pub fn paid_for_vocabulary(&self, epsilon: f64, account: Option<&str>, person_column: Option<&str>) -> bool {
         self.account.as_deref() == account
+            && self.person_column.as_deref() == person_column
             && self.epsilon_by_stage().get("vocabulary").is_some_and(|&e| e >= epsilon - 1e-12)
     }
 
@@ -533,10 +539,10 @@ mod account_tests {
         assert_eq!(here.ledger("fp").total_epsilon(), 6.0);
         // Who paid for the reused Ṽ: run a, under its account, at ε_voc = 2.
         let a = &here.ledger("fp").runs[0];
-        assert!(a.paid_for_vocabulary(2.0, Some("clinic")));
-        assert!(!a.paid_for_vocabulary(2.5, Some("clinic")), "paid less than asked");
-        assert!(!a.paid_for_vocabulary(2.0, None), "another account");
-        assert!(!here.ledger("fp").runs[1].paid_for_vocabulary(0.1, Some("clinic")), "a reusing run paid for none");
+        assert!(a.paid_for_vocabulary(2.0, Some("clinic"), None));
+        assert!(!a.paid_for_vocabulary(2.5, Some("clinic"), None), "paid less than asked");
+        assert!(!a.paid_for_vocabulary(2.0, None, None), "another account");
+        assert!(!here.ledger("fp").runs[1].paid_for_vocabulary(0.1, Some("clinic"), None), "a reusing run paid for none");
         // Exported and imported: the link survives and nothing is counted twice.
         let mut fresh = LedgerBook::default();
         fresh.merge(&LedgerBook::from_json(&here.to_json()).unwrap());

@@ -26,6 +26,7 @@ pub mod overlap;
 pub mod pipeline;
 pub mod sample;
 pub mod text;
+pub mod units;
 pub(crate) mod trig;
 pub mod public_vocab;
 pub mod replay;

@@ -20,6 +20,10 @@ use crate::public_vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatchedDoc {
     pub label: Option<String>,
+    /// The person the document is about, as a number local to this load (the corpus's person
+    /// column; `None` without one). The names themselves are not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<u32>,
     /// First distinct matched terms, in document order (at most [`MatchedCorpus::keep`]).
     pub terms: Vec<TermId>,
 }
@@ -36,6 +40,16 @@ pub struct MatchedCorpus {
     pub keep: usize,
     /// Documents in which no vocabulary term was found.
     pub docs_without_terms: u64,
+    /// The person column, when the corpus has one, and how many persons it names: the privacy
+    /// unit is then the person (`crate::units`).
+    pub persons: Option<Persons>,
+}
+
+/// A corpus's person column (private counts: shown to the curator, never released).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Persons {
+    pub column: String,
+    pub count: usize,
 }
 
 /// Streams inputs through the matcher, keeping the first `keep` distinct terms of each document.
@@ -47,6 +61,9 @@ pub struct MatchingSink<'m> {
     ingest: Ingest,
     docs: Vec<MatchedDoc>,
     docs_without_terms: u64,
+    /// Person names seen so far → their number (memory only; dropped by `finish`).
+    persons: std::collections::HashMap<String, u32>,
+    person_column: Option<String>,
 }
 
 impl<'m> MatchingSink<'m> {
@@ -58,6 +75,8 @@ impl<'m> MatchingSink<'m> {
             ingest: Ingest::new(has_labels),
             docs: Vec::new(),
             docs_without_terms: 0,
+            persons: std::collections::HashMap::new(),
+            person_column: None,
         }
     }
 
@@ -70,7 +89,13 @@ impl<'m> MatchingSink<'m> {
         fields: &Fields,
         txt_label: Option<&str>,
     ) -> Result<(), CorpusError> {
-        let MatchingSink { matcher, keep, scratch, ingest, docs, docs_without_terms } = self;
+        // Every input of one load has a person column, or none has: documents without one
+        // could not be counted with their person's others.
+        if !self.docs.is_empty() && self.person_column != fields.person {
+            return Err(CorpusError::PersonColumnMismatch { file: file.to_string() });
+        }
+        self.person_column = fields.person.clone();
+        let MatchingSink { matcher, keep, scratch, ingest, docs, docs_without_terms, persons, .. } = self;
         corpus::stream(reader, file, format, fields, txt_label, ingest, &mut |doc| {
             let terms = match matcher {
                 Some(m) => m.first_distinct(doc.text, *keep, scratch),
@@ -79,7 +104,11 @@ impl<'m> MatchingSink<'m> {
             if terms.is_empty() {
                 *docs_without_terms += 1;
             }
-            docs.push(MatchedDoc { label: doc.label.map(str::to_string), terms });
+            let person = doc.person.map(|p| {
+                let next = persons.len() as u32;
+                *persons.entry(p.to_string()).or_insert(next)
+            });
+            docs.push(MatchedDoc { label: doc.label.map(str::to_string), person, terms });
         })
     }
 
@@ -97,6 +126,7 @@ impl<'m> MatchingSink<'m> {
             keys,
             keep: self.keep,
             docs_without_terms: self.docs_without_terms,
+            persons: self.person_column.map(|column| Persons { column, count: self.persons.len() }),
         })
     }
 }

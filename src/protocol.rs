@@ -76,7 +76,16 @@ pub enum Request {
     /// Show the format, the columns and the first rows of the first file.
     Inspect { files: Vec<FileInfo> },
     /// Read every file, match each document, keep only term ids (the text is dropped).
-    Load { files: Vec<FileInfo>, text_col: Option<String>, label_col: Option<String>, vocabulary: VocabChoice },
+    Load {
+        files: Vec<FileInfo>,
+        text_col: Option<String>,
+        label_col: Option<String>,
+        /// The person column (`crate::corpus::Fields::person`): the privacy unit is then the
+        /// person.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        person_col: Option<String>,
+        vocabulary: VocabChoice,
+    },
     /// DP vocabulary → embed → DP-KDE → sample.
     Run { settings: RunSettings },
     /// Stop the running job at its next checkpoint.
@@ -204,6 +213,9 @@ pub struct CorpusSummary {
     /// ε already spent on this corpus (same fingerprint) by earlier runs in this browser.
     pub spent_before: f64,
     pub earlier_runs: usize,
+    /// With a person column: how many persons it names (the privacy unit is the person).
+    #[serde(default)]
+    pub persons: Option<usize>,
 }
 
 /// One sampled keyphrase sequence, as shown and downloaded.
@@ -283,6 +295,7 @@ mod tests {
             files: vec![FileInfo { name: "a.csv".into(), size: 3 }],
             text_col: Some("text".into()),
             label_col: None,
+            person_col: Some("patient".into()),
             vocabulary: VocabChoice::Bundled { which: Bundled::Medical },
         };
         let j = serde_json::to_string(&r).unwrap();

@@ -394,3 +394,69 @@ fn sequences_reads_a_given_vocabulary_only_where_its_epsilon_is_on_record() {
     assert_eq!(runs[1]["vocabulary_from"], runs[0]["id"], "{book}");
     assert!(dir.join("s2.privacy-report.html").exists());
 }
+
+/// A person column: the run's report, ledger entry and the page's words say the privacy unit is
+/// the person; a document without a person is refused with its line; and a private vocabulary
+/// released per document is not taken as paid for by a run per person.
+#[test]
+fn a_person_column_makes_the_person_the_privacy_unit() {
+    let dir = tmpdir("persons");
+    let ledger = dir.join("ledger.json").display().to_string();
+    let mut csv = String::from("note,specialty,patient\n");
+    for k in 0..30 {
+        let (text, label) = if k % 2 == 0 { ("Chest pain and atrial fibrillation.", "Cardio") } else { ("Asthma with cough.", "Pulmo") };
+        // Ten patients, three notes each, in both classes.
+        csv.push_str(&format!("\"{text} Visit {k}.\",{label},p{}\n", k % 10));
+    }
+    let c = dir.join("c.csv");
+    std::fs::write(&c, &csv).unwrap();
+    let c = c.display().to_string();
+    let base = ["--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo", "--ledger", &ledger];
+    let out = dir.join("out");
+    let mut args = vec!["pipeline", "--person-col", "patient"];
+    args.extend(base);
+    args.extend(["--eps-voc", "1", "--top-n", "20", "--eps-kde", "2", "--sampler", "histogram", "--len", "3", "--per-class", "4", "--out-dir", out.to_str().unwrap()]);
+    let o = dpkps(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("privacy-report.json")).unwrap()).unwrap();
+    assert_eq!(report["privacy_unit"], "person (column “patient”)");
+    assert!(report["neighbouring_relation"].as_str().unwrap().contains("one person's documents"), "{}", report["neighbouring_relation"]);
+    assert!(std::fs::read_to_string(out.join("privacy-report.html")).unwrap().contains("(per person)."));
+    let book = std::fs::read_to_string(&ledger).unwrap();
+    assert!(book.contains("\"person_column\": \"patient\"") || book.contains("\"person_column\":\"patient\""), "{book}");
+
+    // The same corpus without the column: per document, and the report says what that means.
+    let out2 = dir.join("out2");
+    let mut args = vec!["pipeline"];
+    args.extend(base);
+    args.extend(["--eps-voc", "1", "--top-n", "20", "--eps-kde", "2", "--sampler", "histogram", "--len", "3", "--per-class", "4", "--out-dir", out2.to_str().unwrap()]);
+    let o = dpkps(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out2.join("privacy-report.json")).unwrap()).unwrap();
+    assert_eq!(report["privacy_unit"], "document");
+    assert!(report["neighbouring_relation"].as_str().unwrap().contains("k·ε"));
+
+    // Ṽ released per document (`vocab` without the column) is not paid for per person (a
+    // ledger of its own: the runs above paid ε_voc per person and per document).
+    let ledger2 = dir.join("ledger2.json").display().to_string();
+    let base = ["--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo", "--ledger", &ledger2];
+    let v = dir.join("v.json");
+    let mut args = vec!["vocab"];
+    args.extend(base);
+    args.extend(["--eps-voc", "1", "--top-n", "20", "--out", v.to_str().unwrap()]);
+    assert!(dpkps(&args).status.success());
+    let mut args = vec!["sequences", "--person-col", "patient", "--private-vocab", v.to_str().unwrap()];
+    args.extend(base);
+    let s_out = dir.join("s.jsonl");
+    args.extend(["--eps-kde", "2", "--sampler", "histogram", "--len", "3", "--per-class", "4", "--out", s_out.to_str().unwrap()]);
+    let o = dpkps(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no run in this ledger paid"), "{}", stderr(&o));
+
+    // A document without a person: refused, located.
+    std::fs::write(dir.join("bad.csv"), "note,specialty,patient\nChest pain.,Cardio,p1\nCough.,Pulmo,\n").unwrap();
+    let bad = dir.join("bad.csv").display().to_string();
+    let o = dpkps(&["vocab", "--corpus", &bad, "--text-col", "note", "--label-col", "specialty", "--person-col", "patient", "--classes", "Cardio,Pulmo", "--eps-voc", "1", "--out", dir.join("v2.json").to_str().unwrap(), "--ledger", &ledger]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("line 3: no person in \"patient\""), "{}", stderr(&o));
+}

@@ -17,7 +17,7 @@ const CSV: &[u8] = b"text,label\n\"Congestive heart-failure; chest pain.\",cardi
 
 #[wasm_bindgen_test]
 fn csv_ingestion_counts_and_fingerprints() {
-    let fields = Fields { text: Some("text".into()), label: Some("label".into()) };
+    let fields = Fields { text: Some("text".into()), label: Some("label".into()), person: None };
     let c = Corpus::read(CSV, "in.csv", Format::Csv, &fields).unwrap();
     assert_eq!(c.stats.documents, 2);
     assert_eq!(c.stats.empty_skipped, 1);
@@ -28,7 +28,7 @@ fn csv_ingestion_counts_and_fingerprints() {
 fn matching_is_longest_first_in_document_order() {
     let v = PublicVocabulary::parse("t", b"Heart Failure\nheart\nChest Pain\nAsthma\nCough\n").unwrap();
     let m = Matcher::new(&v).unwrap();
-    let fields = Fields { text: Some("text".into()), label: Some("label".into()) };
+    let fields = Fields { text: Some("text".into()), label: Some("label".into()), person: None };
     let mut sink = MatchingSink::new(Some(&m), 10, true);
     sink.read(CSV, "in.csv", Format::Csv, &fields, None).unwrap();
     let mc = sink.finish("in.csv").unwrap();
@@ -42,7 +42,7 @@ fn dp_vocabulary_runs_on_browser_randomness() {
     let v = PublicVocabulary::parse("t", b"a\nb\nc\nd\ne\nf\ng\nh\n").unwrap();
     let m = Matcher::new(&v).unwrap();
     let mut sink = MatchingSink::new(Some(&m), 4, false);
-    let fields = Fields { text: Some("text".into()), label: None };
+    let fields = Fields { text: Some("text".into()), label: None, person: None };
     sink.read(&b"text\na b\nb c\nc d\n"[..], "x.csv", Format::Csv, &fields, None).unwrap();
     let mc = sink.finish("x.csv").unwrap();
     let classes = dpkps::classes::ClassSet::unlabelled();

@@ -169,6 +169,11 @@ pub(crate) struct CorpusArgs {
     /// For .txt files: use the name of the folder holding each file as its label.
     #[arg(long)]
     pub(crate) label_from_dir: bool,
+    /// Column or field naming the person (patient) each document is about. With it the privacy
+    /// unit is the person: a person's documents together count as one document in every
+    /// mechanism (docs/privacy.md, "The person, not the document"). Every document needs one.
+    #[arg(long)]
+    pub(crate) person_col: Option<String>,
 }
 
 /// The public class set (`crate::classes`): required with a label column for every command

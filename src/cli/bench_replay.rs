@@ -36,7 +36,7 @@ fn read_generated(path: &Path) -> Result<Vec<SyntheticDoc>, CliError> {
 
 /// Streams every document of the corpus to `f` (its position and text), one at a time.
 fn stream(args: &CorpusArgs, f: &mut dyn FnMut(usize, &str)) -> Result<(), CliError> {
-    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone() };
+    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: None };
     let mut ingest = Ingest::new(false);
     let mut at = 0;
     for input in inputs(args)? {

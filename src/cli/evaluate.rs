@@ -366,7 +366,7 @@ fn synthetic_set(spec: &str) -> (String, PathBuf) {
 fn read_synthetic(path: &PathBuf) -> Result<Vec<(String, String)>, CliError> {
     let name = path.display().to_string();
     let format = Format::from_path(&name).unwrap_or(Format::Jsonl);
-    let fields = Fields { text: Some("text".into()), label: Some("label".into()) };
+    let fields = Fields { text: Some("text".into()), label: Some("label".into()), person: None };
     let file = File::open(path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
     let mut ingest = Ingest::new(true);
     let mut out = Vec::new();
@@ -382,7 +382,7 @@ fn read_synthetic(path: &PathBuf) -> Result<Vec<(String, String)>, CliError> {
 fn document_texts(args: &CorpusArgs, indices: &[usize]) -> Result<Vec<String>, CliError> {
     let want: HashMap<usize, usize> = indices.iter().enumerate().map(|(k, &i)| (i, k)).collect();
     let mut out = vec![String::new(); indices.len()];
-    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone() };
+    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: None };
     let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
     let mut next = 0usize;
     for input in inputs(args)? {

@@ -145,7 +145,7 @@ fn run(command: Command) -> Result<(), CliError> {
             let fingerprints: Vec<String> = if corpus.is_empty() {
                 book.ledgers.keys().cloned().collect()
             } else {
-                let args = CorpusArgs { corpus, format, text_col, label_col, label_from_dir: false };
+                let args = CorpusArgs { corpus, format, text_col, label_col, label_from_dir: false, person_col: None };
                 let mc = read_corpus(&args, None, 0)?;
                 // Shown with what an older version recorded under the order-sensitive key.
                 book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);

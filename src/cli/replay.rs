@@ -28,7 +28,7 @@ pub(crate) struct PassFigures {
 /// Checks `synthetic` against the corpus that `args` names (read with its columns).
 pub(crate) fn check_corpus(args: &CorpusArgs, synthetic: Vec<SyntheticDoc>, params: ReplayParams) -> Result<(ReplayCheck, PassFigures), CliError> {
     let mut index = ReplayIndex::new(synthetic, params).map_err(|e| CliError::Input { path: "--replay-*".into(), message: e.to_string() })?;
-    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone() };
+    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: None };
     let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
     for input in inputs(args)? {
         let name = input.path.display().to_string();
@@ -47,7 +47,7 @@ pub(crate) fn check_corpus(args: &CorpusArgs, synthetic: Vec<SyntheticDoc>, para
 /// --label-col or --format is refused before anything is sent; the check itself reads the
 /// whole corpus after generation.
 pub(crate) fn probe_corpus(args: &CorpusArgs) -> Result<(), CliError> {
-    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone() };
+    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: None };
     for input in inputs(args)? {
         if input.format == Format::Txt {
             continue;

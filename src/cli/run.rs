@@ -190,6 +190,8 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
     // Validated before reading anything large.
     let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
     let mc = read_matched(corpus, &public, vp.terms_per_doc)?;
+    // The privacy unit, as in every run (`crate::units`).
+    let mc = crate::units::units(&mc, &plan.classes).into_owned();
     let mut host = CliHost::open(ledger, &mc, vp.epsilon, Model::None, None)?;
     let mut rng = SecureRng::from_os()?;
     block_on(async {

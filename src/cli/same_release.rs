@@ -152,7 +152,7 @@ fn page_path(settings_json: &str, seed: u64) -> (String, String) {
     let plan = RunPlan::new(settings, true, public.len()).expect("plan");
     let matcher = Matcher::new(&public).expect("matcher");
     let mut sink = MatchingSink::new(Some(&matcher), 64, true);
-    let fields = Fields { text: Some("note".into()), label: Some("specialty".into()) };
+    let fields = Fields { text: Some("note".into()), label: Some("specialty".into()), person: None };
     sink.read(corpus_csv().as_bytes(), "notes.csv", Format::Csv, &fields, None).expect("read");
     let mc: MatchedCorpus = sink.finish("notes.csv").expect("corpus");
     let mut host = PageHost { book: LedgerBook::default(), model: HashModel };

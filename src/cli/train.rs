@@ -120,12 +120,12 @@ pub(crate) struct PredictArgs {
 
 /// Reads every document of `files` (text and, with `label`, label).
 pub(crate) fn read_documents(files: &[PathBuf], text: &str, label: Option<&str>) -> Result<Documents, CliError> {
-    read_corpus_documents(&CorpusArgs { corpus: files.to_vec(), format: None, text_col: Some(text.to_string()), label_col: label.map(str::to_string), label_from_dir: false })
+    read_corpus_documents(&CorpusArgs { corpus: files.to_vec(), format: None, text_col: Some(text.to_string()), label_col: label.map(str::to_string), label_from_dir: false, person_col: None })
 }
 
 /// Reads every document that corpus options name (format, columns, labels from folders).
 pub(crate) fn read_corpus_documents(args: &CorpusArgs) -> Result<Documents, CliError> {
-    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone() };
+    let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: None };
     let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
     let mut docs = Documents::default();
     for input in inputs(args)? {

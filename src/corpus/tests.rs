@@ -5,7 +5,7 @@ use std::io::Read;
 use super::*;
 
 fn fields(text: &str, label: Option<&str>) -> Fields {
-    Fields { text: Some(text.into()), label: label.map(Into::into) }
+    Fields { text: Some(text.into()), label: label.map(Into::into), person: None }
 }
 
 fn read(input: &[u8], format: Format, f: &Fields) -> Result<Corpus, CorpusError> {

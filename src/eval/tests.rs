@@ -42,13 +42,13 @@ fn corpus(sizes: &[usize]) -> MatchedCorpus {
             let terms = (0..6u32).map(|j| c as u32 * 20 + ((k as u32 * 7 + j * 3) % 20)).collect::<Vec<_>>();
             let mut t = terms.clone();
             t.dedup();
-            docs.push(MatchedDoc { label: Some(format!("c{c}")), terms });
+            docs.push(MatchedDoc { label: Some(format!("c{c}")), person: None, terms });
         }
     }
-    docs.push(MatchedDoc { label: Some("c0".into()), terms: vec![] });
-    docs.push(MatchedDoc { label: Some("c1".into()), terms: vec![] });
-    docs.push(MatchedDoc { label: None, terms: vec![1, 2] });
-    MatchedCorpus { docs, stats: IngestStats::default(), fingerprint: "f".into(), keys: Default::default(), keep: 10, docs_without_terms: 2 }
+    docs.push(MatchedDoc { label: Some("c0".into()), person: None, terms: vec![] });
+    docs.push(MatchedDoc { label: Some("c1".into()), person: None, terms: vec![] });
+    docs.push(MatchedDoc { label: None, person: None, terms: vec![1, 2] });
+    MatchedCorpus { docs, stats: IngestStats::default(), fingerprint: "f".into(), keys: Default::default(), keep: 10, docs_without_terms: 2, persons: None }
 }
 
 fn params(task: Task) -> EvalParams {
@@ -174,7 +174,7 @@ fn bad_inputs_are_explained() {
     let mut p = params(Task::TopClasses { k: 2, balance: false });
     p.len = 20;
     assert!(err(p).contains("keeping 10 terms"));
-    let unlabelled = MatchedCorpus { docs: vec![MatchedDoc { label: None, terms: vec![1] }], ..corpus(&[]) };
+    let unlabelled = MatchedCorpus { docs: vec![MatchedDoc { label: None, person: None, terms: vec![1] }], ..corpus(&[]) };
     assert!(matches!(run(&unlabelled, params(Task::AllClasses)), Err(EvalError::NoLabels)));
 }
 

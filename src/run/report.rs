@@ -24,6 +24,9 @@ pub struct PrivacyReport {
     pub generated: String,
     pub method: String,
     pub neighbouring_relation: String,
+    /// "document", or "person (column …)" when the corpus had a person column (`crate::units`).
+    #[serde(default)]
+    pub privacy_unit: String,
     pub guarantee: String,
     pub epsilon_vocabulary: f64,
     pub epsilon_kde: f64,
@@ -121,10 +124,11 @@ impl PrivacyReport {
             format: Self::FORMAT.into(),
             generated,
             method: "DP-KPS: differentially private keyphrase prompt seeding (Nagesh, Chen, Mishra & Wagner, 2024)".into(),
-            neighbouring_relation: "Two corpora are neighbours when one is the other with one document (and its label) \
-                added or removed; labels come from a fixed public set of classes declared before the run, and every \
-                declared class is released whether or not documents fall into it. The privacy unit is the document."
-                .into(),
+            neighbouring_relation: relation(run.person_column.as_deref()),
+            privacy_unit: match &run.person_column {
+                Some(c) => format!("person (column “{c}”)"),
+                None => "document".into(),
+            },
             guarantee: format!(
                 "The keyphrase sequences, the private vocabulary and everything generated from them (prompts, LLM \
                  output) are ({:.4})-differentially private: ε_voc = {} ({vocab}{reused}) plus ε_kde = {} ({summaries}; \
@@ -178,6 +182,37 @@ impl PrivacyReport {
         let mut r: PrivacyReport = serde_json::from_str(json)?;
         r.replay_check = Some(replay);
         Ok(r)
+    }
+}
+
+/// The neighbouring relation of a run whose person column was `person_column` (`None`: the
+/// document is the unit).
+fn relation(person_column: Option<&str>) -> String {
+    let classes = "labels come from a fixed public set of classes declared before the run, and every declared class is \
+        released whether or not documents fall into it.";
+    match person_column {
+        Some(c) => format!(
+            "Two corpora are neighbours when one is the other with one person's documents (all of them, the person named \
+             by the column “{c}”) added or removed; {classes} The privacy unit is the person: each person's documents \
+             are read as one unit, in the declared class holding most of them (their documents of other classes are not \
+             read), so a patient is protected at the ε above however many notes they have."
+        ),
+        None => format!(
+            "Two corpora are neighbours when one is the other with one document (and its label) added or removed; \
+             {classes} The privacy unit is the document: a patient with k documents in the corpus is protected at k·ε \
+             (group privacy). A person column protects each patient at ε."
+        ),
+    }
+}
+
+impl PrivacyReport {
+    /// "per document" or "per person", for the headline (a report without the field: document).
+    fn unit_level(&self) -> &'static str {
+        if self.privacy_unit.starts_with("person") {
+            "per person"
+        } else {
+            "per document"
+        }
     }
 }
 
@@ -245,10 +280,12 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
             format = esc(&self.format),
             headline = esc(&match &self.vocabulary_from {
                 Some(from) => format!(
-                    "These outputs: ε = {:.4} (document-level), of which this run spent ε = {:.4} and run {from} the reused private vocabulary's ε_voc.",
-                    self.epsilon_outputs, self.epsilon_run
+                    "These outputs: ε = {:.4} ({}), of which this run spent ε = {:.4} and run {from} the reused private vocabulary's ε_voc.",
+                    self.epsilon_outputs,
+                    self.unit_level(),
+                    self.epsilon_run
                 ),
-                None => format!("This run: ε = {:.4} (document-level).", self.epsilon_run),
+                None => format!("This run: ε = {:.4} ({}).", self.epsilon_run, self.unit_level()),
             }),
             eps_total = self.epsilon_corpus_total,
             runs = self.runs_on_corpus,
@@ -363,14 +400,14 @@ mod tests {
         assert!(r.guarantee.contains("(6.1000)-differentially private"), "{}", r.guarantee);
         assert!(r.guarantee.contains("released by the earlier run r1") && r.guarantee.contains("this run itself spent ε = 4.1000"), "{}", r.guarantee);
         assert!((r.epsilon_outputs - 6.1).abs() < 1e-12 && r.vocabulary_from.as_deref() == Some("r1"));
-        assert!(r.to_html().contains("These outputs: ε = 6.1000 (document-level), of which this run spent ε = 4.1000 and run r1"), "{}", r.to_html());
+        assert!(r.to_html().contains("These outputs: ε = 6.1000 (per document), of which this run spent ε = 4.1000 and run r1"), "{}", r.to_html());
         // Without reuse the guarantee is the run's own ε.
         run.vocabulary_from = None;
         let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
         let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
         assert!(r.guarantee.contains("(4.1000)-differentially private") && !r.guarantee.contains("earlier run"), "{}", r.guarantee);
         assert!((r.epsilon_outputs - 4.1).abs() < 1e-12 && r.vocabulary_from.is_none());
-        assert!(r.to_html().contains("This run: ε = 4.1000 (document-level)."));
+        assert!(r.to_html().contains("This run: ε = 4.1000 (per document)."));
     }
 
     #[test]
@@ -389,5 +426,22 @@ mod tests {
         assert!(html.contains("Replay check (not differentially private)") && html.contains("NOT differentially private"), "{html}");
         assert!(html.contains("<th scope=\"row\">Flagged</th><td>2</td>") && html.contains("Left out of the synthetic corpus</th><td>2</td>"), "{html}");
         assert!(PrivacyReport::with_replay("not json", ReplaySummary::new(0, 0, 0, Default::default())).is_err());
+    }
+
+    #[test]
+    fn the_report_states_the_privacy_unit() {
+        let mut run = Run::new("r".into(), "t".into());
+        let checked = || (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
+        let (v, m) = checked();
+        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
+        assert_eq!(r.privacy_unit, "document");
+        assert!(r.neighbouring_relation.contains("one document (and its label)") && r.neighbouring_relation.contains("k·ε"));
+        assert!(r.to_html().contains("(per document)."));
+        run.person_column = Some("patient_id".into());
+        let (v, m) = checked();
+        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
+        assert_eq!(r.privacy_unit, "person (column “patient_id”)");
+        assert!(r.neighbouring_relation.contains("one person's documents") && !r.neighbouring_relation.contains("k·ε"), "{}", r.neighbouring_relation);
+        assert!(r.to_html().contains("(per person)."));
     }
 }

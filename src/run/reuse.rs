@@ -24,11 +24,16 @@ pub struct VocabKey {
     params: VocabParams,
     classes: ClassSet,
     account: Option<String>,
+    /// The privacy unit (`crate::units`): a Ṽ drawn per document is not reused by a run per
+    /// person (its guarantee per person would be k·ε_voc), nor the other way.
+    person_column: Option<String>,
 }
 
 impl VocabKey {
     pub fn new(corpus: &MatchedCorpus, vocab: &PublicVocabulary, params: &VocabParams, classes: &ClassSet, account: Option<&str>) -> VocabKey {
-        VocabKey::of(&corpus.fingerprint, &vocab.checksum, params, classes, account)
+        let mut key = VocabKey::of(&corpus.fingerprint, &vocab.checksum, params, classes, account);
+        key.person_column = corpus.persons.as_ref().map(|p| p.column.clone());
+        key
     }
 
     fn of(corpus: &str, vocabulary: &str, params: &VocabParams, classes: &ClassSet, account: Option<&str>) -> VocabKey {
@@ -38,6 +43,7 @@ impl VocabKey {
             params: *params,
             classes: classes.clone(),
             account: account.map(str::to_string),
+            person_column: None,
         }
     }
 }
@@ -69,7 +75,7 @@ impl KeptVocabulary {
 /// key's ε_voc under the key's account. Checked again inside the transaction that records a
 /// reusing run.
 pub fn paid(book: &LedgerBook, key: &VocabKey, run_id: &str) -> bool {
-    book.ledger(&key.corpus).runs.iter().any(|r| r.id == run_id && r.paid_for_vocabulary(key.params.epsilon, key.account.as_deref()))
+    book.ledger(&key.corpus).runs.iter().any(|r| r.id == run_id && r.paid_for_vocabulary(key.params.epsilon, key.account.as_deref(), key.person_column.as_deref()))
 }
 
 #[cfg(test)]

@@ -133,6 +133,7 @@ impl Recorder {
         rng.fill(&mut sketch_key);
         let mut run = Run::new(crate::corpus::hex(&id), host.now());
         run.account = plan.account.clone();
+        run.person_column = corpus.persons.as_ref().map(|p| p.column.clone());
         let rec = Recorder { run, fingerprint: corpus.fingerprint.clone(), planned, sketch_key, reused: None };
         let book = host.ledger().await?;
         plan.check_budget(&book, &rec.fingerprint, &rec.run.id, planned).map_err(|e| host.fail(None, e.into()))?;
@@ -192,7 +193,7 @@ pub async fn vocabulary<H: Host>(
         Vocabulary::Given(pv) => {
             let book = host.ledger().await?;
             let (eps, account) = (pv.params.epsilon, plan.account.as_deref());
-            let paying = book.ledger(&corpus.fingerprint).runs.iter().rev().find(|r| r.paid_for_vocabulary(eps, account)).map(|r| r.id.clone());
+            let paying = book.ledger(&corpus.fingerprint).runs.iter().rev().find(|r| r.paid_for_vocabulary(eps, account, corpus.persons.as_ref().map(|p| p.column.as_str()))).map(|r| r.id.clone());
             let Some(from) = paying else {
                 let e = RunError::Refused(format!(
                     "no run in this ledger paid ε_voc = {eps} for a private vocabulary of this corpus{}: select it with `dpkps vocab` on the same corpus, ledger and account (else its ε_voc would go uncounted)",
@@ -326,6 +327,10 @@ impl Sampled {
 /// The whole run: Ṽ → vectors → DP summaries and class counts → sequences → report.
 pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut H, rng: &mut SecureRng) -> Result<RunOutput, H::Error> {
     let RunInputs { corpus, vocab, vocabulary: source } = inputs;
+    // The privacy unit (`crate::units`): with a person column, one unit per person, which every
+    // stage below reads as a document; else the corpus itself.
+    let units = crate::units::units(corpus, &plan.classes);
+    let corpus: &MatchedCorpus = &units;
     let draws = source.draws();
     let mut rec = Recorder::start(plan, corpus, plan.planned_epsilon(draws), host, rng).await?;
     let pv = vocabulary(plan, corpus, vocab, source, &mut rec, host, rng).await?;

@@ -73,7 +73,7 @@ fn App() -> impl IntoView {
         </main>
         <footer>
             "Method: DP-KPS (Nagesh, Chen, Mishra & Wagner, 2024). Total privacy cost: ε_voc + ε_kde (+ ε for the class counts), "
-            "document-level, add/remove-one-document neighbours."
+            "per document (add/remove-one-document neighbours), or per person with a person column (add/remove one person's documents)."
         </footer>
     }
 }

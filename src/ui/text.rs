@@ -37,6 +37,17 @@ pub fn classes_line(s: &CorpusSummary) -> String {
     }
 }
 
+/// The privacy unit, in plain words: what the guarantee protects.
+pub fn unit_line(s: &CorpusSummary) -> String {
+    match s.persons {
+        Some(n) => format!(
+            "the person: {} named by the person column; each person's documents count together as one (in the class holding most of them), so every patient is protected at the run's ε",
+            group_thousands(n as u64)
+        ),
+        None => "the document: a patient with k documents is protected at k·ε. Choose a person column to protect each patient at ε.".into(),
+    }
+}
+
 /// The summary's vocabulary line.
 pub fn vocabulary_line(s: &CorpusSummary) -> String {
     format!("{} ({} terms), {} distinct terms matched", s.vocabulary, s.vocabulary_terms, s.distinct_matched)

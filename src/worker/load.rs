@@ -44,8 +44,7 @@ pub async fn load(
     state: &mut State,
     infos: &[FileInfo],
     files: &[File],
-    text_col: Option<String>,
-    label_col: Option<String>,
+    fields: Fields,
     vocabulary: VocabChoice,
 ) -> Result<Event, Stop> {
     if infos.is_empty() || files.len() < infos.len() {
@@ -63,7 +62,6 @@ pub async fn load(
             Rc::new(PublicVocabulary::parse(&name, &bytes).map_err(at(Stage::Read))?)
         }
     };
-    let fields = Fields { text: text_col.filter(|s| !s.is_empty()), label: label_col.filter(|s| !s.is_empty()) };
     let corpus = read_matched(infos, files, &fields, &vocab, Stage::Read)?;
     let (spent_before, earlier_runs) = match Store::open().await {
         Ok(store) => {
@@ -91,6 +89,7 @@ pub async fn load(
         distinct_matched: corpus.distinct_terms(KEEP).len(),
         spent_before,
         earlier_runs,
+        persons: corpus.persons.as_ref().map(|p| p.count),
     };
     let labelled = fields.label.is_some();
     state.loaded = Some(Loaded { corpus, vocab, labelled, fields });

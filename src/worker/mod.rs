@@ -175,8 +175,13 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
     let mut state = state.borrow_mut();
     match req {
         Request::Inspect { files: infos } => inspect(&infos, &files),
-        Request::Load { files: infos, text_col, label_col, vocabulary } => {
-            load(&mut state, &infos, &files, text_col, label_col, vocabulary).await
+        Request::Load { files: infos, text_col, label_col, person_col, vocabulary } => {
+            let fields = crate::corpus::Fields {
+                text: text_col.filter(|s| !s.is_empty()),
+                label: label_col.filter(|s| !s.is_empty()),
+                person: person_col.filter(|s| !s.is_empty()),
+            };
+            load(&mut state, &infos, &files, fields, vocabulary).await
         }
         Request::Run { settings } => run::run(&mut state, &settings).await,
         Request::UseModel { model, tokenizer } => use_model(&mut state, &files, model, tokenizer),

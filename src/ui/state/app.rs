@@ -107,6 +107,8 @@ pub struct AppState {
     pub preview: RwSignal<Option<Preview>>,
     pub text_col: RwSignal<String>,
     pub label_col: RwSignal<String>,
+    /// The person column ("" for none: the privacy unit is the document).
+    pub person_col: RwSignal<String>,
     /// "english", "medical" or "custom".
     pub vocab: RwSignal<String>,
     pub vocab_file: RwSignal<Option<String>>,
@@ -152,6 +154,7 @@ impl AppState {
             preview: RwSignal::new(None),
             text_col: RwSignal::new(String::new()),
             label_col: RwSignal::new(String::new()),
+            person_col: RwSignal::new(String::new()),
             vocab: RwSignal::new("medical".into()),
             vocab_file: RwSignal::new(None),
             summary: RwSignal::new(None),
@@ -271,6 +274,7 @@ impl AppState {
         };
         let text = self.text_col.get();
         let label = self.label_col.get();
+        let person = self.person_col.get();
         self.settings.labelled.set(!label.is_empty());
         self.summary.set(None);
         self.result.set(None);
@@ -286,6 +290,7 @@ impl AppState {
                 files: self.files.get(),
                 text_col: (!text.is_empty()).then_some(text),
                 label_col: (!label.is_empty()).then_some(label),
+                person_col: (!person.is_empty()).then_some(person),
                 vocabulary,
             },
             &files,

@@ -19,6 +19,8 @@ impl AppState {
             Event::Inspected(p) => {
                 self.text_col.set(p.suggested_text.clone().unwrap_or_default());
                 self.label_col.set(p.suggested_label.clone().unwrap_or_default());
+                // Never guessed: which column names the patient is the curator's statement.
+                self.person_col.set(String::new());
                 self.preview.set(Some(p));
                 self.job.set(None);
             }

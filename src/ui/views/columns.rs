@@ -1,4 +1,4 @@
-//! Step 2: the first rows, the text and label columns, and the public vocabulary.
+//! Step 2: the first rows, the text, label and person columns, and the public vocabulary.
 
 use leptos::prelude::*;
 
@@ -13,10 +13,10 @@ pub fn Columns() -> impl IntoView {
         app.preview.get().map(|p| {
             let columns = p.columns.clone();
             let has_columns = !columns.is_empty();
-            let col_opts = move |sel: RwSignal<String>, with_none: bool| {
+            let col_opts = move |sel: RwSignal<String>, none: Option<&'static str>| {
                 let cols = columns.clone();
                 view! {
-                    {with_none.then(|| view! { <option value="" selected=move || sel.get().is_empty()>"(none: unlabelled)"</option> })}
+                    {none.map(|none| view! { <option value="" selected=move || sel.get().is_empty()>{none}</option> })}
                     {cols
                         .into_iter()
                         .map(|c| {
@@ -26,8 +26,9 @@ pub fn Columns() -> impl IntoView {
                         .collect_view()}
                 }
             };
-            let text_opts = col_opts(app.text_col, false);
-            let label_opts = col_opts(app.label_col, true);
+            let text_opts = col_opts(app.text_col, None);
+            let label_opts = col_opts(app.label_col, Some("(none: unlabelled)"));
+            let person_opts = col_opts(app.person_col, Some("(none: each document counts alone)"));
             view! {
                 <section aria-labelledby="cols-h" class="card">
                     <h2 id="cols-h">"2. Columns and vocabulary"</h2>
@@ -59,6 +60,12 @@ pub fn Columns() -> impl IntoView {
                                         "Label column"
                                         <select id="label-col" on:change=move |ev| app.label_col.set(event_target_value(&ev))>
                                             {label_opts}
+                                        </select>
+                                    </label>
+                                    <label title="The column naming the patient each document is about. With it, a patient's documents together count as one document in every DP step: each patient is protected at ε however many notes they have. Without it, a patient with k notes is protected at k·ε.">
+                                        "Person column (patient id)"
+                                        <select id="person-col" on:change=move |ev| app.person_col.set(event_target_value(&ev))>
+                                            {person_opts}
                                         </select>
                                     </label>
                                 }

@@ -19,6 +19,7 @@ pub fn Summary() -> impl IntoView {
                         <dt>"Empty, skipped"</dt><dd>{s.empty_skipped}</dd>
                         <dt>"Without any vocabulary term"</dt><dd>{s.docs_without_terms}</dd>
                         <dt>"Classes"</dt><dd id="classes">{classes}</dd>
+                        <dt>"Privacy unit"</dt><dd id="privacy-unit">{text::unit_line(&s)}</dd>
                         <dt>"Vocabulary"</dt><dd>{text::vocabulary_line(&s)}</dd>
                         {move || app.background.get().map(|(done, total)| view! {
                             <dt>"Own list's vectors"</dt>
