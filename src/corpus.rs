@@ -581,8 +581,23 @@ fn stream_jsonl<R: Read>(
                 }
                 Some(serde_json::Value::Null) => None,
                 Some(serde_json::Value::String(s)) => Some(s.as_str()),
-                Some(v @ serde_json::Value::Number(_)) => {
-                    person_owned = v.to_string();
+                // A number names a person by its whole value (12, 12.0 and 1.2e1 are one person);
+                // a fraction is refused rather than guessed.
+                Some(serde_json::Value::Number(n)) => {
+                    person_owned = match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                        (Some(i), _, _) => i.to_string(),
+                        (_, Some(u), _) => u.to_string(),
+                        (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("{}", f as i64),
+                        _ => {
+                            return Err(CorpusError::WrongFieldType {
+                                file: file.to_string(),
+                                line: line_no,
+                                field: field.to_string(),
+                                expected: "a string or a whole number",
+                                found: "a fraction",
+                            })
+                        }
+                    };
                     Some(person_owned.as_str())
                 }
                 Some(other) => {

@@ -129,13 +129,16 @@ fn the_reader_numbers_persons_and_refuses_a_document_without_one() {
     let e = sink.read(missing.as_bytes(), "m.csv", Format::Csv, &fields, None).unwrap_err();
     assert!(e.to_string().starts_with("m.csv, line 3: no person in \"patient\""), "{e}");
 
-    let jsonl = "{\"t\": \"x\", \"pid\": 12}\n{\"t\": \"y\", \"pid\": \"12\"}\n{\"t\": \"z\", \"pid\": 13}\n";
+    let jsonl = "{\"t\": \"x\", \"pid\": 12}\n{\"t\": \"y\", \"pid\": \"12\"}\n{\"t\": \"w\", \"pid\": 1.2e1}\n{\"t\": \"z\", \"pid\": 13}\n";
     let f = Fields { text: Some("t".into()), label: None, person: Some("pid".into()) };
     let mut sink = MatchingSink::new(None, 4, false);
     sink.read(jsonl.as_bytes(), "j.jsonl", Format::Jsonl, &f, None).unwrap();
     let mc = sink.finish("j.jsonl").unwrap();
-    // A number and the same digits as a string name the same person.
+    // A number, the same value written otherwise and its digits as a string: one person.
     assert_eq!(mc.persons.map(|p| p.count), Some(2));
+    let mut sink = MatchingSink::new(None, 4, false);
+    let e = sink.read("{\"t\": \"x\", \"pid\": 1.5}\n".as_bytes(), "f.jsonl", Format::Jsonl, &f, None).unwrap_err();
+    assert!(e.to_string().contains("a string or a whole number"), "{e}");
 
     let mut sink = MatchingSink::new(None, 4, false);
     let e = sink.read("text".as_bytes(), "n.txt", Format::Txt, &f, None).unwrap_err();
@@ -143,20 +146,45 @@ fn the_reader_numbers_persons_and_refuses_a_document_without_one() {
 }
 
 /// The privacy loss between a corpus and the same corpus with one more person, who has six
-/// notes in three classes, through the per-class histogram release (ε_kde) and the class
-/// counts: estimated from 30,000 releases each, it stays within ε on the units, and far
-/// exceeds it when the six notes are read as six documents (the check can fail).
+/// notes in three classes, through the per-class histogram release (ε_kde) and through the DP
+/// class counts, each estimated from 30,000 releases on an event that reads the coordinates of
+/// two of the person's classes (a and b). On the units it stays within ε; the checks can fail:
+/// the person counted at full weight in two classes (what parallel composition across classes
+/// must exclude) exceeds it, and so, by far, do the six notes read as six documents.
 #[test]
 fn empirical_privacy_loss_per_person_stays_within_epsilon() {
     let eps = 1.0;
-    let on_units = person_loss(eps, true, 61);
-    assert!(on_units <= eps, "per person: estimated privacy loss {on_units} exceeds ε = {eps}");
-    let per_note = person_loss(eps, false, 62);
-    assert!(per_note > 2.0 * eps, "read per note, the person's loss {per_note} went undetected");
-    println!("one person with 6 notes in 3 classes: estimated loss {on_units:.3} per person, {per_note:.3} read per note (ε = {eps})");
+    for (what, seed) in [(Mechanism::Histogram, 61), (Mechanism::ClassCounts, 71)] {
+        let on_units = person_loss(eps, what, Reading::Units, seed);
+        assert!(on_units <= eps, "{what:?} per person: estimated privacy loss {on_units} exceeds ε = {eps}");
+        let two_classes = person_loss(eps, what, Reading::TwoClasses, seed + 1);
+        assert!(two_classes > eps, "{what:?}: a person in two classes at full weight went undetected (loss {two_classes})");
+        let per_note = person_loss(eps, what, Reading::PerNote, seed + 2);
+        assert!(per_note > 2.0 * eps, "{what:?}: read per note, the person's loss {per_note} went undetected");
+        println!(
+            "{what:?}, one person with 6 notes in 3 classes (ε = {eps}): estimated loss {on_units:.3} per person, {two_classes:.3} in two classes at full weight, {per_note:.3} read per note"
+        );
+    }
 }
 
-fn person_loss(eps: f64, per_person: bool, seed: u64) -> f64 {
+#[derive(Debug, Clone, Copy)]
+enum Mechanism {
+    Histogram,
+    ClassCounts,
+}
+
+/// How the added person's notes are read.
+#[derive(Clone, Copy)]
+enum Reading {
+    /// `units`: one unit, in their majority class.
+    Units,
+    /// Wrongly: one unit in each of two classes.
+    TwoClasses,
+    /// Wrongly: every note a document.
+    PerNote,
+}
+
+fn person_loss(eps: f64, what: Mechanism, reading: Reading, seed: u64) -> f64 {
     const TRIALS: usize = 30_000;
     let classes = abc();
     let emb = TermEmbeddings::new(4);
@@ -167,24 +195,36 @@ fn person_loss(eps: f64, per_person: bool, seed: u64) -> f64 {
     for (k, l) in ["a", "b", "c", "a", "b", "c"].iter().enumerate() {
         with.insert(k.min(with.len()), doc(l, 9, &[3]));
     }
+    let grid = (1u64 << crate::dp::summary::GRID_BITS) as f64;
     let mut rng = SecureRng::seeded_for_tests(seed);
-    let mut freq = |docs: Vec<MatchedDoc>| {
+    let mut freq = |docs: Vec<MatchedDoc>, added: bool| {
         let mut c = corpus(docs);
-        if !per_person {
+        if matches!(reading, Reading::PerNote) {
             c.persons = None;
         }
-        let u = units(&c, &classes);
+        let mut u = units(&c, &classes).into_owned();
+        if added && matches!(reading, Reading::TwoClasses) {
+            // The person's unit (class a, the tie's earliest) again, in class b as well.
+            let mut twin = u.docs.iter().find(|d| d.person == Some(9)).cloned().expect("the person's unit");
+            twin.label = Some("b".into());
+            u.docs.push(twin);
+        }
         let kde_docs = u.kde_docs(4, &classes);
-        crate::dp::testing::frequencies(TRIALS, || {
-            let (set, _) = build(&kde_docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
-            // The event: term 3's weight summed over the three classes, in documents, rounded
-            // and clipped (a person read per note shifts it by 6, per person by at most 1).
-            let grid = (1u64 << crate::dp::summary::GRID_BITS) as f64;
-            let total: i64 = set.classes.iter().map(|c| c.sums[0][0]).sum();
-            ((total as f64 / grid).round() as i64).clamp(-3, 9)
+        let counts = u.class_counts(&classes);
+        crate::dp::testing::frequencies(TRIALS, || match what {
+            // Term 3's weight in classes a and b, in documents, rounded and clipped.
+            Mechanism::Histogram => {
+                let (set, _) = build(&kde_docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
+                let w = |c: usize| ((set.classes[c].sums[0][0] as f64 / grid).round() as i64).clamp(-1, 3);
+                (w(0), w(1))
+            }
+            Mechanism::ClassCounts => {
+                let (noisy, _) = crate::dp::counts::noisy_class_counts(&counts, eps, &mut rng).unwrap();
+                (noisy[0].clamp(-1, 4), noisy[1].clamp(-1, 4))
+            }
         })
     };
-    let f0 = freq(others);
-    let f1 = freq(with);
+    let f0 = freq(others, false);
+    let f1 = freq(with, true);
     crate::dp::testing::max_log_ratio(&f0, &f1, TRIALS)
 }

@@ -14,6 +14,7 @@ use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::{DpError, SecureRng};
 use crate::embed::{Embed, TermEmbeddings};
 use crate::ledger::LedgerBook;
+use crate::classes::ClassSet;
 use crate::pipeline::{MatchedCorpus, Release};
 use crate::run::report::Checked;
 use crate::sample::signal::ClassSignal;
@@ -162,11 +163,18 @@ fn labelled(corpus: &CorpusArgs) -> bool {
     corpus.label_col.is_some() || corpus.label_from_dir
 }
 
-/// Reads and matches the corpus, keeping what the plan's stages read.
-pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize) -> Result<MatchedCorpus, CliError> {
+/// Reads and matches the corpus, keeping what the plan's stages read; with a person column,
+/// says what the privacy unit does to it under `classes` (`crate::units`).
+pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize, classes: &ClassSet) -> Result<MatchedCorpus, CliError> {
     let matcher = Matcher::new(public)?;
     let mc = read_corpus(corpus, Some(&matcher), keep)?;
     print_stats(&mc);
+    if let Some(u) = crate::units::unit_stats(&mc, classes) {
+        eprintln!(
+            "privacy unit: the person; {} persons (at most {} documents each), {} with documents in several classes: {} document(s) of their other classes are not read",
+            u.persons, u.most_documents, u.in_several_classes, u.documents_left_out
+        );
+    }
     Ok(mc)
 }
 
@@ -189,7 +197,7 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
     };
     // Validated before reading anything large.
     let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
-    let mc = read_matched(corpus, &public, vp.terms_per_doc)?;
+    let mc = read_matched(corpus, &public, vp.terms_per_doc, &plan.classes)?;
     // The privacy unit, as in every run (`crate::units`).
     let mc = crate::units::units(&mc, &plan.classes).into_owned();
     let mut host = CliHost::open(ledger, &mc, vp.epsilon, Model::None, None)?;
@@ -224,7 +232,7 @@ pub(crate) fn sequences(
     }
     let settings = run_settings(None, Some(&pv.params), kde, declared_classes(corpus, classes)?, ledger)?;
     let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
-    let mc = read_matched(corpus, &public, plan.keep())?;
+    let mc = read_matched(corpus, &public, plan.keep(), &plan.classes)?;
     let mut rng = SecureRng::from_os()?;
     let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Given(Rc::new(pv)), Model::Load(model.clone()), None, &mut rng)?;
     write_sequences(out, &output.sequences, &output.signals, &public)?;
@@ -241,7 +249,7 @@ pub(crate) fn sequences(
 pub(crate) fn pipeline(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &LedgerArgs, out_dir: &Path) -> Result<(), CliError> {
     let (plan, public) = pipeline_plan(inputs, classes, ledger)?;
     std::fs::create_dir_all(out_dir).map_err(|e| CliError::Write { path: out_dir.display().to_string(), source: e })?;
-    let mc = read_matched(&inputs.corpus, &public, plan.keep())?;
+    let mc = read_matched(&inputs.corpus, &public, plan.keep(), &plan.classes)?;
     let mut rng = SecureRng::from_os()?;
     let vocabulary_out = Some(out_dir.join("vocabulary.json"));
     let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Draw, Model::Load(inputs.model.clone()), vocabulary_out, &mut rng)?;

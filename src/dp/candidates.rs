@@ -131,6 +131,7 @@ mod tests {
             params: params(1.0, 1),
             terms,
             clearing_threshold: tau,
+            released_by: None,
         }
     }
 

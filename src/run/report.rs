@@ -41,6 +41,9 @@ pub struct PrivacyReport {
     pub vocabulary_from: Option<String>,
     /// ε spent on this corpus in this browser, this run included.
     pub epsilon_corpus_total: f64,
+    /// What that total means when runs of both privacy units are on record (empty otherwise).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub corpus_total_units: String,
     pub runs_on_corpus: usize,
     pub settings: RunSettings,
     pub vocabulary: Checked,
@@ -147,6 +150,7 @@ impl PrivacyReport {
             epsilon_outputs: run.epsilon() + reused_epsilon,
             vocabulary_from: run.vocabulary_from.clone(),
             epsilon_corpus_total: ledger.total_epsilon(),
+            corpus_total_units: units_note(ledger),
             runs_on_corpus: ledger.runs.len(),
             settings: settings.clone(),
             vocabulary,
@@ -183,6 +187,19 @@ impl PrivacyReport {
         r.replay_check = Some(replay);
         Ok(r)
     }
+}
+
+/// What the corpus total means when runs of both units are on record (`Ledger::epsilon_by_unit`).
+fn units_note(ledger: &Ledger) -> String {
+    let ((d, dn), (p, pn)) = ledger.epsilon_by_unit();
+    if dn == 0 || pn == 0 {
+        return String::new();
+    }
+    format!(
+        "Runs of both privacy units are on record: {dn} per document (ε = {d:.4}) and {pn} per person (ε = {p:.4}). They do \
+         not add up into one guarantee: a run per person is 2ε-DP per document (removing one note changes its person's \
+         unit), and a run per document is k·ε-DP for a patient with k documents."
+    )
 }
 
 /// The neighbouring relation of a run whose person column was `person_column` (`None`: the
@@ -269,7 +286,7 @@ impl PrivacyReport {
 table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-align:left;border-bottom:1px solid #ccd;padding:.3rem .5rem}}\
 .big{{font-size:1.3rem;font-weight:600}}</style></head><body>\
 <h1>Privacy report</h1><p>{generated} · {format}</p>\
-<p class=\"big\">{headline} All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).</p>\
+<p class=\"big\">{headline} All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).{units}</p>\
 <h2>Guarantee</h2><p>{guarantee}</p><h2>Neighbouring relation</h2><p>{relation}</p>\
 <h2>Non-DP checks on this corpus</h2><p>non_dp_checks_on_this_corpus: {checks}. {checks_note}</p>\
 <h2>Parameters</h2><table>{params}</table>\
@@ -285,9 +302,14 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
                     self.unit_level(),
                     self.epsilon_run
                 ),
+                None if self.unit_level() == "per document" => format!(
+                    "This run: ε = {:.4} (per document: a patient with k documents is protected at k·ε).",
+                    self.epsilon_run
+                ),
                 None => format!("This run: ε = {:.4} ({}).", self.epsilon_run, self.unit_level()),
             }),
             eps_total = self.epsilon_corpus_total,
+            units = esc(&if self.corpus_total_units.is_empty() { String::new() } else { format!(" {}", self.corpus_total_units) }),
             runs = self.runs_on_corpus,
             guarantee = esc(&self.guarantee),
             relation = esc(&self.neighbouring_relation),
@@ -407,7 +429,7 @@ mod tests {
         let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
         assert!(r.guarantee.contains("(4.1000)-differentially private") && !r.guarantee.contains("earlier run"), "{}", r.guarantee);
         assert!((r.epsilon_outputs - 4.1).abs() < 1e-12 && r.vocabulary_from.is_none());
-        assert!(r.to_html().contains("This run: ε = 4.1000 (per document)."));
+        assert!(r.to_html().contains("This run: ε = 4.1000 (per document: a patient with k documents is protected at k·ε)."));
     }
 
     #[test]
@@ -436,7 +458,7 @@ mod tests {
         let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
         assert_eq!(r.privacy_unit, "document");
         assert!(r.neighbouring_relation.contains("one document (and its label)") && r.neighbouring_relation.contains("k·ε"));
-        assert!(r.to_html().contains("(per document)."));
+        assert!(r.to_html().contains("(per document: a patient with k documents is protected at k·ε)."));
         run.person_column = Some("patient_id".into());
         let (v, m) = checked();
         let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);

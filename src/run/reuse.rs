@@ -107,6 +107,7 @@ mod tests {
             params: p,
             terms: Vec::new(),
             clearing_threshold: None,
+            released_by: None,
         })
     }
 

@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use crate::dp::vocabulary::PrivateVocabulary;
+use crate::dp::vocabulary::{PrivateVocabulary, ReleasedBy};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{DpSummary, SummaryDoc, SummaryParams};
@@ -175,14 +175,17 @@ pub async fn vocabulary<H: Host>(
     rng: &mut SecureRng,
 ) -> Result<Rc<PrivateVocabulary>, H::Error> {
     host.stage_started(Stage::Vocabulary);
+    let unit = corpus.persons.as_ref().map(|p| p.column.as_str());
     let draws = source.draws();
     let given = matches!(source, Vocabulary::Given(_));
     let pv = match source {
         Vocabulary::Draw => {
-            let (pv, spends) = corpus
+            let (mut pv, spends) = corpus
                 .dp_vocabulary(vocab, &plan.vocab_params(), &plan.classes, rng)
                 .map_err(|e| host.fail(Some(Stage::Vocabulary), e.into()))?;
             rec.run.spends.extend(spends);
+            // Bound to this run and unit: a later run given this Ṽ must find this run's spend.
+            pv.released_by = Some(ReleasedBy { run: rec.run.id.clone(), person_column: unit.map(str::to_string) });
             Rc::new(pv)
         }
         Vocabulary::Reuse { pv, from, key } => {
@@ -193,7 +196,34 @@ pub async fn vocabulary<H: Host>(
         Vocabulary::Given(pv) => {
             let book = host.ledger().await?;
             let (eps, account) = (pv.params.epsilon, plan.account.as_deref());
-            let paying = book.ledger(&corpus.fingerprint).runs.iter().rev().find(|r| r.paid_for_vocabulary(eps, account, corpus.persons.as_ref().map(|p| p.column.as_str()))).map(|r| r.id.clone());
+            let unit_of = |column: Option<&str>| column.map_or("per document".to_string(), |c| format!("per person (column “{c}”)"));
+            // The run that released it, when the file says (it must be on record, with this
+            // unit); an older file names none: any run that paid enough, per document only.
+            let named = match &pv.released_by {
+                Some(by) if by.person_column.as_deref() != unit => {
+                    let e = RunError::Refused(format!(
+                        "this private vocabulary was released {}, and this run is {}: its guarantee would not hold per the run's unit; draw one with `dpkps vocab` and the same person column",
+                        unit_of(by.person_column.as_deref()),
+                        unit_of(unit)
+                    ));
+                    return Err(host.fail(Some(Stage::Vocabulary), e));
+                }
+                Some(by) => Some(by.run.as_str()),
+                None if unit.is_some() => {
+                    let e = RunError::Refused(
+                        "this private vocabulary names no run that released it (an older file): a run per person needs one released per person; draw one with `dpkps vocab` and the same person column".into(),
+                    );
+                    return Err(host.fail(Some(Stage::Vocabulary), e));
+                }
+                None => None,
+            };
+            let paying = book
+                .ledger(&corpus.fingerprint)
+                .runs
+                .iter()
+                .rev()
+                .find(|r| named.is_none_or(|id| r.id == id) && r.paid_for_vocabulary(eps, account, unit))
+                .map(|r| r.id.clone());
             let Some(from) = paying else {
                 let e = RunError::Refused(format!(
                     "no run in this ledger paid ε_voc = {eps} for a private vocabulary of this corpus{}: select it with `dpkps vocab` on the same corpus, ledger and account (else its ε_voc would go uncounted)",

@@ -165,6 +165,20 @@ pub struct PrivateVocabulary {
     /// N; see [`super::candidates`]). None in Ṽs written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clearing_threshold: Option<i64>,
+    /// The run that released it (its ε_voc is on record under that id) and its privacy unit:
+    /// a later run given this Ṽ (`dpkps sequences`) must find exactly that run in its ledger,
+    /// with the same unit. Set by the run (`crate::run::vocabulary`); None in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub released_by: Option<ReleasedBy>,
+}
+
+/// Which run released a private vocabulary, and per what (`PrivateVocabulary::released_by`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleasedBy {
+    pub run: String,
+    /// The person column when the unit was the person; None: the document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person_column: Option<String>,
 }
 
 impl PrivateVocabulary {
@@ -176,6 +190,7 @@ impl PrivateVocabulary {
             params: *params,
             terms,
             clearing_threshold: Some(clearing_threshold(vocab.len() * histograms, params)),
+            released_by: None,
         }
     }
 }

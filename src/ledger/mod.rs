@@ -6,7 +6,8 @@
 //! instead of starting from zero. [`LedgerBook`] is the file (or IndexedDB record) holding the
 //! ledgers of every corpus seen on this machine.
 //!
-//! Composition (pure ε-DP, add/remove-one-document neighbours):
+//! Composition (pure ε-DP, add/remove-one-document neighbours; add/remove one person for a run
+//! whose unit is the person, `Run::person_column`, see `crate::units`):
 //! - within one stage of one run, spends on DISJOINT partitions of the corpus (one per class:
 //!   each document has exactly one label) compose in parallel: a document is in one partition
 //!   only, so the stage costs the maximum over partitions;
@@ -29,6 +30,21 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+mod check;
+pub use check::{MAX_EPSILON, STAGES};
+
+/// Whether `mine` holds every spend of `theirs` (as many times).
+fn holds_all(mine: &[Spend], theirs: &[Spend]) -> bool {
+    let mut left: Vec<&Spend> = mine.iter().collect();
+    theirs.iter().all(|s| match left.iter().position(|m| *m == s) {
+        Some(i) => {
+            left.swap_remove(i);
+            true
+        }
+        None => false,
+    })
+}
 
 /// Which documents a mechanism read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,6 +171,10 @@ pub struct MergeSummary {
     pub runs_added: usize,
     pub runs_extended: usize,
     pub checks_added: usize,
+    /// Runs recorded on both sides with spends neither record holds all of: kept with every
+    /// spend of both (never less than either side spent).
+    #[serde(default)]
+    pub conflicts: usize,
 }
 
 impl Ledger {
@@ -162,15 +182,23 @@ impl Ledger {
         Ledger { fingerprint, runs: Vec::new(), utility_checks: Vec::new() }
     }
 
-    /// Joins `other`'s runs and checks by id; a run in both keeps its longer record.
+    /// Joins `other`'s runs and checks by id. A run in both: the record that holds every spend
+    /// of the other (a run's record only grows, stage by stage) is kept; if neither does, the
+    /// two disagree (a conflict, counted): every spend of both is kept, so the run never counts
+    /// less than either side recorded.
     fn merge(&mut self, other: &Ledger, out: &mut MergeSummary) {
         for run in &other.runs {
             match self.runs.iter_mut().find(|r| r.id == run.id) {
-                Some(r) if run.spends.len() > r.spends.len() => {
+                Some(r) if holds_all(&r.spends, &run.spends) => {}
+                Some(r) if holds_all(&run.spends, &r.spends) => {
                     *r = run.clone();
                     out.runs_extended += 1;
                 }
-                Some(_) => {}
+                Some(r) => {
+                    let extra: Vec<Spend> = run.spends.iter().filter(|s| !r.spends.contains(s)).cloned().collect();
+                    r.spends.extend(extra);
+                    out.conflicts += 1;
+                }
                 None => {
                     self.runs.push(run.clone());
                     out.runs_added += 1;
@@ -195,6 +223,19 @@ impl Ledger {
         self.runs.iter().map(Run::epsilon).fold(0.0, |a, b| a + b)
     }
 
+    /// The runs' ε by privacy unit: (per document: ε, runs; per person: ε, runs). The two do
+    /// not add up into one guarantee: a run per person is 2ε-DP per document (removing one
+    /// note changes its person's unit), a run per document k·ε-DP per person of k notes.
+    pub fn epsilon_by_unit(&self) -> ((f64, usize), (f64, usize)) {
+        let (mut doc, mut person) = ((0.0, 0), (0.0, 0));
+        for r in &self.runs {
+            let t = if r.person_column.is_some() { &mut person } else { &mut doc };
+            t.0 += r.epsilon();
+            t.1 += 1;
+        }
+        (doc, person)
+    }
+
     /// Totals by stage, summed over runs (for the report).
     pub fn epsilon_by_stage(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
@@ -211,6 +252,9 @@ impl Ledger {
 pub enum LedgerError {
     #[error("the privacy ledger could not be read: {0}")]
     Parse(String),
+    /// A record the ledger cannot account for (`check`): the whole book is refused.
+    #[error("the privacy ledger was refused, nothing of it was used: {0}")]
+    Invalid(String),
     #[error("this run would bring the total ε spent on this corpus to {would:.4}, above the budget of {budget:.4} (already spent: {spent:.4})")]
     OverBudget { spent: f64, would: f64, budget: f64 },
     #[error("this run would bring the total ε spent under the budget account “{account}” to {would:.4}, above its budget of {budget:.4} (already spent: {spent:.4}); lower ε or raise the budget")]
@@ -236,6 +280,7 @@ impl LedgerBook {
         if !(1..=Self::VERSION).contains(&book.version) {
             return Err(LedgerError::Parse(format!("unknown ledger version {}", book.version)));
         }
+        book.check()?;
         Ok(book)
     }
 
@@ -419,189 +464,5 @@ impl LedgerBook {
     }
 }
 
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn spend(stage: &str, eps: f64, scope: Scope) -> Spend {
-        Spend { stage: stage.into(), mechanism: "m".into(), epsilon: eps, params: serde_json::Value::Null, scope }
-    }
-
-    fn part(l: &str) -> Scope {
-        Scope::Partition { label: l.into() }
-    }
-
-    #[test]
-    fn stages_add_and_disjoint_classes_take_the_max() {
-        let mut run = Run::new("r".into(), "t".into());
-        run.spends.push(spend("vocabulary", 1.0, Scope::AllDocuments));
-        run.spends.push(spend("kde", 2.0, part("a")));
-        run.spends.push(spend("kde", 2.0, part("a")));
-        run.spends.push(spend("kde", 3.0, part("b")));
-        // vocabulary 1 + kde max(a: 4, b: 3) = 5
-        assert_eq!(run.epsilon(), 5.0);
-    }
-
-    #[test]
-    fn reruns_on_the_same_corpus_add_up_and_are_kept_across_saves() {
-        let mut book = LedgerBook::default();
-        for i in 0..2 {
-            let mut run = Run::new(format!("r{i}"), "t".into());
-            run.spends.push(spend("vocabulary", 1.5, Scope::AllDocuments));
-            book.record("fp", run);
-        }
-        let book = LedgerBook::from_json(&book.to_json()).unwrap();
-        assert_eq!(book.ledger("fp").total_epsilon(), 3.0);
-        assert_eq!(book.ledger("other").total_epsilon(), 0.0);
-        assert_eq!(book.ledger("fp").epsilon_by_stage()["vocabulary"], 3.0);
-        assert!(book.check_budget("fp", 1.0, Some(4.0)).is_ok());
-        let err = book.check_budget("fp", 1.5, Some(4.0)).unwrap_err();
-        assert!(err.to_string().contains("4.5"), "{err}");
-        assert!(LedgerBook::from_json("{").is_err());
-        // A run recorded after its first stage and completed later is counted once.
-        let mut run = Run::new("r9".into(), "t".into());
-        run.spends.push(spend("vocabulary", 1.0, Scope::AllDocuments));
-        let mut book = book;
-        book.extend_run("fp", &run);
-        run.spends.push(spend("kde", 2.0, part("a")));
-        book.extend_run("fp", &run);
-        assert_eq!(book.ledger("fp").runs.len(), 3);
-        assert_eq!(book.ledger("fp").total_epsilon(), 6.0);
-    }
-}
-
-#[cfg(test)]
-mod account_tests {
-    use super::*;
-    use crate::corpus::{doc_hash, CorpusKeys};
-
-    fn run(id: &str, eps: f64, account: Option<&str>) -> Run {
-        let mut r = Run::new(id.into(), "t".into());
-        r.account = account.map(str::to_string);
-        r.spends.push(Spend {
-            stage: "vocabulary".into(),
-            mechanism: "m".into(),
-            epsilon: eps,
-            params: serde_json::Value::Null,
-            scope: Scope::AllDocuments,
-        });
-        r
-    }
-
-    fn keys(range: std::ops::Range<usize>) -> CorpusKeys {
-        let doc_hashes: Vec<[u8; 32]> = range.map(|i| doc_hash(&format!("doc {i}"))).collect();
-        CorpusKeys { fingerprint: crate::corpus::corpus_key(&doc_hashes), legacy: String::new(), doc_hashes }
-    }
-
-    #[test]
-    fn import_merges_runs_by_id_without_losing_or_double_counting() {
-        let mut here = LedgerBook::default();
-        here.extend_run("fp", &run("a", 1.0, Some("clinic")));
-        here.extend_run("fp", &run("b", 2.0, Some("clinic")));
-        // The other machine: run a again (same record), b with a later stage, c new, d on another corpus.
-        let mut there = LedgerBook::from_json(&here.to_json()).unwrap();
-        let mut b = run("b", 2.0, Some("clinic"));
-        b.spends.push(run("x", 3.0, None).spends.remove(0));
-        b.spends[1].stage = "kde".into();
-        there.extend_run("fp", &b);
-        there.extend_run("fp", &run("c", 0.5, Some("clinic")));
-        there.extend_run("fp2", &run("d", 0.25, Some("clinic")));
-        there.record_check("fp", UtilityCheck { id: "u1".into(), when: "t".into(), settings_compared: 5 });
-        there.accounts.insert("clinic".into(), Account { budget: Some(10.0), corpora: Vec::new() });
-        // Through JSON, as an export file travels.
-        let exported = there.to_json();
-        let got = here.merge(&LedgerBook::from_json(&exported).unwrap());
-        assert_eq!(got, MergeSummary { runs_added: 2, runs_extended: 1, checks_added: 1 });
-        assert_eq!(here.ledger("fp").total_epsilon(), 1.0 + 5.0 + 0.5);
-        assert_eq!(here.account_spent("clinic", "fp"), 6.5 + 0.25);
-        assert_eq!(here.ledger("fp").utility_checks.len(), 1);
-        // Importing the same file again changes nothing; the lower budget wins.
-        here.accounts.get_mut("clinic").unwrap().budget = Some(8.0);
-        assert_eq!(here.merge(&LedgerBook::from_json(&exported).unwrap()), MergeSummary::default());
-        assert_eq!(here.ledger("fp").total_epsilon(), 6.5);
-        assert_eq!(here.accounts["clinic"].budget, Some(8.0));
-        // Importing into an empty book restores the totals.
-        let mut fresh = LedgerBook::default();
-        fresh.merge(&here);
-        assert_eq!(fresh.account_spent("clinic", "fp"), here.account_spent("clinic", "fp"));
-    }
-
-    #[test]
-    fn a_run_that_reused_a_vocabulary_travels_and_adds_only_its_own_spends() {
-        let mut here = LedgerBook::default();
-        here.extend_run("fp", &run("a", 2.0, Some("clinic")));
-        let mut b = Run::new("b".into(), "t".into());
-        b.account = Some("clinic".into());
-        b.vocabulary_from = Some("a".into());
-        b.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 4.0, params: serde_json::Value::Null, scope: Scope::Partition { label: "x".into() } });
-        here.extend_run("fp", &b);
-        assert_eq!(here.ledger("fp").total_epsilon(), 6.0);
-        // Who paid for the reused Ṽ: run a, under its account, at ε_voc = 2.
-        let a = &here.ledger("fp").runs[0];
-        assert!(a.paid_for_vocabulary(2.0, Some("clinic"), None));
-        assert!(!a.paid_for_vocabulary(2.5, Some("clinic"), None), "paid less than asked");
-        assert!(!a.paid_for_vocabulary(2.0, None, None), "another account");
-        assert!(!here.ledger("fp").runs[1].paid_for_vocabulary(0.1, Some("clinic"), None), "a reusing run paid for none");
-        // Exported and imported: the link survives and nothing is counted twice.
-        let mut fresh = LedgerBook::default();
-        fresh.merge(&LedgerBook::from_json(&here.to_json()).unwrap());
-        assert_eq!(fresh.ledger("fp").runs[1].vocabulary_from.as_deref(), Some("a"));
-        assert_eq!(fresh.ledger("fp").total_epsilon(), 6.0);
-        assert_eq!(fresh.merge(&here), MergeSummary::default());
-    }
-
-    #[test]
-    fn account_budget_counts_every_corpus_of_the_account() {
-        let mut book = LedgerBook::default();
-        book.extend_run("old", &run("a", 3.0, Some("clinic")));
-        book.extend_run("new", &run("b", 1.0, None));
-        book.extend_run("other", &run("c", 7.0, Some("elsewhere")));
-        book.accounts.insert("clinic".into(), Account { budget: Some(6.0), corpora: Vec::new() });
-        assert_eq!(book.account_spent("clinic", "new"), 4.0);
-        assert!(book.check_account_budget("clinic", "new", 2.0, None).is_ok());
-        let err = book.check_account_budget("clinic", "new", 2.5, None).unwrap_err();
-        assert!(err.to_string().contains("6.5") && err.to_string().contains("clinic"), "{err}");
-        // A budget given at the Run button is the one checked.
-        assert!(book.check_account_budget("clinic", "new", 2.5, Some(7.0)).is_ok());
-        assert!(book.check_account_budget("nobody", "fresh", 100.0, None).is_ok());
-    }
-
-    #[test]
-    fn a_ledger_under_the_legacy_key_is_adopted_not_lost() {
-        let mut book = LedgerBook::default();
-        book.extend_run("legacy", &run("a", 1.5, None));
-        book.extend_run("new", &run("b", 1.0, None));
-        assert!(book.adopt_legacy("legacy", "new"));
-        assert_eq!(book.ledger("new").total_epsilon(), 2.5);
-        assert!(!book.ledgers.contains_key("legacy"));
-        assert!(!book.adopt_legacy("legacy", "new"));
-        // Version 1 files (no accounts) are still read.
-        let v1 = r#"{"version":1,"ledgers":{"f":{"fingerprint":"f","runs":[{"id":"r","started":"t","spends":[]}]}}}"#;
-        assert_eq!(LedgerBook::from_json(v1).unwrap().ledger("f").runs.len(), 1);
-    }
-
-    #[test]
-    fn overlapping_corpora_of_an_account_are_found() {
-        let mut book = LedgerBook::default();
-        let first = keys(0..1000);
-        book.note_corpus("clinic", &first, Some(5.0), || [9u8; 32]);
-        book.note_corpus("clinic", &first, None, || panic!("the account has a key"));
-        assert_eq!(book.accounts["clinic"].corpora.len(), 1);
-        assert_eq!(book.accounts["clinic"].budget, Some(5.0));
-        // 900 of the same documents plus 100 new: a new key, but the overlap is found.
-        let second = keys(100..1100);
-        assert_ne!(second.fingerprint, first.fingerprint);
-        let o = book.overlaps("clinic", &second);
-        assert_eq!(o.len(), 1);
-        assert!(o[0].1 >= crate::overlap::WARN_OVERLAP && o[0].1 > 0.6, "{o:?}");
-        // A disjoint corpus, and the corpus itself, raise nothing.
-        assert!(book.overlaps("clinic", &keys(5000..6000))[0].1 < crate::overlap::WARN_OVERLAP);
-        assert!(book.overlaps("clinic", &first).is_empty());
-        assert!(book.overlaps("elsewhere", &second).is_empty());
-        // The sketch is all that is stored about the documents: 64 numbers, no count.
-        let json = book.to_json();
-        assert!(book.accounts["clinic"].corpora[0].sketch.values.len() == crate::overlap::SKETCH_K);
-        assert!(!json.contains("doc 1"));
-    }
-}
+mod tests;
