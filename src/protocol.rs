@@ -109,6 +109,42 @@ pub enum Request {
     ExportLedger,
     /// A ledger file (attached) merged into this browser's: runs by id ([`LedgerEvent::Imported`]).
     ImportLedger,
+    /// The recipient's mode (`crate::adapt`): embed a labelled synthetic corpus, the recipient's
+    /// own unlabelled documents and an optional labelled test set (their files attached in that
+    /// order), train the classifier (adapted with the CORAL term; and plain, to compare), score,
+    /// predict ([`Event::Epoch`] per epoch, then [`Event::Trained`]). Spends no ε; the documents
+    /// stay in the page.
+    Train { synthetic: DocSet, unlabelled: Option<DocSet>, test: Option<DocSet>, params: crate::adapt::TrainParams, compare: bool },
+}
+
+/// One set of documents of the recipient's mode: its files (attached to the request in this
+/// order) and columns (`label_col` for a labelled set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocSet {
+    pub files: Vec<FileInfo>,
+    pub text_col: Option<String>,
+    pub label_col: Option<String>,
+}
+
+/// What the recipient's training gives the page: figures, and the downloads, made in the worker
+/// by the core (`crate::adapt::task`) as `dpkps train` writes them. The predictions hold the
+/// recipient's own documents: they stay in this page until the recipient downloads them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainResult {
+    pub classes: Vec<String>,
+    pub counts: crate::adapt::summary::Counts,
+    /// The adapted model first, then the plain one when compared.
+    pub models: Vec<crate::adapt::summary::TrainedSummary>,
+    pub predictions_csv: String,
+    pub predictions_jsonl: String,
+    /// `model.safetensors`, which `dpkps predict --classifier` reads.
+    pub model: Vec<u8>,
+    pub embed_seconds: f64,
+    pub train_seconds: f64,
+    /// Documents embedded, and how many of them by helper workers (how many helpers).
+    pub embedded: usize,
+    pub by_helpers: usize,
+    pub helpers: usize,
 }
 
 /// Ledger answers: posted as their own messages (tag `what`, not `kind`), so that they never
@@ -175,6 +211,9 @@ pub enum Event {
     /// The idle-time pass over a user's own list (`worker::background`): `done` of its first
     /// `total` terms have vectors in this page session's memory (counts of the public list).
     Background { done: u64, total: u64 },
+    /// The recipient's training: one epoch's losses of the model `model` ("coral" or "plain").
+    Epoch { model: String, log: crate::adapt::EpochLog },
+    Trained(Box<TrainResult>),
 }
 
 /// What the curator sees before choosing columns. Stays in the page.
