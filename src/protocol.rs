@@ -112,7 +112,7 @@ pub enum Request {
     /// The recipient's mode (`crate::adapt`): embed a labelled synthetic corpus, the recipient's
     /// own unlabelled documents and an optional labelled test set (their files attached in that
     /// order), train the classifier (adapted with the CORAL term; and plain, to compare), score,
-    /// predict ([`Event::Epoch`] per epoch, then [`Event::Trained`]). Spends no ε; the documents
+    /// predict ([`Event::Epochs`] as it goes, then [`Event::Trained`]). Spends no ε; the documents
     /// stay in the page.
     Train { synthetic: DocSet, unlabelled: Option<DocSet>, test: Option<DocSet>, params: crate::adapt::TrainParams, compare: bool },
 }
@@ -141,8 +141,10 @@ pub struct TrainResult {
     pub model: Vec<u8>,
     pub embed_seconds: f64,
     pub train_seconds: f64,
-    /// Documents embedded, and how many of them by helper workers (how many helpers).
+    /// Documents embedded, how many more were embedded by an earlier training of this page
+    /// session (kept in the worker's memory), and how many by helper workers (how many helpers).
     pub embedded: usize,
+    pub reused: usize,
     pub by_helpers: usize,
     pub helpers: usize,
 }
@@ -211,8 +213,9 @@ pub enum Event {
     /// The idle-time pass over a user's own list (`worker::background`): `done` of its first
     /// `total` terms have vectors in this page session's memory (counts of the public list).
     Background { done: u64, total: u64 },
-    /// The recipient's training: one epoch's losses of the model `model` ("coral" or "plain").
-    Epoch { model: String, log: crate::adapt::EpochLog },
+    /// The recipient's training: the losses of the epochs of the model `model` ("coral" or
+    /// "plain") since the last such event (sent at most every ~100 ms, and when a model ends).
+    Epochs { model: String, logs: Vec<crate::adapt::EpochLog> },
     Trained(Box<TrainResult>),
 }
 

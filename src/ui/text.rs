@@ -426,8 +426,11 @@ pub fn trained_line(r: &crate::protocol::TrainResult) -> String {
         n => format!("{} of them by {n} helper worker{}", r.by_helpers, if n == 1 { "" } else { "s" }),
     };
     s.push_str(&format!(
-        " Embedding {} documents took {:.1} s ({per:.2} s a document; {helpers}), training {:.1} s.",
-        r.embedded, r.embed_seconds, r.train_seconds
+        " Embedding {} documents took {:.1} s ({per:.2} s a document; {helpers}){}, training {:.1} s.",
+        r.embedded,
+        r.embed_seconds,
+        if r.reused > 0 { format!("; {} more were embedded by an earlier training in this page", r.reused) } else { String::new() },
+        r.train_seconds
     ));
     s
 }

@@ -89,6 +89,9 @@ struct State {
     /// The private vocabulary this page released last, for later runs with the same key
     /// (`RunSettings::reuse_vocabulary`, `crate::reuse`). A DP output; memory only.
     released_vocab: Option<KeptVocabulary>,
+    /// The recipient's sets of documents as the last training read and embedded them (memory
+    /// only; `recipient`).
+    embedded: Vec<recipient::Embedded>,
 }
 
 thread_local! {

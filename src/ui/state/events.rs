@@ -105,7 +105,7 @@ impl AppState {
             }
             // The recipient's mode (`super::recipient`) takes these while its job runs; one
             // arriving after that job was given up belongs to no one.
-            Event::Epoch { .. } | Event::Trained(_) => {}
+            Event::Epochs { .. } | Event::Trained(_) => {}
             Event::Evaluated(r) => {
                 self.stages.set(Vec::new());
                 self.evaluation.set(Some(r));

@@ -241,7 +241,7 @@ impl RecipientState {
             }
             Event::Progress { stage, done, total } => self.set_stage(stage, StageState::Running { done, total }),
             Event::StageDone { stage, seconds, note } => self.set_stage(stage, StageState::Done { seconds, note }),
-            Event::Epoch { model, log } => self.curve.update(|c| c.push((model, log))),
+            Event::Epochs { model, logs } => self.curve.update(|c| c.extend(logs.into_iter().map(|l| (model.clone(), l)))),
             Event::Trained(r) => {
                 self.result.set(Some(*r));
                 self.job.set(None);
