@@ -91,10 +91,11 @@ await runTests([
   ['switch to the recipient mode and choose the three sets with their columns', async () => {
     await page.goto(server.url);
     await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
-    assert(await page.isVisible('#corpus-input') === false, 'the curator corpus input is a hidden file input');
     assert(await page.locator('#upload-h').count() === 1, 'the curator mode is shown first');
+    assert(await page.getAttribute('#mode-curator', 'aria-pressed') === 'true', 'the curator button is pressed');
     await page.click('#mode-recipient');
     await page.waitForSelector('#syn-set');
+    assert(await page.getAttribute('#mode-recipient', 'aria-pressed') === 'true', 'the recipient button is pressed');
     assert(await page.locator('#upload-h').count() === 0, 'the curator steps are hidden in the recipient mode');
     assert(await page.isDisabled('#train'), 'Train waits for the synthetic corpus');
     await page.setInputFiles('#syn-input', synPath);
@@ -149,6 +150,8 @@ await runTests([
     assert(await page.locator('#loss-curve path.line-coral').count() === 1 && await page.locator('#loss-curve path.line-plain').count() === 1, 'two loss lines');
     await page.locator('#train-results').scrollIntoViewIfNeeded();
     await shot('2-results');
+    await page.locator('#loss-curve').screenshot({ path: path.join(SHOTS, 'recipient-2b-loss-curve.png') });
+    await page.locator('#train-results').screenshot({ path: path.join(SHOTS, 'recipient-2c-scores.png') });
   }],
   ['download the predictions and the model; the native CLI loads the model and agrees', async () => {
     const csv = parseCsv(fs.readFileSync(await download('#dl-pred-csv'), 'utf8').trim());

@@ -149,11 +149,11 @@ pub fn Recipient() -> impl IntoView {
                     "Epochs"
                     <input id="epochs" type="text" inputmode="numeric" prop:value=move || rec.epochs.get() on:input=move |ev| rec.epochs.set(event_target_value(&ev)) />
                 </label>
-                <label class="check">
-                    <input id="compare" type="checkbox" prop:checked=move || rec.compare.get() on:change=move |ev| rec.compare.set(event_target_checked(&ev)) />
-                    "Also train the plain classifier (no CORAL term), to compare"
-                </label>
             </div>
+            <label class="check">
+                <input id="compare" type="checkbox" prop:checked=move || rec.compare.get() on:change=move |ev| rec.compare.set(event_target_checked(&ev)) />
+                "Also train the plain classifier (no CORAL term), to compare"
+            </label>
             <p class="hint" id="train-blocker">{move || rec.train_blocker().filter(|_| !rec.busy())}</p>
             <div class="actions">
                 <button id="train" class="primary" prop:disabled=move || rec.train_blocker().is_some() on:click=move |_| rec.train()>

@@ -71,7 +71,7 @@ fn per_class(m: &TrainedSummary, classes: &[String]) -> impl IntoView {
                 view! {
                     <tr>
                         <th scope="row">{c.clone()}</th>
-                        {cells.into_iter().enumerate().map(|(j, n)| view! { <td class:diag=j == k>{n}</td> }).collect_view()}
+                        {cells.into_iter().enumerate().map(|(j, n)| view! { <td class:diag={j == k}>{n}</td> }).collect_view()}
                         <td class="f1">{s.f1.get(k).copied().map(fixed3).unwrap_or_default()}</td>
                     </tr>
                 }
