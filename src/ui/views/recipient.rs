@@ -50,7 +50,7 @@ fn SetCard(kind: SetKind) -> impl IntoView {
     let rec = recipient();
     let set = rec.set(kind);
     let (key, title, hint) = match kind {
-        SetKind::Synthetic => ("syn", "1. The synthetic corpus (labelled)", "synthetic.jsonl or .csv from the curator's page or `dpkps generate`, or any CSV, TSV or JSONL with a text and a label column."),
+        SetKind::Synthetic => ("syn", "1. The synthetic corpus (labelled)", "synthetic.jsonl or .csv from the curator's mode or dpkps generate, or any CSV, TSV or JSONL with a text and a label column."),
         SetKind::Unlabelled => ("unl", "2. Your documents (unlabelled)", "Optional: the documents to adapt to and classify (CSV, TSV or JSONL with a text column)."),
         SetKind::Test => ("test", "3. A labelled test set (optional)", "Your own labelled documents, kept apart, to score the classifier (CSV, TSV or JSONL)."),
     };

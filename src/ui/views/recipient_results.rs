@@ -130,7 +130,9 @@ pub fn TrainResults() -> impl IntoView {
                         })}
                     <p class="hint">
                         "The downloads hold your own documents (the predictions) or what was trained on them (the model): keep them as private as the documents. "
-                        "The model is the file `dpkps predict --classifier model.safetensors` reads (with the same embedding model)."
+                        "The model is the file that "
+                        <code>"dpkps predict --classifier model.safetensors"</code>
+                        " reads (with the same embedding model)."
                     </p>
                     <div class="actions">
                         {has_predictions
