@@ -335,6 +335,32 @@ mod tests {
     }
 
     #[test]
+    fn the_recipients_messages_round_trip_as_json() {
+        let set = |label: Option<&str>| DocSet { files: vec![FileInfo { name: "s.jsonl".into(), size: 9 }], text_col: Some("text".into()), label_col: label.map(str::to_string) };
+        let r = Request::Train { synthetic: set(Some("label")), unlabelled: Some(set(None)), test: None, params: crate::adapt::TrainParams::default(), compare: true };
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(j.contains("\"kind\":\"train\""), "{j}");
+        assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
+        let e = Event::Epochs { model: "coral".into(), logs: vec![crate::adapt::EpochLog { epoch: 1, class_loss: 1.25, coral_loss: 0.5 }] };
+        assert_eq!(serde_json::from_str::<Event>(&serde_json::to_string(&e).unwrap()).unwrap(), e);
+        let t = Event::Trained(Box::new(TrainResult {
+            classes: vec!["a".into(), "b".into()],
+            counts: Default::default(),
+            models: Vec::new(),
+            predictions_csv: "text,label,probability\n".into(),
+            predictions_jsonl: String::new(),
+            model: vec![0, 1, 255],
+            embed_seconds: 1.5,
+            train_seconds: 0.25,
+            embedded: 3,
+            reused: 0,
+            by_helpers: 1,
+            helpers: 1,
+        }));
+        assert_eq!(serde_json::from_str::<Event>(&serde_json::to_string(&t).unwrap()).unwrap(), t);
+    }
+
+    #[test]
     fn oversized_inputs_are_refused_by_size_in_plain_words() {
         assert!(limits::check("a corpus", "a.csv", limits::CORPUS_TOTAL, limits::CORPUS_TOTAL).is_ok());
         let e = limits::check("a corpus", "big.txt", limits::CORPUS_TOTAL + 1, limits::CORPUS_TOTAL).unwrap_err();
