@@ -232,9 +232,17 @@ impl RecipientState {
             Event::Inspected(p) => {
                 if let Some(RecipientJob::Inspect(kind)) = self.job.get_untracked() {
                     let set = self.set(kind);
-                    let or = |s: Option<String>, d: &str| s.unwrap_or_else(|| if p.columns.iter().any(|c| c == d) { d.into() } else { String::new() });
-                    set.text_col.set(or(p.suggested_text.clone(), "text"));
-                    set.label_col.set(if kind.labelled() { or(p.suggested_label.clone(), "label") } else { String::new() });
+                    // The preview's suggestion, else the usual name, else what the select shows
+                    // first (the first column; for the label, the first other than the text's).
+                    let pick = |suggested: Option<String>, usual: &str, not: &str| {
+                        suggested
+                            .or_else(|| p.columns.iter().find(|c| c.as_str() == usual).cloned())
+                            .or_else(|| p.columns.iter().find(|c| c.as_str() != not).cloned())
+                            .unwrap_or_default()
+                    };
+                    let text = pick(p.suggested_text.clone(), "text", "");
+                    set.label_col.set(if kind.labelled() { pick(p.suggested_label.clone(), "label", &text) } else { String::new() });
+                    set.text_col.set(text);
                     set.preview.set(Some(p));
                 }
                 self.job.set(None);
