@@ -11,7 +11,6 @@
 //! classes of a release never depend on the data. Every sensitivity stated next to a mechanism
 //! is derived from that relation.
 
-#[cfg(feature = "train")]
 pub mod adapt;
 pub mod classes;
 pub mod corpus;

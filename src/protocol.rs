@@ -118,6 +118,44 @@ pub enum Request {
     ExportLedger,
     /// A ledger file (attached) merged into this browser's: runs by id ([`LedgerEvent::Imported`]).
     ImportLedger,
+    /// The recipient's mode (`crate::adapt`): embed a labelled synthetic corpus, the recipient's
+    /// own unlabelled documents and an optional labelled test set (their files attached in that
+    /// order), train the classifier (adapted with the CORAL term; and plain, to compare), score,
+    /// predict ([`Event::Epochs`] as it goes, then [`Event::Trained`]). Spends no ε; the documents
+    /// stay in the page.
+    Train { synthetic: DocSet, unlabelled: Option<DocSet>, test: Option<DocSet>, params: crate::adapt::TrainParams, compare: bool },
+}
+
+/// One set of documents of the recipient's mode: its files (attached to the request in this
+/// order) and columns (`label_col` for a labelled set).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocSet {
+    pub files: Vec<FileInfo>,
+    pub text_col: Option<String>,
+    pub label_col: Option<String>,
+}
+
+/// What the recipient's training gives the page: figures, and the downloads, made in the worker
+/// by the core (`crate::adapt::task`) as `dpkps train` writes them. The predictions hold the
+/// recipient's own documents: they stay in this page until the recipient downloads them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainResult {
+    pub classes: Vec<String>,
+    pub counts: crate::adapt::summary::Counts,
+    /// The adapted model first, then the plain one when compared.
+    pub models: Vec<crate::adapt::summary::TrainedSummary>,
+    pub predictions_csv: String,
+    pub predictions_jsonl: String,
+    /// `model.safetensors`, which `dpkps predict --classifier` reads.
+    pub model: Vec<u8>,
+    pub embed_seconds: f64,
+    pub train_seconds: f64,
+    /// Documents embedded, how many more were embedded by an earlier training of this page
+    /// session (kept in the worker's memory), and how many by helper workers (how many helpers).
+    pub embedded: usize,
+    pub reused: usize,
+    pub by_helpers: usize,
+    pub helpers: usize,
 }
 
 /// Ledger answers: posted as their own messages (tag `what`, not `kind`), so that they never
@@ -184,6 +222,10 @@ pub enum Event {
     /// The idle-time pass over a user's own list (`worker::background`): `done` of its first
     /// `total` terms have vectors in this page session's memory (counts of the public list).
     Background { done: u64, total: u64 },
+    /// The recipient's training: the losses of the epochs of the model `model` ("coral" or
+    /// "plain") since the last such event (sent at most every ~100 ms, and when a model ends).
+    Epochs { model: String, logs: Vec<crate::adapt::EpochLog> },
+    Trained(Box<TrainResult>),
 }
 
 /// What the curator sees before choosing columns. Stays in the page.
@@ -303,6 +345,32 @@ mod tests {
         assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
         let e = Event::Progress { stage: Stage::Embed, done: 3, total: 9 };
         assert_eq!(serde_json::from_str::<Event>(&serde_json::to_string(&e).unwrap()).unwrap(), e);
+    }
+
+    #[test]
+    fn the_recipients_messages_round_trip_as_json() {
+        let set = |label: Option<&str>| DocSet { files: vec![FileInfo { name: "s.jsonl".into(), size: 9 }], text_col: Some("text".into()), label_col: label.map(str::to_string) };
+        let r = Request::Train { synthetic: set(Some("label")), unlabelled: Some(set(None)), test: None, params: crate::adapt::TrainParams::default(), compare: true };
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(j.contains("\"kind\":\"train\""), "{j}");
+        assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
+        let e = Event::Epochs { model: "coral".into(), logs: vec![crate::adapt::EpochLog { epoch: 1, class_loss: 1.25, coral_loss: 0.5 }] };
+        assert_eq!(serde_json::from_str::<Event>(&serde_json::to_string(&e).unwrap()).unwrap(), e);
+        let t = Event::Trained(Box::new(TrainResult {
+            classes: vec!["a".into(), "b".into()],
+            counts: Default::default(),
+            models: Vec::new(),
+            predictions_csv: "text,label,probability\n".into(),
+            predictions_jsonl: String::new(),
+            model: vec![0, 1, 255],
+            embed_seconds: 1.5,
+            train_seconds: 0.25,
+            embedded: 3,
+            reused: 0,
+            by_helpers: 1,
+            helpers: 1,
+        }));
+        assert_eq!(serde_json::from_str::<Event>(&serde_json::to_string(&t).unwrap()).unwrap(), t);
     }
 
     #[test]

@@ -26,18 +26,35 @@
 //! machine and build gives the same model file. Across CPUs (or native against the browser) the
 //! matrix kernels may round differently, so the bytes may differ slightly.
 
+//!
+//! # Features
+//! The plain data (settings, epoch logs, scores, the report's figures: [`TrainParams`],
+//! [`EpochLog`], [`score`], [`summary`]) compiles everywhere, so the page's UI thread can show
+//! what the worker sends; the tensors, training and the model file need the `train` feature.
+
+#[cfg(feature = "train")]
 mod coral;
+#[cfg(feature = "train")]
 mod model;
+#[cfg(feature = "train")]
 mod net;
 pub mod score;
 pub mod shift;
+pub mod summary;
+#[cfg(feature = "train")]
 pub mod task;
+#[cfg(feature = "train")]
 mod train;
 
+#[cfg(feature = "train")]
 pub use coral::coral_loss;
+#[cfg(feature = "train")]
 pub use model::{Classifier, Prediction, MODEL_FORMAT};
+pub use summary::EpochLog;
+#[cfg(all(feature = "train", not(target_arch = "wasm32")))]
 pub(crate) use train::shuffle;
-pub use train::{train, EpochLog};
+#[cfg(feature = "train")]
+pub use train::{train, Trainer};
 
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +89,7 @@ impl Matrix {
     }
 
     /// The rows at `index`, in that order, as an n × d tensor.
+    #[cfg(feature = "train")]
     pub(crate) fn gather(&self, index: &[usize]) -> candle_core::Result<candle_core::Tensor> {
         let mut data = Vec::with_capacity(index.len() * self.cols);
         for &k in index {
@@ -144,9 +162,10 @@ pub enum AdaptError {
     ModelFile(String),
     #[error("training stopped")]
     Cancelled,
+    #[cfg(feature = "train")]
     #[error("the tensor library failed: {0}")]
     Tensor(#[from] candle_core::Error),
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "train"))]
 mod tests;

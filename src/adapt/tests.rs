@@ -105,3 +105,61 @@ fn bad_inputs_and_settings_are_refused_in_words_and_stop_cancels() {
     });
     assert!(matches!(r, Err(AdaptError::Cancelled)) && seen == 3);
 }
+
+#[test]
+fn the_task_steps_epoch_by_epoch_names_each_model_and_stops_when_asked() {
+    let (x, y) = blobs(60, 7, 0.5, 0.0);
+    let (u, _) = blobs(40, 8, 1.5, 0.3);
+    let (t, ty) = blobs(30, 9, 1.5, 0.3);
+    let label = |v: &[usize]| -> Vec<Option<String>> { v.iter().map(|&c| Some(names()[c].clone())).collect() };
+    let (labels, test_labels) = (label(&y), label(&ty));
+    let p = TrainParams { epochs: 4, ..small() };
+    let mut task = task::Task::new(&x, &labels, Some(&u), Some((&t, &test_labels)), &p, true).unwrap();
+    assert_eq!(task.progress(), (0, 8), "two models of 4 epochs");
+    let mut seen = Vec::new();
+    while let Some((which, log)) = task.step().unwrap() {
+        seen.push((which, task.training(), log.epoch));
+        assert_eq!(task.progress().0, seen.len());
+    }
+    let want: Vec<(task::Which, &str, usize)> =
+        (1..=4).map(|e| (task::Which::Main, "coral", e)).chain((1..=4).map(|e| (task::Which::Plain, "plain", e))).collect();
+    assert_eq!(seen, want);
+    let stepped = task.finish().unwrap();
+    // The loop (`run`, what the CLI calls) gives the same models, byte for byte.
+    let looped = task::run(&x, &labels, Some(&u), Some((&t, &test_labels)), &p, true, &mut |_, _| true).unwrap();
+    assert_eq!(stepped.main.model.to_bytes().unwrap(), looped.main.model.to_bytes().unwrap());
+    assert_eq!(stepped.summaries(), looped.summaries());
+    assert_eq!(stepped.summaries()[1].test.as_ref().map(|s| s.documents), Some(30));
+    // A false from the progress callback stops training.
+    let mut epochs = 0;
+    let stopped = task::run(&x, &labels, Some(&u), None, &p, true, &mut |_, _| {
+        epochs += 1;
+        epochs < 3
+    });
+    assert!(matches!(stopped, Err(AdaptError::Cancelled)), "{:?}", stopped.err());
+    assert_eq!(epochs, 3);
+}
+
+#[test]
+fn the_embedding_batches_cover_every_document_once() {
+    struct Len;
+    impl crate::embed::Embed for Len {
+        fn dim(&self) -> usize {
+            1
+        }
+        fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, crate::embed::EmbedError> {
+            Ok(texts.iter().map(|t| vec![t.len() as f32]).collect())
+        }
+        fn checksum(&self) -> &str {
+            "len"
+        }
+    }
+    let texts: Vec<String> = (0..11).map(|k| "x".repeat((k * 7) % 5 + 1)).collect();
+    let b = task::batches(&Len, &texts, 4);
+    assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![4, 4, 3]);
+    let mut all: Vec<usize> = b.concat();
+    all.sort();
+    assert_eq!(all, (0..11).collect::<Vec<_>>());
+    let m = task::embed_texts(&mut Len, &texts, 4, &mut |_, _| true).unwrap();
+    assert_eq!(m.data, texts.iter().map(|t| t.len() as f32).collect::<Vec<_>>(), "rows in the texts' order");
+}

@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::{inputs, load_model, peak_rss_kb, write_private, CliError, CorpusArgs, ModelArgs};
 use crate::adapt::task::{self, Counts, Documents, TrainedSummary, Which};
 use crate::adapt::{Classifier, Matrix, Prediction, TrainParams};
-use crate::corpus::{self, Fields, Format, Ingest};
+use crate::corpus::{Fields, Format, Ingest};
 
 #[derive(Args)]
 pub(crate) struct TrainArgs {
@@ -131,10 +131,7 @@ pub(crate) fn read_corpus_documents(args: &CorpusArgs) -> Result<Documents, CliE
     for input in inputs(args)? {
         let name = input.path.display().to_string();
         let file = File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
-        corpus::stream(BufReader::with_capacity(1 << 20, file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest, &mut |d| {
-            docs.texts.push(d.text.to_string());
-            docs.labels.push(d.label.map(str::to_string));
-        })?;
+        docs.read(BufReader::with_capacity(1 << 20, file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest)?;
     }
     let what = args.corpus.first().map(|p| p.display().to_string()).unwrap_or_default();
     ingest.finish(&what)?;

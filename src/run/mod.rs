@@ -51,6 +51,10 @@ pub enum Stage {
     Evaluate,
     /// The replay check of generated documents against the loaded corpus (`crate::replay`).
     Replay,
+    /// The recipient's mode: reading and embedding its three sets of documents (`crate::adapt`).
+    Documents,
+    /// The recipient's mode: training the classifier, epoch by epoch.
+    Train,
 }
 
 impl Stage {
@@ -66,6 +70,8 @@ impl Stage {
             Stage::Sample => "Sample keyphrase sequences",
             Stage::Evaluate => "Train and test classifiers (not DP)",
             Stage::Replay => "Check the generated documents for replayed private text (not DP)",
+            Stage::Documents => "Read and embed the documents",
+            Stage::Train => "Train the classifier (no ε: nothing is released)",
         }
     }
 }

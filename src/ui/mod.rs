@@ -2,13 +2,16 @@
 //! (`crate::worker`), reached through [`engine`].
 //!
 //! - [`state`]: types holding signals, with methods: the corpus and the run ([`state::app`]),
-//!   the budget account and ledger ([`state::ledger`]), the LLM step ([`state::generate`]).
+//!   the budget account and ledger ([`state::ledger`]), the LLM step ([`state::generate`]),
+//!   the second mode, "Use a synthetic corpus" ([`state::recipient`]).
 //! - [`views`]: small components that read those signals and call their methods.
-//! - [`text`]: the sentences the views show, as plain functions of plain values.
+//! - [`text`]: the sentences the views show, as plain functions of plain values; [`chart`]: the
+//!   loss curve's SVG paths, likewise.
 //! - [`io`]: the browser's storage, downloads, Web Locks and HTTP, without signals.
 //!
 //! Dependencies go one way: views → state → io, engine; text is read by both views and state.
 
+mod chart;
 mod engine;
 mod io;
 mod state;
@@ -19,10 +22,12 @@ use leptos::prelude::*;
 
 use state::app::AppState;
 use state::generate::GenState;
+use state::recipient::RecipientState;
 use views::intro::{ErrorBanner, Steps};
 use views::ledger::LedgerPanel;
 use views::llm::{Generate, ResumeBanner};
 use views::model::{BenchPanel, Bundled, ModelPanel};
+use views::recipient::{ModeSwitch, Recipient};
 use views::{columns::Columns, privacy::Privacy, progress::Progress, results::Results, summary::Summary, upload::Upload, utility::Utility};
 
 pub use state::settings::MAX_TERMS;
@@ -39,7 +44,10 @@ fn App() -> impl IntoView {
     provide_context(app);
     let gen = GenState::new();
     provide_context(gen);
-    engine::start(move |ev| app.apply(ev));
+    let rec = RecipientState::new();
+    provide_context(rec);
+    // The recipient's mode takes the events of its own jobs; every other event is the curator's.
+    engine::start(move |ev| if rec.claims(&ev) { rec.apply(ev) } else { app.apply(ev) });
     app.restore_last_run();
     gen.restore();
     state::replay::auto_check(app, gen);
@@ -54,19 +62,22 @@ fn App() -> impl IntoView {
             <p class="tagline">"Differentially private synthetic text, made in your browser"</p>
         </header>
         <main id="main" data-worker-ready=move || app.worker_ready.get().to_string()>
-            <p class="assurance" role="note" id="assurance">{text::ASSURANCE}</p>
-            <ResumeBanner />
-            <Steps />
-            <ErrorBanner />
-            <Upload />
-            <Columns />
-            <Summary />
-            <LedgerPanel />
-            <Privacy />
-            <Progress />
-            <Utility />
-            <Results />
-            <Generate />
+            <ModeSwitch />
+            <Show when=move || !rec.on.get() fallback=|| view! { <Recipient /> }>
+                <p class="assurance" role="note" id="assurance">{text::ASSURANCE}</p>
+                <ResumeBanner />
+                <Steps />
+                <ErrorBanner />
+                <Upload />
+                <Columns />
+                <Summary />
+                <LedgerPanel />
+                <Privacy />
+                <Progress />
+                <Utility />
+                <Results />
+                <Generate />
+            </Show>
             <ModelPanel />
             {bench.then(|| view! { <BenchPanel /> })}
             <Bundled />

@@ -386,3 +386,67 @@ pub fn replay_row(d: &DocReplay, job: &Job) -> [String; 6] {
     let span = if by_run { d.longest_span.clone() } else { d.rare_span.clone().or_else(|| d.longest_span.clone()) };
     [format!("#{}", d.index + 1), label, d.longest_run.to_string(), d.run_outside_keyphrases.to_string(), d.rare_ngrams.to_string(), span.unwrap_or_default()]
 }
+
+// ---- the recipient's mode (`super::state::recipient`) ----
+
+/// What the recipient's mode is, and what it does with the documents.
+pub const RECIPIENT_NOTE: &str = "Train a classifier on a released synthetic corpus and adapt it to your own unlabelled \
+documents (Deep CORAL). Your documents are read and embedded inside this page's worker: they are never uploaded or \
+stored, and nothing here spends privacy budget (the synthetic corpus is already a DP release).";
+
+/// A model's name as the page shows it.
+pub fn model_title(name: &str, coral_weight: f64) -> String {
+    if name == "coral" {
+        format!("Adapted (CORAL term, λ = {coral_weight})")
+    } else {
+        "Plain (no CORAL term)".to_string()
+    }
+}
+
+/// A model's name in the loss curve's legend.
+pub fn model_short(name: &str) -> &'static str {
+    if name == "coral" {
+        "adapted (CORAL term)"
+    } else {
+        "plain"
+    }
+}
+
+/// The figures of a training: documents, classes, time.
+pub fn trained_line(r: &crate::protocol::TrainResult) -> String {
+    let c = &r.counts;
+    let mut s = format!(
+        "Trained on {} synthetic documents in {} classes; {} of your unlabelled documents; {} test documents scored.",
+        c.labelled,
+        r.classes.len(),
+        c.unlabelled,
+        c.test
+    );
+    if c.labelled_without_label > 0 {
+        s.push_str(&format!(" {} synthetic documents without a label were left out.", c.labelled_without_label));
+    }
+    if c.test_unknown_label > 0 {
+        s.push_str(&format!(" {} test documents have a label that is none of the classes: left out of the scores.", c.test_unknown_label));
+    }
+    if c.unlabelled < 2 {
+        s.push_str(" Without at least two unlabelled documents there is nothing to adapt to: the plain classifier was trained.");
+    }
+    let per = if r.embedded > 0 { r.embed_seconds / r.embedded as f64 } else { 0.0 };
+    let helpers = match r.helpers {
+        0 => "this worker alone".to_string(),
+        n => format!("{} of them by {n} helper worker{}", r.by_helpers, if n == 1 { "" } else { "s" }),
+    };
+    s.push_str(&format!(
+        " Embedding {} documents took {:.1} s ({per:.2} s a document; {helpers}){}, training {:.1} s.",
+        r.embedded,
+        r.embed_seconds,
+        if r.reused > 0 { format!("; {} more were embedded by an earlier training in this page", r.reused) } else { String::new() },
+        r.train_seconds
+    ));
+    s
+}
+
+/// A score to three places.
+pub fn fixed3(x: f64) -> String {
+    format!("{x:.3}")
+}

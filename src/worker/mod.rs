@@ -13,7 +13,7 @@
 //! Layout: this file is the message loop (`on_message`, `handle`), the state kept between
 //! requests ([`State`]) and the run (`run`, with `helpers_for` and `helpers_ready`). Every
 //! other request has its own module ([`load`], [`model`], [`evaluate`], [`diagnostics`],
-//! [`ledger_requests`], [`replay`]); what the jobs share is [`control`] (progress, cancelling, stopping: a
+//! [`ledger_requests`], [`replay`], [`recipient`]); what the jobs share is [`control`] (progress, cancelling, stopping: a
 //! leaf), [`assets`], [`sources`] and [`store`]; the helper workers are [`helpers`]. The
 //! modules take the state from here; none of them imports another's job.
 
@@ -27,6 +27,7 @@ mod helpers;
 mod ledger_requests;
 mod load;
 mod model;
+mod recipient;
 mod replay;
 mod run;
 mod sources;
@@ -88,6 +89,9 @@ struct State {
     /// The private vocabulary this page released last, for later runs with the same key
     /// (`RunSettings::reuse_vocabulary`, `crate::reuse`). A DP output; memory only.
     released_vocab: Option<KeptVocabulary>,
+    /// The recipient's sets of documents as the last training read and embedded them (memory
+    /// only; `recipient`).
+    embedded: Vec<recipient::Embedded>,
 }
 
 thread_local! {
@@ -199,6 +203,9 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
             evaluate(&mut state, &settings, Some((file, f))).await
         }
         Request::ReplayCheck { files: infos, documents, params } => replay::check(&state, &infos, &files, documents, params),
+        Request::Train { synthetic, unlabelled, test, params, compare } => {
+            recipient::train(&mut state, recipient::TrainAsk { synthetic, unlabelled, test, params, compare }, &files).await
+        }
         Request::Cancel => Ok(Event::Cancelled),
         // Handled in `on_message`.
         Request::Account { .. } | Request::ExportLedger | Request::ImportLedger => Err(Stop::Failed(None, "internal: ledger request".into())),

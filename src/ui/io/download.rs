@@ -1,14 +1,19 @@
-//! Downloads: a Blob, an object URL, a click. Only DP outputs are offered.
+//! Downloads: a Blob, an object URL, a click. In the curator's mode only DP outputs are
+//! offered; in the recipient's mode, the recipient's own predictions and model.
 
 use wasm_bindgen::JsCast;
 
-use crate::protocol::RunResult;
+use crate::protocol::{RunResult, TrainResult};
 
 fn save(name: &str, mime: &str, text: &str) {
-    let parts = js_sys::Array::of1(&wasm_bindgen::JsValue::from_str(text));
+    save_part(name, mime, &wasm_bindgen::JsValue::from_str(text));
+}
+
+fn save_part(name: &str, mime: &str, part: &wasm_bindgen::JsValue) {
+    let parts = js_sys::Array::of1(part);
     let opts = web_sys::BlobPropertyBag::new();
     opts.set_type(mime);
-    let Ok(blob) = web_sys::Blob::new_with_str_sequence_and_options(&parts, &opts) else { return };
+    let Ok(blob) = web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &opts) else { return };
     let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else { return };
     if let Some(a) = web_sys::window()
         .and_then(|w| w.document())
@@ -87,4 +92,19 @@ pub fn audit_log(withheld: crate::llm::Withheld) {
 /// The privacy ledger, as exported (to import in another browser or keep with the data).
 pub fn ledger(json: &str) {
     save("dpkps-ledger.json", "application/json", json);
+}
+
+/// The recipient's predictions for its unlabelled documents (text, label, probability), as
+/// `dpkps train` writes them.
+pub fn predictions_csv(r: &TrainResult) {
+    save("predictions.csv", "text/csv", &r.predictions_csv);
+}
+
+pub fn predictions_jsonl(r: &TrainResult) {
+    save("predictions.jsonl", "application/x-ndjson", &r.predictions_jsonl);
+}
+
+/// The trained classifier, which `dpkps predict --classifier` reads.
+pub fn model(r: &TrainResult) {
+    save_part("model.safetensors", "application/octet-stream", &js_sys::Uint8Array::from(&r.model[..]));
 }

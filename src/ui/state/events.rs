@@ -105,6 +105,9 @@ impl AppState {
                 self.replay_checked(check);
                 self.job.set(None);
             }
+            // The recipient's mode (`super::recipient`) takes these while its job runs; one
+            // arriving after that job was given up belongs to no one.
+            Event::Epochs { .. } | Event::Trained(_) => {}
             Event::Evaluated(r) => {
                 self.stages.set(Vec::new());
                 self.evaluation.set(Some(r));

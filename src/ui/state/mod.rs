@@ -1,12 +1,13 @@
 //! The page's state: types holding signals, with methods for what the views show and do.
 //! [`app::AppState`] is the corpus, the settings form and the worker's progress;
 //! [`ledger::LedgerState`] the budget account and the ledger; [`generate::GenState`] the LLM
-//! step; [`replay`] the replay check of its documents (signals of `AppState`: it is a worker job). Each is provided as a context by `App`; the getters below fetch them in views.
+//! step; [`replay`] the replay check of its documents (signals of `AppState`: it is a worker job); [`recipient::RecipientState`] the page's second mode, "Use a synthetic corpus". Each is provided as a context by `App`; the getters below fetch them in views.
 
 pub mod app;
 pub mod events;
 pub mod generate;
 pub mod ledger;
+pub mod recipient;
 pub mod replay;
 pub mod settings;
 
@@ -18,6 +19,10 @@ pub fn app() -> app::AppState {
 
 pub fn ledger() -> ledger::LedgerState {
     expect_context::<ledger::LedgerState>()
+}
+
+pub fn recipient() -> recipient::RecipientState {
+    expect_context::<recipient::RecipientState>()
 }
 
 pub fn gen() -> generate::GenState {

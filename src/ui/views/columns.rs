@@ -1,10 +1,64 @@
-//! Step 2: the first rows, the text, label and person columns, and the public vocabulary.
+//! Step 2: the first rows, the text, label and person columns, and the public vocabulary. The preview
+//! table and the column selects are components of their own, which the recipient's mode
+//! (`super::recipient`) places for each of its sets of documents.
 
 use leptos::prelude::*;
 
+use crate::protocol::Preview;
 use crate::ui::state::app;
 
 use super::files_of;
+
+/// The first rows of a file, as the worker read them (shown here only).
+#[component]
+pub fn PreviewTable(p: Preview) -> impl IntoView {
+    view! {
+        <p class="hint">{format!("{} file · {} · first rows (shown here only):", p.file, p.format)}</p>
+        <div class="table-wrap">
+            <table class="preview">
+                <thead>
+                    <tr>{p.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr>
+                </thead>
+                <tbody>
+                    {p.rows
+                        .iter()
+                        .map(|r| view! { <tr>{r.iter().map(|c| view! { <td>{c.clone()}</td> }).collect_view()}</tr> })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+/// A select of `columns` bound to `sel`, with a "(none: unlabelled)" choice when `with_none`
+/// (worded `none` when given), and `title` as its hover help.
+#[component]
+pub fn ColumnSelect(
+    #[prop(into)] id: String,
+    label: &'static str,
+    columns: Vec<String>,
+    sel: RwSignal<String>,
+    #[prop(optional)] with_none: bool,
+    #[prop(optional)] none: Option<&'static str>,
+    #[prop(optional)] title: Option<&'static str>,
+) -> impl IntoView {
+    let none = (with_none || none.is_some()).then(|| none.unwrap_or("(none: unlabelled)"));
+    view! {
+        <label title=title>
+            {label}
+            <select id=id on:change=move |ev| sel.set(event_target_value(&ev))>
+                {none.map(|none| view! { <option value="" selected=move || sel.get().is_empty()>{none}</option> })}
+                {columns
+                    .into_iter()
+                    .map(|c| {
+                        let c2 = c.clone();
+                        view! { <option value=c.clone() selected=move || sel.get() == c2>{c.clone()}</option> }
+                    })
+                    .collect_view()}
+            </select>
+        </label>
+    }
+}
 
 #[component]
 pub fn Columns() -> impl IntoView {
@@ -13,61 +67,24 @@ pub fn Columns() -> impl IntoView {
         app.preview.get().map(|p| {
             let columns = p.columns.clone();
             let has_columns = !columns.is_empty();
-            let col_opts = move |sel: RwSignal<String>, none: Option<&'static str>| {
-                let cols = columns.clone();
-                view! {
-                    {none.map(|none| view! { <option value="" selected=move || sel.get().is_empty()>{none}</option> })}
-                    {cols
-                        .into_iter()
-                        .map(|c| {
-                            let c2 = c.clone();
-                            view! { <option value=c.clone() selected=move || sel.get() == c2>{c.clone()}</option> }
-                        })
-                        .collect_view()}
-                }
-            };
-            let text_opts = col_opts(app.text_col, None);
-            let label_opts = col_opts(app.label_col, Some("(none: unlabelled)"));
-            let person_opts = col_opts(app.person_col, Some("(none: each document counts alone)"));
             view! {
                 <section aria-labelledby="cols-h" class="card">
                     <h2 id="cols-h">"2. Columns and vocabulary"</h2>
-                    <p class="hint">{format!("{} file · {} · first rows (shown here only):", p.file, p.format)}</p>
-                    <div class="table-wrap">
-                        <table class="preview">
-                            <thead>
-                                <tr>{p.columns.iter().map(|c| view! { <th scope="col">{c.clone()}</th> }).collect_view()}</tr>
-                            </thead>
-                            <tbody>
-                                {p.rows
-                                    .iter()
-                                    .map(|r| view! { <tr>{r.iter().map(|c| view! { <td>{c.clone()}</td> }).collect_view()}</tr> })
-                                    .collect_view()}
-                            </tbody>
-                        </table>
-                    </div>
+                    <PreviewTable p=p />
                     <div class="fields">
                         {has_columns
                             .then(|| {
                                 view! {
-                                    <label>
-                                        "Text column"
-                                        <select id="text-col" on:change=move |ev| app.text_col.set(event_target_value(&ev))>
-                                            {text_opts}
-                                        </select>
-                                    </label>
-                                    <label>
-                                        "Label column"
-                                        <select id="label-col" on:change=move |ev| app.label_col.set(event_target_value(&ev))>
-                                            {label_opts}
-                                        </select>
-                                    </label>
-                                    <label title="The column naming the patient each document is about. With it, a patient's documents together count as one document in every DP step: each patient is protected at ε however many notes they have. Without it, a patient with k notes is protected at k·ε.">
-                                        "Person column (patient id)"
-                                        <select id="person-col" on:change=move |ev| app.person_col.set(event_target_value(&ev))>
-                                            {person_opts}
-                                        </select>
-                                    </label>
+                                    <ColumnSelect id="text-col" label="Text column" columns=columns.clone() sel=app.text_col />
+                                    <ColumnSelect id="label-col" label="Label column" columns=columns.clone() sel=app.label_col with_none=true />
+                                    <ColumnSelect
+                                        id="person-col"
+                                        label="Person column (patient id)"
+                                        columns=columns
+                                        sel=app.person_col
+                                        none="(none: each document counts alone)"
+                                        title="The column naming the patient each document is about. With it, a patient's documents together count as one document in every DP step: each patient is protected at ε however many notes they have. Without it, a patient with k notes is protected at k·ε."
+                                    />
                                 }
                             })}
                         <label>

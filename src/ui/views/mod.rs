@@ -10,6 +10,8 @@ pub mod llm;
 pub mod model;
 pub mod privacy;
 pub mod progress;
+pub mod recipient;
+pub mod recipient_results;
 pub mod replay;
 pub mod results;
 pub mod settings_fields;

@@ -2,14 +2,15 @@
 
 use leptos::prelude::*;
 
+use crate::protocol::Stage;
 use crate::ui::state::app;
-use crate::ui::state::app::stage_key;
+use crate::ui::state::app::{stage_key, StageState};
 
+/// The stages of a job as progress bars (the recipient's mode shows its own).
 #[component]
-pub fn Progress() -> impl IntoView {
-    let app = app();
+pub fn StageList(stages: RwSignal<Vec<(Stage, StageState)>>) -> impl IntoView {
     let rows = move || {
-        app.stages
+        stages
             .get()
             .into_iter()
             .map(|(stage, st)| {
@@ -25,11 +26,17 @@ pub fn Progress() -> impl IntoView {
             })
             .collect_view()
     };
+    view! { <ul class="stages">{rows}</ul> }
+}
+
+#[component]
+pub fn Progress() -> impl IntoView {
+    let app = app();
     view! {
         <Show when=move || !app.stages.get().is_empty()>
             <section aria-labelledby="prog-h" class="card" aria-live="polite">
                 <h2 id="prog-h">"4. Progress"</h2>
-                <ul class="stages">{rows}</ul>
+                <StageList stages=app.stages />
                 <Show when=move || app.busy()>
                     <button id="cancel" on:click=move |_| app.cancel()>"Cancel"</button>
                 </Show>
