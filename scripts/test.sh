@@ -33,13 +33,12 @@ trunk build --release --config Trunk.toml
 ls -l dist/*.wasm
 
 lap "wasm32 tests in headless Chromium: cargo test --target wasm32-unknown-unknown"
-# The core without the embedding model (`embed` feature), in the profile and with the features
-# of the page's UI build just above: every dependency is compiled already, so this builds the
-# test crate and little else (in the dev profile it compiled leptos, web-sys and the core for
-# wasm32 a second time). tract is compiled for wasm32 by trunk only; the embedder is tested in
-# the browser through the app's worker (tests/e2e/app.mjs: reference-vector check).
+# The core without the embedding model (`embed` feature): tract is compiled for wasm32 once,
+# by trunk above, and the embedder is tested in the browser through the app's worker
+# (tests/e2e/app.mjs: reference-vector check). (The dev profile: under the UI build's profile the
+# test would not reuse its dependencies anyway, since a test is built without panic=abort.)
 WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-300} \
-  cargo test --locked --target wasm32-unknown-unknown --no-default-features --profile wasm-release --test web
+  cargo test --locked --target wasm32-unknown-unknown --no-default-features --test web
 
 lap "end-to-end browser tests"
 node tests/e2e/smoke.mjs
