@@ -548,70 +548,17 @@ fn stream_jsonl<R: Read>(
                 })
             }
         };
-        let label_owned;
-        let label = match fields.label.as_deref() {
-            None => None,
-            Some(field) => match obj.get(field) {
-                None => {
-                    return Err(CorpusError::MissingField { file: file.to_string(), line: line_no, field: field.to_string() })
-                }
-                Some(serde_json::Value::Null) => None,
-                Some(serde_json::Value::String(s)) => Some(s.as_str()),
-                Some(v @ (serde_json::Value::Number(_) | serde_json::Value::Bool(_))) => {
-                    label_owned = v.to_string();
-                    Some(label_owned.as_str())
-                }
-                Some(other) => {
-                    return Err(CorpusError::WrongFieldType {
-                        file: file.to_string(),
-                        line: line_no,
-                        field: field.to_string(),
-                        expected: "a string, number or boolean",
-                        found: json_kind(other),
-                    })
-                }
-            },
-        };
-        let person_owned;
-        let person = match fields.person.as_deref() {
-            None => None,
-            Some(field) => match obj.get(field) {
-                None => {
-                    return Err(CorpusError::MissingField { file: file.to_string(), line: line_no, field: field.to_string() })
-                }
-                Some(serde_json::Value::Null) => None,
-                Some(serde_json::Value::String(s)) => Some(s.as_str()),
-                // A number names a person by its whole value (12, 12.0 and 1.2e1 are one person);
-                // a fraction is refused rather than guessed.
-                Some(serde_json::Value::Number(n)) => {
-                    person_owned = match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                        (Some(i), _, _) => i.to_string(),
-                        (_, Some(u), _) => u.to_string(),
-                        (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("{}", f as i64),
-                        _ => {
-                            return Err(CorpusError::WrongFieldType {
-                                file: file.to_string(),
-                                line: line_no,
-                                field: field.to_string(),
-                                expected: "a string or a whole number",
-                                found: "a fraction",
-                            })
-                        }
-                    };
-                    Some(person_owned.as_str())
-                }
-                Some(other) => {
-                    return Err(CorpusError::WrongFieldType {
-                        file: file.to_string(),
-                        line: line_no,
-                        field: field.to_string(),
-                        expected: "a string or a number",
-                        found: json_kind(other),
-                    })
-                }
-            },
-        };
-        match ingest.accept(text, label, person) {
+        // Labels: any scalar, as written. Persons: a number by its whole value (12, 12.0 and
+        // 1.2e1 are one person); a fraction is refused rather than guessed.
+        let label = scalar_field(obj, fields.label.as_deref(), file, line_no, "a string, number or boolean", |v| match v {
+            serde_json::Value::Number(_) | serde_json::Value::Bool(_) => Ok(v.to_string()),
+            other => Err(json_kind(other)),
+        })?;
+        let person = scalar_field(obj, fields.person.as_deref(), file, line_no, "a string or a whole number", |v| match v {
+            serde_json::Value::Number(n) => whole_number(n).ok_or("a fraction"),
+            other => Err(json_kind(other)),
+        })?;
+        match ingest.accept(text, label.as_deref(), person.as_deref()) {
             Ok(Some(doc)) => sink(with_person(doc, fields, file, line_no)?),
             Ok(None) => {}
             Err(()) => return Err(ingest.too_many(file, line_no)),
@@ -621,6 +568,42 @@ fn stream_jsonl<R: Read>(
         return Err(CorpusError::EmptyFile { file: file.to_string() });
     }
     Ok(())
+}
+
+/// The optional `field` of a JSONL object: absent from the line → an error; null → None; a
+/// string as it is; any other value through `other` (`Err`: what it is, refused as not
+/// `expected`).
+fn scalar_field<'v>(
+    obj: &'v serde_json::Map<String, serde_json::Value>,
+    field: Option<&str>,
+    file: &str,
+    line: u64,
+    expected: &'static str,
+    other: impl Fn(&serde_json::Value) -> Result<String, &'static str>,
+) -> Result<Option<std::borrow::Cow<'v, str>>, CorpusError> {
+    let Some(field) = field else { return Ok(None) };
+    match obj.get(field) {
+        None => Err(CorpusError::MissingField { file: file.to_string(), line, field: field.to_string() }),
+        Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) => Ok(Some(std::borrow::Cow::Borrowed(s.as_str()))),
+        Some(v) => other(v).map(|s| Some(std::borrow::Cow::Owned(s))).map_err(|found| CorpusError::WrongFieldType {
+            file: file.to_string(),
+            line,
+            field: field.to_string(),
+            expected,
+            found,
+        }),
+    }
+}
+
+/// A JSON number as a whole number's digits, if it is one.
+fn whole_number(n: &serde_json::Number) -> Option<String> {
+    match (n.as_i64(), n.as_u64(), n.as_f64()) {
+        (Some(i), _, _) => Some(i.to_string()),
+        (_, Some(u), _) => Some(u.to_string()),
+        (_, _, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => Some(format!("{}", f as i64)),
+        _ => None,
+    }
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {

@@ -105,16 +105,14 @@ fn person_units(docs: &[MatchedDoc], classes: &ClassSet, keep: usize) -> (Vec<Ma
     for p in order {
         let mine = &of_person[p as usize];
         stats.most_documents = stats.most_documents.max(mine.len());
-        let class_of = |i: usize| classes.assign(docs[i].label.as_deref());
-        let chosen = person_class(mine.iter().map(|&i| class_of(i)));
+        // Each document's declared class (None: of no declared class), looked up once.
+        let class_of: Vec<Option<usize>> = mine.iter().map(|&i| classes.assign(docs[i].label.as_deref())).collect();
+        let chosen = person_class(class_of.iter().copied());
         let read: Vec<usize> = match chosen {
-            Some(c) => mine.iter().copied().filter(|&i| class_of(i) == Some(c)).collect(),
+            Some(c) => mine.iter().zip(&class_of).filter(|(_, k)| **k == Some(c)).map(|(&i, _)| i).collect(),
             None => mine.clone(),
         };
-        let mut seen_classes: Vec<usize> = mine.iter().filter_map(|&i| class_of(i)).collect();
-        seen_classes.sort_unstable();
-        seen_classes.dedup();
-        if seen_classes.len() > 1 {
+        if class_of.iter().flatten().any(|&k| Some(k) != chosen) {
             stats.in_several_classes += 1;
         }
         stats.documents_left_out += mine.len() - read.len();

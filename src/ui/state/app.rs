@@ -40,6 +40,25 @@ pub enum Job {
     Replay,
 }
 
+/// Sets `stage`'s state in a job's stage list (appended if it is not there yet).
+pub fn set_stage(stages: RwSignal<Vec<(Stage, StageState)>>, stage: Stage, st: StageState) {
+    stages.update(|v| match v.iter_mut().find(|(s, _)| *s == stage) {
+        Some(slot) => slot.1 = st,
+        None => v.push((stage, st)),
+    });
+}
+
+/// Marks every running stage of a job's stage list failed.
+pub fn mark_running_failed(stages: RwSignal<Vec<(Stage, StageState)>>) {
+    stages.update(|v| {
+        for (_, st) in v.iter_mut() {
+            if matches!(st, StageState::Running { .. }) {
+                *st = StageState::Failed;
+            }
+        }
+    });
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum StageState {
     Waiting,

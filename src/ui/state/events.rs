@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use crate::protocol::{CorpusSummary, Event, Stage};
 use crate::ui::io::jobstore;
 
-use super::app::{stored_form, AppState, StageState};
+use super::app::{mark_running_failed, set_stage, stored_form, AppState, StageState};
 
 impl AppState {
     /// One event from the worker (`engine::start` delivers them).
@@ -14,8 +14,8 @@ impl AppState {
             Event::Ready => self.worker_ready.set(true),
             // The replay check shows its progress in the Generate card, not among the stages.
             Event::Progress { stage: Stage::Replay, done, total } => self.replay_progress.set(Some((done, total))),
-            Event::Progress { stage, done, total } => self.set_stage(stage, StageState::Running { done, total }),
-            Event::StageDone { stage, seconds, note } => self.set_stage(stage, StageState::Done { seconds, note }),
+            Event::Progress { stage, done, total } => set_stage(self.stages, stage, StageState::Running { done, total }),
+            Event::StageDone { stage, seconds, note } => set_stage(self.stages, stage, StageState::Done { seconds, note }),
             Event::Inspected(p) => {
                 self.text_col.set(p.suggested_text.clone().unwrap_or_default());
                 self.label_col.set(p.suggested_label.clone().unwrap_or_default());
@@ -54,7 +54,7 @@ impl AppState {
             }
             Event::Cancelled => {
                 self.job.set(None);
-                self.mark_running_failed();
+                mark_running_failed(self.stages);
                 self.error.set(Some("Cancelled. ε already spent by finished DP stages stays in the ledger.".into()));
             }
             Event::Failed { stage: Some(Stage::Replay), message } => {
@@ -67,9 +67,9 @@ impl AppState {
                     self.replay_progress.set(None);
                 }
                 if let Some(stage) = stage {
-                    self.set_stage(stage, StageState::Failed);
+                    set_stage(self.stages, stage, StageState::Failed);
                 }
-                self.mark_running_failed();
+                mark_running_failed(self.stages);
                 self.error.set(Some(message));
                 self.job.set(None);
             }
@@ -114,22 +114,5 @@ impl AppState {
                 self.job.set(None);
             }
         }
-    }
-
-    fn set_stage(&self, stage: Stage, st: StageState) {
-        self.stages.update(|v| match v.iter_mut().find(|(s, _)| *s == stage) {
-            Some(slot) => slot.1 = st,
-            None => v.push((stage, st)),
-        });
-    }
-
-    fn mark_running_failed(&self) {
-        self.stages.update(|v| {
-            for (_, st) in v.iter_mut() {
-                if matches!(st, StageState::Running { .. }) {
-                    *st = StageState::Failed;
-                }
-            }
-        });
     }
 }

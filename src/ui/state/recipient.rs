@@ -21,7 +21,7 @@ use crate::adapt::{EpochLog, TrainParams};
 use crate::protocol::{DocSet, Event, FileInfo, Preview, Request, Stage, TrainResult};
 use crate::ui::engine;
 
-use super::app::StageState;
+use super::app::{mark_running_failed, set_stage, StageState};
 
 /// The three sets of documents, in the order their files go to the worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,15 +247,15 @@ impl RecipientState {
                 }
                 self.job.set(None);
             }
-            Event::Progress { stage, done, total } => self.set_stage(stage, StageState::Running { done, total }),
-            Event::StageDone { stage, seconds, note } => self.set_stage(stage, StageState::Done { seconds, note }),
+            Event::Progress { stage, done, total } => set_stage(self.stages, stage, StageState::Running { done, total }),
+            Event::StageDone { stage, seconds, note } => set_stage(self.stages, stage, StageState::Done { seconds, note }),
             Event::Epochs { model, logs } => self.curve.update(|c| c.extend(logs.into_iter().map(|l| (model.clone(), l)))),
             Event::Trained(r) => {
                 self.result.set(Some(*r));
                 self.job.set(None);
             }
             Event::Cancelled => {
-                self.mark_running_failed();
+                mark_running_failed(self.stages);
                 self.error.set(Some("Training cancelled. Nothing was kept; change what you like and train again.".into()));
                 self.job.set(None);
             }
@@ -264,9 +264,9 @@ impl RecipientState {
                     self.clear(kind);
                 }
                 if let Some(stage) = stage {
-                    self.set_stage(stage, StageState::Failed);
+                    set_stage(self.stages, stage, StageState::Failed);
                 }
-                self.mark_running_failed();
+                mark_running_failed(self.stages);
                 self.error.set(Some(message));
                 self.job.set(None);
             }
@@ -275,20 +275,4 @@ impl RecipientState {
         }
     }
 
-    fn set_stage(&self, stage: Stage, st: StageState) {
-        self.stages.update(|v| match v.iter_mut().find(|(s, _)| *s == stage) {
-            Some(slot) => slot.1 = st,
-            None => v.push((stage, st)),
-        });
-    }
-
-    fn mark_running_failed(&self) {
-        self.stages.update(|v| {
-            for (_, st) in v.iter_mut() {
-                if matches!(st, StageState::Running { .. }) {
-                    *st = StageState::Failed;
-                }
-            }
-        });
-    }
 }
