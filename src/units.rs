@@ -42,6 +42,14 @@
 //! utility: a person's notes of their other classes are not read. [`UnitStats`] says how many
 //! documents that leaves out (to the curator, not in any release).
 //!
+//! # What is assumed, and what is enforced
+//! Public by assumption: which column names the person, and that it identifies people (one
+//! value per patient, the same on all their notes); the code cannot check it. Enforced: every
+//! document has a person (the reader refuses one without), the units are built before any
+//! mechanism reads the corpus (`crate::run::execute`, `dpkps vocab`), each run records its unit
+//! (`Run::person_column`), and a released Ṽ is reused or taken as paid for only under the same
+//! unit (`PrivateVocabulary::released_by`, `crate::run::reuse`).
+//!
 //! Without a person column [`units`] returns the corpus as it is: the unit is the document.
 
 use std::borrow::Cow;
