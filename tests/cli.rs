@@ -249,6 +249,11 @@ fn the_class_set_is_declared_and_an_undeclared_label_changes_nothing_in_the_rele
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--classes") && stderr(&o).contains("public"), "{}", stderr(&o));
 
+    // Neuro has no document: its release is noise, and a noise-only class is read as signal
+    // with probability ALPHA = 1e-3 per release (sample::signal; measured 28 and 12 in 20,000
+    // on this shape). Six releases below: at most one may pass as signal (P(≥ 2) ≈ 1.5e-5),
+    // so the test states the flag's guarantee, not one draw of it.
+    let mut neuro_passed = Vec::new();
     for sampler in ["histogram", "markov", "independent"] {
         let mut shapes = Vec::new();
         for (k, c) in [&d, &d2].into_iter().enumerate() {
@@ -270,12 +275,14 @@ fn the_class_set_is_declared_and_an_undeclared_label_changes_nothing_in_the_rele
             let seqs = std::fs::read_to_string(out.join("sequences.jsonl")).unwrap();
             assert!(!seqs.contains("Zebra") && !std::fs::read_to_string(out.join("release.json")).unwrap().contains("Zebra"));
             assert_eq!(seqs.lines().count(), 15, "5 per declared class on average, 3 classes");
-            // Neuro has no document: its release is noise, flagged in the report and on its
-            // sequences (which generation leaves out by default). (At ε_voc = 1 over MeSH's
-            // 28,000 terms most of this small corpus's Ṽ is noise too, so Pulmo may be flagged.)
+            // Neuro's release is noise, flagged in the report and on its sequences (which
+            // generation leaves out by default). (At ε_voc = 1 over MeSH's 28,000 terms most
+            // of this small corpus's Ṽ is noise too, so Pulmo may be flagged.)
             let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("privacy-report.json")).unwrap()).unwrap();
             let flagged: Vec<&str> = report["noise_dominated"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
-            assert!(flagged.contains(&"Neuro"), "{sampler}: {}", report["class_signals"]);
+            if !flagged.contains(&"Neuro") {
+                neuro_passed.push(format!("{sampler}: {}", report["class_signals"]));
+            }
             for l in seqs.lines() {
                 let l: serde_json::Value = serde_json::from_str(l).unwrap();
                 assert_eq!(l["noise_dominated"] == true, flagged.contains(&l["label"].as_str().unwrap()), "{sampler}: {l}");
@@ -287,6 +294,7 @@ fn the_class_set_is_declared_and_an_undeclared_label_changes_nothing_in_the_rele
         assert_eq!(shapes[0].0, vec!["Cardio", "Pulmo", "Neuro"], "{sampler}");
         assert_eq!(shapes[0], shapes[1], "{sampler}: neighbouring corpora must give releases of the same shape");
     }
+    assert!(neuro_passed.len() <= 1, "Neuro (no document) read as signal in more than one of six releases: {neuro_passed:#?}");
 }
 
 #[test]
