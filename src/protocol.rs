@@ -173,7 +173,7 @@ pub enum LedgerEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccountStatus {
     pub name: String,
-    /// ε spent under the account or on this corpus (`LedgerBook::account_spent`).
+    /// ε that counts against the account's budget (`LedgerBook::spent_for`).
     pub spent: f64,
     pub budget: Option<f64>,
     /// ε spent on this corpus (its key) alone, and its runs.
@@ -181,6 +181,10 @@ pub struct AccountStatus {
     pub corpus_runs: usize,
     /// Earlier corpora of the account, with the estimated overlap (`crate::overlap`), largest first.
     pub overlaps: Vec<f64>,
+    /// Corpora of OTHER accounts that overlap this one by WARN_OVERLAP or more (account, overlap),
+    /// largest first: their spends count against this budget too (`ledger::budget`).
+    #[serde(default)]
+    pub other_accounts: Vec<(String, f64)>,
     /// Non-DP utility checks run on this corpus, and the settings they compared.
     pub non_dp_checks: usize,
     pub settings_compared: usize,

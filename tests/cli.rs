@@ -49,6 +49,12 @@ fn vocab_writes_a_dp_vocabulary_and_the_ledger_adds_up() {
         "--vocabulary", "medical", "--eps-voc", "1.5", "--top-n", "20", "--terms-per-doc", "3", "--out", &out,
         "--ledger", &ledger,
     ];
+    // A budget comes before the first run on a corpus (issue 25): refused without one.
+    let o = dpkps(&args);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("this corpus has no budget yet") && !std::path::Path::new(&out).exists(), "{}", stderr(&o));
+    let mut args = args.to_vec();
+    args.extend(["--budget", "10"]);
     let o = dpkps(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
@@ -61,16 +67,32 @@ fn vocab_writes_a_dp_vocabulary_and_the_ledger_adds_up() {
     // such as "Cardiomegaly" may well contain the letters).
     assert!(v.get("stats").is_none() && !String::from_utf8_lossy(&std::fs::read(&out).unwrap()).contains("\"Cardio\""));
 
-    // A second run on the same corpus adds to the ledger; a budget stops a third.
-    assert!(dpkps(&args).status.success());
+    // A second run on the same corpus adds to the ledger (held to the stored budget); a lower
+    // budget stops a third.
+    let stored: Vec<&str> = args[..args.len() - 2].to_vec();
+    assert!(dpkps(&stored).status.success());
     let o = dpkps(&["ledger", "--ledger", &ledger]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("2 run(s), total ε = 3.0000"), "{text}");
-    let mut over = args.to_vec();
+    let mut over = stored.clone();
     over.extend(["--budget", "4"]);
     let o = dpkps(&over);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("above the budget"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("above the budget of 4.0000"), "{}", stderr(&o));
+    // A raise of the stored budget (10) needs --raise-budget, and is then recorded.
+    let mut raise = stored.clone();
+    raise.extend(["--budget", "20"]);
+    let o = dpkps(&raise);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("has a stored budget of 10; 20 would raise it") && stderr(&o).contains("--raise-budget"), "{}", stderr(&o));
+    raise.push("--raise-budget");
+    let o = dpkps(&raise);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let book: serde_json::Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+    let l = book["ledgers"].as_object().unwrap().values().next().unwrap();
+    assert_eq!(l["budget"], 20.0);
+    let changes: Vec<(serde_json::Value, f64)> = l["budget_changes"].as_array().unwrap().iter().map(|c| (c["old"].clone(), c["new"].as_f64().unwrap())).collect();
+    assert_eq!(changes, [(serde_json::Value::Null, 10.0), (serde_json::json!(10.0), 20.0)], "{l}");
 }
 
 #[test]
@@ -90,7 +112,7 @@ fn concurrent_runs_on_one_ledger_lose_no_spend() {
                     let o = dpkps(&[
                         "vocab", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo",
                         "--vocabulary", "medical", "--eps-voc", "0.5", "--top-n", "5", "--terms-per-doc", "3", "--out", &out,
-                        "--ledger", &ledger,
+                        "--ledger", &ledger, "--budget", "100",
                     ]);
                     assert!(o.status.success(), "{}", stderr(&o));
                 }
@@ -184,7 +206,7 @@ fn pipeline_writes_sequences_release_and_ledger_then_sample_costs_nothing() {
     let ledger = dir.join("ledger.json").display().to_string();
     let out = dir.join("out");
     let o = dpkps(&[
-        "pipeline", "--corpus", c.to_str().unwrap(), "--text-col", "note", "--label-col", "specialty",
+        "pipeline", "--budget", "100", "--corpus", c.to_str().unwrap(), "--text-col", "note", "--label-col", "specialty",
         "--classes", "Cardio,Pulmo", "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "30", "--terms-per-doc", "5",
         "--eps-kde", "5", "--sampler", "iterative-log", "--len", "4", "--per-class", "7", "--eps-counts", "off",
         "--ledger", &ledger, "--out-dir", out.to_str().unwrap(),
@@ -259,7 +281,7 @@ fn the_class_set_is_declared_and_an_undeclared_label_changes_nothing_in_the_rele
         for (k, c) in [&d, &d2].into_iter().enumerate() {
             let out = dir.join(format!("out-{sampler}-{k}"));
             let o = dpkps(&[
-                "pipeline", "--corpus", c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Neuro",
+                "pipeline", "--budget", "1000", "--corpus", c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Neuro",
                 "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "20", "--eps-kde", "5", "--sampler", sampler,
                 "--len", "4", "--per-class", "5", "--features", "64", "--ledger", &ledger, "--out-dir", out.to_str().unwrap(),
             ]);
@@ -305,7 +327,7 @@ fn pipeline_records_each_spend_before_writing_what_it_paid_for() {
     let out = dir.join("out");
     // The model fails to load after the DP vocabulary was drawn: ε_voc must be on record.
     let o = dpkps(&[
-        "pipeline", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo",
+        "pipeline", "--budget", "100", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo",
         "--vocabulary", "medical", "--eps-voc", "0.7", "--top-n", "20", "--eps-kde", "5",
         "--model", dir.join("missing.onnx").to_str().unwrap(), "--ledger", &ledger, "--out-dir", out.to_str().unwrap(),
     ]);
@@ -350,7 +372,7 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
         let null = std::fs::metadata("/dev/null").unwrap().file_type();
         assert!(null.is_char_device(), "/dev/null is no longer a device: {null:?}");
     }
-    let o = vocab(&reordered, &[]);
+    let o = vocab(&reordered, &["--budget", "10"]);
     assert!(stderr(&o).contains("this corpus has spent ε = 1.0000 before"), "{}", stderr(&o));
     // Under the account: the overlap is flagged, and the account's budget (2.5, stored) refuses
     // a third ε = 1 although this extract's own key has spent nothing.
@@ -359,6 +381,18 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
     assert!(err.contains("overlaps an earlier corpus of the account “clinic”"), "{err}");
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("above its budget of 2.5000"), "{err}");
+    // Under another account, or none, the overlapping corpus of “clinic” still counts: its
+    // people carry that ε too.
+    for extra in [&["--account", "research", "--budget", "2.5"][..], &["--budget", "2.5"]] {
+        let o = vocab(&later, extra);
+        let err = stderr(&o);
+        assert!(err.contains("overlaps a corpus of the account “clinic”"), "{extra:?}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
+        assert!(err.contains("would bring the total ε") && err.contains("to 3.0000"), "{extra:?}: {err}");
+    }
+    // With room in the budget it runs, counted on top of the overlapping corpus's 2.
+    let o = vocab(&later, &["--budget", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 #[test]
@@ -371,13 +405,13 @@ fn sequences_reads_a_given_vocabulary_only_where_its_epsilon_is_on_record() {
     let common = ["--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo", "--vocabulary", "medical"];
     let mut vocab = vec!["vocab"];
     vocab.extend(common);
-    vocab.extend(["--eps-voc", "0.7", "--top-n", "20", "--out", &v, "--ledger", &ledger]);
+    vocab.extend(["--eps-voc", "0.7", "--top-n", "20", "--out", &v, "--ledger", &ledger, "--budget", "100"]);
     let o = dpkps(&vocab);
     assert!(o.status.success(), "{}", stderr(&o));
     let seq = |ledger: &str, out: &str| {
         let mut a = vec!["sequences"];
         a.extend(common);
-        a.extend(["--private-vocab", &v, "--eps-kde", "2", "--per-class", "5", "--ledger", ledger, "--out", out]);
+        a.extend(["--private-vocab", &v, "--eps-kde", "2", "--per-class", "5", "--ledger", ledger, "--out", out, "--budget", "100"]);
         dpkps(&a)
     };
     // Another ledger never recorded its ε_voc: refused, nothing recorded there.
@@ -419,7 +453,7 @@ fn a_person_column_makes_the_person_the_privacy_unit() {
     let c = dir.join("c.csv");
     std::fs::write(&c, &csv).unwrap();
     let c = c.display().to_string();
-    let base = ["--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo", "--ledger", &ledger];
+    let base = ["--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo", "--ledger", &ledger, "--budget", "100"];
     let out = dir.join("out");
     let mut args = vec!["pipeline", "--person-col", "patient"];
     args.extend(base);

@@ -206,7 +206,7 @@ fn real_report() -> &'static str {
         }
         std::fs::write(dir.join("notes.csv"), csv).unwrap();
         let o = dpkps(&[
-            "pipeline", "--corpus", dir.join("notes.csv").to_str().unwrap(), "--text-col", "note", "--label-col", "specialty",
+            "pipeline", "--budget", "100", "--corpus", dir.join("notes.csv").to_str().unwrap(), "--text-col", "note", "--label-col", "specialty",
             "--classes", "Cardio,Pulmo", "--eps-voc", "1", "--top-n", "20", "--eps-kde", "5", "--len", "3", "--per-class", "2",
             "--eps-counts", "off", "--ledger", dir.join("ledger.json").to_str().unwrap(), "--out-dir", dir.join("run").to_str().unwrap(),
         ])

@@ -332,10 +332,15 @@ pub(crate) struct LedgerArgs {
     /// Privacy ledger file [default: $DPKPS_LEDGER, else ~/.local/share/dpkps/ledger.json].
     #[arg(long)]
     pub(crate) ledger: Option<PathBuf>,
-    /// Refuse to run if the total ε spent on this corpus (with --account: under the account)
-    /// would exceed this.
+    /// The most ε ever spent on this corpus (with --account: under the account), stored in
+    /// the ledger: a run that would exceed it is refused. Required before the first run; later
+    /// runs use the stored one, a lower value replaces it, a higher one needs --raise-budget.
     #[arg(long)]
     pub(crate) budget: Option<f64>,
+    /// Confirms that --budget raises the stored budget (the raise is recorded in the ledger
+    /// and shown in the privacy report).
+    #[arg(long, requires = "budget")]
+    pub(crate) raise_budget: bool,
     /// Budget account (the dataset's name): runs are recorded under it, --budget caps all
     /// that is spent under it whatever extract is read, and a corpus overlapping an earlier
     /// one of the account by 20% or more is warned about (the app does the same).
@@ -436,6 +441,7 @@ pub(crate) fn run_settings(
         eps_counts: kde.class_counts_epsilon()?,
         account: ledger.account.clone(),
         budget: ledger.budget,
+        raise_budget: ledger.raise_budget,
         kde_terms_per_doc: Some(kde.kde_terms_per_doc),
     })
 }

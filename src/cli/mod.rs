@@ -38,7 +38,7 @@ use io::{ledger_path, write_json};
 /// The privacy ledger as read without its lock, to look at (not to spend): the file `given`,
 /// else where every command finds it (`--ledger`'s default).
 pub(crate) fn read_ledger(given: Option<&std::path::Path>) -> (std::path::PathBuf, Result<crate::ledger::LedgerBook, CliError>) {
-    let path = ledger_path(&args::LedgerArgs { ledger: given.map(std::path::Path::to_path_buf), budget: None, account: None });
+    let path = ledger_path(&args::LedgerArgs { ledger: given.map(std::path::Path::to_path_buf), budget: None, raise_budget: false, account: None });
     let book = ledger_file::read(&path);
     (path, book)
 }

@@ -61,18 +61,19 @@ impl CliHost {
             file.path().display(),
             spent + planned
         );
-        if let Some(a) = run::account_name(ledger.account.as_deref()) {
-            warn_overlap(&file.book, &a, mc);
-        }
+        warn_overlap(&file.book, run::account_name(ledger.account.as_deref()).as_deref(), mc);
         Ok(CliHost { ledger: file, model, vocabulary_out, stage_start: Instant::now() })
     }
 }
 
-fn warn_overlap(book: &LedgerBook, account: &str, mc: &MatchedCorpus) {
-    if let Some((_, o)) = book.overlaps(account, &mc.keys).first().filter(|(_, o)| *o >= crate::overlap::WARN_OVERLAP) {
+/// Warns about every corpus, of any account, that this one overlaps (`LedgerBook::overlapping`):
+/// their runs count against this run's budget too.
+fn warn_overlap(book: &LedgerBook, account: Option<&str>, mc: &MatchedCorpus) {
+    for (a, _, o) in book.overlapping(&mc.keys) {
+        let whose = if Some(a.as_str()) == account { "an earlier corpus of the account" } else { "a corpus of the account" };
         eprintln!(
-            "warning: this corpus overlaps an earlier corpus of the account “{account}” by about {:.0}% of documents: \
-             it is not a fresh dataset, and its ε adds to the account's total",
+            "warning: this corpus overlaps {whose} “{a}” by about {:.0}% of documents: it is not a fresh dataset, and \
+             that corpus's runs count against this run's budget",
             100.0 * o
         );
     }
@@ -193,6 +194,7 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
         other_class,
         account: ledger.account.clone(),
         budget: ledger.budget,
+        raise_budget: ledger.raise_budget,
         ..RunSettings::default()
     };
     // Validated before reading anything large.

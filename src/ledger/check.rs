@@ -43,11 +43,14 @@ impl LedgerBook {
                 }
             }
         }
-        for (name, account) in &self.accounts {
-            if let Some(b) = account.budget {
-                if !(b.is_finite() && b >= 0.0) {
-                    problems.push(format!("the account “{name}” has a budget of {b} (a budget must be a number of at least 0)"));
-                }
+        let bad = |b: f64| !(b.is_finite() && b >= 0.0);
+        let budgets = self.accounts.iter().map(|(name, a)| (format!("the account “{name}”"), a.budget, &a.budget_changes)).chain(
+            self.ledgers.iter().map(|(key, l)| (format!("corpus {}", short(key)), l.budget, &l.budget_changes)),
+        );
+        for (who, budget, changes) in budgets {
+            let values = budget.into_iter().chain(changes.iter().flat_map(|c| c.old.into_iter().chain([c.new])));
+            for b in values.filter(|&b| bad(b)) {
+                problems.push(format!("{who} has a budget of {b} (a budget must be a number of at least 0)"));
             }
         }
         if problems.is_empty() {

@@ -19,7 +19,7 @@
 //!
 //! Budget accounts: the curator names the dataset (an [`Account`]); each run is recorded under
 //! the corpus key AND the account, and an account's budget caps everything spent under it or on
-//! the corpus ([`LedgerBook::account_spent`]), so a new extract of the same dataset (another
+//! the corpus ([`LedgerBook::spent_for`], which `budget` explains), so a new extract of the same dataset (another
 //! key) still draws on the same budget. An account keeps a small keyed sketch per corpus to
 //! warn about overlapping corpora (`crate::overlap`, which argues what that reveals).
 //!
@@ -31,8 +31,18 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod budget;
 mod check;
+pub use budget::{BudgetChange, Holder};
 pub use check::{MAX_EPSILON, STAGES};
+
+/// The lower of two budgets (where both sides of an import set one).
+fn lower(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
 
 /// Whether `mine` holds every spend of `theirs` (as many times).
 fn holds_all(mine: &[Spend], theirs: &[Spend]) -> bool {
@@ -135,6 +145,12 @@ pub struct Ledger {
     /// data: the report says how many).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub utility_checks: Vec<UtilityCheck>,
+    /// The corpus's own budget, for runs without an account (None: none set yet), and its
+    /// changes (`budget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_changes: Vec<BudgetChange>,
 }
 
 /// One non-DP utility check on a corpus.
@@ -149,9 +165,12 @@ pub struct UtilityCheck {
 /// A budget account: one dataset, whatever extract of it is read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Account {
-    /// Most ε that may be spent under this account (None: no cap).
+    /// Most ε that may be spent under this account (None: none set yet; a run needs one).
     #[serde(default)]
     pub budget: Option<f64>,
+    /// Every change of `budget`, oldest first (`budget`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_changes: Vec<BudgetChange>,
     /// The corpora recorded under it, each with its overlap sketch (`crate::overlap`).
     #[serde(default)]
     pub corpora: Vec<AccountCorpus>,
@@ -179,7 +198,7 @@ pub struct MergeSummary {
 
 impl Ledger {
     pub fn new(fingerprint: String) -> Ledger {
-        Ledger { fingerprint, runs: Vec::new(), utility_checks: Vec::new() }
+        Ledger { fingerprint, runs: Vec::new(), utility_checks: Vec::new(), budget: None, budget_changes: Vec::new() }
     }
 
     /// Joins `other`'s runs and checks by id. A run in both: the record that holds every spend
@@ -211,6 +230,8 @@ impl Ledger {
                 out.checks_added += 1;
             }
         }
+        self.budget = lower(self.budget, other.budget);
+        budget::merge_changes(&mut self.budget_changes, &other.budget_changes);
     }
 
     /// Settings compared by every non-DP utility check on this corpus.
@@ -255,8 +276,12 @@ pub enum LedgerError {
     /// A record the ledger cannot account for (`check`): the whole book is refused.
     #[error("the privacy ledger was refused, nothing of it was used: {0}")]
     Invalid(String),
-    #[error("this run would bring the total ε spent on this corpus to {would:.4}, above the budget of {budget:.4} (already spent: {spent:.4})")]
+    #[error("this run would bring the total ε spent on this corpus (and on any corpus it overlaps) to {would:.4}, above the budget of {budget:.4} (already spent: {spent:.4})")]
     OverBudget { spent: f64, would: f64, budget: f64 },
+    #[error("{holder} has no budget yet: set one (the most ε it may ever spend) before its first run")]
+    NoBudget { holder: String },
+    #[error("{holder} has a stored budget of {stored}; {given} would raise it. A budget is only lowered unless the raise is confirmed (the page's “confirm the raise” box, the CLI's --raise-budget), and a raise is recorded in the ledger and the report")]
+    RaiseNotConfirmed { holder: String, stored: f64, given: f64 },
     #[error("this run would bring the total ε spent under the budget account “{account}” to {would:.4}, above its budget of {budget:.4} (already spent: {spent:.4}); lower ε or raise the budget")]
     AccountOverBudget { account: String, spent: f64, would: f64, budget: f64 },
 }
@@ -295,17 +320,6 @@ impl LedgerBook {
         self.ledgers.get(fingerprint).cloned().unwrap_or_else(|| Ledger::new(fingerprint.to_string()))
     }
 
-    /// Refuses a planned spend that would take the corpus over `budget`.
-    pub fn check_budget(&self, fingerprint: &str, planned: f64, budget: Option<f64>) -> Result<(), LedgerError> {
-        let spent = self.ledger(fingerprint).total_epsilon();
-        match budget {
-            Some(budget) if spent + planned > budget + 1e-12 => {
-                Err(LedgerError::OverBudget { spent, would: spent + planned, budget })
-            }
-            _ => Ok(()),
-        }
-    }
-
     /// Adds spends to a run already recorded (a run is recorded after its first DP stage, so
     /// that a crash later cannot lose what was spent). Records a new run if there is none.
     pub fn extend_run(&mut self, fingerprint: &str, run: &Run) {
@@ -319,57 +333,11 @@ impl LedgerBook {
         }
     }
 
-    /// ε spent under `account`, on any corpus recorded under it, or on the corpus
-    /// `fingerprint` (each run counted once).
-    pub fn account_spent(&self, account: &str, fingerprint: &str) -> f64 {
-        let corpora: Vec<&str> =
-            self.accounts.get(account).map(|a| a.corpora.iter().map(|c| c.fingerprint.as_str()).collect()).unwrap_or_default();
-        self.ledgers
-            .values()
-            .flat_map(|l| l.runs.iter().map(move |r| (l, r)))
-            .filter(|(l, r)| {
-                l.fingerprint == fingerprint || corpora.contains(&l.fingerprint.as_str()) || r.account.as_deref() == Some(account)
-            })
-            .map(|(_, r)| r.epsilon())
-            .fold(0.0, |a, b| a + b)
-    }
-
-    /// Refuses a planned spend that would take the account over `budget` (the account's stored
-    /// budget when `None`).
-    pub fn check_account_budget(
-        &self,
-        account: &str,
-        fingerprint: &str,
-        planned: f64,
-        budget: Option<f64>,
-    ) -> Result<(), LedgerError> {
-        let budget = budget.or_else(|| self.accounts.get(account).and_then(|a| a.budget));
-        let spent = self.account_spent(account, fingerprint);
-        match budget {
-            Some(budget) if spent + planned > budget + 1e-12 => Err(LedgerError::AccountOverBudget {
-                account: account.to_string(),
-                spent,
-                would: spent + planned,
-                budget,
-            }),
-            _ => Ok(()),
-        }
-    }
-
-    /// Records `corpus` under `account` (creating it with `new_key` and `budget`): its sketch
-    /// for later overlap checks. A corpus already recorded there is not sketched again. A given
-    /// budget replaces the stored one (the curator's decision, made at the Run button).
-    pub fn note_corpus(
-        &mut self,
-        account: &str,
-        keys: &crate::corpus::CorpusKeys,
-        budget: Option<f64>,
-        new_key: impl FnOnce() -> [u8; 32],
-    ) {
+    /// Records `corpus` under `account` (creating it with `new_key`): its sketch for later
+    /// overlap checks. A corpus already recorded there is not sketched again. (The account's
+    /// budget is set by [`Self::set_budget`], under its rules.)
+    pub fn note_corpus(&mut self, account: &str, keys: &crate::corpus::CorpusKeys, new_key: impl FnOnce() -> [u8; 32]) {
         let acc = self.accounts.entry(account.to_string()).or_default();
-        if budget.is_some() {
-            acc.budget = budget;
-        }
         if acc.corpora.iter().any(|c| c.fingerprint == keys.fingerprint) {
             return;
         }
@@ -433,10 +401,8 @@ impl LedgerBook {
         }
         for (name, a) in &other.accounts {
             let mine = self.accounts.entry(name.clone()).or_default();
-            mine.budget = match (mine.budget, a.budget) {
-                (Some(x), Some(y)) => Some(x.min(y)),
-                (x, y) => x.or(y),
-            };
+            mine.budget = lower(mine.budget, a.budget);
+            budget::merge_changes(&mut mine.budget_changes, &a.budget_changes);
             for c in &a.corpora {
                 if !mine.corpora.iter().any(|m| m.fingerprint == c.fingerprint && m.key == c.key) {
                     mine.corpora.push(c.clone());

@@ -33,8 +33,8 @@ mod basics {
         assert_eq!(book.ledger("fp").total_epsilon(), 3.0);
         assert_eq!(book.ledger("other").total_epsilon(), 0.0);
         assert_eq!(book.ledger("fp").epsilon_by_stage()["vocabulary"], 3.0);
-        assert!(book.check_budget("fp", 1.0, Some(4.0)).is_ok());
-        let err = book.check_budget("fp", 1.5, Some(4.0)).unwrap_err();
+        assert!(book.check_spend(Holder::Corpus("fp"), "fp", &[], 1.0, 4.0).is_ok());
+        let err = book.check_spend(Holder::Corpus("fp"), "fp", &[], 1.5, 4.0).unwrap_err();
         assert!(err.to_string().contains("4.5"), "{err}");
         assert!(LedgerBook::from_json("{").is_err());
         // A run recorded after its first stage and completed later is counted once.
@@ -85,13 +85,13 @@ mod accounts {
         there.extend_run("fp", &run("c", 0.5, Some("clinic")));
         there.extend_run("fp2", &run("d", 0.25, Some("clinic")));
         there.record_check("fp", UtilityCheck { id: "u1".into(), when: "t".into(), settings_compared: 5 });
-        there.accounts.insert("clinic".into(), Account { budget: Some(10.0), corpora: Vec::new() });
+        there.accounts.insert("clinic".into(), Account { budget: Some(10.0), ..Account::default() });
         // Through JSON, as an export file travels.
         let exported = there.to_json();
         let got = here.merge(&LedgerBook::from_json(&exported).unwrap());
         assert_eq!(got, MergeSummary { runs_added: 2, runs_extended: 1, checks_added: 1, conflicts: 0 });
         assert_eq!(here.ledger("fp").total_epsilon(), 1.0 + 5.0 + 0.5);
-        assert_eq!(here.account_spent("clinic", "fp"), 6.5 + 0.25);
+        assert_eq!(here.spent_for(Holder::Account("clinic"), "fp", &[]), 6.5 + 0.25);
         assert_eq!(here.ledger("fp").utility_checks.len(), 1);
         // Importing the same file again changes nothing; the lower budget wins.
         here.accounts.get_mut("clinic").unwrap().budget = Some(8.0);
@@ -101,7 +101,7 @@ mod accounts {
         // Importing into an empty book restores the totals.
         let mut fresh = LedgerBook::default();
         fresh.merge(&here);
-        assert_eq!(fresh.account_spent("clinic", "fp"), here.account_spent("clinic", "fp"));
+        assert_eq!(fresh.spent_for(Holder::Account("clinic"), "fp", &[]), here.spent_for(Holder::Account("clinic"), "fp", &[]));
     }
 
     #[test]
@@ -134,14 +134,14 @@ mod accounts {
         book.extend_run("old", &run("a", 3.0, Some("clinic")));
         book.extend_run("new", &run("b", 1.0, None));
         book.extend_run("other", &run("c", 7.0, Some("elsewhere")));
-        book.accounts.insert("clinic".into(), Account { budget: Some(6.0), corpora: Vec::new() });
-        assert_eq!(book.account_spent("clinic", "new"), 4.0);
-        assert!(book.check_account_budget("clinic", "new", 2.0, None).is_ok());
-        let err = book.check_account_budget("clinic", "new", 2.5, None).unwrap_err();
+        book.accounts.insert("clinic".into(), Account { budget: Some(6.0), ..Account::default() });
+        let clinic = Holder::Account("clinic");
+        assert_eq!(book.spent_for(clinic, "new", &[]), 4.0);
+        assert!(book.check_spend(clinic, "new", &[], 2.0, 6.0).is_ok());
+        let err = book.check_spend(clinic, "new", &[], 2.5, 6.0).unwrap_err();
         assert!(err.to_string().contains("6.5") && err.to_string().contains("clinic"), "{err}");
-        // A budget given at the Run button is the one checked.
-        assert!(book.check_account_budget("clinic", "new", 2.5, Some(7.0)).is_ok());
-        assert!(book.check_account_budget("nobody", "fresh", 100.0, None).is_ok());
+        // A corpus of another account that overlaps this one counts too.
+        assert_eq!(book.spent_for(clinic, "new", &["other".into()]), 11.0);
     }
 
     #[test]
@@ -162,10 +162,9 @@ mod accounts {
     fn overlapping_corpora_of_an_account_are_found() {
         let mut book = LedgerBook::default();
         let first = keys(0..1000);
-        book.note_corpus("clinic", &first, Some(5.0), || [9u8; 32]);
-        book.note_corpus("clinic", &first, None, || panic!("the account has a key"));
+        book.note_corpus("clinic", &first, || [9u8; 32]);
+        book.note_corpus("clinic", &first, || panic!("the account has a key"));
         assert_eq!(book.accounts["clinic"].corpora.len(), 1);
-        assert_eq!(book.accounts["clinic"].budget, Some(5.0));
         // 900 of the same documents plus 100 new: a new key, but the overlap is found.
         let second = keys(100..1100);
         assert_ne!(second.fingerprint, first.fingerprint);
@@ -255,5 +254,91 @@ mod checks {
         let before = here.clone();
         assert_eq!(here.merge(&other), MergeSummary::default());
         assert_eq!(here, before);
+    }
+}
+
+/// The budget rules (`budget`): required first, only lowered unless a raise is confirmed,
+/// every change recorded and kept through an import, overlapping corpora of any account counted.
+mod budgets {
+    use super::super::*;
+
+    fn run(id: &str, eps: f64, account: Option<&str>) -> Run {
+        let mut r = Run::new(id.into(), "t".into());
+        r.account = account.map(String::from);
+        r.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: eps, params: serde_json::Value::Null, scope: Scope::AllDocuments });
+        r
+    }
+
+    #[test]
+    fn a_budget_is_required_first_and_then_only_lowered_unless_a_raise_is_confirmed() {
+        let mut book = LedgerBook::default();
+        for holder in [Holder::Account("clinic"), Holder::Corpus("fp")] {
+            let err = book.budget_in_force(holder, None, false).unwrap_err();
+            assert!(matches!(err, LedgerError::NoBudget { .. }) && err.to_string().contains("before its first run"), "{err}");
+            assert_eq!(book.budget_in_force(holder, Some(5.0), false).unwrap(), 5.0);
+            book.set_budget(holder, 5.0, "t1", "r1");
+            // Later runs are held to the stored one; lower replaces it; higher needs the confirmation.
+            assert_eq!(book.budget_in_force(holder, None, false).unwrap(), 5.0);
+            assert_eq!(book.budget_in_force(holder, Some(3.0), false).unwrap(), 3.0);
+            let err = book.budget_in_force(holder, Some(8.0), false).unwrap_err();
+            assert!(matches!(err, LedgerError::RaiseNotConfirmed { stored, given, .. } if stored == 5.0 && given == 8.0), "{err}");
+            assert!(err.to_string().contains("--raise-budget"), "{err}");
+            assert_eq!(book.budget_in_force(holder, Some(8.0), true).unwrap(), 8.0);
+            book.set_budget(holder, 3.0, "t2", "r2");
+            book.set_budget(holder, 3.0, "t2b", "r2b");
+            book.set_budget(holder, 8.0, "t3", "r3");
+            let changes = book.budget_changes(holder);
+            assert_eq!(changes.iter().map(|c| (c.old, c.new)).collect::<Vec<_>>(), [(None, 5.0), (Some(5.0), 3.0), (Some(3.0), 8.0)], "the same budget again is no change");
+            assert!(changes[2].describe().starts_with("raised from 3 to 8 (confirmed by the curator) at t3 (run r3)"), "{}", changes[2].describe());
+        }
+        // The account's and the corpus's budgets are separate holders.
+        assert!(book.budget_in_force(Holder::Corpus("other"), None, false).is_err());
+    }
+
+    #[test]
+    fn budgets_and_their_history_survive_saves_and_imports_and_the_lower_budget_wins() {
+        let mut here = LedgerBook::default();
+        here.set_budget(Holder::Account("clinic"), 10.0, "t1", "a");
+        here.set_budget(Holder::Corpus("fp"), 4.0, "t1", "b");
+        let mut there = LedgerBook::from_json(&here.to_json()).unwrap();
+        there.set_budget(Holder::Account("clinic"), 6.0, "t2", "c");
+        there.set_budget(Holder::Corpus("fp"), 9.0, "t2", "d");
+        here.merge(&LedgerBook::from_json(&there.to_json()).unwrap());
+        assert_eq!(here.stored_budget(Holder::Account("clinic")), Some(6.0));
+        assert_eq!(here.stored_budget(Holder::Corpus("fp")), Some(4.0), "an imported raise does not raise");
+        assert_eq!(here.budget_changes(Holder::Account("clinic")).len(), 2);
+        assert_eq!(here.budget_changes(Holder::Corpus("fp")).len(), 2, "the imported change is on record");
+        // A stored history that is not a budget is refused with the rest of the book.
+        let bad = here.to_json().replace("\"new\": 6.0", "\"new\": -6.0");
+        assert!(LedgerBook::from_json(&bad).unwrap_err().to_string().contains("budget of -6"));
+    }
+
+    #[test]
+    fn a_corpus_of_any_account_that_overlaps_counts_against_the_budget() {
+        use crate::corpus::CorpusKeys;
+        let hashes = |r: std::ops::Range<u32>| -> Vec<[u8; 32]> {
+            r.map(|i| {
+                let mut h = [0u8; 32];
+                h[..4].copy_from_slice(&i.to_le_bytes());
+                h
+            })
+            .collect()
+        };
+        let keys = |fp: &str, r| CorpusKeys { fingerprint: fp.into(), legacy: String::new(), doc_hashes: hashes(r) };
+        let mut book = LedgerBook::default();
+        // Corpus A under the account "wards", 6 spent; corpus B, mostly A, under "research".
+        book.extend_run("A", &run("a", 6.0, Some("wards")));
+        book.note_corpus("wards", &keys("A", 0..500), || [7; 32]);
+        book.extend_run("C", &run("c", 2.0, Some("other")));
+        book.note_corpus("other", &keys("C", 5000..5400), || [9; 32]);
+        let b = keys("B", 100..600);
+        let over = book.overlapping(&b);
+        assert_eq!(over.iter().map(|(a, fp, _)| (a.as_str(), fp.as_str())).collect::<Vec<_>>(), [("wards", "A")], "{over:?}");
+        assert!(over[0].2 > 0.6, "{over:?}");
+        let fps: Vec<String> = over.into_iter().map(|(_, fp, _)| fp).collect();
+        let research = Holder::Account("research");
+        assert_eq!(book.spent_for(research, "B", &fps), 6.0);
+        assert!(book.check_spend(research, "B", &fps, 5.0, 10.0).is_err(), "6 spent on the people of A, plus 5, is over 10");
+        assert!(book.check_spend(Holder::Corpus("B"), "B", &fps, 4.0, 10.0).is_ok());
     }
 }

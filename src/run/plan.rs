@@ -6,7 +6,7 @@
 use crate::classes::ClassSet;
 use crate::dp::vocabulary::VocabParams;
 use crate::dp::summary::{SummaryDoc, SummaryParams};
-use crate::ledger::{LedgerBook, LedgerError};
+use crate::ledger::{Holder, LedgerBook, LedgerError};
 use crate::public_vocab::TermId;
 
 use super::{RunError, RunSettings};
@@ -55,19 +55,27 @@ impl RunPlan {
         self.settings.planned_epsilon(!draws_vocabulary)
     }
 
-    /// Refuses the run when what is recorded in `book` (this run's own spends so far left
-    /// out, since `planned` counts them) plus `planned` would exceed the budget: the
-    /// account's (every corpus recorded under it; the settings' budget, else the stored one)
-    /// or, without an account, this corpus's. Checked before anything is computed and again
-    /// inside every transaction that records a spend, so two runs at once (two tabs, two
-    /// processes) cannot together pass the cap.
-    pub fn check_budget(&self, book: &LedgerBook, fingerprint: &str, run_id: &str, planned: f64) -> Result<(), LedgerError> {
-        let recorded_here = book.ledger(fingerprint).runs.iter().find(|r| r.id == run_id).map_or(0.0, |r| r.epsilon());
-        let planned = planned - recorded_here;
+    /// Whose budget the run is held to: its account's, or without one the corpus's.
+    pub fn holder<'a>(&'a self, fingerprint: &'a str) -> Holder<'a> {
         match &self.account {
-            Some(a) => book.check_account_budget(a, fingerprint, planned, self.settings.budget),
-            None => book.check_budget(fingerprint, planned, self.settings.budget),
+            Some(a) => Holder::Account(a),
+            None => Holder::Corpus(fingerprint),
         }
+    }
+
+    /// The budget the run is held to (`ledger::budget`: the settings' or the stored one; none,
+    /// or an unconfirmed raise, refused), after refusing the run when what is recorded in
+    /// `book` (this run's own spends so far left out, since `planned` counts them) plus
+    /// `planned` would exceed it. What counts: the account's runs (every corpus recorded under
+    /// it) or the corpus's, and every run on an `overlapping` corpus. Checked before anything
+    /// is computed and again inside every transaction that records a spend, so two runs at
+    /// once (two tabs, two processes) cannot together pass the cap.
+    pub fn check_budget(&self, book: &LedgerBook, fingerprint: &str, overlapping: &[String], run_id: &str, planned: f64) -> Result<f64, LedgerError> {
+        let holder = self.holder(fingerprint);
+        let budget = book.budget_in_force(holder, self.settings.budget, self.settings.raise_budget)?;
+        let recorded_here = book.ledger(fingerprint).runs.iter().find(|r| r.id == run_id).map_or(0.0, |r| r.epsilon());
+        book.check_spend(holder, fingerprint, overlapping, planned - recorded_here, budget)?;
+        Ok(budget)
     }
 
     /// The terms that must have vectors: what the summary mechanism reads of the documents it

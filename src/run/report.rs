@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ledger::{Ledger, Run, Spend};
+use crate::ledger::{BudgetChange, Ledger, Run, Spend};
 use super::RunSettings;
 use crate::replay::ReplaySummary;
 use crate::sample::signal::ClassSignal;
@@ -67,6 +67,12 @@ pub struct PrivacyReport {
     /// The budget account the run was recorded under.
     #[serde(default)]
     pub account: Option<String>,
+    /// The budget the run was held to (the account's, or the corpus's), and every recorded
+    /// change of it: a raise is there with its time (`crate::ledger` budget rules).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budget_changes: Vec<BudgetChange>,
     /// Per class, how far its release stands above the DP noise alone (post-processing of the
     /// release, `crate::sample::signal`), its sequences and those shorter than L.
     #[serde(default)]
@@ -174,6 +180,8 @@ impl PrivacyReport {
                 ),
             },
             account: run.account.clone(),
+            budget: None,
+            budget_changes: Vec::new(),
             class_signals: signals.to_vec(),
             noise_dominated: signals.iter().filter(|s| s.noise_dominated).map(|s| class_name(&s.label)).collect(),
             replay_check: None,
@@ -243,6 +251,17 @@ fn esc(s: &str) -> String {
 }
 
 impl PrivacyReport {
+    /// The budget the run was held to, whose, and its history, in words.
+    pub fn budget_text(&self) -> String {
+        let whose = match &self.account {
+            Some(a) => format!("the budget account “{a}”"),
+            None => "this corpus".into(),
+        };
+        let Some(b) = self.budget else { return format!("No budget was on record for {whose}.") };
+        let changes: Vec<String> = self.budget_changes.iter().map(BudgetChange::describe).collect();
+        format!("This run was held to the budget of {whose}: ε = {b}, which counts every run under it. Its history: {}.", changes.join("; "))
+    }
+
     /// A self-contained, printable HTML page (no script, no external resource).
     pub fn to_html(&self) -> String {
         let s = &self.settings;
@@ -288,6 +307,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
 <h1>Privacy report</h1><p>{generated} · {format}</p>\
 <p class=\"big\">{headline} All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).{units}</p>\
 <h2>Guarantee</h2><p>{guarantee}</p><h2>Neighbouring relation</h2><p>{relation}</p>\
+<h2>Budget</h2><p>{budget}</p>\
 <h2>Non-DP checks on this corpus</h2><p>non_dp_checks_on_this_corpus: {checks}. {checks_note}</p>\
 <h2>Parameters</h2><table>{params}</table>\
 <h2>Privacy ledger of this run</h2><table><tr><th>stage</th><th>mechanism</th><th>data</th><th>ε</th></tr>{spends}</table>\
@@ -313,6 +333,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
             runs = self.runs_on_corpus,
             guarantee = esc(&self.guarantee),
             relation = esc(&self.neighbouring_relation),
+            budget = esc(&self.budget_text()),
             checks = self.non_dp_checks_on_this_corpus,
             checks_note = esc(&self.non_dp_checks),
             vocab = row("Public vocabulary", format!("{} (SHA-256 {})", self.vocabulary.name, self.vocabulary.sha256)),

@@ -52,9 +52,13 @@ pub struct RunSettings {
     /// The budget account (the dataset's name) the run is recorded under.
     #[serde(default)]
     pub account: Option<String>,
-    /// The account's budget: a run that would take the account over it is refused.
+    /// The budget (of the account, or of the corpus without one): a run that would go over it
+    /// is refused. None: the stored one, and a first run needs one (`ledger::budget`).
     #[serde(default)]
     pub budget: Option<f64>,
+    /// The curator confirms that `budget` may raise the stored one (recorded in the ledger).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub raise_budget: bool,
     /// M: keyphrases per document of the independent DP-KDE and Ṽ-keyphrases per document of
     /// the histogram samplers; `None` (the page): L.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,6 +97,7 @@ impl Default for RunSettings {
             smoothing: 0.0,
             eps_counts: Some(Self::DEFAULT_EPS_COUNTS),
             account: None,
+            raise_budget: false,
             budget: None,
             kde_terms_per_doc: None,
         }

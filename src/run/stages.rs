@@ -117,6 +117,9 @@ pub struct RunOutput {
 pub struct Recorder {
     pub run: Run,
     fingerprint: String,
+    /// Corpora of any account that overlap this one (`LedgerBook::overlapping`, at the start):
+    /// their spends count against the budget too.
+    overlapping: Vec<String>,
     planned: f64,
     sketch_key: [u8; 32],
     /// A reused Ṽ's key: its paying run must still be on record when this run is.
@@ -134,9 +137,10 @@ impl Recorder {
         let mut run = Run::new(crate::corpus::hex(&id), host.now());
         run.account = plan.account.clone();
         run.person_column = corpus.persons.as_ref().map(|p| p.column.clone());
-        let rec = Recorder { run, fingerprint: corpus.fingerprint.clone(), planned, sketch_key, reused: None };
         let book = host.ledger().await?;
-        plan.check_budget(&book, &rec.fingerprint, &rec.run.id, planned).map_err(|e| host.fail(None, e.into()))?;
+        let overlapping = book.overlapping(&corpus.keys).into_iter().map(|(_, fp, _)| fp).collect();
+        let rec = Recorder { run, fingerprint: corpus.fingerprint.clone(), overlapping, planned, sketch_key, reused: None };
+        plan.check_budget(&book, &rec.fingerprint, &rec.overlapping, &rec.run.id, planned).map_err(|e| host.fail(None, e.into()))?;
         Ok(rec)
     }
 
@@ -153,10 +157,12 @@ impl Recorder {
                 }
             }
             // What the run has recorded, should it ever exceed what it planned, counts in full.
-            plan.check_budget(b, &self.fingerprint, &self.run.id, self.planned.max(self.run.epsilon()))?;
+            let budget = plan.check_budget(b, &self.fingerprint, &self.overlapping, &self.run.id, self.planned.max(self.run.epsilon()))?;
             b.extend_run(&self.fingerprint, &self.run);
+            // The budget this run was held to is stored, and a change recorded (`ledger::budget`).
+            b.set_budget(plan.holder(&self.fingerprint), budget, &self.run.started, &self.run.id);
             if let Some(a) = &plan.account {
-                b.note_corpus(a, &corpus.keys, plan.settings.budget, || self.sketch_key);
+                b.note_corpus(a, &corpus.keys, || self.sketch_key);
             }
             Ok(())
         };
@@ -382,8 +388,9 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     let Sampled { sequences, signals } = sampled;
 
     // What is recorded now (other runs on this corpus included).
-    let ledger = host.ledger().await?.ledger(&corpus.fingerprint);
-    let report = PrivacyReport::new(
+    let book = host.ledger().await?;
+    let ledger = book.ledger(&corpus.fingerprint);
+    let mut report = PrivacyReport::new(
         host.now(),
         &plan.settings,
         &rec.run,
@@ -394,5 +401,8 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
         sequences.len(),
         &signals,
     );
+    let holder = plan.holder(&corpus.fingerprint);
+    report.budget = book.stored_budget(holder);
+    report.budget_changes = book.budget_changes(holder).to_vec();
     Ok(RunOutput { run: rec.run, vocabulary: pv, release, sequences, signals, ledger, report })
 }

@@ -186,7 +186,7 @@ pub fn utility_hint(n_test: usize) -> String {
 pub fn account_status(s: &AccountStatus) -> String {
     let budget = match s.budget {
         Some(b) => format!(" of a budget of ε = {b}"),
-        None => " (no budget set)".into(),
+        None => " (no budget yet: set one before the first run)".into(),
     };
     format!(
         "Account “{}”: ε = {:.3} spent{budget}. This corpus: ε = {:.3} over {} run(s).",
@@ -197,13 +197,23 @@ pub fn account_status(s: &AccountStatus) -> String {
 /// The warning when the corpus overlaps an earlier corpus of the account (None: no overlap
 /// worth saying).
 pub fn overlap_warning(s: &AccountStatus) -> Option<String> {
-    let worst = s.overlaps.first().copied().filter(|&o| o >= crate::overlap::WARN_OVERLAP)?;
-    Some(format!(
-        "This corpus overlaps an earlier corpus of the account “{}” by about {:.0}% of documents. It is not a fresh \
-         dataset: its ε adds to the account's total, and the budget covers both.",
-        s.name,
-        100.0 * worst
-    ))
+    let own = s.overlaps.first().copied().filter(|&o| o >= crate::overlap::WARN_OVERLAP).map(|worst| {
+        format!(
+            "This corpus overlaps an earlier corpus of the account “{}” by about {:.0}% of documents. It is not a fresh \
+             dataset: its ε adds to the account's total, and the budget covers both.",
+            s.name,
+            100.0 * worst
+        )
+    });
+    let others = s.other_accounts.first().map(|(a, o)| {
+        format!(
+            "This corpus overlaps a corpus of the account “{a}” by about {:.0}% of documents: the people in both carry \
+             both accounts' ε, so that corpus's runs count against this account's budget too.",
+            100.0 * o
+        )
+    });
+    let both: Vec<String> = own.into_iter().chain(others).collect();
+    (!both.is_empty()).then(|| both.join(" "))
 }
 
 /// How many non-DP checks were run on this corpus.

@@ -29,9 +29,13 @@ pub async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEven
             let keys = keys.ok_or("load a corpus first (or wait for the running step to finish)")?;
             let book = store.ledger().await?;
             let ledger = book.ledger(&keys.fingerprint);
+            let overlapping = book.overlapping(&keys);
+            let fps: Vec<String> = overlapping.iter().map(|(_, fp, _)| fp.clone()).collect();
+            let holder = crate::ledger::Holder::Account(&name);
             Ok(LedgerEvent::Status(AccountStatus {
-                spent: book.account_spent(&name, &keys.fingerprint),
-                budget: book.accounts.get(&name).and_then(|a| a.budget),
+                spent: book.spent_for(holder, &keys.fingerprint, &fps),
+                budget: book.stored_budget(holder),
+                other_accounts: overlapping.into_iter().filter(|(a, _, _)| *a != name).map(|(a, _, o)| (a, o)).collect(),
                 corpus_spent: ledger.total_epsilon(),
                 corpus_runs: ledger.runs.len(),
                 overlaps: book.overlaps(&name, &keys).into_iter().map(|(_, o)| o).collect(),

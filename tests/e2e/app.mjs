@@ -115,6 +115,11 @@ await runTests([
     await page.fill('#len', '4');
     await page.fill('#features', '256');
     await page.fill('#per_class', '6');
+    // The account has no budget yet: one is required before its first run (issue 25).
+    await page.waitForFunction(() => /set a budget/.test(document.querySelector('#budget-err')?.textContent ?? ''), null, { timeout: 10_000 });
+    assert(await page.isDisabled('#run'), 'run must be disabled before the account has a budget');
+    assert(/no budget yet/.test(await page.textContent('#account-status')), await page.textContent('#account-status'));
+    await page.fill('#budget', '1000');
     assert(!(await page.isDisabled('#run')), 'run enabled once the values are valid');
     assert(/spends ε = 25\.1/.test(await page.textContent('#ledger-note')), 'planned ε shown');
   }],
@@ -600,6 +605,13 @@ await runTests([
     assert(await p.isDisabled('#run'), 'run must be disabled over budget');
     await p.fill('#budget', '');
     await p.waitForFunction(() => !document.querySelector('#run').disabled);
+    // The stored budget (1000, set by the first run) is only raised when the curator confirms.
+    await p.fill('#budget', '1000.5');
+    await p.waitForFunction(() => /stored budget of 1000/.test(document.querySelector('#budget-err')?.textContent ?? ''), null, { timeout: 5_000 });
+    assert(await p.isDisabled('#run'), 'an unconfirmed raise must disable the run');
+    await p.check('#budget-raise');
+    await p.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 5_000 });
+    await p.fill('#budget', '');
     await p.close();
   }],
   ['ledger: two tabs recording spends at once lose none', async () => {

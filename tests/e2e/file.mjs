@@ -97,6 +97,7 @@ async function declareAndSet() {
   assert((await page.textContent('#n-docs')).trim() === '40', 'document count');
   await page.fill('#class-list', 'cardiology\npulmonary');
   for (const [id, v] of [['eps_voc', '20'], ['eps_kde', '5'], ['top_n', '12'], ['len', '4'], ['features', '256'], ['per_class', '6']]) await page.fill(`#${id}`, v);
+  await page.fill('#budget', '1000');
   await page.waitForFunction(() => !document.querySelector('#run').disabled);
 }
 

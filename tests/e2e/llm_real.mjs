@@ -79,6 +79,7 @@ await runTests([
     await page.check('#observed-labels input[data-label="pulmonary"]');
     // A large ε so that the corpus's terms are selected: what is tested here is the LLM step.
     for (const [id, v] of [['eps_voc', '20'], ['eps_kde', '5'], ['top_n', '12'], ['len', '4'], ['per_class', String(DOCS / 2)]]) await page.fill(`#${id}`, v);
+    await page.fill('#budget', '1000');
     await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 10_000 });
     await page.click('#run');
     await page.waitForSelector('#results', { timeout: 120_000 });

@@ -49,6 +49,7 @@ await runTests([
     await page.check('#observed-labels input[data-label="pulmonary"]');
     await page.fill('#eps_voc', '20');
     await page.fill('#top_n', '12');
+    await page.fill('#budget', '1000');
     await page.waitForFunction(() => !document.querySelector('#run').disabled);
     await shot('1-loaded');
     await page.click('#run');

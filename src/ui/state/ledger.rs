@@ -28,8 +28,10 @@ const ACCOUNT_KEY: &str = "dpkps-account";
 #[derive(Clone, Copy)]
 pub struct LedgerState {
     pub account: RwSignal<String>,
-    /// The budget field, as typed (empty: no budget).
+    /// The budget field, as typed (empty: the stored one; a first run needs one).
     pub budget: RwSignal<String>,
+    /// The curator confirms that the typed budget raises the stored one.
+    pub raise: RwSignal<bool>,
     pub status: RwSignal<Option<AccountStatus>>,
     /// `Some(false)`: the browser refused persistent storage.
     pub persisted: RwSignal<Option<bool>>,
@@ -45,6 +47,7 @@ pub fn init(app: AppState) {
     let st = LedgerState {
         account: RwSignal::new(storage::get(ACCOUNT_KEY).unwrap_or_else(|| "default".into())),
         budget: RwSignal::new(String::new()),
+        raise: RwSignal::new(false),
         status: RwSignal::new(None),
         persisted: RwSignal::new(None),
         message: RwSignal::new(None),
@@ -108,6 +111,7 @@ impl LedgerState {
     /// A new account name (typed): its budget is read from the ledger again.
     pub fn set_account(&self, name: String) {
         self.budget.set(String::new());
+        self.raise.set(false);
         self.account.set(name);
     }
 
@@ -131,8 +135,16 @@ impl LedgerState {
         text::overlap_warning(&self.current_status()?)
     }
 
-    /// The settings with the account and budget, refused (field "budget") if the run would take
-    /// the account over its budget. The worker checks again against what is recorded then.
+    /// The stored budget when the typed one is above it (the confirmation box is shown then).
+    pub fn raise_over(&self) -> Option<f64> {
+        let stored = self.current_status()?.budget?;
+        let typed = self.budget.get().trim().parse::<f64>().ok()?;
+        (typed > stored).then_some(stored)
+    }
+
+    /// The settings with the account and budget, refused (field "budget") without a budget, with
+    /// an unconfirmed raise of the stored one, or if the run would take the account over its
+    /// budget (`ledger::budget`'s rules). The worker checks again against what is recorded then.
     pub fn with_account(&self, app: AppState, parsed: Result<RunSettings, Vec<FieldError>>) -> Result<RunSettings, Vec<FieldError>> {
         let account = self.account_name();
         let budget_text = self.budget.get();
@@ -145,8 +157,16 @@ impl LedgerState {
             (Ok(mut s), Ok(budget)) => {
                 s.account = account;
                 s.budget = budget;
+                s.raise_budget = self.raise.get();
                 let mut errs = s.check(None).into_iter().filter(|e| e.field == "budget").collect::<Vec<_>>();
-                let spent = status.filter(|st| s.account.as_deref() == Some(st.name.as_str())).map_or(0.0, |st| st.spent);
+                let status = status.filter(|st| s.account.as_deref() == Some(st.name.as_str()));
+                let spent = status.as_ref().map_or(0.0, |st| st.spent);
+                let stored = status.as_ref().and_then(|st| st.budget);
+                if errs.is_empty() {
+                    if let Some(e) = budget_rule(s.budget, stored, s.raise_budget) {
+                        errs.push(e);
+                    }
+                }
                 if errs.is_empty() {
                     if let Err(e) = s.check_budget_of(spent, app.planned_epsilon(&s)) {
                         errs.push(e);
@@ -210,4 +230,17 @@ impl LedgerState {
         self.last_check_on_tuning.set(false);
         app.evaluate(settings);
     }
+}
+
+/// The ledger's budget rules at the Run button (`LedgerBook::budget_in_force`, which the worker
+/// applies again): a budget before the first run, and a raise only when confirmed.
+fn budget_rule(typed: Option<f64>, stored: Option<f64>, raise: bool) -> Option<FieldError> {
+    let message = match (typed, stored) {
+        (None, None) => "set a budget: the most ε this account may ever spend (it is stored, and every later run is held to it)".to_string(),
+        (Some(t), Some(b)) if t > b && !raise => {
+            format!("{t} is above the account's stored budget of {b}: tick “confirm the raise” below to raise it (recorded in the ledger and the report)")
+        }
+        _ => return None,
+    };
+    Some(FieldError { field: "budget", message })
 }

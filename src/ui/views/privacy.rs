@@ -42,12 +42,13 @@ pub fn Privacy() -> impl IntoView {
                     <NumberField id="features" label="I" help="random features" value=f.features errors=errors />
                     <NumberField id="per_class" label="Sequences per class" help="how many to sample" value=f.per_class errors=errors />
                     <NumberField id="bandwidth" label="h" help="kernel bandwidth (smaller: sharper)" value=f.bandwidth errors=errors />
-                    <NumberField id="budget" label="Budget (ε, account)" help="most ε the account may spend; empty: none" value=ledger.budget errors=errors />
+                    <NumberField id="budget" label="Budget (ε, account)" help="most ε the account may ever spend; needed before its first run" value=ledger.budget errors=errors />
                     <SamplerField />
                     <VocabPerClassField />
                     <ReuseVocabularyField />
                     <ProportionalField />
                 </div>
+                <RaiseBudget />
                 <ClassesField errors=errors />
                 <p class="ledger" id="ledger-note" role="note">{ledger_note}</p>
                 <FileStorageNote />
@@ -81,5 +82,23 @@ pub fn Privacy() -> impl IntoView {
                 <TuningCheck parsed=parsed />
             </section>
         </Show>
+    }
+}
+
+/// The confirmation a raise of the account's stored budget needs (shown only then).
+#[component]
+fn RaiseBudget() -> impl IntoView {
+    let ledger = ledger();
+    move || {
+        ledger.raise_over().map(|stored| {
+            view! {
+                <label class="check" id="budget-raise-label">
+                    <input id="budget-raise" type="checkbox" prop:checked=move || ledger.raise.get() on:change=move |ev| ledger.raise.set(event_target_checked(&ev)) />
+                    {format!(
+                        "Confirm the raise: the account's stored budget is ε = {stored}. A budget is only lowered otherwise; the raise is recorded in the ledger and the privacy report."
+                    )}
+                </label>
+            }
+        })
     }
 }

@@ -1,0 +1,173 @@
+//! Budgets that enforce (issue 25, item 2): a budget before the first run, a stored budget
+//! that only goes down unless a raise is confirmed (and then recorded), and the spends on
+//! every overlapping corpus counted against it.
+//!
+//! Why: a budget that any run may replace caps nothing. The anchors take the budget up front
+//! (Tumult's `Session`, OpenDP's `Context`): here the first run of a holder (a named budget
+//! account, or, for a run without one, the corpus itself) must bring one, every later run is
+//! held to the stored one, a lower one replaces it, and a higher one is refused unless the
+//! curator confirms the raise (`--raise-budget`, the page's confirmation box). Every change is
+//! kept with its time and run ([`BudgetChange`]), and the privacy report lists them.
+//!
+//! What "spent" means for the check ([`LedgerBook::spent_for`]): every run under the account,
+//! on any corpus recorded under it, on this corpus, and on any corpus of ANY account whose
+//! overlap sketch puts it at [`crate::overlap::WARN_OVERLAP`] or more of this one. The last is
+//! conservative: the people in the overlap carry both corpora's ε, so the budget counts it.
+//!
+//! None of this is a mechanism: budgets and sketches are the curator's records, never released.
+
+use serde::{Deserialize, Serialize};
+
+use super::{LedgerBook, LedgerError};
+
+/// One change of a stored budget, kept for the report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetChange {
+    /// When the run that made it started (the caller's clock).
+    pub when: String,
+    /// The run that made it (the change is recorded with that run's first spend).
+    pub run: String,
+    /// The budget before (None: the first one).
+    pub old: Option<f64>,
+    pub new: f64,
+}
+
+impl BudgetChange {
+    /// "set to 5", "lowered from 5 to 3", "raised from 3 to 8 (confirmed)", with when.
+    pub fn describe(&self) -> String {
+        let what = match self.old {
+            None => format!("set to {}", self.new),
+            Some(o) if self.new < o => format!("lowered from {o} to {}", self.new),
+            Some(o) => format!("raised from {o} to {} (confirmed by the curator)", self.new),
+        };
+        format!("{what} at {} (run {})", self.when, self.run)
+    }
+}
+
+/// Whose budget a run is held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder<'a> {
+    /// A named budget account (the dataset).
+    Account(&'a str),
+    /// The corpus itself (its key), for a run without an account.
+    Corpus(&'a str),
+}
+
+impl Holder<'_> {
+    fn describe(&self) -> String {
+        match self {
+            Holder::Account(a) => format!("the budget account “{a}”"),
+            Holder::Corpus(_) => "this corpus".into(),
+        }
+    }
+}
+
+/// Where a holder's budget lives in the book.
+fn slot<'b>(book: &'b LedgerBook, holder: Holder<'_>) -> (Option<f64>, &'b [BudgetChange]) {
+    match holder {
+        Holder::Account(a) => book.accounts.get(a).map_or((None, &[][..]), |x| (x.budget, &x.budget_changes[..])),
+        Holder::Corpus(fp) => book.ledgers.get(fp).map_or((None, &[][..]), |l| (l.budget, &l.budget_changes[..])),
+    }
+}
+
+impl LedgerBook {
+    /// The budget stored for `holder`.
+    pub fn stored_budget(&self, holder: Holder<'_>) -> Option<f64> {
+        slot(self, holder).0
+    }
+
+    /// Every recorded change of `holder`'s budget, oldest first.
+    pub fn budget_changes(&self, holder: Holder<'_>) -> &[BudgetChange] {
+        slot(self, holder).1
+    }
+
+    /// The budget a run is held to: `given` (the run's setting) or else the stored one. Refused
+    /// when there is neither (a budget comes before the first run), and when `given` is above
+    /// the stored one without `raise` (the curator's confirmation).
+    pub fn budget_in_force(&self, holder: Holder<'_>, given: Option<f64>, raise: bool) -> Result<f64, LedgerError> {
+        match (self.stored_budget(holder), given) {
+            (None, None) => Err(LedgerError::NoBudget { holder: holder.describe() }),
+            (Some(s), None) => Ok(s),
+            (None, Some(g)) => Ok(g),
+            (Some(s), Some(g)) if g <= s || raise => Ok(g),
+            (Some(s), Some(g)) => Err(LedgerError::RaiseNotConfirmed { holder: holder.describe(), stored: s, given: g }),
+        }
+    }
+
+    /// Stores `budget` for `holder`, recording the change (nothing when it is the stored one).
+    /// Call inside the transaction that records the run's spend, after [`Self::budget_in_force`].
+    pub fn set_budget(&mut self, holder: Holder<'_>, budget: f64, when: &str, run: &str) {
+        let (stored, changes) = match holder {
+            Holder::Account(a) => {
+                let acc = self.accounts.entry(a.to_string()).or_default();
+                (&mut acc.budget, &mut acc.budget_changes)
+            }
+            Holder::Corpus(fp) => {
+                let l = self.ledgers.entry(fp.to_string()).or_insert_with(|| super::Ledger::new(fp.to_string()));
+                (&mut l.budget, &mut l.budget_changes)
+            }
+        };
+        if *stored == Some(budget) {
+            return;
+        }
+        changes.push(BudgetChange { when: when.to_string(), run: run.to_string(), old: *stored, new: budget });
+        *stored = Some(budget);
+    }
+
+    /// The corpora, of any account, whose sketch puts them at WARN_OVERLAP or more of the corpus
+    /// with `keys` (itself left out): (account, corpus key, overlap), largest first.
+    pub fn overlapping(&self, keys: &crate::corpus::CorpusKeys) -> Vec<(String, String, f64)> {
+        let mut out: Vec<(String, String, f64)> = self
+            .accounts
+            .keys()
+            .flat_map(|a| self.overlaps(a, keys).into_iter().map(move |(fp, o)| (a.clone(), fp, o)))
+            .filter(|(_, _, o)| *o >= crate::overlap::WARN_OVERLAP)
+            .collect();
+        out.sort_by(|a, b| b.2.total_cmp(&a.2));
+        out.dedup_by(|a, b| a.1 == b.1);
+        out
+    }
+
+    /// ε that counts against `holder`'s budget for a run on the corpus `fingerprint` (module
+    /// docs): each run counted once.
+    pub fn spent_for(&self, holder: Holder<'_>, fingerprint: &str, overlapping: &[String]) -> f64 {
+        let (account, corpora): (Option<&str>, Vec<&str>) = match holder {
+            Holder::Account(a) => (Some(a), self.accounts.get(a).map(|x| x.corpora.iter().map(|c| c.fingerprint.as_str()).collect()).unwrap_or_default()),
+            Holder::Corpus(_) => (None, Vec::new()),
+        };
+        self.ledgers
+            .values()
+            .flat_map(|l| l.runs.iter().map(move |r| (l, r)))
+            .filter(|(l, r)| {
+                let fp = l.fingerprint.as_str();
+                fp == fingerprint
+                    || corpora.contains(&fp)
+                    || overlapping.iter().any(|o| o == fp)
+                    || (account.is_some() && r.account.as_deref() == account)
+            })
+            .map(|(_, r)| r.epsilon())
+            .fold(0.0, |a, b| a + b)
+    }
+
+    /// Refuses a run that would spend `planned` on top of [`Self::spent_for`] beyond `budget`.
+    pub fn check_spend(&self, holder: Holder<'_>, fingerprint: &str, overlapping: &[String], planned: f64, budget: f64) -> Result<(), LedgerError> {
+        let spent = self.spent_for(holder, fingerprint, overlapping);
+        if spent + planned <= budget + 1e-12 {
+            return Ok(());
+        }
+        Err(match holder {
+            Holder::Account(a) => LedgerError::AccountOverBudget { account: a.to_string(), spent, would: spent + planned, budget },
+            Holder::Corpus(_) => LedgerError::OverBudget { spent, would: spent + planned, budget },
+        })
+    }
+}
+
+/// Joins two histories of one holder: every change of both, once, in time order.
+pub(super) fn merge_changes(mine: &mut Vec<BudgetChange>, theirs: &[BudgetChange]) {
+    for c in theirs {
+        if !mine.contains(c) {
+            mine.push(c.clone());
+        }
+    }
+    mine.sort_by(|a, b| a.when.cmp(&b.when));
+}
