@@ -442,6 +442,8 @@ pub(crate) fn run_settings(
         account: ledger.account.clone(),
         budget: ledger.budget,
         raise_budget: ledger.raise_budget,
+        // The CLI's classes are typed (--classes, --classes-file), never ticked from the data.
+        classes_ticked: Vec::new(),
         kde_terms_per_doc: Some(kde.kde_terms_per_doc),
     })
 }

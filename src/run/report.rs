@@ -52,6 +52,11 @@ pub struct PrivacyReport {
     /// How the class set was made and what happened to documents of other labels.
     #[serde(default)]
     pub class_rule: String,
+    /// The declared classes the curator ticked from the labels observed in the corpus (the
+    /// page), rather than typing them from a public list: which labels occur is private, so the
+    /// class set is then public only by the curator's word (issue 25, item 4).
+    #[serde(default)]
+    pub classes_ticked_from_observed: Vec<String>,
     pub sequences: usize,
     pub spends: Vec<Spend>,
     pub not_included: String,
@@ -163,6 +168,7 @@ impl PrivacyReport {
             model,
             classes: classes.names().into_iter().map(str::to_string).collect(),
             class_rule: classes.describe(),
+            classes_ticked_from_observed: settings.classes_ticked.clone(),
             sequences,
             spends: run.spends.clone(),
             not_included: "Exact counts of documents, classes or matched terms are not in this report: they are not \
@@ -251,6 +257,19 @@ fn esc(s: &str) -> String {
 }
 
 impl PrivacyReport {
+    /// Which declared classes were ticked from the corpus's observed labels, in words.
+    pub fn ticked_text(&self) -> String {
+        match self.classes_ticked_from_observed.len() {
+            0 => "none: every declared class was typed (or read from a file) by the curator".into(),
+            n => format!(
+                "{n} of {}: {}. They were picked from the labels found in the private corpus (shown without counts): the \
+                 guarantee assumes the curator would have declared them from public knowledge anyway",
+                self.classes.len(),
+                self.classes_ticked_from_observed.join(", ")
+            ),
+        }
+    }
+
     /// The budget the run was held to, whose, and its history, in words.
     pub fn budget_text(&self) -> String {
         let whose = match &self.account {
@@ -280,6 +299,7 @@ impl PrivacyReport {
             row("Sampler", s.sampler.name().to_string()),
             row("Vocabulary", if s.vocab_per_class { "per class (round robin)" } else { "global" }.to_string()),
             row("Classes", self.class_rule.clone()),
+            row("Classes ticked from the corpus's labels", self.ticked_text()),
         ]
         .concat();
         let spends: String = self
@@ -428,6 +448,19 @@ mod tests {
         assert_eq!((r.non_dp_checks_on_this_corpus, r.non_dp_settings_compared), (1, 7));
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"non_dp_checks_on_this_corpus\":1") && r.non_dp_checks.contains("comparing 7"), "{json}");
+    }
+
+    #[test]
+    fn the_report_says_which_classes_were_ticked_from_the_corpus() {
+        let run = Run::new("r".into(), "t".into());
+        let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
+        let classes = crate::classes::ClassSet::declared(&["cardio", "pulmo"], crate::classes::OtherLabels::Drop).unwrap();
+        let typed = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v.clone(), m.clone(), &classes, 10, &[]);
+        assert!(typed.classes_ticked_from_observed.is_empty() && typed.to_html().contains("none: every declared class was typed"));
+        let settings = RunSettings { classes: vec!["cardio".into(), "pulmo".into()], classes_ticked: vec!["pulmo".into()], ..RunSettings::default() };
+        let ticked = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &classes, 10, &[]);
+        assert_eq!(ticked.classes_ticked_from_observed, ["pulmo"]);
+        assert!(ticked.to_html().contains("1 of 2: pulmo. They were picked from the labels found in the private corpus"), "{}", ticked.to_html());
     }
 
     #[test]

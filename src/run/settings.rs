@@ -56,6 +56,10 @@ pub struct RunSettings {
     /// is refused. None: the stored one, and a first run needs one (`ledger::budget`).
     #[serde(default)]
     pub budget: Option<f64>,
+    /// The declared classes the curator ticked from the corpus's observed labels (the page):
+    /// the report says so, since which labels occur is private (issue 25, item 4).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes_ticked: Vec<String>,
     /// The curator confirms that `budget` may raise the stored one (recorded in the ledger).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub raise_budget: bool,
@@ -98,6 +102,7 @@ impl Default for RunSettings {
             eps_counts: Some(Self::DEFAULT_EPS_COUNTS),
             account: None,
             raise_budget: false,
+            classes_ticked: Vec::new(),
             budget: None,
             kde_terms_per_doc: None,
         }

@@ -28,12 +28,12 @@ pub fn own_list_note(done: u64, total: u64) -> String {
     }
 }
 
-/// The corpus's classes with their exact counts: "a: 3 · b: 5", or "no labels".
+/// How many labels the corpus has, without their counts (issue 25, item 4: a class set picked
+/// by counts would depend on the private data; `dpkps ingest` prints them for the curator).
 pub fn classes_line(s: &CorpusSummary) -> String {
-    if s.classes.is_empty() {
-        "no labels".to_string()
-    } else {
-        s.classes.iter().map(|(l, n)| format!("{l}: {n}")).collect::<Vec<_>>().join(" · ")
+    match s.classes.len() {
+        0 => "no labels".to_string(),
+        n => format!("{n} label(s), listed under “Classes (public)” below (counts not shown)"),
     }
 }
 
@@ -53,14 +53,6 @@ pub fn vocabulary_line(s: &CorpusSummary) -> String {
     format!("{} ({} terms), {} distinct terms matched", s.vocabulary, s.vocabulary_terms, s.distinct_matched)
 }
 
-/// "1 document" or "n documents".
-pub fn documents(n: u64) -> String {
-    if n == 1 {
-        "1 document".to_string()
-    } else {
-        format!("{n} documents")
-    }
-}
 
 /// The note by the Run button: what this corpus has spent, and what the run will add
 /// (`planned`: the run's ε, with whether it reuses the last run's private vocabulary; `None`:

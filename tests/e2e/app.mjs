@@ -88,7 +88,13 @@ await runTests([
     await page.click('#load');
     await page.waitForSelector('#summary', { timeout: 60_000 });
     assert((await page.textContent('#n-docs')).trim() === '41', 'document count');
-    assert(/cardiology: 20/.test(await page.textContent('#classes')), 'class counts');
+    // Labels without their counts, alphabetically (issue 25, item 4): a class set picked by
+    // counts would depend on the private data.
+    assert(/^3 label\(s\)/.test((await page.textContent('#classes')).trim()) && !/20/.test(await page.textContent('#classes')), await page.textContent('#classes'));
+    const listed = await page.$$eval('#observed-labels input', (xs) => xs.map((x) => x.dataset.label));
+    assert(JSON.stringify(listed) === JSON.stringify([...listed].sort()) && listed.length === 3, `labels: ${listed}`);
+    const shown = (await page.textContent('#observed-labels')).replace(/\s/g, '');
+    assert(shown === listed.join('').replace(/\s/g, ''), `nothing but the labels (no counts): ${shown}`);
     // Nothing is declared from the data (a default chosen by the counts would leak them): the
     // list starts empty and the curator ticks the public names; the rare one stays unticked.
     assert(await page.inputValue('#class-list') === '', `classes declared without the curator: ${await page.inputValue('#class-list')}`);
@@ -212,6 +218,7 @@ await runTests([
     const terms2 = await page.locator('#top-terms li').allTextContents();
     assert(JSON.stringify(terms1) === JSON.stringify(terms2), `the same Ṽ with the same noisy counts: ${terms1} / ${terms2}`);
     const report = JSON.parse(await download('#dl-report'));
+    assert(JSON.stringify(report.classes_ticked_from_observed) === '["cardiology","pulmonary"]', `ticked: ${report.classes_ticked_from_observed}`);
     assert(Math.abs(report.epsilon_run - 5.1) < 1e-9 && Math.abs(report.epsilon_outputs - 25.1) < 1e-9, `this run's own spend and its outputs' ε: ${report.epsilon_run}, ${report.epsilon_outputs}`);
     assert(/\(25\.1000\)-differentially private/.test(report.guarantee) && /released by the earlier run [0-9a-f]{16}/.test(report.guarantee), report.guarantee);
     const m = spent.match(/(\d+) terms embedded by the model, (\d+) read \(bundled vectors/);

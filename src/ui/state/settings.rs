@@ -22,6 +22,9 @@ pub struct SettingsFields {
     pub bandwidth: RwSignal<String>,
     /// The public class set (`crate::classes`) as typed or ticked: one class name per line.
     pub classes: RwSignal<String>,
+    /// The labels the curator ticked from the corpus's observed labels (the report says which
+    /// declared classes came from there).
+    pub ticked: RwSignal<Vec<String>>,
     /// Documents with an undeclared label: gathered into `other_name` (true) or left out.
     pub gather_other: RwSignal<bool>,
     pub other_name: RwSignal<String>,
@@ -48,6 +51,7 @@ impl SettingsFields {
             sampler: RwSignal::new(d.sampler.name().to_string()),
             bandwidth: RwSignal::new(d.bandwidth.to_string()),
             classes: RwSignal::new(d.classes.join("\n")),
+            ticked: RwSignal::new(Vec::new()),
             gather_other: RwSignal::new(d.other_class.is_some()),
             other_name: RwSignal::new(d.other_class.clone().unwrap_or_else(|| crate::classes::ClassSet::OTHER.to_string())),
             vocab_per_class: RwSignal::new(d.vocab_per_class),
@@ -76,6 +80,12 @@ impl SettingsFields {
     /// Ticks or unticks an observed label: appends its line, or removes every line naming it.
     pub fn set_declared(&self, label: &str, on: bool) {
         let label = label.trim();
+        self.ticked.update(|t| {
+            t.retain(|x| x != label);
+            if on {
+                t.push(label.to_string());
+            }
+        });
         self.classes.update(|text| {
             let mut lines: Vec<&str> = text.lines().filter(|l| l.trim() != label).collect();
             if on {
@@ -116,6 +126,10 @@ impl SettingsFields {
             per_class: int("per_class", self.per_class, &mut errs),
             sampler,
             bandwidth: float("bandwidth", self.bandwidth, &mut errs),
+            classes_ticked: {
+                let ticked = self.ticked.get();
+                self.class_names().into_iter().filter(|n| ticked.contains(n)).collect()
+            },
             classes: self.class_names(),
             other_class: self.gather_other.get().then(|| self.other_name.get()),
             vocab_per_class: self.vocab_per_class.get(),

@@ -5,7 +5,6 @@ use leptos::prelude::*;
 
 use crate::protocol::FieldError;
 use crate::ui::state::app;
-use crate::ui::text;
 
 /// The public class set (`crate::classes`): which label values become classes of the outputs.
 /// Shown only for a corpus read with a label column; without one the run has a single class.
@@ -24,8 +23,9 @@ pub fn ClassesField(errors: Signal<Vec<FieldError>>) -> impl IntoView {
                 </p>
                 <p class="help">
                     "You decide which classes the outputs have: one name per line, or tick labels found in your corpus. \
-                     Nothing is ticked for you: a default chosen from the label counts would itself depend on the private \
-                     data. Leave a rare label out or gather it below. The counts are exact and for your eyes only."
+                     Nothing is ticked for you, and the labels are listed in alphabetical order without their counts: a \
+                     class set chosen by how many documents a label has would itself depend on the private data. Which \
+                     labels you tick here is stated in the privacy report; typing the names from a public list avoids it."
                 </p>
                 <div class="two">
                     <label class="field">
@@ -48,18 +48,18 @@ pub fn ClassesField(errors: Signal<Vec<FieldError>>) -> impl IntoView {
     }
 }
 
-/// The labels of the loaded corpus with their exact counts (curator only), to tick as classes.
+/// The labels of the loaded corpus, alphabetically and without counts (issue 25, item 4), to tick
+/// as classes.
 #[component]
 pub fn ObservedLabels() -> impl IntoView {
     let app = app();
     let f = app.settings;
     let rows = move || {
-        app.summary
-            .get()
-            .map(|s| s.classes)
-            .unwrap_or_default()
+        let mut labels: Vec<String> = app.summary.get().map(|s| s.classes).unwrap_or_default().into_iter().map(|(l, _)| l).collect();
+        labels.sort();
+        labels
             .into_iter()
-            .map(|(label, n)| {
+            .map(|label| {
                 let (l1, l2) = (label.clone(), label.clone());
                 view! {
                     <li>
@@ -71,7 +71,6 @@ pub fn ObservedLabels() -> impl IntoView {
                                 on:change=move |ev| f.set_declared(&l2, event_target_checked(&ev))
                             />
                             {label}
-                            <span class="count">{text::documents(n)}</span>
                         </label>
                     </li>
                 }
