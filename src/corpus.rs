@@ -169,7 +169,9 @@ pub enum CorpusError {
     PersonColumnMismatch { file: String },
 }
 
-/// The keys of a corpus: the ledger key and what the overlap check needs. In memory only.
+/// The keys of a corpus: the ledger key and what the overlap check needs. In memory only. The
+/// ledger key is keyed with this machine's local secret before any ledger sees it
+/// (`crate::local_key`, [`CorpusKeys::keyed`]).
 #[derive(Debug, Clone, Default)]
 pub struct CorpusKeys {
     /// The order-insensitive ledger key ([`corpus_key`]).
@@ -179,6 +181,11 @@ pub struct CorpusKeys {
     pub legacy: String,
     /// [`doc_hash`] of every document, in reading order. Never stored.
     pub doc_hashes: Vec<[u8; 32]>,
+    /// The unkeyed ledger key, once `fingerprint` is keyed with the local secret
+    /// (`crate::local_key`): only to find a ledger an older version recorded under it.
+    pub unkeyed: String,
+    /// The overlap sketches' key derived from the local secret (None: not keyed yet).
+    pub sketch_key: Option<[u8; 32]>,
 }
 
 /// SHA-256 of one document's text (domain-separated).
@@ -280,6 +287,8 @@ impl Ingest {
             fingerprint: corpus_key(&self.doc_hashes),
             legacy: hex(&self.hasher.clone().finalize()),
             doc_hashes: self.doc_hashes,
+            unkeyed: String::new(),
+            sketch_key: None,
         };
         Ok((self.stats, keys))
     }

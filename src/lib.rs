@@ -19,6 +19,7 @@ pub mod embed;
 pub mod eval;
 pub mod export;
 pub mod linalg;
+pub mod local_key;
 pub mod llm;
 pub mod ledger;
 pub mod overlap;

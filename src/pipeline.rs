@@ -132,6 +132,13 @@ impl<'m> MatchingSink<'m> {
 }
 
 impl MatchedCorpus {
+    /// Keys the ledger key and the overlap sketches with this machine's local secret
+    /// (`crate::local_key`): done once a corpus is read, before any ledger sees it.
+    pub fn key_with(&mut self, local: &crate::local_key::LocalKeys) {
+        self.keys = std::mem::take(&mut self.keys).keyed(local);
+        self.fingerprint = self.keys.fingerprint.clone();
+    }
+
     /// The vocabulary histogram h (first S distinct terms per document).
     pub fn histogram(&self, vocab_len: usize, terms_per_doc: usize) -> TermHistogram {
         let mut h = TermHistogram::new(vocab_len, terms_per_doc);

@@ -114,8 +114,9 @@ pub enum Request {
     /// The budget account's state for the loaded corpus: spent, budget, overlap with the
     /// account's earlier corpora ([`LedgerEvent::Status`]).
     Account { name: String },
-    /// The whole ledger as JSON, to download ([`LedgerEvent::Exported`]).
-    ExportLedger,
+    /// The whole ledger as JSON, to download ([`LedgerEvent::Exported`]); the overlap sketches
+    /// only with `sketches` (`LedgerBook::for_export`).
+    ExportLedger { sketches: bool },
     /// A ledger file (attached) merged into this browser's: runs by id ([`LedgerEvent::Imported`]).
     ImportLedger,
     /// The recipient's mode (`crate::adapt`): embed a labelled synthetic corpus, the recipient's
@@ -164,7 +165,7 @@ pub struct TrainResult {
 #[serde(tag = "what", rename_all = "snake_case")]
 pub enum LedgerEvent {
     Status(AccountStatus),
-    Exported { json: String },
+    Exported { json: String, sketches: bool },
     Imported { summary: crate::ledger::MergeSummary },
     Failed { message: String },
 }

@@ -125,6 +125,14 @@ pub(super) enum Command {
         text_col: Option<String>,
         #[arg(long)]
         label_col: Option<String>,
+        /// Write a copy of the whole ledger to this file, to keep or to import in the page: runs,
+        /// ε, budgets and accounts, without the overlap sketches (the key file is never copied).
+        #[arg(long)]
+        export: Option<PathBuf>,
+        /// With --export: include the overlap sketches. Whoever holds them and this machine's key
+        /// file can test whether a document was in a recorded corpus.
+        #[arg(long, requires = "export")]
+        with_sketches: bool,
     },
     /// Utility evaluation without an LLM: classifiers trained on DP keyphrase sequences (per
     /// sampler), on the real training sequences and the majority class, tested on held-out

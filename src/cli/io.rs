@@ -13,6 +13,7 @@ use crate::public_vocab::{Bundled, Matcher, PublicVocabulary};
 
 use super::args::{CorpusArgs, LedgerArgs, ModelArgs};
 use super::CliError;
+pub(crate) use super::kept::open_kept;
 
 /// The embedding model: the bundled one unless the user names another.
 pub(crate) fn load_model(args: &ModelArgs) -> Result<Box<dyn crate::embed::Embed>, CliError> {
@@ -226,39 +227,6 @@ fn create_temp(path: &Path, private: bool) -> std::io::Result<(PathBuf, File)> {
         }
     }
     Err(last.unwrap_or_else(|| std::io::Error::other("no free name for a temporary file")))
-}
-
-/// Opens a file the command keeps open (a lock file, an append-only log) with `options`,
-/// creating it if they say so (0600 when `private`), never through a symbolic link
-/// (`O_NOFOLLOW`): such files sit at fixed names, in folders others may write to, and a link
-/// planted there would send the lock, the appended lines or the permissions to its target.
-/// Only a regular file is accepted.
-pub(crate) fn open_kept(path: &Path, options: &mut OpenOptions, private: bool) -> std::io::Result<File> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NOFOLLOW);
-        if private {
-            options.mode(0o600);
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = private;
-    let refused = |what: &str| {
-        std::io::Error::other(format!(
-            "{} is {what}, not a regular file: refused (a file dpkps keeps must not lead elsewhere; remove it and try again)",
-            path.display()
-        ))
-    };
-    let file = match options.open(path) {
-        #[cfg(unix)]
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err(refused("a symbolic link")),
-        other => other?,
-    };
-    if !file.metadata()?.is_file() {
-        return Err(refused("something else"));
-    }
-    Ok(file)
 }
 
 #[cfg(all(test, unix))]

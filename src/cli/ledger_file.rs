@@ -21,7 +21,7 @@
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
-use super::io::open_kept;
+use super::kept::open_kept;
 use super::{write_private, CliError};
 use crate::ledger::LedgerBook;
 

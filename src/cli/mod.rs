@@ -11,7 +11,9 @@ mod bench_replay;
 mod evaluate;
 mod generate;
 mod io;
+mod kept;
 mod ledger_file;
+mod local_key;
 mod replay;
 mod run;
 #[cfg(test)]
@@ -139,16 +141,27 @@ fn run(command: Command) -> Result<(), CliError> {
         }
         Command::Sample { release, vocab, model, per_class, out } => run::sample(&release, &vocab, &model, per_class, &out),
         Command::Pipeline { inputs, classes, ledger, out_dir } => run::pipeline(&inputs, &classes, &ledger, &out_dir),
-        Command::Ledger { ledger, corpus, format, text_col, label_col } => {
+        Command::Ledger { ledger, corpus, format, text_col, label_col, export, with_sketches } => {
             let path = ledger_path(&ledger);
             let mut book = ledger_file::read(&path)?;
+            if let Some(out) = export {
+                write_private(&out, book.for_export(with_sketches).to_json().as_bytes())?;
+                eprintln!(
+                    "wrote the ledger to {} ({}); keep it with the data",
+                    out.display(),
+                    if with_sketches { "with the overlap sketches: with this machine's key file they can test membership" } else { "without the overlap sketches" }
+                );
+            }
             let fingerprints: Vec<String> = if corpus.is_empty() {
                 book.ledgers.keys().cloned().collect()
             } else {
                 let args = CorpusArgs { corpus, format, text_col, label_col, label_from_dir: false, person_col: None };
-                let mc = read_corpus(&args, None, 0)?;
-                // Shown with what an older version recorded under the order-sensitive key.
-                book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
+                let mut mc = read_corpus(&args, None, 0)?;
+                if let Some(local) = local_key::load(&path)? {
+                    mc.key_with(&local);
+                }
+                // Shown with what an older version recorded under an older key.
+                book.adopt_older(&mc.keys);
                 vec![mc.fingerprint]
             };
             println!("ledger: {}", path.display());

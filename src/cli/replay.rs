@@ -109,6 +109,8 @@ pub(crate) fn tell_corpus_of_run(run_dir: &Path, ledger: Option<&Path>, figures:
             return;
         }
     };
+    // The ledger names corpora by the key its local secret gives (`crate::local_key`).
+    let keyed = super::local_key::load(ledger).ok().flatten().map(|k| crate::local_key::keyed_fingerprint(&k, &figures.fingerprint));
     match book.ledgers.values().find(|l| l.runs.iter().any(|r| r.id == run.id)) {
         None => eprintln!(
             "note: run {} is not in the ledger {} (give the ledger the run was recorded in with --ledger): whether \
@@ -116,7 +118,7 @@ pub(crate) fn tell_corpus_of_run(run_dir: &Path, ledger: Option<&Path>, figures:
             run.id,
             ledger.display()
         ),
-        Some(l) if l.fingerprint == figures.fingerprint || l.fingerprint == figures.legacy => {
+        Some(l) if l.fingerprint == figures.fingerprint || l.fingerprint == figures.legacy || Some(&l.fingerprint) == keyed.as_ref() => {
             eprintln!("replay check: --corpus is the corpus run {} was recorded on (ledger {})", run.id, ledger.display())
         }
         Some(_) => eprintln!(

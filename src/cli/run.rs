@@ -54,7 +54,7 @@ impl CliHost {
         let mut file = LedgerFile::open(&super::io::ledger_path(ledger))?;
         // A ledger an older version keyed by the order-sensitive hash counts (and moves here on
         // the next write).
-        file.book.adopt_legacy(&mc.keys.legacy, &mc.fingerprint);
+        file.book.adopt_older(&mc.keys);
         let spent = file.book.ledger(&mc.fingerprint).total_epsilon();
         eprintln!(
             "privacy ledger {}: this corpus has spent ε = {spent:.4} before; this run spends ε = {planned}, total after: {:.4}",
@@ -164,11 +164,13 @@ fn labelled(corpus: &CorpusArgs) -> bool {
     corpus.label_col.is_some() || corpus.label_from_dir
 }
 
-/// Reads and matches the corpus, keeping what the plan's stages read; with a person column,
+/// Reads and matches the corpus, keeping what the plan's stages read, its keys keyed with the
+/// secret of the ledger it will be recorded in (`super::local_key`); with a person column,
 /// says what the privacy unit does to it under `classes` (`crate::units`).
-pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize, classes: &ClassSet) -> Result<MatchedCorpus, CliError> {
+pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize, classes: &ClassSet, ledger: &LedgerArgs) -> Result<MatchedCorpus, CliError> {
     let matcher = Matcher::new(public)?;
-    let mc = read_corpus(corpus, Some(&matcher), keep)?;
+    let mut mc = read_corpus(corpus, Some(&matcher), keep)?;
+    mc.key_with(&super::local_key::load_or_create(&super::io::ledger_path(ledger))?);
     print_stats(&mc);
     if let Some(u) = crate::units::unit_stats(&mc, classes) {
         eprintln!(
@@ -199,7 +201,7 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
     };
     // Validated before reading anything large.
     let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
-    let mc = read_matched(corpus, &public, vp.terms_per_doc, &plan.classes)?;
+    let mc = read_matched(corpus, &public, vp.terms_per_doc, &plan.classes, ledger)?;
     // The privacy unit, as in every run (`crate::units`).
     let mc = crate::units::units(&mc, &plan.classes).into_owned();
     let mut host = CliHost::open(ledger, &mc, vp.epsilon, Model::None, None)?;
@@ -234,7 +236,7 @@ pub(crate) fn sequences(
     }
     let settings = run_settings(None, Some(&pv.params), kde, declared_classes(corpus, classes)?, ledger)?;
     let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
-    let mc = read_matched(corpus, &public, plan.keep(), &plan.classes)?;
+    let mc = read_matched(corpus, &public, plan.keep(), &plan.classes, ledger)?;
     let mut rng = SecureRng::from_os()?;
     let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Given(Rc::new(pv)), Model::Load(model.clone()), None, &mut rng)?;
     write_sequences(out, &output.sequences, &output.signals, &public)?;
@@ -251,7 +253,7 @@ pub(crate) fn sequences(
 pub(crate) fn pipeline(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &LedgerArgs, out_dir: &Path) -> Result<(), CliError> {
     let (plan, public) = pipeline_plan(inputs, classes, ledger)?;
     std::fs::create_dir_all(out_dir).map_err(|e| CliError::Write { path: out_dir.display().to_string(), source: e })?;
-    let mc = read_matched(&inputs.corpus, &public, plan.keep(), &plan.classes)?;
+    let mc = read_matched(&inputs.corpus, &public, plan.keep(), &plan.classes, ledger)?;
     let mut rng = SecureRng::from_os()?;
     let vocabulary_out = Some(out_dir.join("vocabulary.json"));
     let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Draw, Model::Load(inputs.model.clone()), vocabulary_out, &mut rng)?;

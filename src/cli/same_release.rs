@@ -135,7 +135,7 @@ fn cli_path(dir: &std::path::Path, flags: &[&str], seed: u64) -> (String, String
         panic!("not the pipeline command")
     };
     let (plan, public) = pipeline_plan(&inputs, &classes, &ledger).expect("plan");
-    let mc = read_matched(&inputs.corpus, &public, plan.keep(), &plan.classes).expect("corpus");
+    let mc = read_matched(&inputs.corpus, &public, plan.keep(), &plan.classes, &ledger).expect("corpus");
     let mut rng = SecureRng::seeded_for_tests(seed);
     let model = Model::Loaded(Box::new(HashModel), "hash".into());
     let out = run_whole(&plan, &mc, &public, &ledger, Vocabulary::Draw, model, None, &mut rng).expect("run");

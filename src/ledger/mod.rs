@@ -179,8 +179,12 @@ pub struct Account {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccountCorpus {
     pub fingerprint: String,
-    /// The random sketch key (hex; the account's key when the sketch was made).
+    /// Empty: the sketch is keyed with this machine's local secret (`crate::local_key`), never
+    /// stored. Otherwise (ledgers of older versions) the random key it was made with, in hex.
+    #[serde(default)]
     pub key: String,
+    /// Empty when the ledger was exported without sketches ([`LedgerBook::for_export`]).
+    #[serde(default)]
     pub sketch: crate::overlap::Sketch,
 }
 
@@ -333,39 +337,68 @@ impl LedgerBook {
         }
     }
 
-    /// Records `corpus` under `account` (creating it with `new_key`): its sketch for later
-    /// overlap checks. A corpus already recorded there is not sketched again. (The account's
-    /// budget is set by [`Self::set_budget`], under its rules.)
+    /// Records `corpus` under `account`: its sketch for later overlap checks, keyed with the
+    /// local secret (`keys.sketch_key`; only without one, in tests and older callers, with a
+    /// random key from `new_key` stored beside it, the account's first). A corpus already
+    /// recorded there is not sketched again. (The account's budget is set by
+    /// [`Self::set_budget`], under its rules.)
     pub fn note_corpus(&mut self, account: &str, keys: &crate::corpus::CorpusKeys, new_key: impl FnOnce() -> [u8; 32]) {
         let acc = self.accounts.entry(account.to_string()).or_default();
         if acc.corpora.iter().any(|c| c.fingerprint == keys.fingerprint) {
             return;
         }
-        // One key per account: reuse the first corpus's key, so sketches compare.
-        let key = acc.corpora.iter().find_map(|c| crate::corpus::unhex32(&c.key)).unwrap_or_else(new_key);
+        let (key, stored) = match keys.sketch_key {
+            Some(k) => (k, String::new()),
+            None => {
+                let k = acc.corpora.iter().find_map(|c| crate::corpus::unhex32(&c.key)).unwrap_or_else(new_key);
+                (k, crate::corpus::hex(&k))
+            }
+        };
         acc.corpora.push(AccountCorpus {
             fingerprint: keys.fingerprint.clone(),
-            key: crate::corpus::hex(&key),
+            key: stored,
             sketch: crate::overlap::Sketch::of(&key, &keys.doc_hashes),
         });
+    }
+
+    /// The book as an export holds it: every run, ε, budget and account, and the accounts'
+    /// corpus keys; the overlap sketches (and any older sketch key) only with `sketches`, since
+    /// whoever holds them with the key can test whether a document was in a corpus.
+    pub fn for_export(&self, sketches: bool) -> LedgerBook {
+        let mut book = self.clone();
+        if !sketches {
+            for c in book.accounts.values_mut().flat_map(|a| a.corpora.iter_mut()) {
+                c.key.clear();
+                c.sketch = crate::overlap::Sketch::default();
+            }
+        }
+        book
+    }
+
+    /// Moves a ledger recorded under one of `keys`' older keys (`CorpusKeys::older`) to its
+    /// current key. Returns whether there was one.
+    pub fn adopt_older(&mut self, keys: &crate::corpus::CorpusKeys) -> bool {
+        let older: Vec<String> = keys.older().map(str::to_string).collect();
+        older.iter().fold(false, |found, k| self.adopt_legacy(k, &keys.fingerprint) || found)
     }
 
     /// The estimated overlap of `keys`' corpus with each OTHER corpus of the account, largest
     /// first (`crate::overlap`).
     pub fn overlaps(&self, account: &str, keys: &crate::corpus::CorpusKeys) -> Vec<(String, f64)> {
         let Some(acc) = self.accounts.get(account) else { return Vec::new() };
-        let mut sketches: Vec<(String, crate::overlap::Sketch)> = Vec::new();
+        let mut sketches: Vec<([u8; 32], crate::overlap::Sketch)> = Vec::new();
         let mut out: Vec<(String, f64)> = acc
             .corpora
             .iter()
-            .filter(|c| c.fingerprint != keys.fingerprint)
+            .filter(|c| c.fingerprint != keys.fingerprint && !c.sketch.values.is_empty())
             .filter_map(|c| {
-                let key = crate::corpus::unhex32(&c.key)?;
-                let mine = match sketches.iter().find(|(k, _)| *k == c.key) {
+                // The local secret's key, or an older sketch's own.
+                let key = if c.key.is_empty() { keys.sketch_key? } else { crate::corpus::unhex32(&c.key)? };
+                let mine = match sketches.iter().find(|(k, _)| *k == key) {
                     Some((_, s)) => s.clone(),
                     None => {
                         let s = crate::overlap::Sketch::of(&key, &keys.doc_hashes);
-                        sketches.push((c.key.clone(), s.clone()));
+                        sketches.push((key, s.clone()));
                         s
                     }
                 };

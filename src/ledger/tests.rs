@@ -68,7 +68,7 @@ mod accounts {
 
     fn keys(range: std::ops::Range<usize>) -> CorpusKeys {
         let doc_hashes: Vec<[u8; 32]> = range.map(|i| doc_hash(&format!("doc {i}"))).collect();
-        CorpusKeys { fingerprint: crate::corpus::corpus_key(&doc_hashes), legacy: String::new(), doc_hashes }
+        CorpusKeys { fingerprint: crate::corpus::corpus_key(&doc_hashes), legacy: String::new(), doc_hashes, ..CorpusKeys::default() }
     }
 
     #[test]
@@ -324,7 +324,7 @@ mod budgets {
             })
             .collect()
         };
-        let keys = |fp: &str, r| CorpusKeys { fingerprint: fp.into(), legacy: String::new(), doc_hashes: hashes(r) };
+        let keys = |fp: &str, r| CorpusKeys { fingerprint: fp.into(), legacy: String::new(), doc_hashes: hashes(r), ..CorpusKeys::default() };
         let mut book = LedgerBook::default();
         // Corpus A under the account "wards", 6 spent; corpus B, mostly A, under "research".
         book.extend_run("A", &run("a", 6.0, Some("wards")));
@@ -340,5 +340,60 @@ mod budgets {
         assert_eq!(book.spent_for(research, "B", &fps), 6.0);
         assert!(book.check_spend(research, "B", &fps, 5.0, 10.0).is_err(), "6 spent on the people of A, plus 5, is over 10");
         assert!(book.check_spend(Holder::Corpus("B"), "B", &fps, 4.0, 10.0).is_ok());
+    }
+}
+
+/// The local secret's keys (`crate::local_key`): sketches keyed with it store no key, compare
+/// only under it, and leave an export unless asked for; older ledgers are still found.
+mod local_keys {
+    use super::super::*;
+    use crate::corpus::CorpusKeys;
+    use crate::local_key::LocalKeys;
+
+    fn keys(range: std::ops::Range<u32>, local: &LocalKeys) -> CorpusKeys {
+        let doc_hashes: Vec<[u8; 32]> = range.map(|i| crate::corpus::doc_hash(&format!("doc {i}"))).collect();
+        CorpusKeys { fingerprint: crate::corpus::corpus_key(&doc_hashes), doc_hashes, ..CorpusKeys::default() }.keyed(local)
+    }
+
+    #[test]
+    fn sketches_keyed_with_the_local_secret_store_no_key_and_leave_exports_by_default() {
+        let here = LocalKeys::from_secret(&[3; 32]);
+        let mut book = LedgerBook::default();
+        let first = keys(0..1000, &here);
+        book.note_corpus("clinic", &first, || panic!("the local key is used, no stored key"));
+        assert!(book.accounts["clinic"].corpora[0].key.is_empty(), "no key beside the sketch");
+        let o = book.overlaps("clinic", &keys(100..1100, &here));
+        assert!(o.len() == 1 && o[0].1 > 0.6, "{o:?}");
+        // Another machine's secret: the same documents compare as nothing.
+        let there = LocalKeys::from_secret(&[4; 32]);
+        assert!(book.overlaps("clinic", &keys(100..1100, &there))[0].1 < crate::overlap::WARN_OVERLAP);
+        // An export holds runs, budgets and the account's corpora, but no sketch, unless asked.
+        book.extend_run(&first.fingerprint, &Run::new("r".into(), "t".into()));
+        book.set_budget(Holder::Account("clinic"), 5.0, "t", "r");
+        let plain = LedgerBook::from_json(&book.for_export(false).to_json()).unwrap();
+        assert!(plain.accounts["clinic"].corpora[0].sketch.values.is_empty());
+        assert_eq!(plain.accounts["clinic"].corpora[0].fingerprint, first.fingerprint);
+        assert_eq!((plain.ledgers.len(), plain.stored_budget(Holder::Account("clinic"))), (1, Some(5.0)));
+        assert!(plain.overlaps("clinic", &keys(100..1100, &here)).is_empty(), "a stripped sketch compares with nothing");
+        let full = book.for_export(true);
+        assert_eq!(full.accounts["clinic"].corpora[0].sketch.values.len(), crate::overlap::SKETCH_K);
+    }
+
+    #[test]
+    fn a_ledger_under_the_unkeyed_key_or_an_older_sketch_is_still_found() {
+        let local = LocalKeys::from_secret(&[5; 32]);
+        let keyed = keys(0..50, &local);
+        let mut book = LedgerBook::default();
+        // Recorded by an older version under the unkeyed key, with a sketch and its own key.
+        book.extend_run(&keyed.unkeyed, &Run::new("old".into(), "t".into()));
+        let plain = CorpusKeys { fingerprint: keyed.unkeyed.clone(), doc_hashes: keyed.doc_hashes.clone(), ..CorpusKeys::default() };
+        book.note_corpus("clinic", &plain, || [9; 32]);
+        assert_eq!(book.accounts["clinic"].corpora[0].key.len(), 64);
+        assert!(book.adopt_older(&keyed));
+        assert_eq!(book.ledger(&keyed.fingerprint).runs.len(), 1);
+        assert!(!book.ledgers.contains_key(&keyed.unkeyed));
+        // The older sketch compares under its own key.
+        let o = book.overlaps("clinic", &keys(10..60, &local));
+        assert!(o.iter().any(|(fp, x)| *fp == keyed.unkeyed && *x > 0.6), "{o:?}");
     }
 }

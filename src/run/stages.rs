@@ -148,7 +148,7 @@ impl Recorder {
     async fn commit<H: Host>(&self, plan: &RunPlan, corpus: &MatchedCorpus, stage: Stage, host: &mut H) -> Result<(), H::Error> {
         let mut change = |b: &mut LedgerBook| -> Result<(), RunError> {
             // A ledger an older version keyed by the order-sensitive hash counts too.
-            b.adopt_legacy(&corpus.keys.legacy, &self.fingerprint);
+            b.adopt_older(&corpus.keys);
             if let (Some(key), Some(from)) = (&self.reused, self.run.vocabulary_from.as_deref()) {
                 if !super::reuse::paid(b, key, from) {
                     return Err(RunError::Refused(

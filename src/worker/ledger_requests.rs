@@ -13,7 +13,7 @@ use crate::protocol::{limits, AccountStatus, LedgerEvent, Request};
 pub async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, String> {
     let store = Store::open().await?;
     match req {
-        Request::ExportLedger => Ok(LedgerEvent::Exported { json: store.update_ledger(|b| Ok(b.to_json())).await? }),
+        Request::ExportLedger { sketches } => Ok(LedgerEvent::Exported { json: store.update_ledger(move |b| Ok(b.for_export(sketches).to_json())).await?, sketches }),
         Request::ImportLedger => {
             let file = files.first().ok_or("attach the ledger file")?;
             let bytes = files::all(file, "a ledger file", limits::LEDGER)?;

@@ -62,14 +62,17 @@ pub async fn load(
             Rc::new(PublicVocabulary::parse(&name, &bytes).map_err(at(Stage::Read))?)
         }
     };
-    let corpus = read_matched(infos, files, &fields, &vocab, Stage::Read)?;
+    let mut corpus = read_matched(infos, files, &fields, &vocab, Stage::Read)?;
     let (spent_before, earlier_runs) = match Store::open().await {
         Ok(store) => {
-            // A ledger recorded under the older, order-sensitive key is moved to this one.
-            let (legacy, fp) = (corpus.keys.legacy.clone(), corpus.fingerprint.clone());
+            // The ledger key and sketches, keyed with this browser's secret (`crate::local_key`).
+            corpus.key_with(&super::local_key::local_keys(&store).await.map_err(at(Stage::Read))?);
+            // A ledger recorded under an older key is moved to this one.
+            let keys = corpus.keys.clone();
+            let fp = corpus.fingerprint.clone();
             let ledger = store
                 .update_ledger(move |b| {
-                    b.adopt_legacy(&legacy, &fp);
+                    b.adopt_older(&keys);
                     Ok(b.ledger(&fp))
                 })
                 .await

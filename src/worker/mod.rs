@@ -26,6 +26,7 @@ mod files;
 mod helpers;
 mod ledger_requests;
 mod load;
+mod local_key;
 mod model;
 mod recipient;
 mod replay;
@@ -129,7 +130,7 @@ fn on_message(ev: MessageEvent) {
         return;
     }
     // Ledger requests run beside any job: they take the ledger lock, not the job.
-    if matches!(req, Request::Account { .. } | Request::ExportLedger | Request::ImportLedger) {
+    if matches!(req, Request::Account { .. } | Request::ExportLedger { .. } | Request::ImportLedger) {
         spawn_local(async move {
             let ev = match ledger_request(req, files).await {
                 Ok(ev) => ev,
@@ -208,7 +209,7 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
         }
         Request::Cancel => Ok(Event::Cancelled),
         // Handled in `on_message`.
-        Request::Account { .. } | Request::ExportLedger | Request::ImportLedger => Err(Stop::Failed(None, "internal: ledger request".into())),
+        Request::Account { .. } | Request::ExportLedger { .. } | Request::ImportLedger => Err(Stop::Failed(None, "internal: ledger request".into())),
     }
 }
 

@@ -46,7 +46,9 @@ pub fn check(state: &State, infos: &[FileInfo], files: &[File], documents: Vec<S
         corpus::stream(reader, &info.name, format, fields, None, &mut ingest, &mut |doc| index.add_private(doc.text)).map_err(at(stage))?;
         base += file.size();
     }
-    if ingest.fingerprint() != loaded.fingerprint {
+    // The loaded corpus's key is keyed (`crate::local_key`); these files' is not yet.
+    let loaded_unkeyed = if loaded.keys.unkeyed.is_empty() { &loaded.fingerprint } else { &loaded.keys.unkeyed };
+    if &ingest.fingerprint() != loaded_unkeyed {
         return Err(Stop::Failed(
             Some(stage),
             "these files are not the corpus that was loaded (other documents): load the corpus again, then check".into(),

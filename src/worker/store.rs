@@ -4,7 +4,8 @@
 //!   release made public (the private vocabulary Ṽ) are written: *which* public-vocabulary
 //!   terms occur in the corpus is private, so the embeddings of the other matched terms stay in
 //!   memory and are dropped with the run. Reading the cache for any term leaks nothing.
-//! - `meta`: the privacy ledger (key `ledger`), so that running again on the same corpus adds
+//! - `meta`: the local secret (key `local-key`, a non-extractable `CryptoKey`:
+//!   `super::local_key`), and the privacy ledger (key `ledger`), so that running again on the same corpus adds
 //!   to what was spent. Every change to it ([`Store::update_ledger`]: a spend, an import, a
 //!   utility check) is one read-modify-write readwrite transaction taken under the Web Lock
 //!   [`LEDGER_LOCK`], so two tabs (two workers) recording at once cannot drop each other's
@@ -121,6 +122,27 @@ impl Store {
                 .map_err(err)?;
             tx.commit().map_err(err)?.await.map_err(err)?;
             Ok(out)
+        })
+        .await?
+    }
+
+    /// The local secret (`super::local_key`): a non-extractable `CryptoKey` kept under
+    /// `local-key`, made by `make` on first use under the ledger's Web Lock, so that two tabs
+    /// agree on one.
+    pub async fn local_secret<F: std::future::Future<Output = Result<JsValue, String>>>(&self, make: impl FnOnce() -> F) -> Result<JsValue, String> {
+        with_lock(LEDGER_LOCK, async {
+            let name = JsValue::from_str("local-key");
+            let tx = self.db.transaction(&[META], TransactionMode::ReadOnly).map_err(err)?;
+            let found = tx.object_store(META).map_err(err)?.get(name.clone()).map_err(err)?.await.map_err(err)?;
+            drop(tx);
+            if let Some(key) = found {
+                return Ok(key);
+            }
+            let key = make().await?;
+            let tx = self.db.transaction(&[META], TransactionMode::ReadWrite).map_err(err)?;
+            tx.object_store(META).map_err(err)?.put(&key, Some(&name)).map_err(err)?.await.map_err(err)?;
+            tx.commit().map_err(err)?.await.map_err(err)?;
+            Ok(key)
         })
         .await?
     }

@@ -32,6 +32,8 @@ pub struct LedgerState {
     pub budget: RwSignal<String>,
     /// The curator confirms that the typed budget raises the stored one.
     pub raise: RwSignal<bool>,
+    /// Export the overlap sketches too (off by default: they allow membership tests).
+    pub export_sketches: RwSignal<bool>,
     pub status: RwSignal<Option<AccountStatus>>,
     /// `Some(false)`: the browser refused persistent storage.
     pub persisted: RwSignal<Option<bool>>,
@@ -48,6 +50,7 @@ pub fn init(app: AppState) {
         account: RwSignal::new(storage::get(ACCOUNT_KEY).unwrap_or_else(|| "default".into())),
         budget: RwSignal::new(String::new()),
         raise: RwSignal::new(false),
+        export_sketches: RwSignal::new(false),
         status: RwSignal::new(None),
         persisted: RwSignal::new(None),
         message: RwSignal::new(None),
@@ -83,9 +86,13 @@ impl LedgerState {
                 }
                 st.status.set(Some(s));
             }
-            LedgerEvent::Exported { json } => {
+            LedgerEvent::Exported { json, sketches } => {
                 download::ledger(&json);
-                st.message.set(Some("Ledger exported (dpkps-ledger.json). Keep it with the data: it holds the corpus keys and overlap sketches.".into()));
+                st.message.set(Some(if sketches {
+                    "Ledger exported (dpkps-ledger.json) with the overlap sketches. Keep it with the data: with this browser's key, they can tell whether a document was in a recorded corpus.".into()
+                } else {
+                    "Ledger exported (dpkps-ledger.json): runs, ε, budgets and accounts, without the overlap sketches. Keep it with the data.".into()
+                }));
             }
             LedgerEvent::Imported { summary } => {
                 st.message.set(Some(format!(
@@ -203,7 +210,7 @@ impl LedgerState {
 
     /// Exports the ledger (the worker answers with the JSON, downloaded in [`Self::apply`]).
     pub fn export(&self) {
-        engine::send(&Request::ExportLedger, &[]);
+        engine::send(&Request::ExportLedger { sketches: self.export_sketches.get_untracked() }, &[]);
     }
 
     /// Imports a ledger file into the worker's.

@@ -44,6 +44,10 @@ pub fn LedgerPanel() -> impl IntoView {
             </Show>
             <div class="actions">
                 <button id="ledger-export" on:click=move |_| st.export()>"Export the ledger (JSON)"</button>
+                <label class="check" id="ledger-export-sketches-label">
+                    <input id="ledger-export-sketches" type="checkbox" prop:checked=move || st.export_sketches.get() on:change=move |ev| st.export_sketches.set(event_target_checked(&ev)) />
+                    "with the overlap sketches (they let whoever also has this browser's key test whether a document was in a corpus; off: runs, ε, budgets and accounts only)"
+                </label>
                 <label class="button">
                     "Import a ledger… "
                     <input id="ledger-import" type="file" accept=".json,application/json" on:change=import />
