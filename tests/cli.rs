@@ -393,6 +393,35 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
     // With room in the budget it runs, counted on top of the overlapping corpus's 2.
     let o = vocab(&later, &["--budget", "3"]);
     assert!(o.status.success(), "{}", stderr(&o));
+
+    // The corpus keys and sketches are keyed with the ledger's local secret (issue 25, item 5):
+    // a 0600 key file beside the ledger, never in it or in an export.
+    let key_file = format!("{ledger}.key");
+    let secret = std::fs::read_to_string(&key_file).unwrap();
+    assert_eq!(secret.trim().len(), 64);
+    #[cfg(unix)]
+    assert_eq!(mode(std::path::Path::new(&key_file)), 0o600);
+    let shown = |c: &str| String::from_utf8_lossy(&dpkps(&["ledger", "--ledger", &ledger, "--corpus", c, "--text-col", "note"]).stdout).into_owned();
+    assert!(shown(&first).contains("2 run(s), total ε = 2.0000"), "{}", shown(&first));
+    // Without the key, the same corpus is not found: the ledger's key for it depends on the secret.
+    std::fs::rename(&key_file, format!("{key_file}.aside")).unwrap();
+    assert!(shown(&first).contains("0 run(s)"), "{}", shown(&first));
+    std::fs::rename(format!("{key_file}.aside"), &key_file).unwrap();
+    // An export: runs, ε, budgets and accounts; the sketches only when asked; never the key.
+    for (with, sketched) in [(false, false), (true, true)] {
+        let out = dir.join(format!("export-{with}.json"));
+        let mut args = vec!["ledger", "--ledger", &ledger, "--export", out.to_str().unwrap()];
+        if with {
+            args.push("--with-sketches");
+        }
+        assert!(dpkps(&args).status.success());
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(!text.contains(secret.trim()), "the secret is never exported");
+        let book: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let corpora = book["accounts"]["clinic"]["corpora"].as_array().unwrap();
+        assert!(!corpora.is_empty() && book["ledgers"].as_object().unwrap().len() == 2, "{book}");
+        assert!(corpora.iter().all(|c| c["sketch"]["values"].as_array().unwrap().is_empty() != sketched && c["key"] == ""), "{with}: {corpora:?}");
+    }
 }
 
 #[test]
