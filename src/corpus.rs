@@ -16,8 +16,8 @@
 //! fresh privacy budget. Labels are left out on purpose: choosing another label column (or
 //! none) for the same documents must not either. It keys the privacy ledger, so that
 //! re-running on the same corpus adds to what was spent; the CLI and the app both take it from
-//! here. It is a function of private data and is only ever stored locally; it is never part of
-//! a released artefact. The per-document hashes stay in memory ([`CorpusKeys`]); the ledger's
+//! here. It is a function of private data and is only ever stored locally, keyed with this
+//! machine's local secret first (`crate::local_key`); it is never part of a released artefact. The per-document hashes stay in memory ([`CorpusKeys`]); the ledger's
 //! overlap check stores only a small keyed sketch of them (`crate::overlap`).
 //!
 //! Ledgers written before this key existed are keyed by the older, order-sensitive hash

@@ -1,41 +1,37 @@
-//! Overlap between a corpus and the earlier corpora of the same budget account, estimated from
+//! Overlap between a corpus and the earlier corpora of the budget accounts, estimated from
 //! small keyed sketches, so that a curator who re-runs on a slightly changed extract (a few rows
 //! added or removed: a new ledger key) is warned that the two budgets are really one.
 //!
 //! # What is stored, and what it reveals
 //!
-//! Per account, a random 256-bit key `K` (drawn from a CSPRNG keyed from the OS, never derived from data) and, per
-//! corpus recorded under the account, a bottom-k sketch: the [`SKETCH_K`] = 64 smallest values
-//! of `v(d) = first 64 bits of SHA-256("dpkps overlap v1" ‖ K ‖ SHA-256(d))` over its documents
-//! `d`. Nothing else about the documents is stored, but the sketch itself carries a count
-//! derived from private data: the number of distinct documents (exact below 64, about ±12%
-//! above, from the sketch's largest value).
+//! Per corpus recorded under an account, a bottom-k sketch: the [`SKETCH_K`] = 64 smallest
+//! values of `v(d) = first 64 bits of SHA-256("dpkps overlap v1" ‖ K ‖ SHA-256(d))` over its
+//! documents `d`, where `K` is derived from this machine's local secret (`crate::local_key`: a
+//! non-extractable WebCrypto key in the page, a 0600 key file for the CLI) and is never stored.
+//! Nothing else about the documents is stored, but the sketch carries a count derived from
+//! private data: the number of distinct documents (exact below 64, about ±12% above, from the
+//! sketch's largest value).
 //!
-//! - Without `K`, a sketch is 64 pseudorandom numbers: it says nothing about any text.
-//! - `K` is stored next to the sketches (the check must recompute `v` for the next corpus), so
-//!   whoever holds the ledger (this browser's IndexedDB, or an exported ledger file) can test a
-//!   candidate document: compute `v(candidate)` and look it up. That confirms membership of a
-//!   document that is one of the at most 64 in the sketch: EVERY document of a corpus of fewer
-//!   than 64 (the sketch is then complete), and for n > 64 a given one with probability 64/n.
-//!   Candidates can be enumerated, not only guessed: SHA-256 is fast, so a short or templated
-//!   document (a template with a name or diagnosis slotted in) can be found by trying the
-//!   possibilities.
-//! - Sketches of two extracts of one account show which of those keyed values were added or
-//!   removed between them: exactly the neighbouring event DP protects, for the documents in
-//!   the sketches.
-//! - The ledger key (`corpus::corpus_key`, unkeyed SHA-256 over the sorted document hashes)
-//!   lets its holder test a guess of the whole corpus; with all documents but one known (DP's
-//!   usual adversary) it tests, and for low-entropy text recovers by enumeration, the last one.
-//!   It is the same on every machine, so ledgers of one corpus can be linked.
+//! - Without `K`, a sketch is 64 pseudorandom numbers: it says nothing about any text. A ledger
+//!   or an export (which holds sketches only when asked, `LedgerBook::for_export`) is no
+//!   membership oracle to whoever lacks the secret.
+//! - With `K` (on this machine: the page's worker, or whoever can read the CLI's key file),
+//!   a candidate document can be tested: compute `v(candidate)` and look it up. That confirms
+//!   membership of a document that is one of the at most 64 in the sketch: EVERY document of a
+//!   corpus of fewer than 64, and for n > 64 a given one with probability 64/n. Candidates can
+//!   be enumerated (SHA-256 is fast), so a short or templated document can be found by trying
+//!   the possibilities; and two extracts' sketches show which keyed values were added or
+//!   removed between them, exactly the neighbouring event DP protects.
+//! - Ledgers of older versions stored a random `K` beside the sketches (`AccountCorpus::key`);
+//!   those sketches are still compared under it, and still reveal the above to any holder.
+//!   An export without sketches drops them and their keys.
 //!
-//! So the ledger (and its export) must be treated like the corpus itself, never published; DP
-//! covers only the releases. We accept this for now because the ledger lives where the corpus
-//! lives (the curator's browser, or an export the page tells the curator to keep with the
-//! data) and the check protects the far likelier failure: spending the
-//! budget twice on nearly the same data. The sketch is never part of a release, report or
-//! prompt. A design that stored only a noisy statistic could not be compared with a LATER
-//! corpus; per-bucket b-bit sketches would blur a confirmation only to a likelihood ratio of
-//! 2^b, at the price of a much noisier estimate.
+//! So the ledger stays on the machine of the corpus, and the secret never leaves it; DP covers
+//! only the releases. The check protects the far likelier failure: spending the budget twice on
+//! nearly the same data. The sketch is never part of a release, report or prompt. A design that
+//! stored only a noisy statistic could not be compared with a LATER corpus; per-bucket b-bit
+//! sketches would blur a confirmation only to a likelihood ratio of 2^b, at the price of a much
+//! noisier estimate.
 //!
 //! # The estimate
 //!
