@@ -171,8 +171,9 @@ pub enum CorpusError {
 
 /// The keys of a corpus: the ledger key and what the overlap check needs. In memory only. The
 /// ledger key is keyed with this machine's local secret before any ledger sees it
-/// (`crate::local_key`, [`CorpusKeys::keyed`]).
-#[derive(Debug, Clone, Default)]
+/// (`crate::local_key`, [`CorpusKeys::keyed`]). `Debug` prints neither the documents' hashes
+/// nor the sketch key.
+#[derive(Clone, Default)]
 pub struct CorpusKeys {
     /// The order-insensitive ledger key ([`corpus_key`]).
     pub fingerprint: String,
@@ -186,6 +187,12 @@ pub struct CorpusKeys {
     pub unkeyed: String,
     /// The overlap sketches' key derived from the local secret (None: not keyed yet).
     pub sketch_key: Option<[u8; 32]>,
+}
+
+impl std::fmt::Debug for CorpusKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CorpusKeys").field("fingerprint", &self.fingerprint).field("documents", &self.doc_hashes.len()).finish_non_exhaustive()
+    }
 }
 
 /// SHA-256 of one document's text (domain-separated).

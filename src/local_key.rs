@@ -23,9 +23,13 @@
 //! into another browser keeps every run and its ε, and its budget accounts still add up (runs
 //! carry their account), but its corpus keys do not match that browser's key for the same
 //! corpus, and its sketches compare with nothing there. Ledgers and sketches written before
-//! this version are still found: [`CorpusKeys::older`] lists the unkeyed key, under which an
-//! older ledger is adopted, and a sketch stored with its own key (the older format) is still
-//! compared with that key.
+//! this version are keyed in place, the first time the book is opened with the secret
+//! (`LedgerBook::key_with`: every corpus key, the accounts' lists of corpora included), and a
+//! sketch stored with its own key (the older format) is still compared with that key. The book
+//! records which secret keyed it (a short check tag, [`LocalKeys::check`]), so a ledger opened
+//! with another secret is refused (the CLI: its key file is missing or another), and an
+//! imported ledger keyed elsewhere is counted against every budget here, since its corpora
+//! cannot be recognised (never fewer spends: `LedgerBook::mark_foreign`).
 
 use sha2::{Digest, Sha256};
 
@@ -35,12 +39,28 @@ use crate::corpus::{hex, CorpusKeys};
 pub const CORPUS_LABEL: &[u8] = b"dpkps corpus key v3";
 /// The label HMAC'd with the secret to key the overlap sketches.
 pub const SKETCH_LABEL: &[u8] = b"dpkps overlap key v2";
+/// The label HMAC'd with the secret for the ledger's key check ([`LocalKeys::check`]).
+pub const CHECK_LABEL: &[u8] = b"dpkps key check v1";
 
-/// The keys derived from this machine's local secret. In memory only: never written.
+/// The keys derived from this machine's local secret. In memory only: never written, except
+/// `check`, a short tag that tells which secret keyed a ledger.
 #[derive(Clone, PartialEq, Eq)]
 pub struct LocalKeys {
     pub corpus: [u8; 32],
     pub sketch: [u8; 32],
+    /// The first 8 bytes of HMAC(S, [`CHECK_LABEL`]), in hex: stored in the ledger
+    /// (`LedgerBook::key_check`) so that a ledger keyed with another secret is recognised, not
+    /// silently read as holding no spend for this corpus. 64 bits of a PRF output: it reveals
+    /// nothing about S or the corpora.
+    pub check: String,
+}
+
+impl LocalKeys {
+    /// The keys of a secret given as its three HMAC outputs (the page signs with a key it
+    /// cannot read: `worker::local_key`).
+    pub fn from_macs(corpus: [u8; 32], sketch: [u8; 32], check: [u8; 32]) -> LocalKeys {
+        LocalKeys { corpus, sketch, check: hex(&check[..8]) }
+    }
 }
 
 impl std::fmt::Debug for LocalKeys {
@@ -52,7 +72,7 @@ impl std::fmt::Debug for LocalKeys {
 impl LocalKeys {
     /// The keys of a secret held as bytes (the CLI's key file).
     pub fn from_secret(secret: &[u8; 32]) -> LocalKeys {
-        LocalKeys { corpus: hmac_sha256(secret, CORPUS_LABEL), sketch: hmac_sha256(secret, SKETCH_LABEL) }
+        LocalKeys::from_macs(hmac_sha256(secret, CORPUS_LABEL), hmac_sha256(secret, SKETCH_LABEL), hmac_sha256(secret, CHECK_LABEL))
     }
 }
 
@@ -83,15 +103,20 @@ impl CorpusKeys {
         }
         let unkeyed = std::mem::take(&mut self.fingerprint);
         self.fingerprint = keyed_fingerprint(local, &unkeyed);
+        // A ledger of the oldest versions, keyed with the rest of the book when it was first
+        // opened with this secret (`LedgerBook::key_with`), sits under the keyed legacy key.
+        if !self.legacy.is_empty() {
+            self.legacy = keyed_fingerprint(local, &self.legacy);
+        }
         self.unkeyed = unkeyed;
         self.sketch_key = Some(local.sketch);
         self
     }
 
-    /// The keys an older version may have recorded this corpus's ledger under: the
-    /// order-sensitive one, and the unkeyed one (`LedgerBook::adopt_older`).
+    /// The key the oldest versions recorded this corpus's ledger under (order-sensitive; keyed
+    /// like the rest once the book is: `LedgerBook::adopt_older`).
     pub fn older(&self) -> impl Iterator<Item = &str> {
-        [self.legacy.as_str(), self.unkeyed.as_str()].into_iter().filter(|k| !k.is_empty())
+        [self.legacy.as_str()].into_iter().filter(|k| !k.is_empty())
     }
 }
 
@@ -115,7 +140,8 @@ mod tests {
         assert_ne!(a.fingerprint, plain.fingerprint);
         assert_ne!(a.fingerprint, b.fingerprint, "another machine's secret gives another key");
         assert_eq!(a.fingerprint, plain.clone().keyed(&LocalKeys::from_secret(&[1; 32])).fingerprint, "the same secret, the same key");
-        assert_eq!(a.older().collect::<Vec<_>>(), ["old", plain.fingerprint.as_str()]);
+        assert_eq!(a.older().collect::<Vec<_>>(), [keyed_fingerprint(&LocalKeys::from_secret(&[1; 32]), "old").as_str()]);
+        assert_eq!(a.unkeyed, plain.fingerprint);
         assert_eq!(a.clone().keyed(&LocalKeys::from_secret(&[2; 32])).fingerprint, a.fingerprint, "keyed once");
         assert_eq!(a.sketch_key, Some(LocalKeys::from_secret(&[1; 32]).sketch));
     }

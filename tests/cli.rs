@@ -390,8 +390,14 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}: {err}");
         assert!(err.contains("would bring the total ε") && err.contains("to 3.0000"), "{extra:?}: {err}");
     }
-    // With room in the budget it runs, counted on top of the overlapping corpus's 2.
+    // With room in its own budget it is still refused: clinic's budget covers these documents.
     let o = vocab(&later, &["--budget", "3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("under the budget account “clinic” to 3.0000"), "{}", stderr(&o));
+    // Once clinic's budget is raised (confirmed, recorded) there is room in both: it runs.
+    let o = vocab(&first, &["--account", "clinic", "--budget", "4", "--raise-budget"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = vocab(&later, &["--budget", "5"]);
     assert!(o.status.success(), "{}", stderr(&o));
 
     // The corpus keys and sketches are keyed with the ledger's local secret (issue 25, item 5):
@@ -402,10 +408,14 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
     #[cfg(unix)]
     assert_eq!(mode(std::path::Path::new(&key_file)), 0o600);
     let shown = |c: &str| String::from_utf8_lossy(&dpkps(&["ledger", "--ledger", &ledger, "--corpus", c, "--text-col", "note"]).stdout).into_owned();
-    assert!(shown(&first).contains("2 run(s), total ε = 2.0000"), "{}", shown(&first));
+    assert!(shown(&first).contains("3 run(s), total ε = 3.0000"), "{}", shown(&first));
     // Without the key, the same corpus is not found: the ledger's key for it depends on the secret.
     std::fs::rename(&key_file, format!("{key_file}.aside")).unwrap();
     assert!(shown(&first).contains("0 run(s)"), "{}", shown(&first));
+    // ... and a run is refused rather than given a new key (its spends would stop counting).
+    let o = vocab(&first, &["--account", "clinic"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("was keyed with a key file") && !std::path::Path::new(&key_file).exists(), "{}", stderr(&o));
     std::fs::rename(format!("{key_file}.aside"), &key_file).unwrap();
     // An export: runs, ε, budgets and accounts; the sketches only when asked; never the key.
     for (with, sketched) in [(false, false), (true, true)] {

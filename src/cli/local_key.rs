@@ -27,6 +27,30 @@ pub(crate) fn key_path(ledger: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// The local keys of the ledger at `ledger`, whose book (as read) is `book`: its key file's,
+/// which must be the one that keyed the book; made on first use only while the book is keyed
+/// by none (a new ledger, or an older version's). A missing or other key file for a keyed book
+/// is refused: a new key would name every corpus anew, and their spends would stop counting.
+pub(crate) fn for_ledger(ledger: &Path, book: &crate::ledger::LedgerBook) -> Result<LocalKeys, CliError> {
+    let path = key_path(ledger);
+    let refused = |message: String| CliError::Input { path: path.display().to_string(), message };
+    match (load(ledger)?, &book.key_check) {
+        (Some(k), Some(c)) if k.check != *c => Err(refused(format!(
+            "this key file is not the one the ledger {} was keyed with (key check {c}, this file's {}): restore the ledger's own key file; \
+             with another, its corpora could not be recognised and their spends would stop counting",
+            ledger.display(),
+            k.check
+        ))),
+        (Some(k), _) => Ok(k),
+        (None, Some(c)) => Err(refused(format!(
+            "missing: the ledger {} was keyed with a key file (key check {c}) that is not beside it. Restore it from where the \
+             ledger came from; a new key would name every corpus anew and their spends would stop counting",
+            ledger.display()
+        ))),
+        (None, None) => load_or_create(ledger),
+    }
+}
+
 /// The local keys of the ledger at `ledger`, creating its key file on first use.
 pub(crate) fn load_or_create(ledger: &Path) -> Result<LocalKeys, CliError> {
     if let Some(keys) = load(ledger)? {

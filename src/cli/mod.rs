@@ -144,6 +144,11 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Ledger { ledger, corpus, format, text_col, label_col, export, with_sketches } => {
             let path = ledger_path(&ledger);
             let mut book = ledger_file::read(&path)?;
+            // Shown (and exported) keyed, as the next run will store it.
+            let local = local_key::load(&path)?;
+            if let Some(local) = &local {
+                book.key_with(local)?;
+            }
             if let Some(out) = export {
                 write_private(&out, book.for_export(with_sketches).to_json().as_bytes())?;
                 eprintln!(
@@ -157,8 +162,8 @@ fn run(command: Command) -> Result<(), CliError> {
             } else {
                 let args = CorpusArgs { corpus, format, text_col, label_col, label_from_dir: false, person_col: None };
                 let mut mc = read_corpus(&args, None, 0)?;
-                if let Some(local) = local_key::load(&path)? {
-                    mc.key_with(&local);
+                if let Some(local) = &local {
+                    mc.key_with(local);
                 }
                 // Shown with what an older version recorded under an older key.
                 book.adopt_older(&mc.keys);

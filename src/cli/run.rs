@@ -51,9 +51,12 @@ impl CliHost {
     /// the one the run's writes add to), says what the run will add, and warns when the
     /// corpus overlaps an earlier corpus of the account.
     pub(crate) fn open(ledger: &LedgerArgs, mc: &MatchedCorpus, planned: f64, model: Model, vocabulary_out: Option<PathBuf>) -> Result<CliHost, CliError> {
-        let mut file = LedgerFile::open(&super::io::ledger_path(ledger))?;
-        // A ledger an older version keyed by the order-sensitive hash counts (and moves here on
-        // the next write).
+        let path = super::io::ledger_path(ledger);
+        let mut file = LedgerFile::open(&path)?;
+        // An older version's book is keyed with the ledger's secret (saved with the first
+        // spend), and a ledger under the oldest, order-sensitive key moves to this one.
+        let local = super::local_key::for_ledger(&path, &file.book)?;
+        file.book.key_with(&local)?;
         file.book.adopt_older(&mc.keys);
         let spent = file.book.ledger(&mc.fingerprint).total_epsilon();
         eprintln!(
@@ -170,7 +173,8 @@ fn labelled(corpus: &CorpusArgs) -> bool {
 pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize, classes: &ClassSet, ledger: &LedgerArgs) -> Result<MatchedCorpus, CliError> {
     let matcher = Matcher::new(public)?;
     let mut mc = read_corpus(corpus, Some(&matcher), keep)?;
-    mc.key_with(&super::local_key::load_or_create(&super::io::ledger_path(ledger))?);
+    let path = super::io::ledger_path(ledger);
+    mc.key_with(&super::local_key::for_ledger(&path, &super::ledger_file::read(&path)?)?);
     print_stats(&mc);
     if let Some(u) = crate::units::unit_stats(&mc, classes) {
         eprintln!(

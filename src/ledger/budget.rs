@@ -123,8 +123,10 @@ impl LedgerBook {
             .flat_map(|a| self.overlaps(a, keys).into_iter().map(move |(fp, o)| (a.clone(), fp, o)))
             .filter(|(_, _, o)| *o >= crate::overlap::WARN_OVERLAP)
             .collect();
-        out.sort_by(|a, b| b.2.total_cmp(&a.2));
+        // One line per corpus (the largest estimate), largest first.
+        out.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.total_cmp(&a.2)));
         out.dedup_by(|a, b| a.1 == b.1);
+        out.sort_by(|a, b| b.2.total_cmp(&a.2));
         out
     }
 
@@ -141,12 +143,33 @@ impl LedgerBook {
             .filter(|(l, r)| {
                 let fp = l.fingerprint.as_str();
                 fp == fingerprint
+                    || l.foreign
                     || corpora.contains(&fp)
                     || overlapping.iter().any(|o| o == fp)
                     || (account.is_some() && r.account.as_deref() == account)
             })
             .map(|(_, r)| r.epsilon())
             .fold(0.0, |a, b| a + b)
+    }
+
+    /// Every OTHER budget that covers the corpus `fingerprint`: its own stored budget (when the
+    /// run is under an account), and the stored budget of every account that recorded it or a
+    /// corpus in `overlapping`. A run must fit in each, so a new account name, or none, is no
+    /// way around a budget already set on these documents.
+    pub fn covering_budgets<'a>(&'a self, holder: Holder<'_>, fingerprint: &'a str, overlapping: &'a [String]) -> Vec<(Holder<'a>, f64)> {
+        let mut out = Vec::new();
+        if !matches!(holder, Holder::Corpus(_)) {
+            if let Some(b) = self.stored_budget(Holder::Corpus(fingerprint)) {
+                out.push((Holder::Corpus(fingerprint), b));
+            }
+        }
+        for (name, acc) in &self.accounts {
+            let covers = acc.corpora.iter().any(|c| c.fingerprint == fingerprint || overlapping.contains(&c.fingerprint));
+            if let (true, Some(b)) = (covers && holder != Holder::Account(name), acc.budget) {
+                out.push((Holder::Account(name), b));
+            }
+        }
+        out
     }
 
     /// Refuses a run that would spend `planned` on top of [`Self::spent_for`] beyond `budget`.

@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 mod budget;
 mod check;
+mod keying;
 pub use budget::{BudgetChange, Holder};
 pub use check::{MAX_EPSILON, STAGES};
 
@@ -151,6 +152,10 @@ pub struct Ledger {
     pub budget: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budget_changes: Vec<BudgetChange>,
+    /// Imported from a ledger keyed with another machine's secret: its corpus cannot be
+    /// recognised here, so its runs count against every budget (`keying`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub foreign: bool,
 }
 
 /// One non-DP utility check on a corpus.
@@ -198,11 +203,15 @@ pub struct MergeSummary {
     /// spend of both (never less than either side spent).
     #[serde(default)]
     pub conflicts: usize,
+    /// Runs added from a ledger keyed on another machine: their corpora cannot be recognised
+    /// here, so they count against every budget (`keying`).
+    #[serde(default)]
+    pub foreign_runs: usize,
 }
 
 impl Ledger {
     pub fn new(fingerprint: String) -> Ledger {
-        Ledger { fingerprint, runs: Vec::new(), utility_checks: Vec::new(), budget: None, budget_changes: Vec::new() }
+        Ledger { fingerprint, runs: Vec::new(), utility_checks: Vec::new(), budget: None, budget_changes: Vec::new(), foreign: false }
     }
 
     /// Joins `other`'s runs and checks by id. A run in both: the record that holds every spend
@@ -225,6 +234,7 @@ impl Ledger {
                 None => {
                     self.runs.push(run.clone());
                     out.runs_added += 1;
+                    out.foreign_runs += usize::from(other.foreign);
                 }
             }
         }
@@ -236,6 +246,7 @@ impl Ledger {
         }
         self.budget = lower(self.budget, other.budget);
         budget::merge_changes(&mut self.budget_changes, &other.budget_changes);
+        self.foreign |= other.foreign;
     }
 
     /// Settings compared by every non-DP utility check on this corpus.
@@ -282,6 +293,8 @@ pub enum LedgerError {
     Invalid(String),
     #[error("this run would bring the total ε spent on this corpus (and on any corpus it overlaps) to {would:.4}, above the budget of {budget:.4} (already spent: {spent:.4})")]
     OverBudget { spent: f64, would: f64, budget: f64 },
+    #[error("this ledger's corpus keys were made with another local secret (key check {found}): its corpora cannot be recognised with this one, and reading it so would drop their spends from every budget. The CLI keeps the secret in the ledger's key file (LEDGER.key): restore the one made with this ledger")]
+    OtherKey { found: String },
     #[error("{holder} has no budget yet: set one (the most ε it may ever spend) before its first run")]
     NoBudget { holder: String },
     #[error("{holder} has a stored budget of {stored}; {given} would raise it. A budget is only lowered unless the raise is confirmed (the page's “confirm the raise” box, the CLI's --raise-budget), and a raise is recorded in the ledger and the report")]
@@ -298,11 +311,17 @@ pub struct LedgerBook {
     /// Budget accounts by name.
     #[serde(default)]
     pub accounts: BTreeMap<String, Account>,
+    /// The check tag of the local secret that keyed this book's corpus keys
+    /// (`crate::local_key`; None: not keyed yet, an older version's book).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_check: Option<String>,
 }
 
 impl LedgerBook {
-    /// 2: accounts, utility checks, order-insensitive corpus keys. Version 1 files are read.
-    pub const VERSION: u32 = 2;
+    /// 3: budgets and their history, corpus keys keyed with the local secret (older versions
+    /// must not rewrite it without them). 2: accounts, utility checks, order-insensitive corpus
+    /// keys. Versions 1 and 2 are read (and keyed in place: `key_with`).
+    pub const VERSION: u32 = 3;
 
     pub fn from_json(text: &str) -> Result<LedgerBook, LedgerError> {
         let book: LedgerBook = serde_json::from_str(text).map_err(|e| LedgerError::Parse(e.to_string()))?;
@@ -344,9 +363,11 @@ impl LedgerBook {
     /// [`Self::set_budget`], under its rules.)
     pub fn note_corpus(&mut self, account: &str, keys: &crate::corpus::CorpusKeys, new_key: impl FnOnce() -> [u8; 32]) {
         let acc = self.accounts.entry(account.to_string()).or_default();
-        if acc.corpora.iter().any(|c| c.fingerprint == keys.fingerprint) {
+        // Recorded already (an entry an export left without its sketch is sketched again).
+        if acc.corpora.iter().any(|c| c.fingerprint == keys.fingerprint && !c.sketch.values.is_empty()) {
             return;
         }
+        acc.corpora.retain(|c| c.fingerprint != keys.fingerprint);
         let (key, stored) = match keys.sketch_key {
             Some(k) => (k, String::new()),
             None => {
@@ -421,6 +442,10 @@ impl LedgerBook {
             .entry(fingerprint.to_string())
             .or_insert_with(|| Ledger::new(fingerprint.to_string()))
             .merge(&Ledger { fingerprint: fingerprint.to_string(), ..old }, &mut sink);
+        // The accounts' lists name it by the new key too (their spends keep counting).
+        for c in self.accounts.values_mut().flat_map(|a| a.corpora.iter_mut()).filter(|c| c.fingerprint == legacy) {
+            c.fingerprint = fingerprint.to_string();
+        }
         true
     }
 
@@ -437,8 +462,11 @@ impl LedgerBook {
             mine.budget = lower(mine.budget, a.budget);
             budget::merge_changes(&mut mine.budget_changes, &a.budget_changes);
             for c in &a.corpora {
-                if !mine.corpora.iter().any(|m| m.fingerprint == c.fingerprint && m.key == c.key) {
-                    mine.corpora.push(c.clone());
+                match mine.corpora.iter_mut().find(|m| m.fingerprint == c.fingerprint && (m.key == c.key || m.sketch.values.is_empty())) {
+                    // A sketch an export left out is taken from the other side.
+                    Some(m) if m.sketch.values.is_empty() && !c.sketch.values.is_empty() => *m = c.clone(),
+                    Some(_) => {}
+                    None => mine.corpora.push(c.clone()),
                 }
             }
         }

@@ -89,7 +89,7 @@ mod accounts {
         // Through JSON, as an export file travels.
         let exported = there.to_json();
         let got = here.merge(&LedgerBook::from_json(&exported).unwrap());
-        assert_eq!(got, MergeSummary { runs_added: 2, runs_extended: 1, checks_added: 1, conflicts: 0 });
+        assert_eq!(got, MergeSummary { runs_added: 2, runs_extended: 1, checks_added: 1, conflicts: 0, foreign_runs: 0 });
         assert_eq!(here.ledger("fp").total_epsilon(), 1.0 + 5.0 + 0.5);
         assert_eq!(here.spent_for(Holder::Account("clinic"), "fp", &[]), 6.5 + 0.25);
         assert_eq!(here.ledger("fp").utility_checks.len(), 1);
@@ -314,6 +314,26 @@ mod budgets {
     }
 
     #[test]
+    fn a_new_account_name_or_none_is_held_to_every_budget_set_on_the_same_documents() {
+        let mut book = LedgerBook::default();
+        let x = crate::corpus::CorpusKeys { fingerprint: "X".into(), doc_hashes: vec![[1; 32], [2; 32]], ..Default::default() };
+        book.extend_run("X", &run("a", 5.0, Some("clinic")));
+        book.note_corpus("clinic", &x, || [3; 32]);
+        book.set_budget(Holder::Account("clinic"), 5.0, "t", "a");
+        book.set_budget(Holder::Corpus("X"), 8.0, "t", "b");
+        // Under a fresh name the run brings its own budget, but clinic's (spent) and X's own cover X.
+        let covering = book.covering_budgets(Holder::Account("fresh"), "X", &[]);
+        assert_eq!(covering, [(Holder::Corpus("X"), 8.0), (Holder::Account("clinic"), 5.0)]);
+        let refused = covering.iter().any(|&(h, b)| book.check_spend(h, "X", &[], 0.5, b).is_err());
+        assert!(refused, "clinic's budget of 5 is spent: another name must not run on X");
+        // Without an account: X's own budget is the holder's, clinic's still covers it.
+        assert_eq!(book.covering_budgets(Holder::Corpus("X"), "X", &[]), [(Holder::Account("clinic"), 5.0)]);
+        // A corpus clinic never recorded, and no overlap: nothing else covers it.
+        assert!(book.covering_budgets(Holder::Account("fresh"), "Y", &[]).is_empty());
+        assert_eq!(book.covering_budgets(Holder::Account("fresh"), "Y", &["X".into()]), [(Holder::Account("clinic"), 5.0)]);
+    }
+
+    #[test]
     fn a_corpus_of_any_account_that_overlaps_counts_against_the_budget() {
         use crate::corpus::CorpusKeys;
         let hashes = |r: std::ops::Range<u32>| -> Vec<[u8; 32]> {
@@ -344,7 +364,7 @@ mod budgets {
 }
 
 /// The local secret's keys (`crate::local_key`): sketches keyed with it store no key, compare
-/// only under it, and leave an export unless asked for; older ledgers are still found.
+/// only under it, and leave an export unless asked for (older books: `keying`'s tests).
 mod local_keys {
     use super::super::*;
     use crate::corpus::CorpusKeys;
@@ -377,23 +397,5 @@ mod local_keys {
         assert!(plain.overlaps("clinic", &keys(100..1100, &here)).is_empty(), "a stripped sketch compares with nothing");
         let full = book.for_export(true);
         assert_eq!(full.accounts["clinic"].corpora[0].sketch.values.len(), crate::overlap::SKETCH_K);
-    }
-
-    #[test]
-    fn a_ledger_under_the_unkeyed_key_or_an_older_sketch_is_still_found() {
-        let local = LocalKeys::from_secret(&[5; 32]);
-        let keyed = keys(0..50, &local);
-        let mut book = LedgerBook::default();
-        // Recorded by an older version under the unkeyed key, with a sketch and its own key.
-        book.extend_run(&keyed.unkeyed, &Run::new("old".into(), "t".into()));
-        let plain = CorpusKeys { fingerprint: keyed.unkeyed.clone(), doc_hashes: keyed.doc_hashes.clone(), ..CorpusKeys::default() };
-        book.note_corpus("clinic", &plain, || [9; 32]);
-        assert_eq!(book.accounts["clinic"].corpora[0].key.len(), 64);
-        assert!(book.adopt_older(&keyed));
-        assert_eq!(book.ledger(&keyed.fingerprint).runs.len(), 1);
-        assert!(!book.ledgers.contains_key(&keyed.unkeyed));
-        // The older sketch compares under its own key.
-        let o = book.overlaps("clinic", &keys(10..60, &local));
-        assert!(o.iter().any(|(fp, x)| *fp == keyed.unkeyed && *x > 0.6), "{o:?}");
     }
 }

@@ -75,6 +75,10 @@ impl RunPlan {
         let budget = book.budget_in_force(holder, self.settings.budget, self.settings.raise_budget)?;
         let recorded_here = book.ledger(fingerprint).runs.iter().find(|r| r.id == run_id).map_or(0.0, |r| r.epsilon());
         book.check_spend(holder, fingerprint, overlapping, planned - recorded_here, budget)?;
+        // And every other budget already set on these documents (`LedgerBook::covering_budgets`).
+        for (other, b) in book.covering_budgets(holder, fingerprint, overlapping) {
+            book.check_spend(other, fingerprint, overlapping, planned - recorded_here, b)?;
+        }
         Ok(budget)
     }
 

@@ -277,8 +277,14 @@ impl PrivacyReport {
             None => "this corpus".into(),
         };
         let Some(b) = self.budget else { return format!("No budget was on record for {whose}.") };
-        let changes: Vec<String> = self.budget_changes.iter().map(BudgetChange::describe).collect();
-        format!("This run was held to the budget of {whose}: ε = {b}, which counts every run under it. Its history: {}.", changes.join("; "))
+        let history = match self.budget_changes.len() {
+            0 => " It was set before its changes were recorded.".to_string(),
+            _ => format!(" Its history: {}.", self.budget_changes.iter().map(BudgetChange::describe).collect::<Vec<_>>().join("; ")),
+        };
+        format!(
+            "This run was held to the budget of {whose}: ε = {b}, which counts every run under it and on any corpus that \
+             overlaps this one, and to every other budget set on these documents.{history}"
+        )
     }
 
     /// A self-contained, printable HTML page (no script, no external resource).

@@ -157,7 +157,9 @@ impl Recorder {
                 }
             }
             // What the run has recorded, should it ever exceed what it planned, counts in full.
-            let budget = plan.check_budget(b, &self.fingerprint, &self.overlapping, &self.run.id, self.planned.max(self.run.epsilon()))?;
+            // Corpora recorded since the start (another tab) count too.
+            let overlapping: Vec<String> = b.overlapping(&corpus.keys).into_iter().map(|(_, fp, _)| fp).chain(self.overlapping.iter().cloned()).collect();
+            let budget = plan.check_budget(b, &self.fingerprint, &overlapping, &self.run.id, self.planned.max(self.run.epsilon()))?;
             b.extend_run(&self.fingerprint, &self.run);
             // The budget this run was held to is stored, and a change recorded (`ledger::budget`).
             b.set_budget(plan.holder(&self.fingerprint), budget, &self.run.started, &self.run.id);

@@ -13,13 +13,29 @@ use crate::protocol::{limits, AccountStatus, LedgerEvent, Request};
 pub async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEvent, String> {
     let store = Store::open().await?;
     match req {
-        Request::ExportLedger { sketches } => Ok(LedgerEvent::Exported { json: store.update_ledger(move |b| Ok(b.for_export(sketches).to_json())).await?, sketches }),
+        Request::ExportLedger { sketches } => {
+            let local = super::local_key::local_keys(&store).await?;
+            let json = store
+                .update_ledger(move |b| {
+                    b.key_with(&local).map_err(|e| e.to_string())?;
+                    Ok(b.for_export(sketches).to_json())
+                })
+                .await?;
+            Ok(LedgerEvent::Exported { json, sketches })
+        }
         Request::ImportLedger => {
             let file = files.first().ok_or("attach the ledger file")?;
             let bytes = files::all(file, "a ledger file", limits::LEDGER)?;
             let text = String::from_utf8(bytes).map_err(|_| format!("{}: not a dpkps ledger (not UTF-8 text)", file.name()))?;
-            let other = crate::ledger::LedgerBook::from_json(&text).map_err(|e| format!("{}: {e}", file.name()))?;
-            let summary = store.update_ledger(move |b| Ok(b.merge(&other))).await?;
+            let local = super::local_key::local_keys(&store).await?;
+            // Keyed here, or (made elsewhere) counted against every budget: `LedgerBook::for_import`.
+            let other = crate::ledger::LedgerBook::from_json(&text).map_err(|e| format!("{}: {e}", file.name()))?.for_import(&local);
+            let summary = store
+                .update_ledger(move |b| {
+                    b.key_with(&local).map_err(|e| e.to_string())?;
+                    Ok(b.merge(&other))
+                })
+                .await?;
             Ok(LedgerEvent::Imported { summary })
         }
         Request::Account { name } => {

@@ -66,12 +66,15 @@ pub async fn load(
     let (spent_before, earlier_runs) = match Store::open().await {
         Ok(store) => {
             // The ledger key and sketches, keyed with this browser's secret (`crate::local_key`).
-            corpus.key_with(&super::local_key::local_keys(&store).await.map_err(at(Stage::Read))?);
-            // A ledger recorded under an older key is moved to this one.
+            let local = super::local_key::local_keys(&store).await.map_err(at(Stage::Read))?;
+            corpus.key_with(&local);
+            // An older version's book is keyed whole with it, and a ledger under the oldest,
+            // order-sensitive key moves to this one.
             let keys = corpus.keys.clone();
             let fp = corpus.fingerprint.clone();
             let ledger = store
                 .update_ledger(move |b| {
+                    b.key_with(&local).map_err(|e| e.to_string())?;
                     b.adopt_older(&keys);
                     Ok(b.ledger(&fp))
                 })

@@ -5,8 +5,11 @@
 //! can read its bytes: it can only sign with it. It is stored as a `CryptoKey` (IndexedDB keeps
 //! the object, not its bytes, in the `meta` store under `local-key`), made under the ledger's
 //! Web Lock so that two tabs opening at once agree on one key, and never part of an export.
-//! The two derived keys (HMAC of the labels in `crate::local_key`) are computed once per
-//! worker and kept in its memory only.
+//! The derived keys (HMAC of the labels in `crate::local_key`) are computed once per worker and
+//! kept in its memory only. They are as good as the secret for what they key: non-extractable
+//! means the secret's bytes cannot be read or exported, not that a script of this origin cannot
+//! sign with it; the protection is against whoever holds a ledger or an export, not against code
+//! running in this page.
 
 use std::cell::RefCell;
 
@@ -15,7 +18,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
 use super::store::Store;
-use crate::local_key::{LocalKeys, CORPUS_LABEL, SKETCH_LABEL};
+use crate::local_key::{LocalKeys, CHECK_LABEL, CORPUS_LABEL, SKETCH_LABEL};
 
 thread_local! {
     static KEYS: RefCell<Option<LocalKeys>> = const { RefCell::new(None) };
@@ -67,7 +70,7 @@ pub async fn local_keys(store: &Store) -> Result<LocalKeys, String> {
         return Ok(k);
     }
     let key = store.local_secret(generate).await?;
-    let keys = LocalKeys { corpus: sign(&key, CORPUS_LABEL).await?, sketch: sign(&key, SKETCH_LABEL).await? };
+    let keys = LocalKeys::from_macs(sign(&key, CORPUS_LABEL).await?, sign(&key, SKETCH_LABEL).await?, sign(&key, CHECK_LABEL).await?);
     KEYS.with(|k| *k.borrow_mut() = Some(keys.clone()));
     Ok(keys)
 }

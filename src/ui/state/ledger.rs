@@ -61,6 +61,10 @@ pub fn init(app: AppState) {
     // Called outside the component tree: hold the state itself, not the context.
     engine::on_ledger(move |ev| st.apply(ev));
     storage::request_persistence(move |granted| st.persisted.set(Some(granted)));
+    // A confirmed raise holds for the value it was given for: any edit of the budget, and every
+    // finished run, asks again.
+    Effect::watch(move || st.budget.get(), move |_, _, _| st.raise.set(false), false);
+    Effect::watch(move || app.result.get().map(|r| r.epsilon_total), move |_, _, _| st.raise.set(false), false);
     // The account name the curator typed is remembered for the next visit (not at start).
     Effect::watch(move || st.account.get(), |name, _, _| storage::set(ACCOUNT_KEY, Some(name.trim())), false);
     // Ask again whenever the corpus, the account, a finished run or a check changes.
@@ -95,8 +99,15 @@ impl LedgerState {
                 }));
             }
             LedgerEvent::Imported { summary } => {
+                let foreign = match summary.foreign_runs {
+                    0 => String::new(),
+                    n => format!(
+                        " {n} of them come from a ledger kept with another key (another browser or the CLI): their corpora cannot be \
+                         recognised here, so their ε counts against every budget in this browser."
+                    ),
+                };
                 st.message.set(Some(format!(
-                    "Ledger imported: {} run(s) added, {} completed, {} utility check(s) added; runs already here were not counted twice.",
+                    "Ledger imported: {} run(s) added, {} completed, {} utility check(s) added; runs already here were not counted twice.{foreign}",
                     summary.runs_added, summary.runs_extended, summary.checks_added
                 )));
                 if st.status.get_untracked().is_some() {
