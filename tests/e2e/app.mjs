@@ -125,7 +125,7 @@ await runTests([
     await page.waitForFunction(() => /set a budget/.test(document.querySelector('#budget-err')?.textContent ?? ''), null, { timeout: 10_000 });
     assert(await page.isDisabled('#run'), 'run must be disabled before the account has a budget');
     assert(/no budget yet/.test(await page.textContent('#account-status')), await page.textContent('#account-status'));
-    await page.fill('#budget', '1000');
+    await page.fill('#budget', '500');
     assert(!(await page.isDisabled('#run')), 'run enabled once the values are valid');
     assert(/spends ε = 25\.1/.test(await page.textContent('#ledger-note')), 'planned ε shown');
   }],
@@ -612,9 +612,9 @@ await runTests([
     assert(await p.isDisabled('#run'), 'run must be disabled over budget');
     await p.fill('#budget', '');
     await p.waitForFunction(() => !document.querySelector('#run').disabled);
-    // The stored budget (1000, set by the first run) is only raised when the curator confirms.
-    await p.fill('#budget', '1000.5');
-    await p.waitForFunction(() => /stored budget of 1000/.test(document.querySelector('#budget-err')?.textContent ?? ''), null, { timeout: 5_000 });
+    // The stored budget (500, set by the first run) is only raised when the curator confirms.
+    await p.fill('#budget', '600');
+    await p.waitForFunction(() => /stored budget of 500:/.test(document.querySelector('#budget-err')?.textContent ?? ''), null, { timeout: 5_000 });
     assert(await p.isDisabled('#run'), 'an unconfirmed raise must disable the run');
     await p.check('#budget-raise');
     await p.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 5_000 });
@@ -640,7 +640,7 @@ await runTests([
     const [dl] = await Promise.all([p.waitForEvent('download'), p.click('#ledger-export')]);
     const json = fs.readFileSync(await dl.path(), 'utf8');
     const book = JSON.parse(json);
-    assert(book.version === 2 && Object.keys(book.ledgers).length >= 1, 'exported ledger');
+    assert(book.version === 3 && Object.keys(book.ledgers).length >= 1, 'exported ledger');
     assertClean(json, 'the exported ledger');
     // Without the sketches by default; with them when asked (and no key beside them).
     const corpora = (b) => Object.values(b.accounts).flatMap((a) => a.corpora);
