@@ -113,11 +113,6 @@ impl CorpusKeys {
         self
     }
 
-    /// The key the oldest versions recorded this corpus's ledger under (order-sensitive; keyed
-    /// like the rest once the book is: `LedgerBook::adopt_older`).
-    pub fn older(&self) -> impl Iterator<Item = &str> {
-        [self.legacy.as_str()].into_iter().filter(|k| !k.is_empty())
-    }
 }
 
 #[cfg(test)]
@@ -140,7 +135,7 @@ mod tests {
         assert_ne!(a.fingerprint, plain.fingerprint);
         assert_ne!(a.fingerprint, b.fingerprint, "another machine's secret gives another key");
         assert_eq!(a.fingerprint, plain.clone().keyed(&LocalKeys::from_secret(&[1; 32])).fingerprint, "the same secret, the same key");
-        assert_eq!(a.older().collect::<Vec<_>>(), [keyed_fingerprint(&LocalKeys::from_secret(&[1; 32]), "old").as_str()]);
+        assert_eq!(a.legacy, keyed_fingerprint(&LocalKeys::from_secret(&[1; 32]), "old"), "the oldest key, keyed like the book");
         assert_eq!(a.unkeyed, plain.fingerprint);
         assert_eq!(a.clone().keyed(&LocalKeys::from_secret(&[2; 32])).fingerprint, a.fingerprint, "keyed once");
         assert_eq!(a.sketch_key, Some(LocalKeys::from_secret(&[1; 32]).sketch));

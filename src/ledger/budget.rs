@@ -62,6 +62,27 @@ impl Holder<'_> {
     }
 }
 
+/// Why [`in_force`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Refusal {
+    NoBudget,
+    RaiseNotConfirmed { stored: f64, given: f64 },
+}
+
+/// The budget a run is held to, from the `stored` one and the run's `given` one: `given`, or
+/// else the stored one. Refused when there is neither (a budget comes before the first run),
+/// and when `given` is above the stored one without `raise` (the curator's confirmation). The
+/// one rule: the ledger applies it ([`LedgerBook::budget_in_force`]), the page's Run button too.
+pub fn in_force(stored: Option<f64>, given: Option<f64>, raise: bool) -> Result<f64, Refusal> {
+    match (stored, given) {
+        (None, None) => Err(Refusal::NoBudget),
+        (Some(s), None) => Ok(s),
+        (None, Some(g)) => Ok(g),
+        (Some(s), Some(g)) if g <= s || raise => Ok(g),
+        (Some(stored), Some(given)) => Err(Refusal::RaiseNotConfirmed { stored, given }),
+    }
+}
+
 /// Where a holder's budget lives in the book.
 fn slot<'b>(book: &'b LedgerBook, holder: Holder<'_>) -> (Option<f64>, &'b [BudgetChange]) {
     match holder {
@@ -81,17 +102,12 @@ impl LedgerBook {
         slot(self, holder).1
     }
 
-    /// The budget a run is held to: `given` (the run's setting) or else the stored one. Refused
-    /// when there is neither (a budget comes before the first run), and when `given` is above
-    /// the stored one without `raise` (the curator's confirmation).
+    /// [`in_force`] for `holder`'s stored budget, refused in the ledger's words.
     pub fn budget_in_force(&self, holder: Holder<'_>, given: Option<f64>, raise: bool) -> Result<f64, LedgerError> {
-        match (self.stored_budget(holder), given) {
-            (None, None) => Err(LedgerError::NoBudget { holder: holder.describe() }),
-            (Some(s), None) => Ok(s),
-            (None, Some(g)) => Ok(g),
-            (Some(s), Some(g)) if g <= s || raise => Ok(g),
-            (Some(s), Some(g)) => Err(LedgerError::RaiseNotConfirmed { holder: holder.describe(), stored: s, given: g }),
-        }
+        in_force(self.stored_budget(holder), given, raise).map_err(|r| match r {
+            Refusal::NoBudget => LedgerError::NoBudget { holder: holder.describe() },
+            Refusal::RaiseNotConfirmed { stored, given } => LedgerError::RaiseNotConfirmed { holder: holder.describe(), stored, given },
+        })
     }
 
     /// Stores `budget` for `holder`, recording the change (nothing when it is the stored one).
@@ -117,12 +133,12 @@ impl LedgerBook {
     /// The corpora, of any account, whose sketch puts them at WARN_OVERLAP or more of the corpus
     /// with `keys` (itself left out): (account, corpus key, overlap), largest first.
     pub fn overlapping(&self, keys: &crate::corpus::CorpusKeys) -> Vec<(String, String, f64)> {
-        let mut out: Vec<(String, String, f64)> = self
-            .accounts
-            .keys()
-            .flat_map(|a| self.overlaps(a, keys).into_iter().map(move |(fp, o)| (a.clone(), fp, o)))
-            .filter(|(_, _, o)| *o >= crate::overlap::WARN_OVERLAP)
-            .collect();
+        let mut sketches = Vec::new();
+        let mut out: Vec<(String, String, f64)> = Vec::new();
+        for a in self.accounts.keys() {
+            let found = self.overlaps_cached(a, keys, &mut sketches);
+            out.extend(found.into_iter().filter(|(_, o)| *o >= crate::overlap::WARN_OVERLAP).map(|(fp, o)| (a.clone(), fp, o)));
+        }
         // One line per corpus (the largest estimate), largest first.
         out.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.total_cmp(&a.2)));
         out.dedup_by(|a, b| a.1 == b.1);

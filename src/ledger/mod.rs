@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 mod budget;
 mod check;
 mod keying;
-pub use budget::{BudgetChange, Holder};
+pub use budget::{in_force, BudgetChange, Holder, Refusal};
 pub use check::{MAX_EPSILON, STAGES};
 
 /// The lower of two budgets (where both sides of an import set one).
@@ -396,18 +396,22 @@ impl LedgerBook {
         book
     }
 
-    /// Moves a ledger recorded under one of `keys`' older keys (`CorpusKeys::older`) to its
-    /// current key. Returns whether there was one.
+    /// Moves a ledger recorded under `keys`' oldest, order-sensitive key (keyed with the book:
+    /// `CorpusKeys::keyed`) to its current key. Returns whether there was one.
     pub fn adopt_older(&mut self, keys: &crate::corpus::CorpusKeys) -> bool {
-        let older: Vec<String> = keys.older().map(str::to_string).collect();
-        older.iter().fold(false, |found, k| self.adopt_legacy(k, &keys.fingerprint) || found)
+        self.adopt_legacy(&keys.legacy, &keys.fingerprint)
     }
 
     /// The estimated overlap of `keys`' corpus with each OTHER corpus of the account, largest
     /// first (`crate::overlap`).
     pub fn overlaps(&self, account: &str, keys: &crate::corpus::CorpusKeys) -> Vec<(String, f64)> {
+        self.overlaps_cached(account, keys, &mut Vec::new())
+    }
+
+    /// [`Self::overlaps`], with this corpus's sketch under each key computed once in `sketches`
+    /// (one pass over its documents per key, however many accounts are compared).
+    pub(super) fn overlaps_cached(&self, account: &str, keys: &crate::corpus::CorpusKeys, sketches: &mut Vec<([u8; 32], crate::overlap::Sketch)>) -> Vec<(String, f64)> {
         let Some(acc) = self.accounts.get(account) else { return Vec::new() };
-        let mut sketches: Vec<([u8; 32], crate::overlap::Sketch)> = Vec::new();
         let mut out: Vec<(String, f64)> = acc
             .corpora
             .iter()

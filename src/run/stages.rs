@@ -117,9 +117,6 @@ pub struct RunOutput {
 pub struct Recorder {
     pub run: Run,
     fingerprint: String,
-    /// Corpora of any account that overlap this one (`LedgerBook::overlapping`, at the start):
-    /// their spends count against the budget too.
-    overlapping: Vec<String>,
     planned: f64,
     sketch_key: [u8; 32],
     /// A reused Ṽ's key: its paying run must still be on record when this run is.
@@ -138,9 +135,8 @@ impl Recorder {
         run.account = plan.account.clone();
         run.person_column = corpus.persons.as_ref().map(|p| p.column.clone());
         let book = host.ledger().await?;
-        let overlapping = book.overlapping(&corpus.keys).into_iter().map(|(_, fp, _)| fp).collect();
-        let rec = Recorder { run, fingerprint: corpus.fingerprint.clone(), overlapping, planned, sketch_key, reused: None };
-        plan.check_budget(&book, &rec.fingerprint, &rec.overlapping, &rec.run.id, planned).map_err(|e| host.fail(None, e.into()))?;
+        let rec = Recorder { run, fingerprint: corpus.fingerprint.clone(), planned, sketch_key, reused: None };
+        plan.check_budget(&book, &rec.fingerprint, &overlapping(&book, corpus), &rec.run.id, planned).map_err(|e| host.fail(None, e.into()))?;
         Ok(rec)
     }
 
@@ -157,9 +153,8 @@ impl Recorder {
                 }
             }
             // What the run has recorded, should it ever exceed what it planned, counts in full.
-            // Corpora recorded since the start (another tab) count too.
-            let overlapping: Vec<String> = b.overlapping(&corpus.keys).into_iter().map(|(_, fp, _)| fp).chain(self.overlapping.iter().cloned()).collect();
-            let budget = plan.check_budget(b, &self.fingerprint, &overlapping, &self.run.id, self.planned.max(self.run.epsilon()))?;
+            // Found again: a corpus recorded since the start (another tab) counts too.
+            let budget = plan.check_budget(b, &self.fingerprint, &overlapping(b, corpus), &self.run.id, self.planned.max(self.run.epsilon()))?;
             b.extend_run(&self.fingerprint, &self.run);
             // The budget this run was held to is stored, and a change recorded (`ledger::budget`).
             b.set_budget(plan.holder(&self.fingerprint), budget, &self.run.started, &self.run.id);
@@ -170,6 +165,12 @@ impl Recorder {
         };
         host.commit(stage, &mut change).await
     }
+}
+
+/// The corpora of any account that overlap `corpus` (`LedgerBook::overlapping`): their spends
+/// count against the run's budget too.
+fn overlapping(book: &LedgerBook, corpus: &MatchedCorpus) -> Vec<String> {
+    book.overlapping(&corpus.keys).into_iter().map(|(_, fp, _)| fp).collect()
 }
 
 /// Stage 1: Ṽ (ε_voc when drawn), recorded before it is used.

@@ -250,15 +250,15 @@ impl LedgerState {
     }
 }
 
-/// The ledger's budget rules at the Run button (`LedgerBook::budget_in_force`, which the worker
-/// applies again): a budget before the first run, and a raise only when confirmed.
+/// The ledger's budget rule (`ledger::in_force`, which the worker applies again) at the Run
+/// button, in the page's words: a budget before the first run, and a raise only when confirmed.
 fn budget_rule(typed: Option<f64>, stored: Option<f64>, raise: bool) -> Option<FieldError> {
-    let message = match (typed, stored) {
-        (None, None) => "set a budget: the most ε this account may ever spend (it is stored, and every later run is held to it)".to_string(),
-        (Some(t), Some(b)) if t > b && !raise => {
-            format!("{t} is above the account's stored budget of {b}: tick “confirm the raise” below to raise it (recorded in the ledger and the report)")
+    use crate::ledger::Refusal;
+    let message = match crate::ledger::in_force(stored, typed, raise).err()? {
+        Refusal::NoBudget => "set a budget: the most ε this account may ever spend (it is stored, and every later run is held to it)".to_string(),
+        Refusal::RaiseNotConfirmed { stored, given } => {
+            format!("{given} is above the account's stored budget of {stored}: tick “confirm the raise” below to raise it (recorded in the ledger and the report)")
         }
-        _ => return None,
     };
     Some(FieldError { field: "budget", message })
 }
