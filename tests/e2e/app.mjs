@@ -178,7 +178,9 @@ await runTests([
     const jsonl = await download('#dl-jsonl');
     const seqs = jsonl.trim().split('\n').map((l) => JSON.parse(l));
     assert(seqs.length === 12, `6 sequences per class × 2 classes, got ${seqs.length}`);
-    assert(seqs.every((s) => s.keyphrases.length === 4 && ['cardiology', 'pulmonary'].includes(s.label)), 'sequence shape');
+    // L = 4; a sequence is shorter only where its class's release gives fewer than 4 terms any
+    // weight (a random event of the noise), and the report counts those.
+    assert(seqs.every((s) => s.keyphrases.length >= 1 && s.keyphrases.length <= 4 && ['cardiology', 'pulmonary'].includes(s.label)), 'sequence shape');
     assertClean(jsonl, 'sequences JSONL');
     // The signal per class: one row per declared class, and the report names the flagged ones.
     assert((await page.locator('#signals table.signals tr').count()) === 3, 'a header and 2 classes in the signal table');
@@ -192,6 +194,8 @@ await runTests([
     assert(report.model.sha256.length === 64 && report.vocabulary.sha256.length === 64, 'checksums');
     assert(report.class_signals.length === 2 && Array.isArray(report.noise_dominated), 'the signal per class in the report');
     assert(seqs.every((s) => (s.noise_dominated === true) === report.noise_dominated.includes(s.label)), 'flagged sequences are the flagged classes\'');
+    const short = report.class_signals.reduce((n, c) => n + c.shorter_than_l, 0);
+    assert(short === seqs.filter((s) => s.keyphrases.length < 4).length, `the report counts the sequences shorter than L: ${short}`);
     assertClean(JSON.stringify(report), 'privacy report');
     const html = await download('#dl-report-html-run');
     assert(/Privacy report/.test(html) && /ε = 25\.1000/.test(html) && !/<script/i.test(html), 'printable report without an LLM');
@@ -337,11 +341,12 @@ await runTests([
     const corpus = (await download('#dl-corpus-jsonl')).trim().split('\n').map((l) => JSON.parse(l));
     assert(corpus.length === 12, `12 documents, got ${corpus.length}`);
     for (const d of corpus) {
-      assert(d.keyphrases.length === 4 && d.keyphrases.every((k) => d.text.includes(k)), `document does not use its keyphrases: ${JSON.stringify(d)}`);
+      // A sequence may be shorter than L = 4 (see the first run's check); every term is used.
+      assert(d.keyphrases.length >= 1 && d.keyphrases.length <= 4 && d.keyphrases.every((k) => d.text.includes(k)), `document does not use its keyphrases: ${JSON.stringify(d)}`);
     }
     // Every reply was prose that used its keyphrases: none was asked for again.
     assert((await page.textContent('#gen-forms')).trim() === 'Forms: 12 prose.', await page.textContent('#gen-forms'));
-    assert(corpus.every((d) => d.form === 'prose' && d.keyphrases_used === 4), JSON.stringify(corpus[0]));
+    assert(corpus.every((d) => d.form === 'prose' && d.keyphrases_used === d.keyphrases.length), JSON.stringify(corpus[0]));
     const reqs = await llm.requests();
     assert(reqs.length === 17, `12 documents + 5 injected faults = 17 requests, got ${reqs.length}`);
     for (const r of reqs) assertClean(r.body, 'a request body sent to the LLM');
