@@ -138,6 +138,11 @@ pub(super) enum Command {
     /// sampler), on the real training sequences and the majority class, tested on held-out
     /// documents. The figures are NOT differentially private; nothing is recorded in the ledger.
     Evaluate(evaluate::EvaluateArgs),
+    /// The DP utility check: which keyphrase sampler keeps the most class signal on this
+    /// corpus, answered with differential privacy and recorded in the ledger like a run (it
+    /// costs ε_voc + (samplers) × ε_kde). Prints each sampler's noisy accuracy and the one chosen;
+    /// `pipeline --from-check ID` then says in its report that the sampler was chosen by it.
+    Check(super::check::CheckArgs),
     /// Generate the synthetic corpus: each keyphrase sequence of a run (`pipeline --out-dir`)
     /// becomes a prompt (the page's), sent to an OpenAI-compatible endpoint; writes the corpus
     /// (JSONL, CSV), the audit log and the privacy report to --out-dir. The same command again
@@ -294,6 +299,10 @@ pub(crate) struct KdeArgs {
     /// classes in all), at least one each; "off": --per-class for every class.
     #[arg(long, default_value = "0.1")]
     pub(crate) eps_counts: String,
+    /// The DP utility check (`dpkps check`) that chose --sampler: the run is refused unless the
+    /// ledger holds that check for this corpus and it chose this sampler; the report says so.
+    #[arg(long)]
+    pub(crate) from_check: Option<String>,
 }
 
 impl KdeArgs {
@@ -453,5 +462,6 @@ pub(crate) fn run_settings(
         // The CLI's classes are typed (--classes, --classes-file), never ticked from the data.
         classes_ticked: Vec::new(),
         kde_terms_per_doc: Some(kde.kde_terms_per_doc),
+        chosen_by_check: kde.from_check.clone(),
     })
 }

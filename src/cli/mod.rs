@@ -8,6 +8,7 @@ mod args;
 mod bench;
 mod bench_adapt;
 mod bench_replay;
+mod check;
 mod evaluate;
 mod generate;
 mod io;
@@ -180,6 +181,7 @@ fn run(command: Command) -> Result<(), CliError> {
             Ok(())
         }
         Command::Evaluate(args) => evaluate::run(args),
+        Command::Check(args) => check::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Train(args) => train::run(args),
         Command::Predict(args) => train::predict(args),

@@ -23,6 +23,7 @@ pub mod candidates;
 pub mod counts;
 pub mod laplace;
 pub mod rng;
+pub mod selection;
 #[cfg(test)]
 pub(crate) mod testing;
 pub mod noise;

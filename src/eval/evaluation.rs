@@ -254,7 +254,7 @@ impl Evaluation {
 
     /// Builds one arm's KDEs from the round's training documents and samples its sequences.
     /// An empty `train` (every class noise-dominated) is reported by the caller, not scored.
-    fn sample_arm(
+    pub(super) fn sample_arm(
         &self,
         round: &Round,
         vocab: &[TermId],
@@ -274,8 +274,9 @@ impl Evaluation {
             })
             .collect();
         let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
-        // The spends are dropped: nothing built here is released (module docs).
-        let (set, _spends) = if noiseless {
+        // The spends are dropped by `run` (nothing built there is released, module docs) and
+        // added up by the DP check (`super::dp_check`).
+        let (set, mut spends) = if noiseless {
             let mut seed = [0u8; 32];
             rng.fill(&mut seed);
             // The noise switch exists for this comparison only (see `kde::Noise`).
@@ -292,7 +293,9 @@ impl Evaluation {
                 let noisy = if noiseless {
                     counts.iter().map(|&c| c as i64).collect()
                 } else {
-                    crate::dp::counts::noisy_class_counts(&counts, eps, rng)?.0
+                    let (noisy, spend) = crate::dp::counts::noisy_class_counts(&counts, eps, rng)?;
+                    spends.push(spend);
+                    noisy
                 };
                 crate::dp::counts::apportion(self.params.per_class * self.classes.len(), &noisy, 1)
             }
@@ -313,7 +316,7 @@ impl Evaluation {
                 Some((s.keyphrases, c))
             })
             .collect();
-        Ok(Sampled { train, full_length_share: full, noise_dominated: flagged })
+        Ok(Sampled { train, full_length_share: full, noise_dominated: flagged, spends })
     }
 
     /// Trains on `train` and tests on `test` in both sequence views.
@@ -342,12 +345,7 @@ impl Evaluation {
             noise_dominated: Vec::new(),
         };
 
-        // Embedding view: standardised mean embeddings.
-        let train_x = train.iter().map(|t| mean_embedding(&t.0, emb)).collect::<Result<Vec<_>, _>>()?;
-        let test_x = test.iter().map(|t| mean_embedding(t.0, emb)).collect::<Result<Vec<_>, _>>()?;
-        let st = Standardiser::fit(&train_x);
-        let model = Softmax::fit(&st.design(&train_x), &y, k, &self.params.classifier)?;
-        out.push(((arm.to_string(), "embedding"), result(model.predict(&st.design(&test_x)))));
+        out.push(((arm.to_string(), "embedding"), result(self.embedding_view(train, test, emb)?)));
 
         // Bag-of-keyphrases view: indicators of the terms seen in training.
         let mut columns: BTreeMap<TermId, u32> = BTreeMap::new();
@@ -367,6 +365,25 @@ impl Evaluation {
         let model = Softmax::fit(&train_b, &y, k, &self.params.classifier)?;
         out.push(((arm.to_string(), "bag"), result(model.predict(&test_b))));
         Ok(())
+    }
+
+    /// The embedding view's predictions for `test`: softmax regression trained on `train`'s
+    /// standardised mean embeddings (nothing but `train` fits the model).
+    pub(super) fn embedding_view(&self, train: &[(Vec<TermId>, usize)], test: &[(&[TermId], usize)], emb: &TermEmbeddings) -> Result<Vec<usize>, EvalError> {
+        let y: Vec<usize> = train.iter().map(|t| t.1).collect();
+        let train_x = train.iter().map(|t| mean_embedding(&t.0, emb)).collect::<Result<Vec<_>, _>>()?;
+        let test_x = test.iter().map(|t| mean_embedding(t.0, emb)).collect::<Result<Vec<_>, _>>()?;
+        let st = Standardiser::fit(&train_x);
+        let model = Softmax::fit(&st.design(&train_x), &y, self.classes.len(), &self.params.classifier)?;
+        Ok(model.predict(&st.design(&test_x)))
+    }
+
+    /// An evaluation of one round over given documents and classes, for the DP check
+    /// (`super::dp_check`), which draws its own split and Ṽ; its task summary is left empty
+    /// (the check shows none of it).
+    pub(super) fn of_round(params: EvalParams, classes: Vec<String>, docs: Vec<Doc>, round: Round) -> Evaluation {
+        let summary = TaskSummary { classes: classes.clone(), ..TaskSummary::default() };
+        Evaluation { params, classes, sources: Vec::new(), docs, summary, rounds: vec![round] }
     }
 
     /// The floor: always predict the training part's most frequent class.
@@ -500,10 +517,12 @@ pub struct ArmSequences<'a> {
 }
 
 /// One sampler arm's sequences (those training uses) and what the run would report of them.
-struct Sampled {
-    train: Vec<(Vec<TermId>, usize)>,
+pub(super) struct Sampled {
+    pub(super) train: Vec<(Vec<TermId>, usize)>,
     full_length_share: f64,
     noise_dominated: Vec<String>,
+    /// The arm's DP spends (dropped by the non-DP evaluation; the DP check adds them up).
+    pub(super) spends: Vec<crate::ledger::Spend>,
 }
 
 /// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), Ṽ

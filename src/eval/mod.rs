@@ -47,6 +47,7 @@
 
 pub mod classifier;
 pub mod diagnose;
+pub mod dp_check;
 mod evaluation;
 pub mod metrics;
 mod params;
@@ -82,6 +83,8 @@ pub enum EvalError {
     TextCount { expected: usize, got: usize },
     #[error("no synthetic document has the label of a class of this task ({classes})")]
     NoSyntheticForTask { classes: String },
+    #[error("the check recorded ε = {spent} on its training part, more than the {planned} it planned; nothing is shown")]
+    Overspent { spent: f64, planned: f64 },
     #[error("the sampled sequences could not be written: {0}")]
     Export(String),
     #[error(transparent)]

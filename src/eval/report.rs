@@ -14,7 +14,7 @@ pub const NOTE: &str = "NOT differentially private: these figures are computed o
 evaluation runs release nothing and are not recorded in the privacy ledger.";
 
 /// What the task came to (exact counts: private, like everything in the report).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskSummary {
     pub classes: Vec<String>,
     /// Documents per class, in the order of `classes`.

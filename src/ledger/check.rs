@@ -10,7 +10,7 @@ use super::{LedgerBook, LedgerError, Scope};
 
 /// The stages that spend ε, as the mechanisms name them (`crate::dp`): their spends compose by
 /// the rules in the parent module.
-pub const STAGES: [&str; 3] = ["vocabulary", "kde", "class counts"];
+pub const STAGES: [&str; 4] = ["vocabulary", "kde", "class counts", crate::dp::selection::STAGE];
 
 /// Largest ε one spend may record: the largest any setting accepts (`crate::run::settings`).
 pub const MAX_EPSILON: f64 = 1000.0;

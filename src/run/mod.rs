@@ -21,6 +21,7 @@
 //! Neither front end branches on the keyphrase sampler: [`RunPlan::vector_ids`] says what must
 //! be embedded, and the summary and sampling stages dispatch on the sampler themselves.
 
+pub mod check;
 mod plan;
 pub mod report;
 pub mod reuse;

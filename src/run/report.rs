@@ -78,6 +78,10 @@ pub struct PrivacyReport {
     pub budget: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budget_changes: Vec<BudgetChange>,
+    /// The DP utility check that chose the run's sampler (`crate::run::check`): its ε is
+    /// recorded with it; the outputs together with that choice are covered by the sum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings_chosen_by: Option<super::check::ChosenBy>,
     /// Per class, how far its release stands above the DP noise alone (post-processing of the
     /// release, `crate::sample::signal`), its sequences and those shorter than L.
     #[serde(default)]
@@ -188,6 +192,7 @@ impl PrivacyReport {
             account: run.account.clone(),
             budget: None,
             budget_changes: Vec::new(),
+            settings_chosen_by: None,
             class_signals: signals.to_vec(),
             noise_dominated: signals.iter().filter(|s| s.noise_dominated).map(|s| class_name(&s.label)).collect(),
             replay_check: None,

@@ -67,6 +67,11 @@ pub struct RunSettings {
     /// the histogram samplers; `None` (the page): L.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kde_terms_per_doc: Option<usize>,
+    /// The DP utility check (its ledger run id) that chose `sampler`: the run is refused unless
+    /// the check is on record for the corpus and chose it, and the report says so
+    /// (`crate::run::check`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chosen_by_check: Option<String>,
 }
 
 fn yes() -> bool {
@@ -105,6 +110,7 @@ impl Default for RunSettings {
             classes_ticked: Vec::new(),
             budget: None,
             kde_terms_per_doc: None,
+            chosen_by_check: None,
         }
     }
 }

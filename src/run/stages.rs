@@ -141,7 +141,7 @@ impl Recorder {
     }
 
     /// Records the run's spends so far (the entry is replaced in place: counted once).
-    async fn commit<H: Host>(&self, plan: &RunPlan, corpus: &MatchedCorpus, stage: Stage, host: &mut H) -> Result<(), H::Error> {
+    pub(super) async fn commit<H: Host>(&self, plan: &RunPlan, corpus: &MatchedCorpus, stage: Stage, host: &mut H) -> Result<(), H::Error> {
         let mut change = |b: &mut LedgerBook| -> Result<(), RunError> {
             // A ledger an older version keyed by the order-sensitive hash counts too.
             b.adopt_older(&corpus.keys);
@@ -372,6 +372,9 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     let corpus: &MatchedCorpus = &units;
     let draws = source.draws();
     let mut rec = Recorder::start(plan, corpus, plan.planned_epsilon(draws), host, rng).await?;
+    // Settings said to be chosen by a DP utility check: that check must be on record and have
+    // chosen this sampler (the report says so).
+    let chosen_by = super::check::chosen_by(&host.ledger().await?.ledger(&corpus.fingerprint), &plan.settings).map_err(|e| host.fail(None, e))?;
     let pv = vocabulary(plan, corpus, vocab, source, &mut rec, host, rng).await?;
     host.checkpoint().await?;
 
@@ -407,5 +410,6 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     let holder = plan.holder(&corpus.fingerprint);
     report.budget = book.stored_budget(holder);
     report.budget_changes = book.budget_changes(holder).to_vec();
+    report.settings_chosen_by = chosen_by;
     Ok(RunOutput { run: rec.run, vocabulary: pv, release, sequences, signals, ledger, report })
 }

@@ -1,0 +1,95 @@
+//! `dpkps check`: the DP utility check (`crate::run::check`), recorded in the ledger like a
+//! run. It compares the keyphrase samplers under the given settings and prints their noisy
+//! accuracies and the one it chose; `dpkps pipeline --sampler S --from-check ID` then runs with
+//! it, and the run's privacy report says the sampler was chosen by that check.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::args::{declared_classes, run_settings, ClassArgs, LedgerArgs, PipelineInputs};
+use super::io::write_json;
+use super::run::{block_on, read_matched, CliHost, Model};
+use super::CliError;
+use crate::dp::summary::KeyphraseSampler;
+use crate::dp::SecureRng;
+use crate::eval::dp_check::{CheckParams, DEFAULT_HOLDOUT};
+use crate::run::{self, RunPlan};
+
+#[derive(Args, Clone)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    pub(crate) inputs: PipelineInputs,
+    #[command(flatten)]
+    pub(crate) classes: ClassArgs,
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
+    /// The samplers to compare, comma-separated [default: every sampler whose release fits
+    /// the settings]. Each costs ε_kde: the check costs ε_voc + (samplers) × ε_kde.
+    #[arg(long)]
+    pub(crate) compare: Option<String>,
+    /// Share of documents (persons, with --person-col) held out to score the samplers, each by
+    /// an independent coin.
+    #[arg(long, default_value_t = DEFAULT_HOLDOUT)]
+    pub(crate) holdout: f64,
+    /// ε of the scores [default: the training side's ε, which costs nothing more: the check
+    /// costs the larger of the two].
+    #[arg(long)]
+    pub(crate) eps_select: Option<f64>,
+    /// Also write the result (DP outputs only) to this JSON file.
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: CheckArgs) -> Result<(), CliError> {
+    let CheckArgs { inputs, classes, ledger, compare, holdout, eps_select, out } = args;
+    let declared = declared_classes(&inputs.corpus, &classes)?;
+    let public = super::io::load_vocabulary(&inputs.vocab.vocabulary)?;
+    let settings = run_settings(Some(&inputs.dp), None, &inputs.kde, declared, &ledger)?;
+    let labelled = inputs.corpus.label_col.is_some() || inputs.corpus.label_from_dir;
+    let plan = RunPlan::new(settings, labelled, public.len())?;
+    let mut params = CheckParams::every_sampler(&plan.settings, plan.classes.len());
+    if let Some(list) = compare {
+        params.samplers = list
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                KeyphraseSampler::parse(s).ok_or_else(|| CliError::Input {
+                    path: "--compare".into(),
+                    message: format!("unknown sampler {s:?}; use {}", KeyphraseSampler::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")),
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    params.holdout = holdout;
+    params.eps_select = eps_select;
+    let planned = params.epsilon(&plan.settings);
+    let keep = params.keep(&plan.settings);
+    let mc = read_matched(&inputs.corpus, &public, keep, &plan.classes, &ledger)?;
+    let mut host = CliHost::open(&ledger, &mc, planned, Model::Load(inputs.model.clone()), None)?;
+    let mut rng = SecureRng::from_os()?;
+    let output = block_on(run::check::check(&plan, &mc, &public, params, &mut host, &mut rng))?;
+    let r = &output.result;
+    println!(
+        "DP utility check {} (ε = {:.4}: training side {:.4}, scores {:.4}; {:.0}% held out; noise scale {:.3} on each count)",
+        output.run.id,
+        r.epsilon,
+        r.epsilon_train,
+        r.epsilon_select,
+        100.0 * r.holdout,
+        r.noise_scale
+    );
+    println!("noisy number of test documents: {}", r.noisy_tested);
+    for a in &r.arms {
+        println!("  {:<18} noisy accuracy {:.3} ({} right)", a.sampler, a.noisy_accuracy, a.noisy_correct);
+    }
+    match &r.chosen {
+        Some(s) => println!("chosen: {s}; run it with --sampler {s} --from-check {}", output.run.id),
+        None => println!("no sampler chosen"),
+    }
+    if let Some(path) = out {
+        write_json(&path, &serde_json::json!({ "check": output.run.id, "result": r }))?;
+    }
+    Ok(())
+}
