@@ -98,13 +98,13 @@ pub enum Request {
     ModelCheck,
     /// Embedding throughput at batch 1 and 32 on `terms` vocabulary terms (benchmark page).
     Bench { terms: usize },
-    /// The utility check (`crate::eval`) on the loaded corpus with these settings: NOT DP,
-    /// for the curator's eyes only, nothing released; the check itself is counted in the
-    /// corpus's ledger (it is tuning on private data; the report says so).
-    Evaluate { settings: RunSettings },
-    /// The utility check on a separate tuning file (an older or public extract, attached),
-    /// read with the loaded corpus's columns and vocabulary: nothing about the private corpus
-    /// is computed, nothing counted against it.
+    /// The DP utility check (`crate::run::check`) on the loaded corpus: every sampler whose
+    /// release fits these settings, compared on held-out documents; held to the account's budget
+    /// and recorded in the ledger like a run ([`Event::DpChecked`]). Its figures are DP outputs.
+    DpCheck { settings: RunSettings },
+    /// The utility check (`crate::eval`, NOT DP) on a separate tuning file (an older or public
+    /// extract, attached), read with the loaded corpus's columns and vocabulary: nothing about
+    /// the private corpus is computed, nothing counted against it.
     EvaluateTuning { settings: RunSettings, file: FileInfo },
     /// The replay check (`crate::replay`): the generated `documents` (outputs of the DP
     /// prompts and the LLM) against the loaded corpus, whose files are attached again (the
@@ -220,7 +220,11 @@ pub enum Event {
         vectors_worst_term: String,
     },
     Benched(BenchFigures),
+    /// The non-DP utility check on a tuning file.
     Evaluated(crate::eval::EvalReport),
+    /// The DP utility check on the loaded corpus, recorded in the ledger as the run `id` (a
+    /// later run names it in `RunSettings::chosen_by_check`).
+    DpChecked { id: String, result: crate::eval::dp_check::CheckResult },
     /// The replay check's result, one entry per document sent. For the curator's eyes: its
     /// spans are private text, never written to a download, log or report.
     ReplayChecked(crate::replay::ReplayCheck),

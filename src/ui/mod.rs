@@ -28,7 +28,7 @@ use views::ledger::LedgerPanel;
 use views::llm::{Generate, ResumeBanner};
 use views::model::{BenchPanel, Bundled, ModelPanel};
 use views::recipient::{ModeSwitch, Recipient};
-use views::{columns::Columns, privacy::Privacy, progress::Progress, results::Results, summary::Summary, upload::Upload, utility::Utility};
+use views::{columns::Columns, privacy::Privacy, progress::Progress, results::Results, summary::Summary, upload::Upload, utility::{DpCheckResult, Utility}};
 
 pub use state::settings::MAX_TERMS;
 
@@ -74,6 +74,7 @@ fn App() -> impl IntoView {
                 <LedgerPanel />
                 <Privacy />
                 <Progress />
+                <DpCheckResult />
                 <Utility />
                 <Results />
                 <Generate />

@@ -174,6 +174,47 @@ pub fn utility_hint(n_test: usize) -> String {
     )
 }
 
+/// What the DP utility check on the corpus will cost, by its button: `epsilon` (None: the
+/// settings cannot be planned yet) and why it cannot run now, if it cannot.
+pub fn dp_check_cost(epsilon: Option<f64>, refused: Option<&str>) -> String {
+    let cost = match epsilon {
+        Some(e) => format!(
+            "This check costs ε = {e:.3}, charged to the ledger: it compares every sampler whose release fits these \
+             settings (ε_voc + ε_kde per sampler), and its figures are differentially private."
+        ),
+        None => "The check compares every sampler whose release fits the settings, for ε_voc + ε_kde per sampler, charged to the ledger.".into(),
+    };
+    match refused {
+        Some(why) => format!("{cost} Not now: {why}."),
+        None => cost,
+    }
+}
+
+/// One arm of the DP check: (sampler, bar width, noisy accuracy).
+pub fn dp_arm_row(a: &crate::eval::dp_check::CheckArm) -> (String, String, String) {
+    (a.sampler.clone(), format!("width: {:.1}%", 100.0 * a.noisy_accuracy.clamp(0.0, 1.0)), format!("{:.3}", a.noisy_accuracy))
+}
+
+/// What the DP check's figures are.
+pub fn dp_check_note(id: &str, r: &crate::eval::dp_check::CheckResult) -> String {
+    format!(
+        "Differentially private: these accuracies are noisy (discrete Laplace of scale {:.3} on each count), and the check \
+         is recorded in the ledger as run {id} with ε = {:.3} (training side {:.3}, scores {:.3}). Classifiers were trained \
+         on each sampler's DP sequences from {:.0}% of the documents and tested on the others (noisy number tested: {}).",
+        r.noise_scale,
+        r.epsilon,
+        r.epsilon_train,
+        r.epsilon_select,
+        100.0 * (1.0 - r.holdout),
+        r.noisy_tested
+    )
+}
+
+/// By the sampler, when it was taken from a DP check.
+pub fn chosen_by_note(id: &str) -> String {
+    format!("Chosen by the DP utility check {id}: the run's privacy report will say so. Choosing another sampler clears this.")
+}
+
 /// The account's line: what it spent, of which budget, and this corpus's share.
 pub fn account_status(s: &AccountStatus) -> String {
     let budget = match s.budget {
@@ -211,7 +252,7 @@ pub fn overlap_warning(s: &AccountStatus) -> Option<String> {
 /// How many non-DP checks were run on this corpus.
 pub fn checks_note(s: &AccountStatus) -> String {
     match s.non_dp_checks {
-        0 => "No utility check has been run on this corpus yet.".to_string(),
+        0 => "No non-DP utility check has been run on this corpus.".to_string(),
         n => format!(
             "A non-DP utility check has been run on this corpus {n} time(s), comparing {} setting(s). \
              The privacy report states this: settings chosen from those figures are tuned on the private data.",

@@ -1,9 +1,10 @@
-//! The utility check (`Evaluate`, `EvaluateTuning`): `crate::eval` run in the worker, with the
-//! run's embedding sources, and counted in the corpus's ledger when it reads the private corpus.
+//! The non-DP utility check on a tuning file (`EvaluateTuning`): `crate::eval` run in the
+//! worker, with the run's embedding sources. The check on the loaded corpus is the DP one
+//! (`Request::DpCheck`, `super::run::dp_check`).
 
 use web_sys::File;
 
-use super::control::{at, checkpoint, iso_now, now_ms, progress, Stop};
+use super::control::{at, checkpoint, now_ms, progress, Stop};
 use super::load::read_matched;
 use super::store::Store;
 use super::{sources, Loaded, State};
@@ -11,24 +12,20 @@ use crate::dp::SecureRng;
 use crate::dp::summary::KeyphraseSampler;
 use crate::protocol::{Event, FileInfo, RunSettings, Stage};
 
-/// The utility check of `crate::eval` on the loaded corpus, or on a separate tuning file read
-/// with the same columns and vocabulary: all the samplers, 3 seeds, 20% held out. On the loaded
-/// corpus its figures are NOT differentially private (they are computed on the private
-/// documents): nothing is released, but the check is counted in the corpus's ledger before its
-/// figures are shown (tuning on private data; the privacy report states it). A check on a
-/// tuning file reads nothing of the private corpus and is not counted.
-pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<(FileInfo, File)>) -> Result<Event, Stop> {
+/// The utility check of `crate::eval` on a separate tuning file, read with the loaded corpus's
+/// columns and vocabulary: all the samplers, 3 seeds, 20% held out. Its figures are NOT
+/// differentially private, but they are computed on the tuning file: nothing of the private
+/// corpus is read, nothing is counted against it.
+pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: (FileInfo, File)) -> Result<Event, Stop> {
     use crate::eval::classifier::SoftmaxParams;
     use crate::eval::{EvalParams, Evaluation, Task};
     let State { loaded, model, helpers, vectors, live, .. } = state;
-    let Some(Loaded { corpus: private, vocab, fields, .. }) = loaded.as_ref() else {
+    let Some(Loaded { vocab, fields, .. }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
-    let tuning_corpus = match &tuning {
-        Some((info, file)) => Some(read_matched(std::slice::from_ref(info), std::slice::from_ref(file), fields, vocab, Stage::Evaluate)?),
-        None => None,
-    };
-    let corpus = tuning_corpus.as_ref().unwrap_or(private);
+    let (info, file) = &tuning;
+    let tuning_corpus = read_matched(std::slice::from_ref(info), std::slice::from_ref(file), fields, vocab, Stage::Evaluate)?;
+    let corpus = &tuning_corpus;
     if corpus.stats.classes.len() < 2 {
         return Err(Stop::Failed(Some(Stage::Evaluate), "the utility check needs a label column with at least two classes".into()));
     }
@@ -36,8 +33,7 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<
         return Err(Stop::Failed(None, p.message.clone()));
     }
     let params = EvalParams {
-        // Labels too rare to split (a one-document clinic) are left out rather than failing
-        // the whole check; this figure is for the curator only and releases nothing.
+        // Labels too rare to split are left out rather than failing the whole check.
         task: Task::MinClassDocs { min: crate::eval::split::MIN_CLASS_DOCS },
         holdout: 0.2,
         seeds: vec![0, 1, 2],
@@ -75,25 +71,5 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: Option<
     let report = ev
         .run(&emb, &mut rng, &mut |_, done, total| progress(Stage::Evaluate, done as u64, total as u64))
         .map_err(at(Stage::Evaluate))?;
-    if tuning.is_none() {
-        // Counted before the figures are shown; without a ledger they are not shown.
-        let mut id = [0u8; 8];
-        rng.fill(&mut id);
-        // Arms not scored (every class noise-dominated) were compared too: their releases were
-        // built from the documents, and "nothing to generate" is itself a figure.
-        let mut arms: Vec<&str> = report.arms.iter().map(|a| a.arm.as_str()).chain(report.nothing_to_train.iter().map(|a| a.arm.as_str())).collect();
-        arms.sort_unstable();
-        arms.dedup();
-        let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: iso_now(), settings_compared: arms.len() };
-        let store = store.ok_or_else(|| Stop::Failed(Some(Stage::Evaluate), "browser storage is unavailable: the check cannot be recorded, so its figures are not shown".into()))?;
-        let fp = private.fingerprint.clone();
-        store
-            .update_ledger(move |b| {
-                b.record_check(&fp, check);
-                Ok(())
-            })
-            .await
-            .map_err(at(Stage::Evaluate))?;
-    }
     Ok(Event::Evaluated(report))
 }

@@ -198,10 +198,10 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
         }
         Request::ModelCheck => model_check(&mut state).await,
         Request::Bench { terms } => bench(&mut state, terms).await,
-        Request::Evaluate { settings } => evaluate(&mut state, &settings, None).await,
+        Request::DpCheck { settings } => run::dp_check(&mut state, &settings).await,
         Request::EvaluateTuning { settings, file } => {
             let f = files.first().cloned().ok_or_else(|| Stop::Failed(Some(Stage::Evaluate), "attach the tuning file".into()))?;
-            evaluate(&mut state, &settings, Some((file, f))).await
+            evaluate(&mut state, &settings, (file, f)).await
         }
         Request::ReplayCheck { files: infos, documents, params } => replay::check(&state, &infos, &files, documents, params),
         Request::Train { synthetic, unlabelled, test, params, compare } => {

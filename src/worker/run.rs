@@ -177,3 +177,39 @@ pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Eve
         signals: out.signals.clone(),
     }))
 }
+
+/// The DP utility check on the loaded corpus (`crate::run::check`): every sampler whose release
+/// fits the settings, held to the account's budget and recorded in the ledger, through the same
+/// host as a run. Its Ṽ (drawn from the training documents only) is not kept for later runs.
+pub(super) async fn dp_check(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
+    use crate::eval::dp_check::CheckParams;
+    let State { loaded, model, helpers, vectors, live, kde_helpers, released_vocab, .. } = state;
+    let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {
+        return Err(Stop::Failed(None, "load a corpus first".into()));
+    };
+    let plan = RunPlan::new(settings.clone(), *labelled, vocab.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
+    let params = CheckParams::every_sampler(&plan.settings, plan.classes.len());
+    if params.keep(&plan.settings) > KEEP {
+        return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
+    }
+    let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was checked")))?;
+    let key = VocabKey::new(corpus, vocab, &plan.vocab_params(), &plan.classes, plan.account.as_deref());
+    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
+    let mut host = WorkerHost {
+        store,
+        model,
+        helpers,
+        vectors,
+        live,
+        kde_helpers,
+        kept: released_vocab,
+        key,
+        clock: now_ms(),
+        stage_start: now_ms(),
+        from_cache: 0,
+        fresh: 0,
+        kde_note: String::new(),
+    };
+    let out = crate::run::check::check(&plan, corpus, vocab, params, &mut host, &mut rng).await?;
+    Ok(Event::DpChecked { id: out.run.id, result: out.result })
+}

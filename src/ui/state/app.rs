@@ -139,8 +139,11 @@ pub struct AppState {
     pub model_check: RwSignal<Option<String>>,
     pub model_files: RwSignal<(Option<String>, Option<String>)>,
     pub bench: RwSignal<Option<BenchFigures>>,
-    /// The utility check's result: NOT DP, shown to the curator only, never downloaded.
+    /// The utility check's result on the tuning file: NOT DP, shown to the curator only, never
+    /// downloaded.
     pub evaluation: RwSignal<Option<crate::eval::EvalReport>>,
+    /// The last DP utility check on the loaded corpus (`super::check`).
+    pub dp_check: RwSignal<Option<super::check::ShownCheck>>,
     /// The worker's idle-time pass over a user's own list: (terms embedded, of).
     pub background: RwSignal<Option<(u64, u64)>>,
     /// The settings of the run in progress, and of the last run that finished on the loaded
@@ -185,6 +188,7 @@ impl AppState {
             model_files: RwSignal::new((None, None)),
             bench: RwSignal::new(None),
             evaluation: RwSignal::new(None),
+            dp_check: RwSignal::new(None),
             background: RwSignal::new(None),
             running: RwSignal::new(None),
             last_finished: RwSignal::new(None),
@@ -235,11 +239,6 @@ impl AppState {
     /// The settings form parsed against the loaded corpus's vocabulary.
     pub fn parsed_settings(&self) -> Result<RunSettings, Vec<FieldError>> {
         self.settings.parse(self.summary.get().map(|s| s.vocabulary_terms))
-    }
-
-    /// Whether the utility check on the corpus can start: valid settings, two classes at least.
-    pub fn can_evaluate(&self, parsed: &Result<RunSettings, Vec<FieldError>>) -> bool {
-        !(self.busy() || parsed.is_err() || self.summary.get().is_none_or(|s| s.classes.len() < 2))
     }
 
     pub fn busy(&self) -> bool {
@@ -301,6 +300,9 @@ impl AppState {
         // was of the corpus loaded before: its flags still apply to the downloads until the
         // documents are checked against this load (`super::replay`).
         self.last_finished.set(None);
+        // A check is of the corpus it read: the next run may not name it.
+        self.dp_check.set(None);
+        self.settings.chosen_by_check.set(None);
         self.corpus_loads.update(|n| *n += 1);
         self.begin(Job::Load);
         self.stages.set(vec![(Stage::Read, StageState::Running { done: 0, total: 0 })]);
@@ -322,13 +324,6 @@ impl AppState {
         self.stages.set(Stage::RUN.iter().map(|s| (*s, StageState::Waiting)).collect());
         self.running.set(Some(settings.clone()));
         engine::send(&Request::Run { settings }, &[]);
-    }
-
-    pub fn evaluate(&self, settings: RunSettings) {
-        self.evaluation.set(None);
-        self.begin(Job::Evaluate);
-        self.stages.set([Stage::Model, Stage::Embed, Stage::Evaluate].iter().map(|s| (*s, StageState::Waiting)).collect());
-        engine::send(&Request::Evaluate { settings }, &[]);
     }
 
     /// The utility check on a separate tuning file (reads nothing of the corpus).

@@ -108,6 +108,7 @@ impl AppState {
             // The recipient's mode (`super::recipient`) takes these while its job runs; one
             // arriving after that job was given up belongs to no one.
             Event::Epochs { .. } | Event::Trained(_) => {}
+            Event::DpChecked { id, result } => self.dp_checked(id, result),
             Event::Evaluated(r) => {
                 self.stages.set(Vec::new());
                 self.evaluation.set(Some(r));

@@ -1,5 +1,5 @@
 //! The budget account, the ledger's export and import, the browser's storage persistence, and
-//! the utility check on a separate tuning file.
+//! the (non-DP) utility check on a separate tuning file.
 //!
 //! The ledger itself lives in the worker's IndexedDB (`crate::worker`); this module only asks
 //! the worker (`Request::Account`, `ExportLedger`, `ImportLedger`) and keeps the answers. The
@@ -39,8 +39,6 @@ pub struct LedgerState {
     pub persisted: RwSignal<Option<bool>>,
     pub message: RwSignal<Option<String>>,
     pub tuning_name: RwSignal<Option<String>>,
-    /// Whether the utility figures shown come from the tuning file.
-    pub last_check_on_tuning: RwSignal<bool>,
 }
 
 /// Sets up the state (call once in `App`), asks the browser to keep this origin's storage, and
@@ -55,7 +53,6 @@ pub fn init(app: AppState) {
         persisted: RwSignal::new(None),
         message: RwSignal::new(None),
         tuning_name: RwSignal::new(None),
-        last_check_on_tuning: RwSignal::new(false),
     };
     provide_context(st);
     // Called outside the component tree: hold the state itself, not the context.
@@ -65,12 +62,13 @@ pub fn init(app: AppState) {
     // finished run, asks again.
     Effect::watch(move || st.budget.get(), move |_, _, _| st.raise.set(false), false);
     Effect::watch(move || app.result.get().map(|r| r.epsilon_total), move |_, _, _| st.raise.set(false), false);
+    Effect::watch(move || app.dp_check.get().map(|c| c.id), move |_, _, _| st.raise.set(false), false);
     // The account name the curator typed is remembered for the next visit (not at start).
     Effect::watch(move || st.account.get(), |name, _, _| storage::set(ACCOUNT_KEY, Some(name.trim())), false);
     // Ask again whenever the corpus, the account, a finished run or a check changes.
     Effect::new(move |_| {
         let loaded = app.summary.get().is_some();
-        let _ = (st.account.get(), app.result.get().map(|r| r.epsilon_total), app.evaluation.get().is_some());
+        let _ = (st.account.get(), app.result.get().map(|r| r.epsilon_total), app.evaluation.get().is_some(), app.dp_check.get().map(|c| c.id));
         if loaded && app.job.get().is_none() {
             st.refresh();
         }
@@ -164,6 +162,16 @@ impl LedgerState {
     /// an unconfirmed raise of the stored one, or if the run would take the account over its
     /// budget (`ledger::budget`'s rules). The worker checks again against what is recorded then.
     pub fn with_account(&self, app: AppState, parsed: Result<RunSettings, Vec<FieldError>>) -> Result<RunSettings, Vec<FieldError>> {
+        self.with_account_for(parsed, |s| app.planned_epsilon(s))
+    }
+
+    /// [`Self::with_account`] for a job that records `planned(settings)` (a run, or the DP
+    /// utility check: `super::check`).
+    pub fn with_account_for(
+        &self,
+        parsed: Result<RunSettings, Vec<FieldError>>,
+        planned: impl Fn(&RunSettings) -> f64,
+    ) -> Result<RunSettings, Vec<FieldError>> {
         let account = self.account_name();
         let budget_text = self.budget.get();
         let budget = match budget_text.trim() {
@@ -186,7 +194,7 @@ impl LedgerState {
                     }
                 }
                 if errs.is_empty() {
-                    if let Err(e) = s.check_budget_of(spent, app.planned_epsilon(&s)) {
+                    if let Err(e) = s.check_budget_of(spent, planned(&s)) {
                         errs.push(e);
                     }
                 }
@@ -239,14 +247,7 @@ impl LedgerState {
     pub fn check_on_tuning(&self, app: AppState, parsed: Result<RunSettings, Vec<FieldError>>) {
         let (Ok(settings), Some(file)) = (parsed, TUNING_FILE.with(|t| t.borrow().clone())) else { return };
         app.error.set(None);
-        self.last_check_on_tuning.set(true);
         app.evaluate_tuning(settings, file);
-    }
-
-    /// The utility check on the private corpus (the figures are then marked as such).
-    pub fn check_on_corpus(&self, app: AppState, settings: RunSettings) {
-        self.last_check_on_tuning.set(false);
-        app.evaluate(settings);
     }
 }
 

@@ -1,9 +1,11 @@
 //! The page's state: types holding signals, with methods for what the views show and do.
-//! [`app::AppState`] is the corpus, the settings form and the worker's progress;
+//! [`app::AppState`] is the corpus, the settings form and the worker's progress (with
+//! [`check`], the DP utility check);
 //! [`ledger::LedgerState`] the budget account and the ledger; [`generate::GenState`] the LLM
 //! step; [`replay`] the replay check of its documents (signals of `AppState`: it is a worker job); [`recipient::RecipientState`] the page's second mode, "Use a synthetic corpus". Each is provided as a context by `App`; the getters below fetch them in views.
 
 pub mod app;
+pub mod check;
 pub mod events;
 pub mod generate;
 pub mod ledger;

@@ -19,6 +19,9 @@ pub struct SettingsFields {
     pub features: RwSignal<String>,
     pub per_class: RwSignal<String>,
     pub sampler: RwSignal<String>,
+    /// The DP utility check the sampler was taken from (`RunSettings::chosen_by_check`): set by
+    /// "Use …" on its result, cleared by any other choice of sampler (`super::check`).
+    pub chosen_by_check: RwSignal<Option<String>>,
     pub bandwidth: RwSignal<String>,
     /// The public class set (`crate::classes`) as typed or ticked: one class name per line.
     pub classes: RwSignal<String>,
@@ -49,6 +52,7 @@ impl SettingsFields {
             features: RwSignal::new(d.features.to_string()),
             per_class: RwSignal::new(d.per_class.to_string()),
             sampler: RwSignal::new(d.sampler.name().to_string()),
+            chosen_by_check: RwSignal::new(d.chosen_by_check.clone()),
             bandwidth: RwSignal::new(d.bandwidth.to_string()),
             classes: RwSignal::new(d.classes.join("\n")),
             ticked: RwSignal::new(Vec::new()),
@@ -95,6 +99,19 @@ impl SettingsFields {
         });
     }
 
+    /// The curator picks a sampler: no longer the one a check chose (a run naming the check with
+    /// another sampler would be refused).
+    pub fn choose_sampler(&self, name: String) {
+        self.chosen_by_check.set(None);
+        self.sampler.set(name);
+    }
+
+    /// The sampler a DP utility check chose, with the check's id for the next run.
+    pub fn use_chosen(&self, sampler: &str, check: &str) {
+        self.sampler.set(sampler.to_string());
+        self.chosen_by_check.set(Some(check.to_string()));
+    }
+
     /// One sentence on what the chosen sampler keeps.
     pub fn sampler_description(&self) -> &'static str {
         crate::dp::summary::KeyphraseSampler::parse(&self.sampler.get()).unwrap_or(crate::dp::summary::SummaryParams::DEFAULT_SAMPLER).describe()
@@ -135,6 +152,7 @@ impl SettingsFields {
             vocab_per_class: self.vocab_per_class.get(),
             reuse_vocabulary: self.reuse_vocabulary.get(),
             eps_counts: self.proportional.get().then_some(RunSettings::DEFAULT_EPS_COUNTS),
+            chosen_by_check: self.chosen_by_check.get(),
             ..RunSettings::default()
         };
         for e in s.check(vocab_len) {

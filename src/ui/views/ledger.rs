@@ -78,7 +78,8 @@ pub fn FileStorageNote() -> impl IntoView {
     })
 }
 
-/// How many non-DP checks were run on this corpus (shown next to the check buttons).
+/// How many non-DP checks were run on this corpus (by the CLI, or by earlier versions of the
+/// page; shown next to the check buttons).
 #[component]
 pub fn ChecksNote() -> impl IntoView {
     let st = ledger();
@@ -90,7 +91,7 @@ pub fn ChecksNote() -> impl IntoView {
     }
 }
 
-/// The utility check on a separate tuning file (recommended: it reads nothing of the corpus).
+/// The non-DP utility check on a separate tuning file (it reads nothing of the corpus).
 #[component]
 pub fn TuningCheck(parsed: Memo<Result<RunSettings, Vec<FieldError>>>) -> impl IntoView {
     let app = app();
@@ -103,9 +104,9 @@ pub fn TuningCheck(parsed: Memo<Result<RunSettings, Vec<FieldError>>>) -> impl I
     view! {
         <div class="tuning">
             <p class="hint">
-                "Recommended: check utility on a separate tuning file (an older or public extract with the same columns) "
-                "instead of this corpus. Choosing settings from figures computed on the private corpus is itself a use of "
-                "the private data that no ε accounts for."
+                "Or check utility on a separate tuning file (an older or public extract with the same columns): it reads "
+                "nothing of this corpus and spends no ε; its figures are not differentially private, but they are the "
+                "tuning file's, not this corpus's."
             </p>
             <label class="field">
                 <span class="name">"Tuning file"</span>

@@ -2,6 +2,7 @@
 
 use leptos::prelude::*;
 
+use crate::protocol::{FieldError, RunSettings};
 use crate::ui::state::{app, ledger};
 
 use super::classes::ClassesField;
@@ -53,18 +54,7 @@ pub fn Privacy() -> impl IntoView {
                 <p class="ledger" id="ledger-note" role="note">{ledger_note}</p>
                 <FileStorageNote />
                 <div class="actions">
-                    <button
-                        id="evaluate"
-                        title="Trains classifiers on DP sequences of each sampler and tests them on held-out documents"
-                        prop:disabled=move || !app.can_evaluate(&parsed.get())
-                        on:click=move |_| {
-                            if let Ok(s) = parsed.get_untracked() {
-                                ledger.check_on_corpus(app, s)
-                            }
-                        }
-                    >
-                        "Check utility (not private: figures computed on this corpus)"
-                    </button>
+                    <CheckButton parsed=parsed />
                     <button
                         id="run"
                         class="primary"
@@ -78,11 +68,44 @@ pub fn Privacy() -> impl IntoView {
                         "Run (spends ε)"
                     </button>
                 </div>
+                <CheckCost parsed=parsed />
                 <ChecksNote />
                 <TuningCheck parsed=parsed />
             </section>
         </Show>
     }
+}
+
+/// The DP utility check on the loaded corpus (`crate::ui::state::check`): enabled under the
+/// same budget rules as the Run button, for the check's own ε.
+#[component]
+fn CheckButton(parsed: Memo<Result<RunSettings, Vec<FieldError>>>) -> impl IntoView {
+    let app = app();
+    let ledger = ledger();
+    let checkable = Memo::new(move |_| app.checkable(ledger, parsed.get()));
+    view! {
+        <button
+            id="evaluate"
+            title="Trains classifiers on DP sequences of each sampler and tests them on held-out documents, with noise: recorded in the ledger"
+            prop:disabled=move || app.busy() || checkable.get().is_err()
+            on:click=move |_| {
+                if let Ok(s) = checkable.get_untracked() {
+                    app.dp_check(s)
+                }
+            }
+        >
+            "Check utility (DP: spends ε)"
+        </button>
+    }
+}
+
+/// What the check costs, and why it cannot run now.
+#[component]
+fn CheckCost(parsed: Memo<Result<RunSettings, Vec<FieldError>>>) -> impl IntoView {
+    let app = app();
+    let ledger = ledger();
+    let text = move || app.check_cost(&parsed.get(), &app.checkable(ledger, parsed.get()));
+    view! { <p class="hint" id="dp-check-cost">{text}</p> }
 }
 
 /// The confirmation a raise of the account's stored budget needs (shown only then).

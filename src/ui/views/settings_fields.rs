@@ -37,7 +37,7 @@ pub fn SamplerField() -> impl IntoView {
     view! {
         <label class="field">
             <span class="name">"Sampler"</span>
-            <select id="sampler" on:change=move |ev| f.sampler.set(event_target_value(&ev))>
+            <select id="sampler" on:change=move |ev| f.choose_sampler(event_target_value(&ev))>
                 {KeyphraseSampler::ALL
                     .into_iter()
                     .map(|s| {
@@ -47,6 +47,7 @@ pub fn SamplerField() -> impl IntoView {
                     .collect_view()}
             </select>
             <span class="help" id="sampler-help">{move || f.sampler_description()}</span>
+            {move || f.chosen_by_check.get().map(|id| view! { <span class="help" id="chosen-by">{crate::ui::text::chosen_by_note(&id)}</span> })}
         </label>
     }
 }
