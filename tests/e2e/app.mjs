@@ -39,6 +39,9 @@ const browser = await launch();
 const origin = new URL(server.url).origin;
 let page;
 let problems;
+/** The DP utility check's ledger id and the sampler it chose (set by its test, read by run 1's). */
+let checkId;
+let checkChosen;
 
 const shot = (name) => page.screenshot({ path: path.join(SHOTS, `app-${name}.png`), fullPage: true });
 
@@ -153,19 +156,44 @@ await runTests([
     assert(!(await page.isDisabled('#run')), 'run enabled with the declared classes');
     await page.locator('section:has(#priv-h)').screenshot({ path: path.join(SHOTS, 'app-2c-classes.png') });
   }],
-  ['the utility check compares the samplers and says it is not DP', async () => {
+  ['the DP utility check compares the samplers, is charged to the ledger, and its choice is used', async () => {
+    // ε_voc + 5 samplers × ε_kde = 20 + 5 × 5 (the class counts are not part of it), said before the click.
+    assert(/This check costs ε = 45\.000, charged to the ledger/.test(await page.textContent('#dp-check-cost')), await page.textContent('#dp-check-cost'));
+    assert(!(await page.isDisabled('#evaluate')), 'the check is enabled within the budget');
     await page.click('#evaluate');
-    await page.waitForSelector('#utility-arms li', { timeout: 240_000 });
+    await page.waitForSelector('#dp-check-arms li', { timeout: 240_000 });
     await settle();
-    const arms = await page.locator('#utility-arms .term').allTextContents();
-    for (const a of ['dp-histogram', 'dp-markov', 'dp-independent', 'dp-iterative-linear', 'dp-iterative-log', 'nonprivate', 'majority']) {
-      assert(arms.some((x) => x.startsWith(a)), `arm ${a} missing: ${arms}`);
-    }
-    assert(/Not differentially private/.test(await page.textContent('#utility')), 'the not-DP warning');
-    assert(/No earlier run/.test(await page.textContent('#ledger-note')), 'the check spent nothing');
-    // It is tuning on private data: counted, and said so (the report below states it too).
-    await page.waitForFunction(() => /run on this corpus 1 time\(s\), comparing 7 setting/.test(document.querySelector('#checks-note')?.textContent ?? ''), null, { timeout: 10_000 });
+    const arms = await page.locator('#dp-check-arms .term').allTextContents();
+    const samplers = ['histogram', 'markov', 'independent', 'iterative-linear', 'iterative-log'];
+    assert(arms.length === samplers.length && samplers.every((a) => arms.includes(a)), `every sampler whose release fits is an arm: ${arms}`);
+    const accuracies = await page.locator('#dp-check-arms .count').allTextContents();
+    assert(accuracies.every((x) => /^[01]\.\d{3}$/.test(x.trim())), `a noisy accuracy per arm: ${accuracies}`);
+    const chosen = (await page.textContent('#dp-check-chosen')).match(/Chosen: (\S+) /)?.[1];
+    checkChosen = chosen;
+    assert(samplers.includes(chosen), `the chosen sampler: ${await page.textContent('#dp-check-chosen')}`);
+    checkId = (await page.textContent('#dp-check-id')).match(/Check ([0-9a-f]{16})/)?.[1];
+    assert(checkId, `the check's id: ${await page.textContent('#dp-check-id')}`);
+    const note = await page.textContent('#dp-check-note');
+    assert(/^Differentially private/.test(note) && new RegExp(`run ${checkId} with ε = 45\\.000`).test(note), note);
+    assert(!/not (differentially private|DP)/i.test(await page.textContent('#dp-check')), 'the DP check is not called non-DP');
+    assert(await page.locator('#utility-warning').count() === 0, 'no non-DP figures on the page');
+    // Charged to the ledger like a run; not a non-DP check.
+    await page.waitForFunction(() => /ε = 45\.000 spent.*This corpus: ε = 45\.000 over 1 run\(s\)/.test(document.querySelector('#account-status')?.textContent ?? ''), null, { timeout: 10_000 });
+    assert(/already had 1 run\(s\) in this browser, spending ε = 45\.000\. Running again adds ε = 25\.100: the total becomes ε = 70\.100\./.test(await page.textContent('#ledger-note')), await page.textContent('#ledger-note'));
+    assert(/No non-DP utility check/.test(await page.textContent('#checks-note')), await page.textContent('#checks-note'));
     await shot('2b-utility');
+    // "Use": the sampler and the check go with the next run; a manual choice clears the check.
+    if (await page.inputValue('#sampler') === chosen) await page.selectOption('#sampler', chosen === 'independent' ? 'histogram' : 'independent');
+    assert(await page.locator('#chosen-by').count() === 0, 'no check named before "Use"');
+    await page.click('#use-chosen');
+    await page.waitForSelector('#chosen-by');
+    assert(await page.inputValue('#sampler') === chosen, `the sampler select follows the check: ${await page.inputValue('#sampler')} / ${chosen}`);
+    assert((await page.textContent('#chosen-by')).includes(checkId), await page.textContent('#chosen-by'));
+    await page.selectOption('#sampler', chosen === 'independent' ? 'histogram' : 'independent');
+    await page.waitForSelector('#chosen-by', { state: 'detached', timeout: 5_000 });
+    await page.click('#use-chosen');
+    await page.waitForSelector('#chosen-by');
+    assert(await page.inputValue('#sampler') === chosen, 'used again');
   }],
   ['run the DP pipeline in the worker and download DP outputs only', async () => {
     await page.click('#run');
@@ -173,7 +201,7 @@ await runTests([
     await settle();
     await shot('3-results');
     const spent = await page.textContent('#spent');
-    assert(/spent ε = 25\.100; total .* ε = 25\.100/.test(spent), `ledger after run 1: ${spent}`);
+    assert(/spent ε = 25\.100; total .* ε = 70\.100/.test(spent), `ledger after run 1 (and the check's 45): ${spent}`);
     assert((await page.locator('#top-terms li').count()) === 12, 'N = 12 terms shown');
     const jsonl = await download('#dl-jsonl');
     const seqs = jsonl.trim().split('\n').map((l) => JSON.parse(l));
@@ -190,7 +218,10 @@ await runTests([
     const report = JSON.parse(await download('#dl-report'));
     assert(report.format === 'dpkps-privacy-report-v1' && Math.abs(report.epsilon_run - 25.1) < 1e-9, 'report ε');
     assert(/one document/.test(report.neighbouring_relation), 'neighbouring relation stated');
-    assert(report.non_dp_checks_on_this_corpus === 1 && /comparing 7 setting/.test(report.non_dp_checks), `utility checks stated: ${report.non_dp_checks}`);
+    assert(report.non_dp_checks_on_this_corpus === 0, `no non-DP check: ${report.non_dp_checks}`);
+    // The run used the sampler the DP check chose, on its word: the report says so.
+    const by = report.settings_chosen_by;
+    assert(by && by.check === checkId && by.sampler === checkChosen && Math.abs(by.epsilon - 45) < 1e-9, `settings_chosen_by: ${JSON.stringify(by)}`);
     assert(report.model.sha256.length === 64 && report.vocabulary.sha256.length === 64, 'checksums');
     assert(report.class_signals.length === 2 && Array.isArray(report.noise_dominated), 'the signal per class in the report');
     assert(seqs.every((s) => (s.noise_dominated === true) === report.noise_dominated.includes(s.label)), 'flagged sequences are the flagged classes\'');
@@ -209,12 +240,16 @@ await runTests([
     assert(!shown.includes(RARE), 'the undeclared label is shown outside the curator\'s corpus facts');
   }],
   ['a second run reuses the private vocabulary (no new ε_voc) and reads the vectors it has', async () => {
+    // Back to a DP-KDE sampler (run 1 used the check's choice): a manual choice, which clears
+    // the check from the settings; the private vocabulary does not depend on the sampler.
+    if (await page.inputValue('#sampler') !== 'independent') await page.selectOption('#sampler', 'independent');
+    await page.waitForSelector('#chosen-by', { state: 'detached', timeout: 5_000 });
     const note = await page.textContent('#ledger-note');
-    assert(/already had 1 run\(s\) in this browser, spending ε = 25\.100\. Running again reuses the last run's private vocabulary \(already paid for, no new ε_voc\) and adds ε = 5\.100: the total becomes ε = 30\.200\./.test(note), `ledger note before run 2: ${note}`);
+    assert(/already had 2 run\(s\) in this browser, spending ε = 70\.100\. Running again reuses the last run's private vocabulary \(already paid for, no new ε_voc\) and adds ε = 5\.100: the total becomes ε = 75\.200\./.test(note), `ledger note before run 2: ${note}`);
     const terms1 = await page.locator('#top-terms li').allTextContents();
     await page.click('#run');
-    // ε_kde + ε_counts only: 25.1 + 5.1.
-    await page.waitForFunction(() => /total on this corpus in this browser: ε = 30\.200/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
+    // ε_kde + ε_counts only: 45 (the check) + 25.1 + 5.1.
+    await page.waitForFunction(() => /total on this corpus in this browser: ε = 75\.200/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
     await settle();
     const spent = await page.textContent('#spent');
     assert(/This run spent ε = 5\.100 \(its private vocabulary is the one run [0-9a-f]{16} released and paid for: reused, no new ε_voc; these outputs are ε = 25\.100\)/.test(spent), spent);
@@ -240,9 +275,9 @@ await runTests([
     assert(/"sequences"/.test(stored) && !/embedded_(fresh|from_cache)/.test(stored), `the stored run: ${stored.slice(0, 200)}`);
     // Unticked: a new private vocabulary, paid for in full.
     await page.uncheck('#reuse_vocabulary');
-    await page.waitForFunction(() => /Running again adds ε = 25\.100: the total becomes ε = 55\.300\./.test(document.querySelector('#ledger-note')?.textContent ?? ''), null, { timeout: 5_000 });
+    await page.waitForFunction(() => /Running again adds ε = 25\.100: the total becomes ε = 100\.300\./.test(document.querySelector('#ledger-note')?.textContent ?? ''), null, { timeout: 5_000 });
     await page.click('#run');
-    await page.waitForFunction(() => /total on this corpus in this browser: ε = 55\.300/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
+    await page.waitForFunction(() => /total on this corpus in this browser: ε = 100\.300/.test(document.querySelector('#spent')?.textContent ?? ''), null, { timeout: 240_000 });
     await settle();
     assert(/This run spent ε = 25\.100;/.test(await page.textContent('#spent')), await page.textContent('#spent'));
     assert(/12 terms selected/.test(await page.textContent('li[data-stage="vocabulary"]')), 'a new Ṽ');
