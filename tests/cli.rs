@@ -542,3 +542,62 @@ fn a_person_column_makes_the_person_the_privacy_unit() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("line 3: no person in \"patient\""), "{}", stderr(&o));
 }
+
+/// `dpkps check` (issue 25 item 3): held to the budget and recorded like a run; a run that says
+/// its sampler was chosen by a check must name one on record that chose it, and says so.
+#[test]
+fn a_dp_utility_check_is_paid_for_and_a_run_chosen_by_it_says_so() {
+    let dir = tmpdir("check");
+    let c = two_class_corpus(&dir, "notes.csv", 80, "");
+    let ledger = dir.join("ledger.json").display().to_string();
+    let common = [
+        "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo", "--vocabulary",
+        "medical", "--eps-voc", "1", "--top-n", "30", "--terms-per-doc", "5", "--eps-kde", "5", "--len", "4", "--per-class",
+        "7", "--eps-counts", "off", "--ledger", &ledger,
+    ];
+    let check = |extra: &[&str]| {
+        let mut a = vec!["check", "--compare", "histogram,iterative-linear"];
+        a.extend_from_slice(&common);
+        a.extend_from_slice(extra);
+        dpkps(&a)
+    };
+    let total = || String::from_utf8_lossy(&dpkps(&["ledger", "--ledger", &ledger]).stdout).into_owned();
+    // 1 + 2 × 5 = 11 > 10: refused before anything is read into a release.
+    let o = check(&["--budget", "10"]);
+    assert!(!o.status.success() && stderr(&o).contains("budget"), "{}", stderr(&o));
+    assert!(!total().contains("utility check"), "{}", total());
+
+    let result = dir.join("check.json");
+    let o = check(&["--budget", "30", "--out", result.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("(ε = 11.0000: training side 11.0000, scores 11.0000; 20% held out") && out.contains("  histogram") && out.contains("  iterative-linear"), "{out}");
+    let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&result).unwrap()).unwrap();
+    let id = written["check"].as_str().unwrap().to_string();
+    let chosen = written["result"]["chosen"].as_str().unwrap().to_string();
+    assert!(out.contains(&format!("chosen: {chosen}; run it with --sampler {chosen} --from-check {id}")), "{out}");
+    assert_eq!(written["result"]["arms"].as_array().unwrap().len(), 2);
+    assert!(total().contains("utility check: ε = 11.0000") && total().contains("total ε = 11.0000"), "{}", total());
+
+    let pipeline = |sampler: &str, from: &str, out_dir: &std::path::Path| {
+        let mut a = vec!["pipeline", "--sampler", sampler, "--from-check", from, "--out-dir", out_dir.to_str().unwrap()];
+        a.extend_from_slice(&common);
+        dpkps(&a)
+    };
+    // Another sampler than the check chose, or a check the ledger does not hold: refused, nothing spent.
+    let other = if chosen == "histogram" { "iterative-linear" } else { "histogram" };
+    let o = pipeline(other, &id, &dir.join("no1"));
+    assert!(!o.status.success() && stderr(&o).contains(&format!("chose the sampler \"{chosen}\"")), "{}", stderr(&o));
+    let o = pipeline(&chosen, "0123456789abcdef", &dir.join("no2"));
+    assert!(!o.status.success() && stderr(&o).contains("does not hold"), "{}", stderr(&o));
+    assert!(total().contains("1 run(s), total ε = 11.0000"), "{}", total());
+
+    let run = dir.join("run");
+    let o = pipeline(&chosen, &id, &run);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(run.join("privacy-report.json")).unwrap()).unwrap();
+    assert_eq!(report["settings_chosen_by"], serde_json::json!({ "check": id, "sampler": chosen, "epsilon": 11.0 }));
+    let html = std::fs::read_to_string(run.join("privacy-report.html")).unwrap();
+    assert!(html.contains(&format!("was chosen by the DP utility check {id}")) && html.contains("ε = 17.0000"), "{html}");
+    assert!(total().contains("2 run(s), total ε = 17.0000"), "{}", total());
+}

@@ -64,7 +64,15 @@ fn report_has_every_arm_the_floor_and_the_ceiling() {
     assert!(o.status.success(), "{}", stderr(&o));
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(table.contains("NOT differentially private") && table.contains("dp-iterative-log"), "{table}");
-    assert!(!dir.join("ledger.json").exists(), "an evaluation must not touch the privacy ledger");
+    // Tuning on private data: recorded as a non-DP check on the corpus (no run, no ε), before
+    // the figures were printed (issue 25 item 3).
+    let book: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("ledger.json")).unwrap()).unwrap();
+    let ledgers = book["ledgers"].as_object().unwrap();
+    assert_eq!(ledgers.len(), 1, "{book}");
+    let l = ledgers.values().next().unwrap();
+    assert!(l["runs"].as_array().is_none_or(|r| r.is_empty()), "{book}");
+    assert_eq!(l["utility_checks"][0]["settings_compared"], 6, "majority, nonprivate and two samplers with and without noise: {book}");
+    assert!(stderr(&o).contains("as a non-DP check on this corpus (6 settings compared; no ε)"), "{}", stderr(&o));
 
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert!(v["note"].as_str().unwrap().contains("NOT differentially private"));

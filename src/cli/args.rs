@@ -136,7 +136,8 @@ pub(super) enum Command {
     },
     /// Utility evaluation without an LLM: classifiers trained on DP keyphrase sequences (per
     /// sampler), on the real training sequences and the majority class, tested on held-out
-    /// documents. The figures are NOT differentially private; nothing is recorded in the ledger.
+    /// documents. The figures are NOT differentially private: the evaluation is recorded in the
+    /// ledger as a non-DP check on the corpus (no ε; later reports count it). `check` is the DP one.
     Evaluate(evaluate::EvaluateArgs),
     /// The DP utility check: which keyphrase sampler keeps the most class signal on this
     /// corpus, answered with differential privacy and recorded in the ledger like a run (it

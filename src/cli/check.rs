@@ -81,8 +81,14 @@ pub(crate) fn run(args: CheckArgs) -> Result<(), CliError> {
         r.noise_scale
     );
     println!("noisy number of test documents: {}", r.noisy_tested);
+    let classes = plan.classes.len();
     for a in &r.arms {
-        println!("  {:<18} noisy accuracy {:.3} ({} right)", a.sampler, a.noisy_accuracy, a.noisy_correct);
+        let flagged = match a.noise_dominated.len() {
+            0 => String::new(),
+            n if n == classes => "; every class's release is noise-dominated: nothing would be generated".into(),
+            n => format!("; {n} of {classes} classes noise-dominated (left out, as generation would)"),
+        };
+        println!("  {:<18} noisy accuracy {:.3} ({} right{flagged})", a.sampler, a.noisy_accuracy, a.noisy_correct);
     }
     match &r.chosen {
         Some(s) => println!("chosen: {s}; run it with --sampler {s} --from-check {}", output.run.id),

@@ -4,9 +4,12 @@
 //! the rest once per seed and sampler, and prints accuracy and macro-F1 per arm. With
 //! `--synthetic`, also scores synthetic documents (e.g. LLM output) by their text embeddings.
 //!
-//! Nothing is released and nothing is recorded in the privacy ledger: the DP artefacts built
-//! inside the evaluation are dropped, and the figures it prints are computed on private data
-//! (so they are NOT differentially private; the output says so).
+//! Nothing is released: the DP artefacts built inside the evaluation are dropped, and the
+//! figures it prints are computed on private data (so they are NOT differentially private; the
+//! output says so). It is tuning on private data all the same, so before the figures are shown
+//! the evaluation is recorded in the privacy ledger as a non-DP check on the corpus (no ε; the
+//! privacy report of every later run on the corpus counts it), as the page records its own.
+//! `dpkps check` is the differentially private check, paid for in ε.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -93,6 +96,10 @@ pub(crate) struct EvaluateArgs {
     /// distribution against the exact kernel's; a classifier on exact-kernel samples).
     #[arg(long, requires = "no_dp")]
     diagnose: bool,
+    /// Privacy ledger in which the evaluation is recorded as a non-DP check on the corpus
+    /// [default: $DPKPS_LEDGER, else ~/.local/share/dpkps/ledger.json].
+    #[arg(long)]
+    ledger: Option<PathBuf>,
     /// Which of Ṽ's terms the DP-KDE arms draw from: all (the paper's and the pipeline's) or
     /// cleared (the terms a noisy count shows a class uses; `dp::candidates`, measured there).
     #[arg(long, default_value = "all", value_parser = ["all", "cleared"])]
@@ -217,12 +224,13 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
         report.synthetic = summaries;
     }
 
+    record_check(args.ledger.clone(), mc, &report)?;
     print_table(&report);
     if let Some(d) = &diagnosis {
         print_diagnosis(d);
     }
     let secs = t0.elapsed().as_secs_f64();
-    eprintln!("evaluation took {secs:.1} s; nothing was released and the privacy ledger was not touched");
+    eprintln!("evaluation took {secs:.1} s; nothing was released (the check is recorded in the privacy ledger, without ε)");
     if let Some(path) = &args.json {
         let mut value = serde_json::to_value(&report).unwrap_or_default();
         if let Some(obj) = value.as_object_mut() {
@@ -408,4 +416,25 @@ fn embed_texts(model: &mut dyn crate::embed::Embed, texts: &[String], what: &str
     }
     eprintln!();
     Ok(out)
+}
+
+/// Records the evaluation in the ledger as a non-DP check on `mc` (keyed with the ledger's local
+/// secret, as a run's corpus is), under the ledger's lock.
+fn record_check(ledger: Option<PathBuf>, mut mc: crate::pipeline::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
+    let path = super::io::ledger_path(&super::args::LedgerArgs { ledger, budget: None, raise_budget: false, account: None });
+    let mut file = super::ledger_file::LedgerFile::open(&path)?;
+    let local = super::local_key::for_ledger(&path, &file.book)?;
+    file.book.key_with(&local)?;
+    mc.key_with(&local);
+    file.book.adopt_older(&mc.keys);
+    let mut arms: Vec<&str> = report.arms.iter().map(|a| a.arm.as_str()).chain(report.nothing_to_train.iter().map(|a| a.arm.as_str())).collect();
+    arms.sort_unstable();
+    arms.dedup();
+    let mut id = [0u8; 8];
+    SecureRng::from_os()?.fill(&mut id);
+    let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: super::io::now_utc(), settings_compared: arms.len() };
+    file.book.record_check(&mc.fingerprint, check);
+    file.save()?;
+    eprintln!("recorded in the privacy ledger {} as a non-DP check on this corpus ({} settings compared; no ε)", path.display(), arms.len());
+    Ok(())
 }

@@ -104,6 +104,11 @@ pub struct CheckArm {
     pub noisy_correct: i64,
     /// noisy_correct / noisy_tested, clipped to [0, 1].
     pub noisy_accuracy: f64,
+    /// The classes whose release in this arm is noise-dominated (`crate::sample::signal`;
+    /// post-processing of the arm's DP release): their sequences are not trained on, as
+    /// generation would leave them out. Every class: the arm predicts nothing and scores 0.
+    #[serde(default)]
+    pub noise_dominated: Vec<String>,
 }
 
 /// What a check releases (DP outputs and public settings only).
@@ -191,12 +196,14 @@ impl DpCheck {
         let test: Vec<(&[TermId], usize)> =
             round.split.test.iter().filter(|&&i| !ev.docs[i].terms.is_empty()).map(|&i| (seq(i), ev.docs[i].class)).collect();
         let mut correct = Vec::with_capacity(self.check.samplers.len());
+        let mut flagged = Vec::with_capacity(self.check.samplers.len());
         for (a, &sampler) in self.check.samplers.iter().enumerate() {
             progress(sampler.name(), a, self.check.samplers.len());
             let params = p.kde_params(sampler, false);
             let vocab = if sampler.hist_kind().is_some() { &round.dp_vocab } else { &round.dp_candidates };
             let sampled = ev.sample_arm(round, vocab, &params, false, emb, rng)?;
             self.spends.extend(sampled.spends);
+            flagged.push(sampled.noise_dominated);
             let right = if sampled.train.is_empty() || test.is_empty() {
                 0
             } else {
@@ -223,7 +230,13 @@ impl DpCheck {
             arms: names
                 .iter()
                 .enumerate()
-                .map(|(a, n)| CheckArm { sampler: n.to_string(), noisy_correct: scores.correct[a], noisy_accuracy: scores.accuracy(a) })
+                .zip(flagged)
+                .map(|((a, n), noise_dominated)| CheckArm {
+                    sampler: n.to_string(),
+                    noisy_correct: scores.correct[a],
+                    noisy_accuracy: scores.accuracy(a),
+                    noise_dominated,
+                })
                 .collect(),
             noisy_tested: scores.tested,
             chosen: chosen.map(str::to_string),

@@ -520,7 +520,7 @@ pub struct ArmSequences<'a> {
 pub(super) struct Sampled {
     pub(super) train: Vec<(Vec<TermId>, usize)>,
     full_length_share: f64,
-    noise_dominated: Vec<String>,
+    pub(super) noise_dominated: Vec<String>,
     /// The arm's DP spends (dropped by the non-DP evaluation; the DP check adds them up).
     pub(super) spends: Vec<crate::ledger::Spend>,
 }

@@ -11,7 +11,9 @@ use super::params::EvalParams;
 /// The note every report carries.
 pub const NOTE: &str = "NOT differentially private: these figures are computed on the private corpus \
 (held-out documents, training sequences, exact class counts). Keep them with the curator; \
-evaluation runs release nothing and are not recorded in the privacy ledger.";
+an evaluation releases nothing and spends no ε; run on the private corpus it is still tuning on private \
+data, recorded in the privacy ledger as a non-DP check that later privacy reports count (the DP utility \
+check, `dpkps check`, is paid for in ε).";
 
 /// What the task came to (exact counts: private, like everything in the report).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

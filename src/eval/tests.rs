@@ -296,3 +296,62 @@ fn noise_dominated_classes_are_flagged_and_left_out_by_default() {
     assert!(r.arms.iter().all(|a| a.arm != "dp-independent"), "{:?}", r.arms);
     assert_eq!(r.nothing_to_train.len(), 2, "{:?}", r.nothing_to_train);
 }
+
+/// The DP check (`dp_check`): run settings shared by its arms.
+fn check_settings(classes: &[&str]) -> crate::run::RunSettings {
+    crate::run::RunSettings {
+        eps_voc: 5.0,
+        eps_kde: 10.0,
+        top_n: 60,
+        terms_per_doc: 6,
+        len: 4,
+        features: 256,
+        per_class: 40,
+        classes: classes.iter().map(|c| c.to_string()).collect(),
+        kde_terms_per_doc: Some(6),
+        ..Default::default()
+    }
+}
+
+fn dp_check(mc: &MatchedCorpus, classes: &[&str], holdout: f64, seed: u64) -> (dp_check::CheckResult, crate::ledger::Spend) {
+    use crate::classes::{ClassSet, OtherLabels};
+    let settings = check_settings(classes);
+    let set = ClassSet::declared(classes, OtherLabels::Drop).unwrap();
+    let params = dp_check::CheckParams { samplers: vec![KeyphraseSampler::Histogram, KeyphraseSampler::IterativeLinear], holdout, eps_select: None };
+    assert_eq!(params.epsilon(&settings), 5.0 + 2.0 * 10.0);
+    let mut rng = SecureRng::seeded_for_tests(seed);
+    // As if matched keeping what the check reads (the iterative sampler reads more terms).
+    let mc = &MatchedCorpus { keep: params.keep(&settings), ..mc.clone() };
+    let check = dp_check::DpCheck::prepare(mc, &set, &vocab(), &settings, params, &mut rng).unwrap();
+    assert!(check.terms_to_embed().iter().all(|&t| t < 60));
+    check.run(&embeddings(), &mut rng, &mut |_, _, _| {}).unwrap()
+}
+
+#[test]
+fn the_dp_check_scores_every_arm_records_its_planned_epsilon_and_finds_the_signal() {
+    let mc = corpus(&[60, 60]);
+    let (r, spend) = dp_check(&mc, &["c0", "c1"], 0.3, 11);
+    assert_eq!(r.arms.iter().map(|a| a.sampler.as_str()).collect::<Vec<_>>(), ["histogram", "iterative-linear"]);
+    assert_eq!((r.epsilon, r.epsilon_train, r.epsilon_select), (25.0, 25.0, 25.0));
+    assert_eq!((spend.stage.as_str(), spend.epsilon), (crate::dp::selection::STAGE, 25.0));
+    assert_eq!(spend.params["chosen"].as_str(), r.chosen.as_deref());
+    // About 30% of the 120 labelled units with terms are tested; the noise scale is 3/25.
+    assert!((15..=60).contains(&r.noisy_tested), "{}", r.noisy_tested);
+    // Two well-separated clusters: the histogram arm classifies nearly every test unit.
+    assert!(r.arms[0].noisy_accuracy > 0.8, "{:?}", r.arms);
+    assert!(r.chosen.is_some());
+}
+
+#[test]
+fn the_dp_check_refuses_nothing_because_of_the_data() {
+    // A declared class without documents, and a corpus so small that the test part is likely
+    // empty: both run to the end (a refusal would itself say something about the data).
+    let mc = corpus(&[30, 30]);
+    let (r, _) = dp_check(&mc, &["c0", "c1", "c7"], 0.2, 5);
+    assert_eq!(r.arms.len(), 2);
+    let tiny = MatchedCorpus { docs: mc.docs[..2].to_vec(), ..corpus(&[1, 1]) };
+    for seed in 0..5 {
+        let (r, _) = dp_check(&tiny, &["c0", "c1"], 0.01, seed);
+        assert_eq!(r.arms.len(), 2);
+    }
+}

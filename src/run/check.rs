@@ -94,3 +94,31 @@ pub fn chosen_by(ledger: &Ledger, settings: &RunSettings) -> Result<Option<Chose
     }
     Ok(Some(ChosenBy { check: id.to_string(), sampler: chose.to_string(), epsilon: spend.epsilon }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dp::summary::KeyphraseSampler;
+
+    fn ledger_with_check(chosen: &str) -> Ledger {
+        let scores = crate::dp::selection::NoisyScores { correct: vec![5, 9], tested: 10, scale: 0.1 };
+        let mut run = Run::new("c1".into(), "now".into());
+        run.spends.push(crate::dp::selection::spend(12.0, 12.0, 0.2, &["histogram", "markov"], &scores, Some(chosen)));
+        let mut l = Ledger::new("fp".into());
+        l.runs.push(run);
+        l
+    }
+
+    #[test]
+    fn a_run_chosen_by_a_check_needs_that_check_on_record_with_its_sampler() {
+        let l = ledger_with_check("markov");
+        let mut s = RunSettings { sampler: KeyphraseSampler::Markov, ..RunSettings::default() };
+        assert_eq!(chosen_by(&l, &s).unwrap(), None);
+        s.chosen_by_check = Some("c1".into());
+        assert_eq!(chosen_by(&l, &s).unwrap(), Some(ChosenBy { check: "c1".into(), sampler: "markov".into(), epsilon: 12.0 }));
+        s.sampler = KeyphraseSampler::Histogram;
+        assert!(chosen_by(&l, &s).unwrap_err().to_string().contains("chose the sampler \"markov\""));
+        s.chosen_by_check = Some("other".into());
+        assert!(chosen_by(&l, &s).unwrap_err().to_string().contains("does not hold"));
+    }
+}

@@ -69,7 +69,8 @@ impl Stage {
             Stage::Embed => "Embed terms",
             Stage::Kde => "DP keyphrase summaries (ε_kde)",
             Stage::Sample => "Sample keyphrase sequences",
-            Stage::Evaluate => "Train and test classifiers (not DP)",
+            // The DP utility check (ε charged) and the non-DP check on a tuning file both train them.
+            Stage::Evaluate => "Train and test classifiers per sampler",
             Stage::Replay => "Check the generated documents for replayed private text (not DP)",
             Stage::Documents => "Read and embed the documents",
             Stage::Train => "Train the classifier (no ε: nothing is released)",

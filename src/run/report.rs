@@ -276,6 +276,22 @@ impl PrivacyReport {
     }
 
     /// The budget the run was held to, whose, and its history, in words.
+    /// Whether a DP utility check chose the settings, and what the outputs cost with it.
+    pub fn chosen_text(&self) -> String {
+        match &self.settings_chosen_by {
+            Some(c) => format!(
+                "The keyphrase sampler ({}) was chosen by the DP utility check {} on this corpus, which spent ε = {:.4} \
+                 (recorded in the ledger and counted in the corpus total). These outputs together with that choice: \
+                 ε = {:.4}.",
+                c.sampler,
+                c.check,
+                c.epsilon,
+                self.epsilon_outputs + c.epsilon
+            ),
+            None => "Not chosen by a DP utility check (see the non-DP checks below for any other tuning on this corpus).".into(),
+        }
+    }
+
     pub fn budget_text(&self) -> String {
         let whose = match &self.account {
             Some(a) => format!("the budget account “{a}”"),
@@ -338,7 +354,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
 <h1>Privacy report</h1><p>{generated} · {format}</p>\
 <p class=\"big\">{headline} All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).{units}</p>\
 <h2>Guarantee</h2><p>{guarantee}</p><h2>Neighbouring relation</h2><p>{relation}</p>\
-<h2>Budget</h2><p>{budget}</p>\
+<h2>Budget</h2><p>{budget}</p><h2>How the settings were chosen</h2><p>{chosen}</p>\
 <h2>Non-DP checks on this corpus</h2><p>non_dp_checks_on_this_corpus: {checks}. {checks_note}</p>\
 <h2>Parameters</h2><table>{params}</table>\
 <h2>Privacy ledger of this run</h2><table><tr><th>stage</th><th>mechanism</th><th>data</th><th>ε</th></tr>{spends}</table>\
@@ -365,6 +381,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
             guarantee = esc(&self.guarantee),
             relation = esc(&self.neighbouring_relation),
             budget = esc(&self.budget_text()),
+            chosen = esc(&self.chosen_text()),
             checks = self.non_dp_checks_on_this_corpus,
             checks_note = esc(&self.non_dp_checks),
             vocab = row("Public vocabulary", format!("{} (SHA-256 {})", self.vocabulary.name, self.vocabulary.sha256)),
