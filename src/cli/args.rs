@@ -143,7 +143,7 @@ pub(super) enum Command {
     /// corpus, answered with differential privacy and recorded in the ledger like a run (it
     /// costs ε_voc + (samplers) × ε_kde). Prints each sampler's noisy accuracy and the one chosen;
     /// `pipeline --from-check ID` then says in its report that the sampler was chosen by it.
-    Check(super::check::CheckArgs),
+    Check(CheckArgs),
     /// Generate the synthetic corpus: each keyphrase sequence of a run (`pipeline --out-dir`)
     /// becomes a prompt (the page's), sent to an OpenAI-compatible endpoint; writes the corpus
     /// (JSONL, CSV), the audit log and the privacy report to --out-dir. The same command again
@@ -465,4 +465,30 @@ pub(crate) fn run_settings(
         kde_terms_per_doc: Some(kde.kde_terms_per_doc),
         chosen_by_check: kde.from_check.clone(),
     })
+}
+
+/// `dpkps check` (`super::check`).
+#[derive(Args, Clone)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    pub(crate) inputs: PipelineInputs,
+    #[command(flatten)]
+    pub(crate) classes: ClassArgs,
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
+    /// The samplers to compare, comma-separated [default: every sampler whose release fits
+    /// the settings]. Each costs ε_kde: the check costs ε_voc + (samplers) × ε_kde.
+    #[arg(long)]
+    pub(crate) compare: Option<String>,
+    /// Share of documents (persons, with --person-col) held out to score the samplers, each by
+    /// an independent coin.
+    #[arg(long, default_value_t = crate::eval::dp_check::DEFAULT_HOLDOUT)]
+    pub(crate) holdout: f64,
+    /// ε of the scores [default: the training side's ε, which costs nothing more: the check
+    /// costs the larger of the two].
+    #[arg(long)]
+    pub(crate) eps_select: Option<f64>,
+    /// Also write the result (DP outputs only) to this JSON file.
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
 }

@@ -3,43 +3,14 @@
 //! accuracies and the one it chose; `dpkps pipeline --sampler S --from-check ID` then runs with
 //! it, and the run's privacy report says the sampler was chosen by that check.
 
-use std::path::PathBuf;
-
-use clap::Args;
-
-use super::args::{declared_classes, run_settings, ClassArgs, LedgerArgs, PipelineInputs};
+use super::args::{declared_classes, run_settings, CheckArgs};
 use super::io::write_json;
 use super::run::{block_on, read_matched, CliHost, Model};
 use super::CliError;
 use crate::dp::summary::KeyphraseSampler;
 use crate::dp::SecureRng;
-use crate::eval::dp_check::{CheckParams, DEFAULT_HOLDOUT};
+use crate::eval::dp_check::CheckParams;
 use crate::run::{self, RunPlan};
-
-#[derive(Args, Clone)]
-pub(crate) struct CheckArgs {
-    #[command(flatten)]
-    pub(crate) inputs: PipelineInputs,
-    #[command(flatten)]
-    pub(crate) classes: ClassArgs,
-    #[command(flatten)]
-    pub(crate) ledger: LedgerArgs,
-    /// The samplers to compare, comma-separated [default: every sampler whose release fits
-    /// the settings]. Each costs ε_kde: the check costs ε_voc + (samplers) × ε_kde.
-    #[arg(long)]
-    pub(crate) compare: Option<String>,
-    /// Share of documents (persons, with --person-col) held out to score the samplers, each by
-    /// an independent coin.
-    #[arg(long, default_value_t = DEFAULT_HOLDOUT)]
-    pub(crate) holdout: f64,
-    /// ε of the scores [default: the training side's ε, which costs nothing more: the check
-    /// costs the larger of the two].
-    #[arg(long)]
-    pub(crate) eps_select: Option<f64>,
-    /// Also write the result (DP outputs only) to this JSON file.
-    #[arg(long)]
-    pub(crate) out: Option<PathBuf>,
-}
 
 pub(crate) fn run(args: CheckArgs) -> Result<(), CliError> {
     let CheckArgs { inputs, classes, ledger, compare, holdout, eps_select, out } = args;

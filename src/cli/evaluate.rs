@@ -421,7 +421,7 @@ fn embed_texts(model: &mut dyn crate::embed::Embed, texts: &[String], what: &str
 /// Records the evaluation in the ledger as a non-DP check on `mc` (keyed with the ledger's local
 /// secret, as a run's corpus is), under the ledger's lock.
 fn record_check(ledger: Option<PathBuf>, mut mc: crate::pipeline::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
-    let path = super::io::ledger_path(&super::args::LedgerArgs { ledger, budget: None, raise_budget: false, account: None });
+    let path = super::ledger_path_of(ledger);
     let mut file = super::ledger_file::LedgerFile::open(&path)?;
     let local = super::local_key::for_ledger(&path, &file.book)?;
     file.book.key_with(&local)?;
@@ -432,7 +432,7 @@ fn record_check(ledger: Option<PathBuf>, mut mc: crate::pipeline::MatchedCorpus,
     arms.dedup();
     let mut id = [0u8; 8];
     SecureRng::from_os()?.fill(&mut id);
-    let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: super::io::now_utc(), settings_compared: arms.len() };
+    let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: super::now_utc(), settings_compared: arms.len() };
     file.book.record_check(&mc.fingerprint, check);
     file.save()?;
     eprintln!("recorded in the privacy ledger {} as a non-DP check on this corpus ({} settings compared; no ε)", path.display(), arms.len());

@@ -36,12 +36,17 @@ use args::{Cli, Command};
 // What the other commands read (evaluate, bench, vectors, the ledger file).
 pub(crate) use args::{CorpusArgs, ModelArgs, PipelineInputs};
 pub(crate) use io::{inputs, json_text, load_model, load_vocabulary, peak_rss_kb, print_stats, read_corpus, write_atomic, write_private, write_private_json};
-use io::{ledger_path, write_json};
+use io::{ledger_path, now_utc, write_json};
+
+/// The ledger file `given`, else where every command finds it (`--ledger`'s default).
+pub(crate) fn ledger_path_of(given: Option<std::path::PathBuf>) -> std::path::PathBuf {
+    ledger_path(&args::LedgerArgs { ledger: given, budget: None, raise_budget: false, account: None })
+}
 
 /// The privacy ledger as read without its lock, to look at (not to spend): the file `given`,
 /// else where every command finds it (`--ledger`'s default).
 pub(crate) fn read_ledger(given: Option<&std::path::Path>) -> (std::path::PathBuf, Result<crate::ledger::LedgerBook, CliError>) {
-    let path = ledger_path(&args::LedgerArgs { ledger: given.map(std::path::Path::to_path_buf), budget: None, raise_budget: false, account: None });
+    let path = ledger_path_of(given.map(std::path::Path::to_path_buf));
     let book = ledger_file::read(&path);
     (path, book)
 }

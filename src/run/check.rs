@@ -2,19 +2,13 @@
 //! result is shown (`crate::eval::dp_check` computes it; `crate::dp::selection` is the
 //! mechanism and its privacy map). The CLI (`dpkps check`) and the page's worker drive it
 //! through the same [`Host`] as a run.
-//!
-//! A later run may say that its sampler was chosen by a check ([`RunSettings::chosen_by_check`]):
-//! it is refused unless that check is on record for this corpus and chose that sampler, and its
-//! report then says so, with the check's ε ([`ChosenBy`]).
-
-use serde::{Deserialize, Serialize};
+//! A later run that names it is checked by [`super::chosen`].
 
 use super::stages::Recorder;
-use super::{Host, RunError, RunPlan, RunSettings, Stage};
-use crate::dp::selection::STAGE;
+use super::{Host, RunError, RunPlan, Stage};
 use crate::dp::SecureRng;
 use crate::eval::dp_check::{CheckParams, CheckResult, DpCheck};
-use crate::ledger::{Ledger, Run};
+use crate::ledger::Run;
 use crate::pipeline::MatchedCorpus;
 use crate::public_vocab::{PublicVocabulary, TermId};
 
@@ -61,64 +55,4 @@ pub async fn check<H: Host>(
         format!("DP utility check: ε = {:.4} recorded; chosen: {}", result.epsilon, result.chosen.as_deref().unwrap_or("none")),
     );
     Ok(CheckOutput { result, run: rec.run })
-}
-
-/// The check a run's settings were chosen by, as the report states it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChosenBy {
-    /// The check's run id in the ledger.
-    pub check: String,
-    /// The sampler it chose (the run's).
-    pub sampler: String,
-    /// The check's ε (recorded with it, counted in the corpus total).
-    pub epsilon: f64,
-}
-
-/// The check named by `settings.chosen_by_check`, verified against `ledger` (this corpus's):
-/// `None` without one; refused if the ledger has no such check or it chose another sampler.
-pub fn chosen_by(ledger: &Ledger, settings: &RunSettings) -> Result<Option<ChosenBy>, RunError> {
-    let Some(id) = settings.chosen_by_check.as_deref() else { return Ok(None) };
-    let spend = ledger
-        .runs
-        .iter()
-        .filter(|r| r.id == id)
-        .flat_map(|r| &r.spends)
-        .find(|s| s.stage == STAGE)
-        .ok_or_else(|| RunError::Refused(format!("the settings name the utility check {id}, which this corpus's ledger does not hold")))?;
-    let chose = spend.params.get("chosen").and_then(|c| c.as_str()).unwrap_or("");
-    if chose != settings.sampler.name() {
-        return Err(RunError::Refused(format!(
-            "the utility check {id} chose the sampler {chose:?}, not {:?}: choose that sampler, or clear the check",
-            settings.sampler.name()
-        )));
-    }
-    Ok(Some(ChosenBy { check: id.to_string(), sampler: chose.to_string(), epsilon: spend.epsilon }))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::dp::summary::KeyphraseSampler;
-
-    fn ledger_with_check(chosen: &str) -> Ledger {
-        let scores = crate::dp::selection::NoisyScores { correct: vec![5, 9], tested: 10, scale: 0.1 };
-        let mut run = Run::new("c1".into(), "now".into());
-        run.spends.push(crate::dp::selection::spend(12.0, 12.0, 0.2, &["histogram", "markov"], &scores, Some(chosen)));
-        let mut l = Ledger::new("fp".into());
-        l.runs.push(run);
-        l
-    }
-
-    #[test]
-    fn a_run_chosen_by_a_check_needs_that_check_on_record_with_its_sampler() {
-        let l = ledger_with_check("markov");
-        let mut s = RunSettings { sampler: KeyphraseSampler::Markov, ..RunSettings::default() };
-        assert_eq!(chosen_by(&l, &s).unwrap(), None);
-        s.chosen_by_check = Some("c1".into());
-        assert_eq!(chosen_by(&l, &s).unwrap(), Some(ChosenBy { check: "c1".into(), sampler: "markov".into(), epsilon: 12.0 }));
-        s.sampler = KeyphraseSampler::Histogram;
-        assert!(chosen_by(&l, &s).unwrap_err().to_string().contains("chose the sampler \"markov\""));
-        s.chosen_by_check = Some("other".into());
-        assert!(chosen_by(&l, &s).unwrap_err().to_string().contains("does not hold"));
-    }
 }

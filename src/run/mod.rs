@@ -22,6 +22,7 @@
 //! be embedded, and the summary and sampling stages dispatch on the sampler themselves.
 
 pub mod check;
+pub mod chosen;
 mod plan;
 pub mod report;
 pub mod reuse;

@@ -81,7 +81,7 @@ pub struct PrivacyReport {
     /// The DP utility check that chose the run's sampler (`crate::run::check`): its ε is
     /// recorded with it; the outputs together with that choice are covered by the sum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub settings_chosen_by: Option<super::check::ChosenBy>,
+    pub settings_chosen_by: Option<super::chosen::ChosenBy>,
     /// Per class, how far its release stands above the DP noise alone (post-processing of the
     /// release, `crate::sample::signal`), its sequences and those shorter than L.
     #[serde(default)]
