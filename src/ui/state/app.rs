@@ -87,6 +87,20 @@ impl StageState {
     }
 }
 
+/// A finished DP utility check (`super::check`) as the page shows it: its ledger run id and its (DP) result.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShownCheck {
+    pub id: String,
+    pub result: crate::eval::dp_check::CheckResult,
+}
+
+impl ShownCheck {
+    /// The sampler the check chose (the highest noisy accuracy).
+    pub fn chosen(&self) -> Option<&str> {
+        self.result.chosen.as_deref()
+    }
+}
+
 /// A replay check's result (`super::replay`), with the job it was made for.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ReplayResult {
@@ -143,7 +157,7 @@ pub struct AppState {
     /// downloaded.
     pub evaluation: RwSignal<Option<crate::eval::EvalReport>>,
     /// The last DP utility check on the loaded corpus (`super::check`).
-    pub dp_check: RwSignal<Option<super::check::ShownCheck>>,
+    pub dp_check: RwSignal<Option<ShownCheck>>,
     /// The worker's idle-time pass over a user's own list: (terms embedded, of).
     pub background: RwSignal<Option<(u64, u64)>>,
     /// The settings of the run in progress, and of the last run that finished on the loaded

@@ -9,22 +9,8 @@ use crate::protocol::{CorpusSummary, FieldError, Request, RunSettings, Stage};
 use crate::run::RunPlan;
 use crate::ui::engine;
 
-use super::app::{AppState, Job, StageState};
+use super::app::{AppState, Job, ShownCheck, StageState};
 use super::ledger::LedgerState;
-
-/// A finished check as the page shows it: its ledger run id and its (DP) result.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ShownCheck {
-    pub id: String,
-    pub result: CheckResult,
-}
-
-impl ShownCheck {
-    /// The sampler the check chose (the highest noisy accuracy).
-    pub fn chosen(&self) -> Option<&str> {
-        self.result.chosen.as_deref()
-    }
-}
 
 impl AppState {
     /// ε the DP check records with `s` (every sampler whose release fits: ε_voc + samplers ×
