@@ -94,3 +94,24 @@ fn batches_group_texts_by_token_count_not_bytes() {
     dpkps::embed::sort_for_batching(&e, &mut texts, |t| *t);
     assert_eq!(texts, ["cough", phrase, chemical]);
 }
+
+/// At batch 1 (what a run embeds with, `cli::run::CliHost::vectors`) a term's vector depends on
+/// the term alone, bit for bit, whatever else the private corpus makes the run embed. (In a
+/// batch it does not: tract's results depend on a row's position in the batch.)
+/// The mechanisms' proofs treat a vector as a function of its public term.
+#[test]
+fn a_terms_vector_does_not_depend_on_the_terms_embedded_with_it() {
+    use dpkps::public_vocab::{Bundled, PublicVocabulary};
+    let list = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/www/vocab/medical_mesh2017.txt")).unwrap();
+    let vocab = PublicVocabulary::parse_bundled(Bundled::Medical, &list).unwrap();
+    let mut e = embedder();
+    let probe: Vec<u32> = (0..vocab.len() as u32).step_by(vocab.len() / 12).collect();
+    let alone = dpkps::embed::embed_terms(&vocab, &probe, &mut e, 1, &mut |_, _| {}).unwrap();
+    // The same terms among 150 others of every length.
+    let crowd: Vec<u32> = probe.iter().copied().chain((0..150u32).map(|k| k * 97 % vocab.len() as u32)).collect();
+    let with = dpkps::embed::embed_terms(&vocab, &crowd, &mut e, 1, &mut |_, _| {}).unwrap();
+    for &t in &probe {
+        let (a, b) = (alone.get(t).unwrap(), with.get(t).unwrap());
+        assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()), "term {:?} changed with the terms embedded beside it", vocab.term(t));
+    }
+}

@@ -65,6 +65,8 @@ fn corpus_csv() -> String {
 struct PageHost {
     book: LedgerBook,
     model: HashModel,
+    /// Fail every request for vectors (a model that does not load, a cancel).
+    fail_vectors: bool,
 }
 
 impl Host for PageHost {
@@ -87,6 +89,9 @@ impl Host for PageHost {
         Ok(())
     }
     async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], _: &[TermId]) -> Result<Vectors, RunError> {
+        if self.fail_vectors {
+            return Err(RunError::Settings("the model did not load".into()));
+        }
         let emb = crate::embed::embed_terms(vocab, ids, &mut self.model, 32, &mut |_, _| {}).map_err(|e| RunError::Settings(e.to_string()))?;
         Ok(Vectors { emb, model: Checked { name: "hash".into(), sha256: "hash-model".into() }, note: String::new() })
     }
@@ -155,7 +160,7 @@ fn page_path(settings_json: &str, seed: u64) -> (String, String) {
     let fields = Fields { text: Some("note".into()), label: Some("specialty".into()), person: None };
     sink.read(corpus_csv().as_bytes(), "notes.csv", Format::Csv, &fields, None).expect("read");
     let mc: MatchedCorpus = sink.finish("notes.csv").expect("corpus");
-    let mut host = PageHost { book: LedgerBook::default(), model: HashModel };
+    let mut host = PageHost { book: LedgerBook::default(), model: HashModel, fail_vectors: false };
     let mut rng = SecureRng::seeded_for_tests(seed);
     let out: RunOutput =
         super::run::block_on(run::execute(&plan, RunInputs { corpus: &mc, vocab: &public, vocabulary: Vocabulary::Draw }, &mut host, &mut rng)).expect("run");
@@ -201,4 +206,37 @@ fn the_cli_writes_the_privacy_report_the_page_writes() {
     assert_eq!(report.budget, Some(100.0));
     assert!(html.contains("<h2>Budget</h2><p>This run was held to the budget of this corpus: ε = 100") && html.contains("Its history: set to 100 at "), "{html}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The DP utility check is paid for before it draws anything (Ṽ is drawn, its vectors asked for
+/// and cached before the scores exist): one that fails after the start stays on record with its
+/// whole ε and chooses nothing; one that ends replaces that entry in place (counted once).
+#[test]
+fn a_dp_check_is_recorded_before_it_draws_and_once_when_it_ends() {
+    use crate::eval::dp_check::CheckParams;
+    let json = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":8,"len":4,"features":2048,"per_class":20,
+        "sampler":"histogram","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":null,"vocab_per_class":false,"budget":100.0}"#;
+    let settings: RunSettings = serde_json::from_str(json).expect("settings");
+    let public = PublicVocabulary::parse("terms.txt", TERMS.join("\n").as_bytes()).expect("list");
+    let plan = RunPlan::new(settings, true, public.len()).expect("plan");
+    let matcher = Matcher::new(&public).expect("matcher");
+    let mut sink = MatchingSink::new(Some(&matcher), 64, true);
+    let fields = Fields { text: Some("note".into()), label: Some("specialty".into()), person: None };
+    sink.read(corpus_csv().as_bytes(), "notes.csv", Format::Csv, &fields, None).expect("read");
+    let mc: MatchedCorpus = sink.finish("notes.csv").expect("corpus");
+    let params = || CheckParams { samplers: vec![crate::dp::summary::KeyphraseSampler::Histogram, crate::dp::summary::KeyphraseSampler::Markov], holdout: 0.2, eps_select: None };
+    let mut rng = SecureRng::seeded_for_tests(4);
+    let mut host = PageHost { book: LedgerBook::default(), model: HashModel, fail_vectors: true };
+    let failed = super::run::block_on(run::check::check(&plan, &mc, &public, params(), &mut host, &mut rng));
+    assert!(failed.is_err());
+    let runs = host.book.ledger(&mc.fingerprint).runs;
+    assert_eq!(runs.len(), 1, "the failed check is on record");
+    assert_eq!((runs[0].epsilon(), &runs[0].spends[0].params["chosen"]), (10.0, &serde_json::Value::Null), "2 + 2 × 4, nothing chosen");
+    host.fail_vectors = false;
+    let done = super::run::block_on(run::check::check(&plan, &mc, &public, params(), &mut host, &mut rng)).expect("check");
+    let runs = host.book.ledger(&mc.fingerprint).runs;
+    assert_eq!(runs.len(), 2);
+    assert_eq!((runs[1].id.as_str(), runs[1].spends.len(), runs[1].epsilon()), (done.run.id.as_str(), 1, 10.0), "replaced in place");
+    assert_eq!(runs[1].spends[0].params["chosen"].as_str(), done.result.chosen.as_deref());
+    assert_eq!(host.book.ledger(&mc.fingerprint).total_epsilon(), 20.0);
 }

@@ -21,8 +21,10 @@
 //!
 //! # Privacy map
 //! Neighbouring relation: add or remove one unit x (the crate's relation; one person when a
-//! person column is given). Condition on the other units' coins (the same in both corpora;
-//! x's own coin is fresh and independent of everything else).
+//! person column is given). Couple the two corpora's draws: the other units keep their coins
+//! (they are i.i.d., so drawing them from one stream in unit order, where x shifts the later
+//! ones, gives the same joint law), and x's own coin is fresh and independent of everything
+//! else; condition on the others' coins.
 //! - **x in the training part.** The test part is the same in both corpora. Ṽ is ε_voc-DP and
 //!   each arm's summaries ε_kde,a-DP in the training units; they compose sequentially:
 //!   ε_train = ε_voc + Σ_a ε_kde,a (per class the summaries compose in parallel as in a run).
@@ -105,6 +107,19 @@ pub fn chosen(scores: &NoisyScores) -> Option<usize> {
         Some(b) if scores.correct[b] >= scores.correct[a] => Some(b),
         _ => Some(a),
     })
+}
+
+/// The ledger entry of a check that has started: its whole ε, recorded before anything is
+/// drawn (Ṽ is drawn, cached and shown in progress before the scores exist), then replaced by
+/// [`spend`] with the same ε; a check that fails or is cancelled stays paid for, choosing nothing.
+pub fn started_spend(train: f64, select: f64, holdout: f64, arms: &[&str]) -> Spend {
+    laplace::spend(STAGE, "DP utility check (started; replaced by its result when it ends)", check_epsilon(train, select))
+        .param("epsilon_train", train)
+        .param("epsilon_select", select)
+        .param("holdout", holdout)
+        .param("arms", arms.iter().map(|a| serde_json::Value::from(*a)).collect::<Vec<_>>())
+        .param("chosen", serde_json::Value::Null)
+        .scope(Scope::AllDocuments)
 }
 
 /// The ledger entry of one check: its whole ε (max of the two sides) on every unit, with what

@@ -76,22 +76,32 @@ impl CheckParams {
         eval_params(settings, self).keep()
     }
 
-    fn validate(&self, settings: &RunSettings) -> Result<(), ParamError> {
+    /// The arms' names, in order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.samplers.iter().map(|s| s.name()).collect()
+    }
+
+    /// Public inputs only: arms, holdout, ε, and that every arm's release fits (`classes`
+    /// classes), so that nothing fails after Ṽ is drawn.
+    fn validate(&self, settings: &RunSettings, classes: usize) -> Result<(), EvalError> {
         if self.samplers.is_empty() {
-            return Err(ParamError::new("the samplers to compare", "none", "must name at least one sampler"));
+            return Err(ParamError::new("the samplers to compare", "none", "must name at least one sampler").into());
         }
         let mut names: Vec<&str> = self.samplers.iter().map(|s| s.name()).collect();
         names.sort_unstable();
         if names.windows(2).any(|w| w[0] == w[1]) {
-            return Err(ParamError::new("the samplers to compare", names.join(", "), "must not repeat a sampler"));
+            return Err(ParamError::new("the samplers to compare", names.join(", "), "must not repeat a sampler").into());
         }
         if !(self.holdout > 0.0 && self.holdout < 1.0) {
-            return Err(ParamError::new("the held-out share", self.holdout, "must be a number between 0 and 1"));
+            return Err(ParamError::new("the held-out share", self.holdout, "must be a number between 0 and 1").into());
         }
         if let Some(e) = self.eps_select {
             crate::dp::check_epsilon("ε of the check's scores", e)?;
         }
         crate::dp::check_epsilon("the check's ε", self.epsilon(settings))?;
+        for &sampler in &self.samplers {
+            SummaryParams { sampler, ..settings.kde_params() }.check_release_size(settings.top_n, classes)?;
+        }
         Ok(())
     }
 }
@@ -146,7 +156,7 @@ impl DpCheck {
         check: CheckParams,
         rng: &mut SecureRng,
     ) -> Result<DpCheck, EvalError> {
-        check.validate(settings)?;
+        check.validate(settings, classes.len())?;
         if classes.len() < 2 {
             return Err(ParamError::new("the classes", classes.len(), "must be at least 2 for the utility check (it trains a classifier)").into());
         }

@@ -33,6 +33,11 @@ pub async fn check<H: Host>(
     let corpus: &MatchedCorpus = &units;
     let planned = params.epsilon(&plan.settings);
     let mut rec = Recorder::start(plan, corpus, planned, host, rng).await?;
+    // Paid for before anything is drawn: Ṽ is drawn, its vectors cached and counted in the
+    // progress before the scores exist. Replaced in place by the result's entry (same ε).
+    let (train, select) = params.epsilons(&plan.settings);
+    rec.run.spends.push(crate::dp::selection::started_spend(train, select, params.holdout, &params.names()));
+    rec.commit(plan, corpus, Stage::Evaluate, host).await?;
     host.stage_started(Stage::Evaluate);
     let fail = |host: &H, e: crate::eval::EvalError| host.fail(Some(Stage::Evaluate), RunError::Refused(e.to_string()));
     let prepared = match DpCheck::prepare(corpus, &plan.classes, vocab, &plan.settings, params, rng) {
@@ -48,7 +53,9 @@ pub async fn check<H: Host>(
         Err(e) => return Err(fail(host, e)),
     };
     // Recorded (and the budget checked again) before anything is shown.
-    rec.run.spends.push(spend);
+    if let Some(last) = rec.run.spends.last_mut() {
+        *last = spend;
+    }
     rec.commit(plan, corpus, Stage::Evaluate, host).await?;
     host.stage_done(
         Stage::Evaluate,

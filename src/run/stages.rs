@@ -374,7 +374,8 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     let mut rec = Recorder::start(plan, corpus, plan.planned_epsilon(draws), host, rng).await?;
     // Settings said to be chosen by a DP utility check: that check must be on record and have
     // chosen this sampler (the report says so).
-    let chosen_by = super::chosen::chosen_by(&host.ledger().await?.ledger(&corpus.fingerprint), &plan.settings).map_err(|e| host.fail(None, e))?;
+    let chosen_by = super::chosen::chosen_by(&host.ledger().await?.ledger(&corpus.fingerprint), &plan.settings, plan.account.as_deref(), rec.run.person_column.as_deref())
+        .map_err(|e| host.fail(None, e))?;
     let pv = vocabulary(plan, corpus, vocab, source, &mut rec, host, rng).await?;
     host.checkpoint().await?;
 
