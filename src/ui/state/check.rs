@@ -55,6 +55,9 @@ impl AppState {
             let spent = s.spent_before + result.epsilon;
             self.summary.set(Some(CorpusSummary { spent_before: spent, earlier_runs: s.earlier_runs + 1, ..s }));
         }
+        // The check reports no end of its embedding stage: what did not end is not shown as
+        // still working.
+        self.stages.update(|v| v.retain(|(_, st)| matches!(st, StageState::Done { .. })));
         self.dp_check.set(Some(ShownCheck { id, result }));
         self.job.set(None);
     }
