@@ -566,6 +566,13 @@ fn a_dp_utility_check_is_paid_for_and_a_run_chosen_by_it_says_so() {
     let o = check(&["--budget", "10"]);
     assert!(!o.status.success() && stderr(&o).contains("budget"), "{}", stderr(&o));
     assert!(!total().contains("utility check"), "{}", total());
+    // Refused from public inputs (here a Markov release of 2 × 41 × 40 counts does fit; a
+    // repeated sampler does not): before anything is recorded.
+    let mut a = vec!["check", "--compare", "histogram,histogram", "--budget", "30"];
+    a.extend_from_slice(&common);
+    let o = dpkps(&a);
+    assert!(!o.status.success() && stderr(&o).contains("must not repeat a sampler"), "{}", stderr(&o));
+    assert!(!total().contains("utility check"), "{}", total());
 
     let result = dir.join("check.json");
     let o = check(&["--budget", "30", "--out", result.to_str().unwrap()]);

@@ -239,4 +239,11 @@ fn a_dp_check_is_recorded_before_it_draws_and_once_when_it_ends() {
     assert_eq!((runs[1].id.as_str(), runs[1].spends.len(), runs[1].epsilon()), (done.run.id.as_str(), 1, 10.0), "replaced in place");
     assert_eq!(runs[1].spends[0].params["chosen"].as_str(), done.result.chosen.as_deref());
     assert_eq!(host.book.ledger(&mc.fingerprint).total_epsilon(), 20.0);
+    // Refused from public inputs (a Markov release too large for N = 8 and three classes would
+    // not be, so: a repeated sampler), before anything is recorded: no cost.
+    let mut bad = params();
+    bad.samplers.push(crate::dp::summary::KeyphraseSampler::Histogram);
+    let refused = super::run::block_on(run::check::check(&plan, &mc, &public, bad, &mut host, &mut rng));
+    assert!(refused.is_err_and(|e| e.to_string().contains("must not repeat a sampler")));
+    assert_eq!(host.book.ledger(&mc.fingerprint).runs.len(), 2, "nothing recorded for a refused check");
 }

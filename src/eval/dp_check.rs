@@ -146,6 +146,22 @@ pub struct DpCheck {
 }
 
 impl DpCheck {
+    /// Every refusal of the check, from public inputs only (the settings, the class set, the
+    /// public list, the terms kept per document): called before anything is recorded or drawn,
+    /// so that a refused check costs nothing (and again by [`Self::prepare`]).
+    pub fn check_inputs(kept: usize, classes: &ClassSet, public: &PublicVocabulary, settings: &RunSettings, check: &CheckParams) -> Result<EvalParams, EvalError> {
+        check.validate(settings, classes.len())?;
+        if classes.len() < 2 {
+            return Err(ParamError::new("the classes", classes.len(), "must be at least 2 for the utility check (it trains a classifier)").into());
+        }
+        let params = eval_params(settings, check);
+        params.validate(public.len())?;
+        if kept < params.keep() {
+            return Err(EvalError::Keep { kept, needed: params.keep() });
+        }
+        Ok(params)
+    }
+
     /// Checks the parameters (public inputs only), draws the coins and Ṽ from the training
     /// units. `units`: the corpus as the mechanisms read it (`crate::units::units`).
     pub fn prepare(
@@ -156,15 +172,7 @@ impl DpCheck {
         check: CheckParams,
         rng: &mut SecureRng,
     ) -> Result<DpCheck, EvalError> {
-        check.validate(settings, classes.len())?;
-        if classes.len() < 2 {
-            return Err(ParamError::new("the classes", classes.len(), "must be at least 2 for the utility check (it trains a classifier)").into());
-        }
-        let params = eval_params(settings, &check);
-        params.validate(public.len())?;
-        if units.keep < params.keep() {
-            return Err(EvalError::Keep { kept: units.keep, needed: params.keep() });
-        }
+        let params = Self::check_inputs(units.keep, classes, public, settings, &check)?;
         let test = selection::split(units.docs.len(), check.holdout, rng)?;
         // Ṽ from the training units, as a run draws it from all of them (undeclared labels
         // count in a global Ṽ only).

@@ -32,6 +32,10 @@ pub async fn check<H: Host>(
     let units = crate::units::units(corpus, &plan.classes);
     let corpus: &MatchedCorpus = &units;
     let planned = params.epsilon(&plan.settings);
+    // Refused from public inputs before anything is recorded: such a refusal costs nothing.
+    if let Err(e) = DpCheck::check_inputs(corpus.keep, &plan.classes, vocab, &plan.settings, &params) {
+        return Err(host.fail(None, RunError::Refused(e.to_string())));
+    }
     let mut rec = Recorder::start(plan, corpus, planned, host, rng).await?;
     // Paid for before anything is drawn: Ṽ is drawn, its vectors cached and counted in the
     // progress before the scores exist. Replaced in place by the result's entry (same ε).
