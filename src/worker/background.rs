@@ -37,7 +37,7 @@ use super::sources::{LiveCache, LIVE_CACHE_MAX};
 use super::{helpers_for, State, STATE};
 
 /// Terms of the list taken at a time (in list order), then batched by token count.
-const WINDOW: usize = 32 * BATCH;
+const WINDOW: usize = 1024;
 /// A batch held by a helper for longer than this is embedded here instead (a helper that
 /// died must not stall the pass).
 const HELPER_PATIENCE_MS: f64 = 30_000.0;

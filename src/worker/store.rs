@@ -36,7 +36,9 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 fn key(checksum: &str, term: &str) -> JsValue {
-    JsValue::from_str(&format!("{checksum}\u{1f}{term}"))
+    // "b1": embedded one term per call (`model::BATCH`); vectors cached by older versions, in
+    // batches, are not read.
+    JsValue::from_str(&format!("{checksum}\u{1f}b1\u{1f}{term}"))
 }
 
 impl Store {
