@@ -182,6 +182,7 @@ await runTests([
     assert(/already had 1 run\(s\) in this browser, spending ε = 45\.000\. Running again adds ε = 25\.100: the total becomes ε = 70\.100\./.test(await page.textContent('#ledger-note')), await page.textContent('#ledger-note'));
     assert(/No non-DP utility check/.test(await page.textContent('#checks-note')), await page.textContent('#checks-note'));
     await shot('2b-utility');
+    await page.locator('#utility').screenshot({ path: path.join(SHOTS, 'app-2b-utility-card.png') });
     // "Use": the sampler and the check go with the next run; a manual choice clears the check.
     if (await page.inputValue('#sampler') === chosen) await page.selectOption('#sampler', chosen === 'independent' ? 'histogram' : 'independent');
     assert(await page.locator('#chosen-by').count() === 0, 'no check named before "Use"');
