@@ -52,7 +52,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<(), CliError> {
         r.noise_scale
     );
     println!("noisy number of test documents: {}", r.noisy_tested);
-    let classes = plan.classes.len();
+    let classes = r.classes;
     for a in &r.arms {
         let flagged = match a.noise_dominated.len() {
             0 => String::new(),

@@ -133,6 +133,9 @@ pub struct CheckResult {
     pub epsilon_select: f64,
     pub holdout: f64,
     pub noise_scale: f64,
+    /// Classes of the public class set (what `CheckArm::noise_dominated` is out of).
+    #[serde(default)]
+    pub classes: usize,
 }
 
 /// A prepared check: the split drawn and Ṽ drawn (ε_voc) from the training units.
@@ -263,6 +266,7 @@ impl DpCheck {
             epsilon_select: select,
             holdout: self.check.holdout,
             noise_scale: scores.scale,
+            classes: ev.classes.len(),
         };
         Ok((result, spend))
     }

@@ -200,7 +200,8 @@ pub fn dp_check_note(id: &str, r: &crate::eval::dp_check::CheckResult) -> String
     format!(
         "Differentially private: these accuracies are noisy (discrete Laplace of scale {:.3} on each count), and the check \
          is recorded in the ledger as run {id} with ε = {:.3} (training side {:.3}, scores {:.3}). Classifiers were trained \
-         on each sampler's DP sequences from {:.0}% of the documents and tested on the others (noisy number tested: {}).",
+         on each sampler's DP sequences from about {:.0}% of the documents (each held out by its own coin) and tested \
+         on the others (noisy number tested: {}).",
         r.noise_scale,
         r.epsilon,
         r.epsilon_train,
@@ -208,6 +209,27 @@ pub fn dp_check_note(id: &str, r: &crate::eval::dp_check::CheckResult) -> String
         100.0 * (1.0 - r.holdout),
         r.noisy_tested
     )
+}
+
+/// The arms whose release is noise-dominated in some class (a DP output): such classes are left
+/// out of the arm's training, as generation would leave them out; in every class, the arm has
+/// nothing to train on and scores 0. `None` when no arm has one.
+pub fn dp_check_flags(r: &crate::eval::dp_check::CheckResult) -> Option<String> {
+    let every: Vec<&str> = r.arms.iter().filter(|a| r.classes > 0 && a.noise_dominated.len() >= r.classes).map(|a| a.sampler.as_str()).collect();
+    let some: Vec<String> = r
+        .arms
+        .iter()
+        .filter(|a| !a.noise_dominated.is_empty() && a.noise_dominated.len() < r.classes)
+        .map(|a| format!("{} ({} of {})", a.sampler, a.noise_dominated.len(), r.classes))
+        .collect();
+    let mut parts = Vec::new();
+    if !every.is_empty() {
+        parts.push(format!("Noise-dominated in every class, so nothing would be generated (scored 0): {}.", every.join(", ")));
+    }
+    if !some.is_empty() {
+        parts.push(format!("Noise-dominated in some classes, left out of training as generation would leave them out: {}.", some.join(", ")));
+    }
+    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 /// By the sampler, when it was taken from a DP check.

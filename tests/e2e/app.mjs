@@ -168,6 +168,12 @@ await runTests([
     assert(arms.length === samplers.length && samplers.every((a) => arms.includes(a)), `every sampler whose release fits is an arm: ${arms}`);
     const accuracies = await page.locator('#dp-check-arms .count').allTextContents();
     assert(accuracies.every((x) => /^[01]\.\d{3}$/.test(x.trim())), `a noisy accuracy per arm: ${accuracies}`);
+    // An arm noise-dominated in every class has nothing to train on: it scores 0 (up to noise of
+    // scale 0.133 on its count, which is almost never nonzero).
+    if (await page.locator('#dp-check-flags').count() > 0) {
+      const every = (await page.textContent('#dp-check-flags')).match(/every class, so nothing would be generated \(scored 0\): ([^.]+)\./)?.[1]?.split(', ') ?? [];
+      for (const a of every) assert(accuracies[arms.indexOf(a)].trim() === '0.000', `${a} is noise-dominated in every class but scored ${accuracies[arms.indexOf(a)]}`);
+    }
     const chosen = (await page.textContent('#dp-check-chosen')).match(/Chosen: (\S+) /)?.[1];
     checkChosen = chosen;
     assert(samplers.includes(chosen), `the chosen sampler: ${await page.textContent('#dp-check-chosen')}`);
@@ -182,7 +188,7 @@ await runTests([
     assert(/already had 1 run\(s\) in this browser, spending ε = 45\.000\. Running again adds ε = 25\.100: the total becomes ε = 70\.100\./.test(await page.textContent('#ledger-note')), await page.textContent('#ledger-note'));
     assert(/No non-DP utility check/.test(await page.textContent('#checks-note')), await page.textContent('#checks-note'));
     await shot('2b-utility');
-    await page.locator('#utility').screenshot({ path: path.join(SHOTS, 'app-2b-utility-card.png') });
+    await page.locator('#dp-check').screenshot({ path: path.join(SHOTS, 'app-2b-utility-card.png') });
     // "Use": the sampler and the check go with the next run; a manual choice clears the check.
     if (await page.inputValue('#sampler') === chosen) await page.selectOption('#sampler', chosen === 'independent' ? 'histogram' : 'independent');
     assert(await page.locator('#chosen-by').count() === 0, 'no check named before "Use"');

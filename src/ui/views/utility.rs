@@ -94,6 +94,7 @@ pub fn DpCheckResult() -> impl IntoView {
                     <p class="hint" role="note" id="dp-check-note">{note}</p>
                     <p class="hint" id="dp-check-id">{format!("Check {}", c.id)}</p>
                     <ol class="bars utility" id="dp-check-arms">{rows}</ol>
+                    {text::dp_check_flags(&c.result).map(|f| view! { <p class="hint" id="dp-check-flags">{f}</p> })}
                     {chosen}
                 </section>
             }
