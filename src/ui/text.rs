@@ -232,6 +232,13 @@ pub fn dp_check_flags(r: &crate::eval::dp_check::CheckResult) -> Option<String> 
     (!parts.is_empty()).then(|| parts.join(" "))
 }
 
+/// On the results, when a DP utility check chose the run's sampler: what the run's report says
+/// of it (`report_json`: the run's privacy report). `None` otherwise.
+pub fn chosen_by_line(report_json: &str) -> Option<String> {
+    let report: crate::run::report::PrivacyReport = serde_json::from_str(report_json).ok()?;
+    report.settings_chosen_by.is_some().then(|| report.chosen_text())
+}
+
 /// By the sampler, when it was taken from a DP check.
 pub fn chosen_by_note(id: &str) -> String {
     format!("Chosen by the DP utility check {id}: the run's privacy report will say so. Choosing another sampler clears this.")

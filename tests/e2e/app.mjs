@@ -229,6 +229,8 @@ await runTests([
     // The run used the sampler the DP check chose, on its word: the report says so.
     const by = report.settings_chosen_by;
     assert(by && by.check === checkId && by.sampler === checkChosen && Math.abs(by.epsilon - 45) < 1e-9, `settings_chosen_by: ${JSON.stringify(by)}`);
+    const onPage = await page.textContent('#results-chosen');
+    assert(onPage.includes(`chosen by the DP utility check ${checkId}`) && /ε = 70\.1000/.test(onPage), `the results say the check chose the sampler: ${onPage}`);
     assert(report.model.sha256.length === 64 && report.vocabulary.sha256.length === 64, 'checksums');
     assert(report.class_signals.length === 2 && Array.isArray(report.noise_dominated), 'the signal per class in the report');
     assert(seqs.every((s) => (s.noise_dominated === true) === report.noise_dominated.includes(s.label)), 'flagged sequences are the flagged classes\'');

@@ -57,6 +57,7 @@ pub fn Results() -> impl IntoView {
                     <p class="ledger" id="spent">
                         {text::spent_line(&r)}
                     </p>
+                    {text::chosen_by_line(&r.report).map(|line| view! { <p class="hint" id="results-chosen">{line}</p> })}
                     <div class="two">
                         <div>
                             <h3>"Top private vocabulary terms (noisy counts)"</h3>
