@@ -150,8 +150,9 @@ fn cli_path(dir: &std::path::Path, flags: &[&str], seed: u64) -> (String, String
     (read("release.json"), read("sequences.jsonl"))
 }
 
-/// The page's path: the settings as the page sends them (JSON), the worker's reader, its host.
-fn page_path(settings_json: &str, seed: u64) -> (String, String) {
+/// The settings as the page sends them (JSON), planned; the public list; the corpus as the
+/// worker's reader matches it.
+fn page_inputs(settings_json: &str) -> (RunPlan, PublicVocabulary, MatchedCorpus) {
     let settings: RunSettings = serde_json::from_str(settings_json).expect("settings");
     let public = PublicVocabulary::parse("terms.txt", TERMS.join("\n").as_bytes()).expect("list");
     let plan = RunPlan::new(settings, true, public.len()).expect("plan");
@@ -160,6 +161,12 @@ fn page_path(settings_json: &str, seed: u64) -> (String, String) {
     let fields = Fields { text: Some("note".into()), label: Some("specialty".into()), person: None };
     sink.read(corpus_csv().as_bytes(), "notes.csv", Format::Csv, &fields, None).expect("read");
     let mc: MatchedCorpus = sink.finish("notes.csv").expect("corpus");
+    (plan, public, mc)
+}
+
+/// The page's path: the settings as the page sends them (JSON), the worker's reader, its host.
+fn page_path(settings_json: &str, seed: u64) -> (String, String) {
+    let (plan, public, mc) = page_inputs(settings_json);
     let mut host = PageHost { book: LedgerBook::default(), model: HashModel, fail_vectors: false };
     let mut rng = SecureRng::seeded_for_tests(seed);
     let out: RunOutput =
@@ -216,14 +223,7 @@ fn a_dp_check_is_recorded_before_it_draws_and_once_when_it_ends() {
     use crate::eval::dp_check::CheckParams;
     let json = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":8,"len":4,"features":2048,"per_class":20,
         "sampler":"histogram","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":null,"vocab_per_class":false,"budget":100.0}"#;
-    let settings: RunSettings = serde_json::from_str(json).expect("settings");
-    let public = PublicVocabulary::parse("terms.txt", TERMS.join("\n").as_bytes()).expect("list");
-    let plan = RunPlan::new(settings, true, public.len()).expect("plan");
-    let matcher = Matcher::new(&public).expect("matcher");
-    let mut sink = MatchingSink::new(Some(&matcher), 64, true);
-    let fields = Fields { text: Some("note".into()), label: Some("specialty".into()), person: None };
-    sink.read(corpus_csv().as_bytes(), "notes.csv", Format::Csv, &fields, None).expect("read");
-    let mc: MatchedCorpus = sink.finish("notes.csv").expect("corpus");
+    let (plan, public, mc) = page_inputs(json);
     let params = || CheckParams { samplers: vec![crate::dp::summary::KeyphraseSampler::Histogram, crate::dp::summary::KeyphraseSampler::Markov], holdout: 0.2, eps_select: None };
     let mut rng = SecureRng::seeded_for_tests(4);
     let mut host = PageHost { book: LedgerBook::default(), model: HashModel, fail_vectors: true };

@@ -113,27 +113,30 @@ pub fn chosen(scores: &NoisyScores) -> Option<usize> {
 /// drawn (Ṽ is drawn, cached and shown in progress before the scores exist), then replaced by
 /// [`spend`] with the same ε; a check that fails or is cancelled stays paid for, choosing nothing.
 pub fn started_spend(train: f64, select: f64, holdout: f64, arms: &[&str]) -> Spend {
-    laplace::spend(STAGE, "DP utility check (started; replaced by its result when it ends)", check_epsilon(train, select))
+    entry("DP utility check (started; replaced by its result when it ends)", train, select, holdout, arms)
+        .param("chosen", serde_json::Value::Null)
+        .scope(Scope::AllDocuments)
+}
+
+/// What both entries of a check record first: its ε and the public settings it compared.
+fn entry(mechanism: &str, train: f64, select: f64, holdout: f64, arms: &[&str]) -> laplace::SpendBuilder {
+    laplace::spend(STAGE, mechanism, check_epsilon(train, select))
         .param("epsilon_train", train)
         .param("epsilon_select", select)
         .param("holdout", holdout)
         .param("arms", arms.iter().map(|a| serde_json::Value::from(*a)).collect::<Vec<_>>())
-        .param("chosen", serde_json::Value::Null)
-        .scope(Scope::AllDocuments)
 }
 
 /// The ledger entry of one check: its whole ε (max of the two sides) on every unit, with what
 /// it compared and chose (DP outputs and public settings only).
 pub fn spend(train: f64, select: f64, holdout: f64, arms: &[&str], scores: &NoisyScores, chosen: Option<&str>) -> Spend {
-    laplace::spend(
-        STAGE,
+    entry(
         "DP utility check: DP releases per arm on a random training part (sequential), discrete Laplace on the test part's scores; max of the two (random split)",
-        check_epsilon(train, select),
+        train,
+        select,
+        holdout,
+        arms,
     )
-    .param("epsilon_train", train)
-    .param("epsilon_select", select)
-    .param("holdout", holdout)
-    .param("arms", arms.iter().map(|a| serde_json::Value::from(*a)).collect::<Vec<_>>())
     .param("l1_sensitivity", arms.len() + 1)
     .param("noise_scale", scores.scale)
     .param("noisy_correct", scores.correct.clone())

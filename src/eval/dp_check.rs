@@ -16,7 +16,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::classifier::SoftmaxParams;
 use super::evaluation::{Doc, Evaluation, Round};
 use super::params::{EvalParams, Task};
 use super::split::Split;
@@ -274,23 +273,5 @@ impl DpCheck {
 
 /// The evaluation parameters of a check: the run settings', one round, DP arms only.
 fn eval_params(settings: &RunSettings, check: &CheckParams) -> EvalParams {
-    EvalParams {
-        task: Task::AllClasses,
-        holdout: check.holdout,
-        seeds: vec![0],
-        vocab: settings.vocab_params(),
-        eps_kde: settings.eps_kde,
-        len: settings.len,
-        features: Some(settings.features),
-        kde_terms_per_doc: settings.kde_terms_per_doc.unwrap_or(settings.len),
-        per_class: settings.per_class,
-        samplers: check.samplers.clone(),
-        no_dp_arms: false,
-        bandwidth: settings.bandwidth,
-        smoothing: settings.smoothing,
-        class_counts_epsilon: None,
-        candidates: Default::default(),
-        classifier: SoftmaxParams::default(),
-        include_noise_classes: false,
-    }
+    EvalParams::of_run_settings(settings, Task::AllClasses, check.holdout, vec![0], check.samplers.clone())
 }

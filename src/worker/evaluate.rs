@@ -9,7 +9,6 @@ use super::load::read_matched;
 use super::store::Store;
 use super::{sources, Loaded, State};
 use crate::dp::SecureRng;
-use crate::dp::summary::KeyphraseSampler;
 use crate::protocol::{Event, FileInfo, RunSettings, Stage};
 
 /// The utility check of `crate::eval` on a separate tuning file, read with the loaded corpus's
@@ -17,7 +16,6 @@ use crate::protocol::{Event, FileInfo, RunSettings, Stage};
 /// differentially private, but they are computed on the tuning file: nothing of the private
 /// corpus is read, nothing is counted against it.
 pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: (FileInfo, File)) -> Result<Event, Stop> {
-    use crate::eval::classifier::SoftmaxParams;
     use crate::eval::{EvalParams, Evaluation, Task};
     let State { loaded, model, helpers, vectors, live, .. } = state;
     let Some(Loaded { vocab, fields, .. }) = loaded.as_ref() else {
@@ -32,34 +30,10 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: (FileIn
     if let Some(p) = settings.check(Some(vocab.len())).first() {
         return Err(Stop::Failed(None, p.message.clone()));
     }
-    let params = EvalParams {
-        // Labels too rare to split are left out rather than failing the whole check.
-        task: Task::MinClassDocs { min: crate::eval::split::MIN_CLASS_DOCS },
-        holdout: 0.2,
-        seeds: vec![0, 1, 2],
-        vocab: settings.vocab_params(),
-        eps_kde: settings.eps_kde,
-        len: settings.len,
-        features: Some(settings.features),
-        kde_terms_per_doc: settings.len,
-        per_class: settings.per_class,
-        // Markov keeps (N+1)·N counts per class: left out where that exceeds the release cap.
-        samplers: KeyphraseSampler::ALL
-            .into_iter()
-            .filter(|&sampler| {
-                crate::dp::summary::SummaryParams { sampler, ..settings.kde_params() }
-                    .check_release_size(settings.top_n, corpus.stats.classes.len())
-                    .is_ok()
-            })
-            .collect(),
-        no_dp_arms: false,
-        bandwidth: settings.bandwidth,
-        smoothing: settings.smoothing,
-        class_counts_epsilon: None,
-        candidates: Default::default(),
-        classifier: SoftmaxParams::default(),
-        include_noise_classes: false,
-    };
+    // Labels too rare to split are left out rather than failing the whole check; samplers
+    // whose release would exceed the cap (Markov keeps (N+1)·N counts per class) are left out.
+    let samplers = crate::eval::dp_check::CheckParams::every_sampler(settings, corpus.stats.classes.len()).samplers;
+    let params = EvalParams::of_run_settings(settings, Task::MinClassDocs { min: crate::eval::split::MIN_CLASS_DOCS }, 0.2, vec![0, 1, 2], samplers);
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let mut clock = now_ms();
     progress(Stage::Evaluate, 0, 1);
