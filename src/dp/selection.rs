@@ -40,6 +40,13 @@
 //!   ε_select up to ε_train costs nothing more, which is the default: the scores then carry
 //!   little noise.
 //!
+//! Public by assumption (not read from the data): the compared samplers and every setting they
+//! share, the held-out share h, ε_select, the class set, the public vocabulary and the embedding
+//! model (each vector a function of its public term: embedded one at a time, `tests/embed.rs`).
+//! Enforced by the code: the coins come from the CSPRNG alone; every refusal that depends on
+//! those public inputs comes before the check's ε is recorded (`crate::run::check`), and the ε
+//! is recorded before anything is drawn.
+//!
 //! Everything else the check shows is post-processing of those outputs (the noisy accuracy
 //! c̃_a / ñ, the chosen arm). What it does NOT show: the split, the exact counts, per-class
 //! figures, the classifiers. It refuses nothing because of the data (a class with no training
@@ -187,20 +194,27 @@ mod tests {
         const TRIALS: usize = 60_000;
         let mut rng = SecureRng::seeded_for_tests(29);
         let (eps_train, eps_select) = (0.4, 1.2);
-        let run = |units: &[bool], rng: &mut SecureRng| {
+        // `select_noise`: the ε the scores' noise is drawn at (twice ε_select: an under-noised
+        // variant, whose loss the check must catch above the bound).
+        let run = |units: &[bool], rng: &mut SecureRng, select_noise: f64| {
             let test = split(units.len(), 0.5, rng).unwrap();
             let ones_train = units.iter().zip(&test).filter(|(&u, &t)| u && !t).count() as i64;
             let train_out = laplace::release_counts([ones_train], laplace::scale(1, eps_train).unwrap(), rng)[0];
             let tested = test.iter().filter(|&&t| t).count() as u64;
             let right = units.iter().zip(&test).filter(|(&u, &t)| u && t).count() as u64;
-            let s = noisy_scores(&[right], tested, eps_select, rng).unwrap();
+            let s = noisy_scores(&[right], tested, select_noise, rng).unwrap();
             (train_out >= 1, s.correct[0] >= 1, s.tested >= 1)
         };
-        let f0 = frequencies(TRIALS, || run(&[], &mut rng));
-        let f1 = frequencies(TRIALS, || run(&[true], &mut rng));
-        let loss = max_log_ratio(&f0, &f1, TRIALS);
+        let mut loss = |select_noise: f64| {
+            let f0 = frequencies(TRIALS, || run(&[], &mut rng, select_noise));
+            let f1 = frequencies(TRIALS, || run(&[true], &mut rng, select_noise));
+            max_log_ratio(&f0, &f1, TRIALS)
+        };
         let bound = check_epsilon(eps_train, eps_select);
-        assert!(loss <= bound, "estimated loss {loss} exceeds max(ε_train, ε_select) = {bound}");
-        assert!(loss > eps_train.min(eps_select), "the loss {loss} never exceeded the smaller side: the test cannot tell max from min");
+        let ok = loss(eps_select);
+        assert!(ok <= bound, "estimated loss {ok} exceeds max(ε_train, ε_select) = {bound}");
+        assert!(ok > eps_train.min(eps_select), "the loss {ok} never exceeded the smaller side: the test cannot tell max from min");
+        let bad = loss(2.0 * eps_select);
+        assert!(bad > bound, "an under-noised check went undetected (loss {bad}, bound {bound})");
     }
 }
