@@ -101,6 +101,11 @@ pub enum Bench {
         /// The λ values, comma-separated (0: the plain classifier; put it first).
         #[arg(long, default_value = "0,100,1000,10000", value_delimiter = ',')]
         weights: Vec<f64>,
+        /// A file keeping the task's embedded notes: written on the first run, read by the next
+        /// one with the same notes and model (embedding is what costs: minutes; training,
+        /// seconds), so that λ and the other settings can be compared cheaply.
+        #[arg(long)]
+        cache: Option<std::path::PathBuf>,
         #[command(flatten)]
         params: super::train::TrainParamArgs,
         #[command(flatten)]
@@ -195,8 +200,8 @@ pub fn run(which: Bench) -> Result<(), CliError> {
         Bench::Kde { docs, terms, dim, features, candidates, sequences, sampler, naive_sequences, naive_candidates } => {
             bench_kde(docs, terms, dim, features, candidates, sequences, &sampler, naive_sequences, naive_candidates)
         }
-        Bench::Adapt { corpus, classes, per_class, seeds, weights, params, model } => {
-            super::bench_adapt::adapt(&corpus, classes, per_class, seeds, &weights, &params, &model)
+        Bench::Adapt { corpus, classes, per_class, seeds, weights, cache, params, model } => {
+            super::bench_adapt::adapt(&corpus, classes, per_class, seeds, &weights, cache.as_deref(), &params, &model)
         }
         Bench::Train { corpus, labelled, unlabelled, random_vectors, params, model } => {
             super::bench_adapt::scale(&corpus, labelled, unlabelled, random_vectors, &params, &model)
@@ -257,13 +262,18 @@ fn bench_kde(
         let seqs = sample::sample(&set, &cands, n_seqs, &mut rng).map_err(kde_err)?;
         let gen_s = t1.elapsed().as_secs_f64();
         assert_eq!(seqs.len(), n_seqs);
+        // The signal estimate a run adds to its report (`sample::signal`), timed apart.
+        let t_sig = Instant::now();
+        std::hint::black_box(crate::sample::signal::class_signals(&set, &cands).map_err(kde_err)?);
+        let signal_s = t_sig.elapsed().as_secs_f64();
         println!(
-            "  {:<17} KDE build {:>6.2} s ({} member(s)) | generate {:>6.2} s = {:>7.2} ms/sequence",
+            "  {:<17} KDE build {:>6.2} s ({} member(s)) | generate {:>6.2} s = {:>7.2} ms/sequence | signal {:>5.2} s",
             sampler.name(),
             build,
             params.ensemble().members(),
             gen_s,
-            gen_s * 1000.0 / n_seqs as f64
+            gen_s * 1000.0 / n_seqs as f64,
+            signal_s
         );
         if naive_seqs > 0 && matches!(sampler, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog) {
             // The paper's per-candidate scorer on the same features, for a few sequences and

@@ -89,6 +89,19 @@ pub trait Embed {
     }
 }
 
+/// Embeds `texts` with one model call each, so that a text's vector depends on the text alone:
+/// in a batch, tract's low bits depend on a row's position among the others (`tests/embed.rs`),
+/// and which terms a run embeds follows the private corpus. The page's worker and helpers send
+/// texts to each other in groups (`worker::model::BATCH`, in the browser build) and embed
+/// every one of them this way.
+pub fn embed_each(model: &mut dyn Embed, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let mut out = Vec::with_capacity(texts.len());
+    for t in texts {
+        out.extend(model.embed(std::slice::from_ref(t))?);
+    }
+    Ok(out)
+}
+
 /// Puts `items` in batching order: ascending `model.batch_key` of their text, so that a batch
 /// of consecutive items wastes little on padding. Stable, hence deterministic.
 pub fn sort_for_batching<'a, T>(model: &dyn Embed, items: &mut [T], text: impl Fn(&T) -> &'a str) {

@@ -189,7 +189,7 @@ fn step(s: &mut State) -> Step {
     }
     let outcome = if let Some(ids) = bg.queue.pop_front() {
         let texts: Vec<&str> = ids.iter().map(|&id| vocab.term(id)).collect();
-        if let Ok(vecs) = m.embedder.embed(&texts) {
+        if let Ok(vecs) = crate::embed::embed_each(&mut m.embedder, &texts) {
             for (&id, v) in ids.iter().zip(&vecs) {
                 let _ = live.keep(id, v);
             }

@@ -121,7 +121,7 @@ pub async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
     let same_shape = (8 * same.len()) as f64 / seconds_since(t0);
     let tokens = |t: &[&str]| t.iter().map(|t| m.embedder.batch_key(t)).sum::<usize>() as f64 / t.len().max(1) as f64;
     let (mean_tokens, same_shape_tokens) = (tokens(&texts), tokens(&same));
-    // The app's own path: one term per call (`BATCH`) shared between this worker and the helpers, once they
+    // The app's own path: one term per model call, `BATCH` a message, shared between this worker and the helpers, once they
     // have started and loaded the model (that time is reported apart).
     let t0 = now_ms();
     let count = pool::helpers_for_this_machine();

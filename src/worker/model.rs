@@ -14,11 +14,13 @@ use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
 use crate::embed::Embed;
 use crate::protocol::{limits, Event, FileInfo, Stage};
 
-/// Terms per model call: one. Which terms a run embeds live depends on the private corpus, and
-/// in a batch a vector's low bits depend on its position among the others (tract;
+/// Terms per message between this worker and its helpers, each embedded by its own model call
+/// (`crate::embed::embed_each`): which terms a run embeds live depends on the private corpus,
+/// and in a batch a vector's low bits depend on its position among the others (tract;
 /// `tests/embed.rs`), while every mechanism treats a vector as a function of its public term
-/// alone. In wasm one term per call costs little (about 18 against 21 terms/s at 32).
-pub const BATCH: usize = 1;
+/// alone. Sixteen a message keeps the helpers busy: with one, each waited for this worker to
+/// finish its own term before getting the next.
+pub const BATCH: usize = 16;
 pub use crate::embed::onnx::BUNDLED_MODEL_NAME;
 
 pub struct Model {

@@ -57,7 +57,7 @@ pub async fn embed_batches(
         }
         if let Some(k) = queue.pop_front() {
             let t0 = now_ms();
-            let vecs = embedder.embed(&batches[k]).map_err(at(Stage::Embed))?;
+            let vecs = crate::embed::embed_each(embedder, &batches[k]).map_err(at(Stage::Embed))?;
             slowest_here_ms = slowest_here_ms.max(now_ms() - t0);
             finished[k] = true;
             left -= 1;

@@ -10,7 +10,6 @@ use wasm_bindgen::JsCast;
 use super::wasm_memory_bytes;
 use super::wire::{read_sums_request, EMBED, EMBEDDED, FAILED, LOAD, LOADED, SUMMED, SUMS};
 use crate::embed::onnx::OnnxEmbedder;
-use crate::embed::Embed;
 use crate::dp::summary::{self as kde, SummaryDoc};
 
 thread_local! {
@@ -57,7 +56,7 @@ pub fn serve(data: &JsValue) -> bool {
             let out = texts.and_then(|texts| {
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 HELPER_MODEL.with(|h| match h.borrow_mut().as_mut() {
-                    Some(m) => m.embed(&refs).map_err(|e| e.to_string()),
+                    Some(m) => crate::embed::embed_each(m, &refs).map_err(|e| e.to_string()),
                     None => Err("the helper has no model".to_string()),
                 })
             });
