@@ -17,12 +17,15 @@ use crate::public_vocab::Bundled;
 pub use crate::run::{account_name, FieldError, RunSettings, Stage};
 
 /// The largest inputs the app accepts, refused by size before a byte is read. A worker's
-/// memory is one wasm heap (at most 4 GiB); the corpus is streamed in 4 MiB slices, the other
-/// files are read whole (and the model is kept twice: its bytes for the helper workers, and
-/// tract's copy).
+/// memory is one wasm heap (at most 4 GiB). The curator's corpus (and a tuning file) has no
+/// total cap: it is streamed in 4 MiB slices and only each document's term ids, label and hash
+/// are kept, so what bounds it is per record and per document (`crate::corpus::limits`). The
+/// files below are read whole (and the model is kept twice: its bytes for the helper workers,
+/// and tract's copy).
 pub mod limits {
-    /// The corpus files of one load, together (also a tuning file).
-    pub const CORPUS_TOTAL: u64 = 2 << 30;
+    /// The recipient's document sets, together: their texts are kept (to embed, and to write
+    /// beside the predictions).
+    pub const TEXTS_TOTAL: u64 = 2 << 30;
     /// A custom public vocabulary (one term per line).
     pub const VOCABULARY: u64 = 64 << 20;
     /// A custom ONNX embedding model.
@@ -384,9 +387,9 @@ mod tests {
 
     #[test]
     fn oversized_inputs_are_refused_by_size_in_plain_words() {
-        assert!(limits::check("a corpus", "a.csv", limits::CORPUS_TOTAL, limits::CORPUS_TOTAL).is_ok());
-        let e = limits::check("a corpus", "big.txt", limits::CORPUS_TOTAL + 1, limits::CORPUS_TOTAL).unwrap_err();
-        assert!(e.starts_with("big.txt is 2.0 GiB and a corpus may be at most 2.0 GiB"), "{e}");
+        assert!(limits::check("the unlabelled documents", "a.csv", limits::TEXTS_TOTAL, limits::TEXTS_TOTAL).is_ok());
+        let e = limits::check("the unlabelled documents", "big.txt", limits::TEXTS_TOTAL + 1, limits::TEXTS_TOTAL).unwrap_err();
+        assert!(e.starts_with("big.txt is 2.0 GiB and the unlabelled documents may be at most 2.0 GiB"), "{e}");
         let e = limits::check("a vocabulary", "v.txt", 100 << 20, limits::VOCABULARY).unwrap_err();
         assert!(e.contains("100.0 MiB") && e.contains("64.0 MiB"), "{e}");
     }

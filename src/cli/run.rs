@@ -175,11 +175,13 @@ fn labelled(corpus: &CorpusArgs) -> bool {
 /// secret of the ledger it will be recorded in (`super::local_key`); with a person column,
 /// says what the privacy unit does to it under `classes` (`crate::units`).
 pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize, classes: &ClassSet, ledger: &LedgerArgs) -> Result<MatchedCorpus, CliError> {
+    let started = std::time::Instant::now();
     let matcher = Matcher::new(public)?;
     let mut mc = read_corpus(corpus, Some(&matcher), keep)?;
     let path = super::io::ledger_path(ledger);
     mc.key_with(&super::local_key::for_ledger(&path, &super::ledger_file::read(&path)?)?);
     print_stats(&mc);
+    eprintln!("read and matched in {:.1} s", started.elapsed().as_secs_f64());
     if let Some(u) = crate::units::unit_stats(&mc, classes) {
         eprintln!(
             "privacy unit: the person; {} persons (at most {} documents each), {} with documents in several classes: {} document(s) of their other classes are not read",

@@ -1,8 +1,9 @@
 //! What one load of a corpus may hold, and the reading guards that keep to it.
 //!
-//! Why caps beyond the total size (`protocol::limits::CORPUS_TOTAL`, 2 GiB): the page's worker
-//! has a wasm32 heap of at most 4 GiB, and what a load keeps grows with two things the total
-//! does not bound well:
+//! Why these caps, and none on the total size: a corpus is streamed (the page reads 4 MiB
+//! slices, the CLI a buffered file) and only what the mechanisms need stays, so its size on
+//! disk does not matter; but the page's worker has a wasm32 heap of at most 4 GiB, and what a
+//! load keeps grows with two things:
 //! - one record read whole (a JSONL line, a CSV record, a `.txt` file): a 2 GiB line is held
 //!   in full before it can be parsed, and its text again once decoded;
 //! - the number of documents: each costs about 170 bytes that stay for the whole session (its

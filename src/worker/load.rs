@@ -107,8 +107,6 @@ pub fn read_matched(infos: &[FileInfo], files: &[File], fields: &Fields, vocab: 
     let matcher = Matcher::new(vocab).map_err(at(stage))?;
     let mut sink = MatchingSink::new(Some(&matcher), KEEP, fields.label.is_some());
     let total: f64 = files.iter().take(infos.len()).map(|f| f.size()).sum();
-    let name = if infos.len() == 1 { infos[0].name.clone() } else { format!("{} files together", infos.len()) };
-    limits::check("a corpus", &name, total as u64, limits::CORPUS_TOTAL).map_err(at(stage))?;
     let mut base = 0.0;
     for (info, file) in infos.iter().zip(files) {
         let format = format_of(&info.name)?;

@@ -193,7 +193,7 @@ fn read_set(what: &str, set: &DocSet, files: &[File]) -> Result<Documents, Stop>
     let stage = Stage::Documents;
     let total: f64 = files.iter().map(|f| f.size()).sum();
     let name = set.files.first().map(|f| f.name.clone()).unwrap_or_default();
-    limits::check(what, &name, total as u64, limits::CORPUS_TOTAL).map_err(at(stage))?;
+    limits::check(what, &name, total as u64, limits::TEXTS_TOTAL).map_err(at(stage))?;
     let fields = Fields { text: set.text_col.clone().filter(|c| !c.is_empty()), label: set.label_col.clone().filter(|c| !c.is_empty()), person: None };
     let mut ingest = Ingest::new(fields.label.is_some());
     let mut docs = Documents::default();

@@ -22,7 +22,7 @@ use super::files::BlobReader;
 use super::load::format_of;
 use super::{Loaded, State};
 use crate::corpus::{self, Ingest};
-use crate::protocol::{limits, Event, FileInfo, Stage};
+use crate::protocol::{Event, FileInfo, Stage};
 use crate::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
 
 pub fn check(state: &State, infos: &[FileInfo], files: &[File], documents: Vec<SyntheticDoc>, params: ReplayParams) -> Result<Event, Stop> {
@@ -35,7 +35,6 @@ pub fn check(state: &State, infos: &[FileInfo], files: &[File], documents: Vec<S
     }
     let mut index = ReplayIndex::new(documents, params).map_err(at(stage))?;
     let total: f64 = files.iter().take(infos.len()).map(|f| f.size()).sum();
-    limits::check("a corpus", &infos[0].name, total as u64, limits::CORPUS_TOTAL).map_err(at(stage))?;
     let mut ingest = Ingest::new(fields.label.is_some());
     let mut base = 0.0;
     progress(stage, 0, total as u64);

@@ -45,31 +45,62 @@ const MB = (b) => (b / 1e6).toFixed(0);
 // note has its first r sentences moved to its end, so that copies do not repeat their notes'
 // keyphrase sequences (work done once per distinct term or prefix is not flattered by exact
 // repetition).
+// Hospital scale (issue 26): DPKPS_BENCH_NOTES=2000000 writes that many notes instead, note k
+// being MTSamples note k mod 4,999 with its sentences rotated by ⌊k / 4,999⌋ (so copies differ)
+// and cut at a word to at most DPKPS_BENCH_NOTE_CHARS characters (default 1,900: with its label
+// and id about 2 kB a row, so 2 million notes make about 4 GB, MIMIC-III NOTEEVENTS' count and
+// size). Columns note_id, medical_specialty, transcription. DPKPS_BENCH_KEEP=FILE keeps the
+// written corpus there (for the CLI's half of `scripts/bench.sh --hospital`).
 const vary = process.env.DPKPS_BENCH_VARY === '1';
+const notes = Number(process.env.DPKPS_BENCH_NOTES ?? 0);
+const noteChars = Number(process.env.DPKPS_BENCH_NOTE_CHARS ?? 1900);
 const text = fs.readFileSync(source, 'utf8');
 const cut = text.indexOf('\n') + 1;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-bench-pipeline-'));
-const corpus = path.join(tmp, `mtsamples-x${repeat}${vary ? '-varied' : ''}.csv`);
+const corpus = process.env.DPKPS_BENCH_KEEP ?? path.join(tmp, notes ? `notes-${notes}.csv` : `mtsamples-x${repeat}${vary ? '-varied' : ''}.csv`);
 const out = fs.openSync(corpus, 'w');
-fs.writeSync(out, text.slice(0, cut));
 const body = text.slice(cut).endsWith('\n') ? text.slice(cut) : `${text.slice(cut)}\n`;
-const rows = vary ? parseCsv(body) : [];
-const textCol = vary ? parseCsv(text.slice(0, cut))[0].indexOf('transcription') : -1;
+const rows = vary || notes ? parseCsv(body) : [];
+const header = parseCsv(text.slice(0, cut))[0];
+const textCol = header.indexOf('transcription');
 const quote = (f) => `"${f.replaceAll('"', '""')}"`;
-for (let r = 0; r < repeat; r++) {
-  if (!vary || r === 0) {
-    fs.writeSync(out, body);
-    continue;
+const rotate = (f, r) => {
+  const sentences = f.split(/(?<=\.)\s+/);
+  const k = r % Math.max(sentences.length, 1);
+  return [...sentences.slice(k), ...sentences.slice(0, k)].join(' ');
+};
+if (notes) {
+  const labelCol = header.indexOf('medical_specialty');
+  fs.writeSync(out, 'note_id,medical_specialty,transcription\n');
+  let chunk = [];
+  let bytes = 0;
+  for (let k = 0; k < notes; k++) {
+    const row = rows[k % rows.length];
+    let note = rotate(row[textCol], Math.floor(k / rows.length));
+    if (note.length > noteChars) note = note.slice(0, note.lastIndexOf(' ', noteChars) > 0 ? note.lastIndexOf(' ', noteChars) : noteChars);
+    const line = `${k + 1},${quote(row[labelCol])},${quote(note)}\n`;
+    chunk.push(line);
+    bytes += line.length;
+    if (bytes > 16e6) {
+      fs.writeSync(out, chunk.join(''));
+      chunk = [];
+      bytes = 0;
+    }
   }
-  const lines = rows.map((row) => row.map((f, i) => {
-    if (i !== textCol) return quote(f);
-    const sentences = f.split(/(?<=\.)\s+/);
-    const k = r % Math.max(sentences.length, 1);
-    return quote([...sentences.slice(k), ...sentences.slice(0, k)].join(' '));
-  }).join(','));
-  fs.writeSync(out, `${lines.join('\n')}\n`);
+  fs.writeSync(out, chunk.join(''));
+} else {
+  fs.writeSync(out, text.slice(0, cut));
+  for (let r = 0; r < repeat; r++) {
+    if (!vary || r === 0) {
+      fs.writeSync(out, body);
+      continue;
+    }
+    const lines = rows.map((row) => row.map((f, i) => (i === textCol ? quote(rotate(f, r)) : quote(f))).join(','));
+    fs.writeSync(out, `${lines.join('\n')}\n`);
+  }
 }
 fs.closeSync(out);
+const corpusName = notes ? `${notes.toLocaleString('en')} notes (MTSamples cut to ${noteChars} characters, sentences rotated per copy)` : `MTSamples × ${repeat}${vary ? ' (copies varied: sentences rotated)' : ''}`;
 
 /** RFC 4180 rows (quoted fields may hold commas, quotes and newlines). */
 function parseCsv(t) {
@@ -105,7 +136,7 @@ const customVocab = path.join(tmp, 'own-vocabulary-50k.txt');
   }
   fs.writeFileSync(customVocab, `${terms.join('\n')}\n`);
 }
-console.log(`benchmark: the pipeline in the app (release wasm, headless Chromium, ${os.cpus().length} cores), MTSamples × ${repeat}${vary ? ' (copies varied: sentences rotated)' : ''} (${MB(fs.statSync(corpus).size)} MB), page defaults; own vocabulary: 50,000 terms (MeSH 2017 names, then GloVe words by frequency)`);
+console.log(`benchmark: the pipeline in the app (release wasm, headless Chromium, ${os.cpus().length} cores), ${corpusName} (${MB(fs.statSync(corpus).size)} MB), page defaults; own vocabulary: 50,000 terms (MeSH 2017 names, then GloVe words by frequency)`);
 
 /** Chromium processes now running (pid → command line). */
 function chromiumPids() {
@@ -249,3 +280,4 @@ for (const r of results) {
 await browser.close();
 await server.close();
 fs.rmSync(tmp, { recursive: true, force: true });
+if (process.env.DPKPS_BENCH_KEEP) console.log(`the corpus is kept at ${corpus}`);
