@@ -11,6 +11,7 @@
 //! unlabelled documents, the corpus's notes repeated as needed) and prints the peak memory.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Instant;
 
 use rand_chacha::rand_core::{RngCore, SeedableRng};
@@ -39,12 +40,69 @@ fn by_class(corpus: &CorpusArgs) -> Result<BTreeMap<String, Vec<String>>, CliErr
     Ok(out)
 }
 
+/// What the cache's matrices were embedded from: the model and every set's texts, in order.
+fn cache_key(model: &str, sets: &[(&str, &[String])]) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(model.as_bytes());
+    for (_, texts) in sets {
+        h.update((texts.len() as u64).to_le_bytes());
+        for t in texts.iter() {
+            h.update((t.len() as u64).to_le_bytes());
+            h.update(t.as_bytes());
+        }
+    }
+    h.finalize().into()
+}
+
+/// The cache: the key, then per matrix its rows and columns (u64 LE) and its floats (f32 LE).
+fn write_cache(path: &Path, key: &[u8; 32], m: &[Matrix; 4]) -> std::io::Result<()> {
+    let mut out = key.to_vec();
+    for s in m {
+        out.extend((s.rows as u64).to_le_bytes());
+        out.extend((s.cols as u64).to_le_bytes());
+        out.extend(s.data.iter().flat_map(|v| v.to_le_bytes()));
+    }
+    std::fs::write(path, out)
+}
+
+/// The cached matrices when the file holds them for `key` (anything else: embed again).
+fn read_cache(path: &Path, key: &[u8; 32]) -> Option<[Matrix; 4]> {
+    let bytes = std::fs::read(path).ok()?;
+    let (head, mut rest) = bytes.split_at_checked(32)?;
+    if head != key {
+        return None;
+    }
+    let take_u64 = |rest: &mut &[u8]| -> Option<usize> {
+        let (v, tail) = rest.split_at_checked(8)?;
+        *rest = tail;
+        usize::try_from(u64::from_le_bytes(v.try_into().ok()?)).ok()
+    };
+    let mut out = Vec::with_capacity(4);
+    for _ in 0..4 {
+        let (rows, cols) = (take_u64(&mut rest)?, take_u64(&mut rest)?);
+        let (floats, tail) = rest.split_at_checked(rows.checked_mul(cols)?.checked_mul(4)?)?;
+        rest = tail;
+        out.push(Matrix { rows, cols, data: floats.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect() });
+    }
+    out.try_into().ok()
+}
+
 fn ids(names: &[String], labels: &[String]) -> Vec<usize> {
     labels.iter().map(|l| names.iter().position(|n| n == l).unwrap_or(0)).collect()
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn adapt(corpus: &CorpusArgs, classes: usize, per_class: Option<usize>, seeds: usize, weights: &[f64], params: &TrainParamArgs, model: &ModelArgs) -> Result<(), CliError> {
+pub(crate) fn adapt(
+    corpus: &CorpusArgs,
+    classes: usize,
+    per_class: Option<usize>,
+    seeds: usize,
+    weights: &[f64],
+    cache: Option<&Path>,
+    params: &TrainParamArgs,
+    model: &ModelArgs,
+) -> Result<(), CliError> {
     let base = params.params()?;
     let mut groups: Vec<(String, Vec<String>)> = by_class(corpus)?.into_iter().collect();
     groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(&b.0)));
@@ -79,11 +137,27 @@ pub(crate) fn adapt(corpus: &CorpusArgs, classes: usize, per_class: Option<usize
     let (src_text, src_labels): (Vec<String>, Vec<String>) = src.into_iter().unzip();
     let (test_text, test_labels): (Vec<String>, Vec<String>) = test.into_iter().unzip();
     let test_shifted: Vec<String> = test_text.iter().map(|t| shift::rewrite(t)).collect();
-    let x = embed(emb.as_mut(), "labelled notes", &src_text)?;
-    let u = embed(emb.as_mut(), "unlabelled rewritten notes", &tgt)?;
-    let ts = embed(emb.as_mut(), "rewritten test notes", &test_shifted)?;
-    let tp = embed(emb.as_mut(), "test notes as they are", &test_text)?;
-    println!("  embedding {} notes: {:.1} s", x.rows + u.rows + ts.rows + tp.rows, t0.elapsed().as_secs_f64());
+    let sets: [(&str, &[String]); 4] =
+        [("labelled notes", &src_text), ("unlabelled rewritten notes", &tgt), ("rewritten test notes", &test_shifted), ("test notes as they are", &test_text)];
+    let key = cache_key(emb.checksum(), &sets);
+    let [x, u, ts, tp] = match cache.and_then(|c| read_cache(c, &key)) {
+        Some(m) => {
+            println!("  embedded notes read from {}", cache.map_or(String::new(), |c| c.display().to_string()));
+            m
+        }
+        None => {
+            let mut m = Vec::with_capacity(4);
+            for (what, texts) in sets {
+                m.push(embed(emb.as_mut(), what, texts)?);
+            }
+            let m: [Matrix; 4] = m.try_into().map_err(|_| CliError::Input { path: "benchmark".into(), message: "internal: four sets".into() })?;
+            println!("  embedding {} notes: {:.1} s", m.iter().map(|s| s.rows).sum::<usize>(), t0.elapsed().as_secs_f64());
+            if let Some(c) = cache {
+                write_cache(c, &key, &m).map_err(|e| CliError::Input { path: c.display().to_string(), message: format!("cannot write the cache: {e}") })?;
+            }
+            m
+        }
+    };
     let (y, truth) = (ids(&names, &src_labels), ids(&names, &test_labels));
     let accuracy_on = |m: &crate::adapt::Classifier, t: &Matrix| -> Result<(f64, f64), CliError> {
         let pred: Vec<usize> = m.predict(t).map_err(adapt_err)?.iter().map(|p| p.class).collect();
