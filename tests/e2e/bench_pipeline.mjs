@@ -47,13 +47,13 @@ const MB = (b) => (b / 1e6).toFixed(0);
 // repetition).
 // Hospital scale (issue 26): DPKPS_BENCH_NOTES=2000000 writes that many notes instead, note k
 // being MTSamples note k mod 4,999 with its sentences rotated by ⌊k / 4,999⌋ (so copies differ)
-// and cut at a word to at most DPKPS_BENCH_NOTE_CHARS characters (default 1,900: with its label
+// and cut at a word to at most DPKPS_BENCH_NOTE_CHARS characters (default 2,400: with its label
 // and id about 2 kB a row, so 2 million notes make about 4 GB, MIMIC-III NOTEEVENTS' count and
 // size). Columns note_id, medical_specialty, transcription. DPKPS_BENCH_KEEP=FILE keeps the
 // written corpus there (for the CLI's half of `scripts/bench.sh --hospital`).
 const vary = process.env.DPKPS_BENCH_VARY === '1';
 const notes = Number(process.env.DPKPS_BENCH_NOTES ?? 0);
-const noteChars = Number(process.env.DPKPS_BENCH_NOTE_CHARS ?? 1900);
+const noteChars = Number(process.env.DPKPS_BENCH_NOTE_CHARS ?? 2400);
 const text = fs.readFileSync(source, 'utf8');
 const cut = text.indexOf('\n') + 1;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-bench-pipeline-'));
