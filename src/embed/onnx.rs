@@ -1,6 +1,6 @@
 //! The sentence-embedding model: an ONNX graph run by `tract-onnx`, tokenised by `tokenizers`.
-//! Model → optimised plans (once: any batch, and batch 1) → run per batch, as tract intends. The same code runs natively
-//! and in wasm32.
+//! Model → optimised plans (once: one for any batch, one for a batch of 1) → run per batch, as
+//! tract intends. The same code runs natively and in wasm32.
 //!
 //! Expected graph (as `models/all-MiniLM-L6-v2.int8w.onnx`): inputs `input_ids`,
 //! `attention_mask`, `token_type_ids` (i64, [batch, seq], symbolic) and one output of shape
@@ -76,7 +76,7 @@ impl OnnxEmbedder {
             .map(|want| decluttered.inputs.iter().position(|o| decluttered.node(o.node).name == *want).unwrap_or(usize::MAX))
             .collect();
         // A second plan with the batch dimension fixed at 1, for one text per call (the run
-        // embeds Ṽ's terms one at a time: `crate::worker::model::BATCH` says why). tract then
+        // embeds Ṽ's terms one at a time: `crate::embed::embed_each` says why). tract then
         // resolves fewer shapes per run: 85 against 72 terms/s natively (`dpkps bench embed`),
         // for about 26 MB more (the weights packed once more).
         let one = {
