@@ -114,4 +114,12 @@ fn a_terms_vector_does_not_depend_on_the_terms_embedded_with_it() {
         let (a, b) = (alone.get(t).unwrap(), with.get(t).unwrap());
         assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()), "term {:?} changed with the terms embedded beside it", vocab.term(t));
     }
+    // The page's path: the worker and its helpers pass terms in groups and embed each with
+    // `embed_each`; a group must give every term the vector it has alone.
+    let crowd_text: Vec<&str> = crowd.iter().map(|&t| vocab.term(t)).collect();
+    let grouped = dpkps::embed::embed_each(&mut e, &crowd_text).unwrap();
+    for (&t, g) in crowd.iter().zip(&grouped) {
+        let a = with.get(t).unwrap();
+        assert!(a.iter().zip(g).all(|(x, y)| x.to_bits() == y.to_bits()), "term {:?} differs in a group from alone", vocab.term(t));
+    }
 }

@@ -31,8 +31,9 @@
 //!   Classifiers, predictions on the unchanged test units, the counts and their noise are
 //!   post-processing of those releases.
 //! - **x in the test part.** The training part, hence every release and every classifier, is
-//!   the same in both corpora. x changes n by 1 and each c_a by 0 or 1 (its one prediction per
-//!   arm), so the vector (c_1..c_k, n) has L1 sensitivity Δ = k + 1 and discrete Laplace noise
+//!   the same in both corpora. x changes n by 0 or 1 (1 when it is in a declared class and has a
+//!   matched term: `eval::dp_check` counts only those) and each c_a by 0 or 1 (its one
+//!   prediction per arm), so the vector (c_1..c_k, n) has L1 sensitivity Δ = k + 1 and discrete Laplace noise
 //!   of scale Δ/ε_select on every entry is ε_select-DP ([`super::laplace`]).
 //! - **Together.** With p = P(x's coin says test), P[M(D∪{x}) ∈ S] = (1−p)·P[M_train] + p·P[M_test],
 //!   each term within e^ε_train resp. e^ε_select of P[M(D) ∈ S] (and conversely for the other
