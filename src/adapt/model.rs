@@ -9,6 +9,7 @@ use candle_core::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use super::net::Net;
+use super::tensors::Named;
 use super::{AdaptError, Matrix, TrainParams};
 
 /// The metadata key and value that mark a dpkps classifier file.
@@ -74,10 +75,7 @@ impl Classifier {
         Ok(out)
     }
 
-    /// The model file's bytes: the safetensors layout (8-byte little-endian header length, a
-    /// JSON header, the tensors' bytes), written here rather than by `safetensors::serialize`
-    /// so that the header's keys come in sorted order and the same model is the same file
-    /// (that function takes the metadata as a `HashMap`, whose order changes from run to run).
+    /// The model file's bytes (the safetensors layout, [`super::tensors::write`]).
     pub fn to_bytes(&self) -> Result<Vec<u8>, AdaptError> {
         let mut meta = BTreeMap::new();
         meta.insert("format", MODEL_FORMAT.to_string());
@@ -86,27 +84,12 @@ impl Classifier {
         if let Some(m) = &self.embedding_model {
             meta.insert("embedding_model", m.clone());
         }
-        let mut header = serde_json::Map::new();
-        let mut data: Vec<u8> = Vec::new();
-        let mut named = self.net.named();
-        named.sort_by(|a, b| a.0.cmp(&b.0));
-        for (name, t) in named {
+        let mut named = Vec::with_capacity(6);
+        for (name, t) in self.net.named() {
             let values: Vec<f32> = t.flatten_all()?.to_vec1()?;
-            let start = data.len();
-            data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-            header.insert(name, serde_json::json!({ "dtype": "F32", "shape": t.dims(), "data_offsets": [start, data.len()] }));
+            named.push(Named::f32(&name, t.dims().to_vec(), &values));
         }
-        header.insert("__metadata__".into(), serde_json::to_value(&meta).unwrap_or_default());
-        let mut text = serde_json::Value::Object(header).to_string().into_bytes();
-        // The tensors start 8-byte aligned (the format pads its header with spaces).
-        while text.len() % 8 != 0 {
-            text.push(b' ');
-        }
-        let mut out = Vec::with_capacity(8 + text.len() + data.len());
-        out.extend((text.len() as u64).to_le_bytes());
-        out.extend(text);
-        out.extend(data);
-        Ok(out)
+        Ok(super::tensors::write(named, &meta))
     }
 
     /// Reads a model file, checking what it holds (any failure in plain words).

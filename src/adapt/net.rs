@@ -1,7 +1,7 @@
 //! The network: the paper's three fully connected layers over the sentence embeddings
-//! (DP-KPS appendix C.1.2), `d → h₁ → h₂ → K` with ReLU between them. The CORAL term aligns
-//! the second hidden layer's activations (the features the last layer classifies), the
-//! bottleneck where Deep CORAL implementations place it for a small head.
+//! (DP-KPS appendix C.1.2), `d → h₁ → h₂ → K` with ReLU between them. [`Net::forward`] returns
+//! both the second hidden layer's activations and the logits, so the CORAL term can align
+//! either (`super::CoralOn`; the logits by default, as Sun & Saenko's last layer).
 //!
 //! Initialised from a seeded ChaCha stream (not candle's unseedable CPU generator), as PyTorch
 //! initialises `nn.Linear`: weights and biases uniform in ±1/√fan_in. So a seed fixes the

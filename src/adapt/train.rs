@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::coral::coral_loss;
 use super::net::Net;
-use super::{AdaptError, Classifier, EpochLog, Matrix, TrainParams};
+use super::{AdaptError, Classifier, CoralOn, EpochLog, Matrix, TrainParams};
 
 /// Fisher–Yates over `order` (not a DP draw: any fair shuffle does).
 pub(crate) fn shuffle<T>(order: &mut [T], rng: &mut ChaCha8Rng) {
@@ -148,8 +148,11 @@ impl Trainer {
                         batch.push(self.t_order[self.t_next]);
                         self.t_next += 1;
                     }
-                    let (t_features, _) = self.net.forward(&t.gather(&batch)?)?;
-                    let c = coral_loss(&features, &t_features)?;
+                    let (t_features, t_logits) = self.net.forward(&t.gather(&batch)?)?;
+                    let c = match self.params.coral_on {
+                        CoralOn::Logits => coral_loss(&logits, &t_logits)?,
+                        CoralOn::Features => coral_loss(&features, &t_features)?,
+                    };
                     coral_sum += c.to_scalar::<f32>()? as f64;
                     if self.params.coral_weight > 0.0 {
                         (ce + c.affine(self.params.coral_weight, 0.0)?)?

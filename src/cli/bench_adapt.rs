@@ -20,6 +20,7 @@ use rand_chacha::ChaCha8Rng;
 use super::train::{embed, read_corpus_documents, TrainParamArgs};
 use super::{load_model, peak_rss_kb, CliError, CorpusArgs, ModelArgs};
 use crate::adapt::score::score;
+use crate::adapt::shift_task::{Sample, ShiftTask, SETS};
 use crate::adapt::{shift, shuffle, train, Matrix, TrainParams};
 use crate::eval::metrics::spread;
 
@@ -40,8 +41,9 @@ fn by_class(corpus: &CorpusArgs) -> Result<BTreeMap<String, Vec<String>>, CliErr
     Ok(out)
 }
 
-/// What the cache's matrices were embedded from: the model and every set's texts, in order.
-fn cache_key(model: &str, sets: &[(&str, &[String])]) -> [u8; 32] {
+/// What the cache's matrices were embedded from: the model and every set's texts, in order
+/// (SHA-256, hex).
+fn cache_key(model: &str, sets: &[(&str, &[String])]) -> String {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     h.update(model.as_bytes());
@@ -52,40 +54,12 @@ fn cache_key(model: &str, sets: &[(&str, &[String])]) -> [u8; 32] {
             h.update(t.as_bytes());
         }
     }
-    h.finalize().into()
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The cache: the key, then per matrix its rows and columns (u64 LE) and its floats (f32 LE).
-fn write_cache(path: &Path, key: &[u8; 32], m: &[Matrix; 4]) -> std::io::Result<()> {
-    let mut out = key.to_vec();
-    for s in m {
-        out.extend((s.rows as u64).to_le_bytes());
-        out.extend((s.cols as u64).to_le_bytes());
-        out.extend(s.data.iter().flat_map(|v| v.to_le_bytes()));
-    }
-    std::fs::write(path, out)
-}
-
-/// The cached matrices when the file holds them for `key` (anything else: embed again).
-fn read_cache(path: &Path, key: &[u8; 32]) -> Option<[Matrix; 4]> {
-    let bytes = std::fs::read(path).ok()?;
-    let (head, mut rest) = bytes.split_at_checked(32)?;
-    if head != key {
-        return None;
-    }
-    let take_u64 = |rest: &mut &[u8]| -> Option<usize> {
-        let (v, tail) = rest.split_at_checked(8)?;
-        *rest = tail;
-        usize::try_from(u64::from_le_bytes(v.try_into().ok()?)).ok()
-    };
-    let mut out = Vec::with_capacity(4);
-    for _ in 0..4 {
-        let (rows, cols) = (take_u64(&mut rest)?, take_u64(&mut rest)?);
-        let (floats, tail) = rest.split_at_checked(rows.checked_mul(cols)?.checked_mul(4)?)?;
-        rest = tail;
-        out.push(Matrix { rows, cols, data: floats.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect() });
-    }
-    out.try_into().ok()
+/// The cached task when the file holds one for `key` (anything else: embed again).
+fn read_cache(path: &Path, key: &str) -> Option<ShiftTask> {
+    ShiftTask::from_bytes(&std::fs::read(path).ok()?).ok().filter(|t| t.key == key)
 }
 
 fn ids(names: &[String], labels: &[String]) -> Vec<usize> {
@@ -140,28 +114,44 @@ pub(crate) fn adapt(
     let sets: [(&str, &[String]); 4] =
         [("labelled notes", &src_text), ("unlabelled rewritten notes", &tgt), ("rewritten test notes", &test_shifted), ("test notes as they are", &test_text)];
     let key = cache_key(emb.checksum(), &sets);
-    let [x, u, ts, tp] = match cache.and_then(|c| read_cache(c, &key)) {
-        Some(m) => {
+    let task = match cache.and_then(|c| read_cache(c, &key)) {
+        Some(t) => {
             println!("  embedded notes read from {}", cache.map_or(String::new(), |c| c.display().to_string()));
-            m
+            t
         }
         None => {
             let mut m = Vec::with_capacity(4);
-            for (what, texts) in sets {
+            let mut samples = Vec::new();
+            for ((what, texts), name) in sets.iter().zip(SETS) {
                 m.push(embed(emb.as_mut(), what, texts)?);
+                samples.extend(texts.iter().take(2).enumerate().map(|(row, t)| Sample { set: name.into(), row, text: t.clone() }));
             }
-            let m: [Matrix; 4] = m.try_into().map_err(|_| CliError::Input { path: "benchmark".into(), message: "internal: four sets".into() })?;
-            println!("  embedding {} notes: {:.1} s", m.iter().map(|s| s.rows).sum::<usize>(), t0.elapsed().as_secs_f64());
+            let [labelled, unlabelled, test_shifted, test_as_is]: [Matrix; 4] =
+                m.try_into().map_err(|_| CliError::Input { path: "benchmark".into(), message: "internal: four sets".into() })?;
+            println!("  embedding {} notes: {:.1} s", labelled.rows + unlabelled.rows + 2 * test_shifted.rows, t0.elapsed().as_secs_f64());
+            let t = ShiftTask {
+                labelled_class: ids(&names, &src_labels),
+                test_class: ids(&names, &test_labels),
+                classes: names.clone(),
+                labelled,
+                unlabelled,
+                test_shifted,
+                test_as_is,
+                model: emb.checksum().to_string(),
+                key,
+                samples,
+            };
             if let Some(c) = cache {
-                write_cache(c, &key, &m).map_err(|e| CliError::Input { path: c.display().to_string(), message: format!("cannot write the cache: {e}") })?;
+                std::fs::write(c, t.to_bytes()).map_err(|e| CliError::Input { path: c.display().to_string(), message: format!("cannot write the cache: {e}") })?;
             }
-            m
+            t
         }
     };
-    let (y, truth) = (ids(&names, &src_labels), ids(&names, &test_labels));
+    let (x, u, ts, tp) = (&task.labelled, &task.unlabelled, &task.test_shifted, &task.test_as_is);
+    let (y, truth) = (&task.labelled_class, &task.test_class);
     let accuracy_on = |m: &crate::adapt::Classifier, t: &Matrix| -> Result<(f64, f64), CliError> {
         let pred: Vec<usize> = m.predict(t).map_err(adapt_err)?.iter().map(|p| p.class).collect();
-        let s = score(&truth, &pred, names.len());
+        let s = score(truth, &pred, names.len());
         Ok((s.accuracy, s.macro_f1))
     };
     let mut plain_acc = Vec::new();
@@ -170,12 +160,12 @@ pub(crate) fn adapt(
         for s in 0..seeds.max(1) {
             let p = TrainParams { coral_weight: w, seed: base.seed + s as u64, ..base.clone() };
             let t1 = Instant::now();
-            let (m, _) = train(&x, &y, &names, Some(&u), &p, &mut |_| true).map_err(adapt_err)?;
+            let (m, _) = train(x, y, &names, Some(u), &p, &mut |_| true).map_err(adapt_err)?;
             secs.push(t1.elapsed().as_secs_f64());
-            let (a, f) = accuracy_on(&m, &ts)?;
+            let (a, f) = accuracy_on(&m, ts)?;
             acc.push(a);
             f1.push(f);
-            same.push(accuracy_on(&m, &tp)?.0);
+            same.push(accuracy_on(&m, tp)?.0);
         }
         let (a, f, sm, t) = (spread(&acc), spread(&f1), spread(&same), spread(&secs));
         if w == 0.0 {

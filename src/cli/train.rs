@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::{inputs, load_model, peak_rss_kb, write_private, CliError, CorpusArgs, ModelArgs};
 use crate::adapt::task::{self, Counts, Documents, TrainedSummary, Which};
-use crate::adapt::{Classifier, Matrix, Prediction, TrainParams};
+use crate::adapt::{Classifier, CoralOn, Matrix, Prediction, TrainParams};
 use crate::corpus::{Fields, Format, Ingest};
 
 #[derive(Args)]
@@ -67,6 +67,9 @@ pub(crate) struct TrainParamArgs {
     /// λ: the CORAL term's weight (0: no adaptation).
     #[arg(long, default_value_t = TrainParams::default().coral_weight)]
     pub(crate) coral_weight: f64,
+    /// The layer whose covariances the CORAL term aligns: logits or features.
+    #[arg(long, default_value = "logits", value_parser = ["logits", "features"])]
+    pub(crate) coral_on: String,
     #[arg(long, default_value_t = TrainParams::default().epochs)]
     pub(crate) epochs: usize,
     /// Documents per minibatch (from each domain).
@@ -93,6 +96,7 @@ impl TrainParamArgs {
             batch: self.batch,
             learning_rate: self.learning_rate,
             coral_weight: self.coral_weight,
+            coral_on: if self.coral_on == "features" { CoralOn::Features } else { CoralOn::Logits },
             seed: self.seed,
             ..TrainParams::default()
         };
