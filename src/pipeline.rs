@@ -15,6 +15,11 @@ use crate::dp::{DpError, SecureRng};
 use crate::ledger::Spend;
 use crate::public_vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
 
+#[cfg(not(target_arch = "wasm32"))]
+mod threads;
+#[cfg(not(target_arch = "wasm32"))]
+pub use threads::Threads;
+
 
 /// One private document, reduced to what later stages need. Private: never released.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,12 +94,7 @@ impl<'m> MatchingSink<'m> {
         fields: &Fields,
         txt_label: Option<&str>,
     ) -> Result<(), CorpusError> {
-        // Every input of one load has a person column, or none has: documents without one
-        // could not be counted with their person's others.
-        if !self.docs.is_empty() && self.person_column != fields.person {
-            return Err(CorpusError::PersonColumnMismatch { file: file.to_string() });
-        }
-        self.person_column = fields.person.clone();
+        self.check_person_column(file, fields)?;
         let MatchingSink { matcher, keep, scratch, ingest, docs, docs_without_terms, persons, .. } = self;
         corpus::stream(reader, file, format, fields, txt_label, ingest, &mut |doc| {
             let terms = match matcher {
@@ -110,6 +110,16 @@ impl<'m> MatchingSink<'m> {
             });
             docs.push(MatchedDoc { label: doc.label.map(str::to_string), person, terms });
         })
+    }
+
+    /// Every input of one load has a person column, or none has: documents without one could
+    /// not be counted with their person's others.
+    fn check_person_column(&mut self, file: &str, fields: &Fields) -> Result<(), CorpusError> {
+        if !self.docs.is_empty() && self.person_column != fields.person {
+            return Err(CorpusError::PersonColumnMismatch { file: file.to_string() });
+        }
+        self.person_column = fields.person.clone();
+        Ok(())
     }
 
     /// Documents read so far (for progress).

@@ -106,10 +106,10 @@ fn a_terms_vector_does_not_depend_on_the_terms_embedded_with_it() {
     let vocab = PublicVocabulary::parse_bundled(Bundled::Medical, &list).unwrap();
     let mut e = embedder();
     let probe: Vec<u32> = (0..vocab.len() as u32).step_by(vocab.len() / 12).collect();
-    let alone = dpkps::embed::embed_terms(&vocab, &probe, &mut e, 1, &mut |_, _| {}).unwrap();
+    let alone = dpkps::embed::embed_terms(&vocab, &probe, &mut e, &mut |_, _| {}).unwrap();
     // The same terms among 150 others of every length.
     let crowd: Vec<u32> = probe.iter().copied().chain((0..150u32).map(|k| k * 97 % vocab.len() as u32)).collect();
-    let with = dpkps::embed::embed_terms(&vocab, &crowd, &mut e, 1, &mut |_, _| {}).unwrap();
+    let with = dpkps::embed::embed_terms(&vocab, &crowd, &mut e, &mut |_, _| {}).unwrap();
     for &t in &probe {
         let (a, b) = (alone.get(t).unwrap(), with.get(t).unwrap());
         assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()), "term {:?} changed with the terms embedded beside it", vocab.term(t));

@@ -181,7 +181,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     let mut embedder = load_model(&args.inputs.model)?;
     let ids = ev.terms_to_embed();
     let t1 = Instant::now();
-    let emb = crate::embed::embed_terms(&public, &ids, embedder.as_mut(), 32, &mut |done, total| {
+    let emb = crate::embed::embed_terms(&public, &ids, embedder.as_mut(), &mut |done, total| {
         if done == total || done % 1024 == 0 {
             eprint!("\r\x1b[Kembedding terms: {done}/{total}");
         }

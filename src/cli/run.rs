@@ -13,7 +13,8 @@ use std::time::Instant;
 use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::{DpError, SecureRng};
 use crate::embed::{Embed, TermEmbeddings};
-use crate::ledger::LedgerBook;
+use crate::dp::summary::{DpSummary, SummaryDoc};
+use crate::ledger::{LedgerBook, Spend};
 use crate::classes::ClassSet;
 use crate::pipeline::{MatchedCorpus, Release};
 use crate::run::report::Checked;
@@ -119,11 +120,8 @@ impl Host for CliHost {
         let Model::Loaded(model, name) = &mut self.model else {
             return Err(CliError::Input { path: "--model".into(), message: "this command loads no embedding model".into() });
         };
-        // One term at a time: `ids` depends on the private corpus, and in a batch a vector's low
-        // bits depend on its position among the others (tract; `tests/embed.rs`), while every
-        // mechanism's sensitivity treats a vector as a function of its public term alone. About
-        // 30% slower than batches of 32 (`dpkps bench embed`: 73 against 106 terms/s).
-        let emb = crate::embed::embed_terms(vocab, ids, model.as_mut(), 1, &mut |done, total| {
+        // One term per model call (`embed_terms` says why).
+        let emb = crate::embed::embed_terms(vocab, ids, model.as_mut(), &mut |done, total| {
             if done == total || done % 1024 == 0 {
                 eprint!("\rembedding terms: {done}/{total}");
             }
@@ -132,6 +130,12 @@ impl Host for CliHost {
             eprintln!();
         }
         Ok(Vectors { emb, model: Checked { name: name.clone(), sha256: model.checksum().to_string() }, note: format!("{} terms embedded", ids.len()) })
+    }
+
+    async fn summaries(&mut self, docs: &[SummaryDoc<'_>], plan: &RunPlan, emb: &TermEmbeddings, candidates: &[TermId], rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), CliError> {
+        // The DP-KDE sums on every core: the same release (`build_threaded`).
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        crate::dp::summary::build_threaded(docs, &plan.classes, emb, candidates, &plan.summary_params(), rng, threads).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
     }
 
     fn vocabulary_recorded(&mut self, pv: &Rc<PrivateVocabulary>, _run_id: &str) {
@@ -327,7 +331,7 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
     }
     let p = &rel.kde.params;
     let emb = if p.needs().candidate_vectors {
-        crate::embed::embed_terms(&public, &rel.candidate_ids(), embedder.as_mut(), 32, &mut |_, _| {})?
+        crate::embed::embed_terms(&public, &rel.candidate_ids(), embedder.as_mut(), &mut |_, _| {})?
     } else {
         TermEmbeddings::new(embedder.dim())
     };

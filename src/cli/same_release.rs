@@ -92,7 +92,7 @@ impl Host for PageHost {
         if self.fail_vectors {
             return Err(RunError::Settings("the model did not load".into()));
         }
-        let emb = crate::embed::embed_terms(vocab, ids, &mut self.model, 32, &mut |_, _| {}).map_err(|e| RunError::Settings(e.to_string()))?;
+        let emb = crate::embed::embed_terms(vocab, ids, &mut self.model, &mut |_, _| {}).map_err(|e| RunError::Settings(e.to_string()))?;
         Ok(Vectors { emb, model: Checked { name: "hash".into(), sha256: "hash-model".into() }, note: String::new() })
     }
     async fn summaries(&mut self, docs: &[SummaryDoc<'_>], plan: &RunPlan, emb: &TermEmbeddings, candidates: &[TermId], rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), RunError> {

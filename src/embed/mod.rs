@@ -108,27 +108,30 @@ pub fn sort_for_batching<'a, T>(model: &dyn Embed, items: &mut [T], text: impl F
     items.sort_by_cached_key(|t| model.batch_key(text(t)));
 }
 
-/// Embeds the given terms of `vocab`, `batch` at a time, calling `progress(done, total)`.
+/// Embeds the given terms of `vocab`, one term per model call ([`embed_each`]), calling
+/// `progress(done, total)` every 64 terms and at the end.
+///
+/// Always alone: `ids` often depends on the private corpus (the terms a run needs), and in a
+/// batch a vector's low bits depend on its neighbours (`tests/embed.rs`), while every
+/// mechanism's sensitivity treats a vector as a function of its public term alone. The same
+/// rule everywhere also gives a term the same vector in a run and in a later `dpkps sample` of
+/// its release.
 pub fn embed_terms(
     vocab: &crate::public_vocab::PublicVocabulary,
     ids: &[TermId],
     model: &mut dyn Embed,
-    batch: usize,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<TermEmbeddings, EmbedError> {
     let mut out = TermEmbeddings::new(model.dim());
     let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| (id as usize) < vocab.len()).collect();
     todo.sort_unstable();
     todo.dedup();
-    // Similar lengths together: less padding inside a batch.
-    sort_for_batching(model, &mut todo, |&id| vocab.term(id));
-    for (k, chunk) in todo.chunks(batch.max(1)).enumerate() {
+    for (k, chunk) in todo.chunks(64).enumerate() {
         let texts: Vec<&str> = chunk.iter().map(|&id| vocab.term(id)).collect();
-        let vecs = model.embed(&texts)?;
-        for (&id, v) in chunk.iter().zip(&vecs) {
+        for (&id, v) in chunk.iter().zip(&embed_each(model, &texts)?) {
             out.insert(id, v)?;
         }
-        progress(((k + 1) * batch).min(todo.len()), todo.len());
+        progress((k * 64 + chunk.len()).min(todo.len()), todo.len());
     }
     Ok(out)
 }

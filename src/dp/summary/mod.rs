@@ -217,6 +217,38 @@ pub fn build(
     build_with(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng))
 }
 
+/// [`build`] with the DP-KDE samplers' exact sums computed on `threads` threads at once, for a
+/// native host (the page shares them with helper workers instead: `worker::helpers::kde_share`).
+/// The documents are cut in contiguous parts ([`kde::split`]); the parts' sums are exact
+/// integers, so they add up to the sums of all the documents, bit for bit, and the noise is
+/// drawn once, after the addition, as [`build`] draws it: the same release for the same `rng`.
+/// The histogram samplers, and fewer than 4,000 documents, are built on this thread.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn build_threaded(
+    docs: &[SummaryDoc<'_>],
+    classes: &ClassSet,
+    emb: &TermEmbeddings,
+    candidates: &[TermId],
+    params: &SummaryParams,
+    rng: &mut SecureRng,
+    threads: usize,
+) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+    if threads < 2 || params.sampler.hist_kind().is_some() || docs.len() < 4_000 {
+        return build(docs, classes, emb, candidates, params, rng);
+    }
+    let seed = draw_seed(rng);
+    let mut split = kde::split::SplitSums::new(docs.len(), threads, classes.len(), params);
+    let parts: Vec<_> = std::thread::scope(|s| {
+        let running: Vec<_> = split.ranges().iter().map(|r| s.spawn(move || exact_sums(&docs[r.clone()], classes.len(), emb, params, seed))).collect();
+        running.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    for (p, sums) in parts.into_iter().enumerate() {
+        split.add(p, sums?);
+    }
+    let total = split.finish(|r| exact_sums(&docs[r], classes.len(), emb, params, seed))?;
+    build_from_sums(docs, classes, emb, candidates, params, seed, total, rng)
+}
+
 /// The seed of ω and β: random, data-independent, released with the DP-KDEs.
 pub fn draw_seed(rng: &mut SecureRng) -> [u8; 32] {
     let mut seed = [0u8; 32];

@@ -190,4 +190,32 @@ mod tests {
             .unwrap();
         assert_eq!((computed, total), (2, all));
     }
+
+    /// The CLI's build on threads gives the release the single-thread build gives for the same
+    /// generator, bit for bit (the noise drawn once, after the parts are added).
+    #[test]
+    #[cfg(not(target_arch = "wasm32"))]
+    fn the_threaded_build_is_the_same_release() {
+        use crate::classes::ClassSet;
+        use crate::dp::summary::{build, build_threaded};
+        use crate::dp::SecureRng;
+        let dim = 8;
+        let mut emb = TermEmbeddings::new(dim);
+        for (i, v) in unit_vectors(30, dim, 3).iter().enumerate() {
+            emb.insert(i as TermId, v).unwrap();
+        }
+        let lists: Vec<Vec<TermId>> = (0..4_321u32).map(|k| (0..(1 + k % 5)).map(|j| (k * 11 + j * 7) % 30).collect()).collect();
+        let docs: Vec<SummaryDoc<'_>> = lists.iter().enumerate().map(|(i, t)| SummaryDoc { class: i % 3, terms: t }).collect();
+        let classes = ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
+        let cands: Vec<TermId> = (0..30).collect();
+        for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::Independent, KeyphraseSampler::Histogram] {
+            let params = SummaryParams { epsilon: 1.0, sampler, len: 4, features: 16, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+            let one = build(&docs, &classes, &emb, &cands, &params, &mut SecureRng::seeded_for_tests(5)).unwrap();
+            for threads in [2, 3, 8] {
+                let many = build_threaded(&docs, &classes, &emb, &cands, &params, &mut SecureRng::seeded_for_tests(5), threads).unwrap();
+                assert_eq!(serde_json::to_string(&many.0).unwrap(), serde_json::to_string(&one.0).unwrap(), "{sampler:?} on {threads} threads");
+                assert_eq!(many.1, one.1);
+            }
+        }
+    }
 }
