@@ -22,7 +22,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, serveStatic, launch, assert } from './harness.mjs';
+import { ROOT, serveStatic, launch, assert, chromiumPids, rss } from './harness.mjs';
 
 const dist = process.env.DPKPS_DIST ?? path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
@@ -137,27 +137,6 @@ const customVocab = path.join(tmp, 'own-vocabulary-50k.txt');
   fs.writeFileSync(customVocab, `${terms.join('\n')}\n`);
 }
 console.log(`benchmark: the pipeline in the app (release wasm, headless Chromium, ${os.cpus().length} cores), ${corpusName} (${MB(fs.statSync(corpus).size)} MB), page defaults; own vocabulary: 50,000 terms (MeSH 2017 names, then GloVe words by frequency)`);
-
-/** Chromium processes now running (pid → command line). */
-function chromiumPids() {
-  const pids = new Map();
-  for (const d of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8');
-      if (cmd.includes('chrom')) pids.set(Number(d), cmd);
-    } catch { /* gone */ }
-  }
-  return pids;
-}
-/** Resident and peak resident memory (kB → bytes) of a process, from /proc/PID/status. */
-function rss(pid) {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kb = (k) => Number((s.match(new RegExp(`${k}:\\s+(\\d+) kB`)) ?? [0, 0])[1]) * 1024;
-    return { now: kb('VmRSS'), peak: kb('VmHWM') };
-  } catch { return { now: 0, peak: 0 }; }
-}
 
 const before = chromiumPids();
 const server = await serveStatic(dist);

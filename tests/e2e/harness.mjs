@@ -172,3 +172,25 @@ export async function startLlmServer() {
     close: () => { child.kill(); },
   };
 }
+
+// For the benchmarks: the browser's processes and their memory.
+/** Chromium processes now running (pid → command line). */
+export function chromiumPids() {
+  const pids = new Map();
+  for (const d of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${d}/cmdline`, 'utf8');
+      if (cmd.includes('chrom')) pids.set(Number(d), cmd);
+    } catch { /* gone */ }
+  }
+  return pids;
+}
+/** Resident and peak resident memory (kB → bytes) of a process, from /proc/PID/status. */
+export function rss(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k) => Number((s.match(new RegExp(`${k}:\\s+(\\d+) kB`)) ?? [0, 0])[1]) * 1024;
+    return { now: kb('VmRSS'), peak: kb('VmHWM') };
+  } catch { return { now: 0, peak: 0 }; }
+}
