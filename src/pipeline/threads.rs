@@ -9,7 +9,7 @@
 
 use std::io::Read;
 use std::sync::mpsc::{channel, sync_channel};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use super::{MatchedDoc, MatchingSink};
 use crate::corpus::{self, CorpusError, Fields, Format};
@@ -49,11 +49,13 @@ impl MatchingSink<'_> {
         let MatchingSink { keep, ingest, docs, docs_without_terms, persons, .. } = self;
         let keep = *keep;
         let (jobs, queue) = sync_channel::<(usize, Vec<String>)>(2 * how.threads);
-        let queue = Mutex::new(queue);
+        // Shared by the matching threads alone: when they have all ended (a panic included), the
+        // queue is gone and a send fails instead of waiting for ever.
+        let queue = Arc::new(Mutex::new(queue));
         let (done, results) = channel::<(usize, Vec<Vec<TermId>>)>();
         std::thread::scope(|s| {
             for _ in 0..how.threads {
-                let (queue, done) = (&queue, done.clone());
+                let (queue, done) = (Arc::clone(&queue), done.clone());
                 s.spawn(move || {
                     let mut scratch = MatchScratch::default();
                     loop {
@@ -70,7 +72,7 @@ impl MatchingSink<'_> {
                     }
                 });
             }
-            drop(done);
+            drop((done, queue));
             let fill = |docs: &mut Vec<MatchedDoc>, without: &mut u64, (first, terms): (usize, Vec<Vec<TermId>>)| {
                 for (d, t) in docs[first..].iter_mut().zip(terms) {
                     *without += u64::from(t.is_empty());
@@ -85,8 +87,12 @@ impl MatchingSink<'_> {
                     *persons.entry(p.to_string()).or_insert(next)
                 });
                 docs.push(MatchedDoc { label: doc.label.map(str::to_string), person, terms: Vec::new() });
-                bytes += doc.text.len();
-                batch.push(doc.text.to_string());
+                // Once no thread takes batches, the file is read to its end (the error comes
+                // then) without keeping its texts.
+                if !stopped {
+                    bytes += doc.text.len();
+                    batch.push(doc.text.to_string());
+                }
                 if bytes >= how.batch_bytes && !stopped {
                     stopped = jobs.send((first, std::mem::take(&mut batch))).is_err();
                     (bytes, first) = (0, docs.len());

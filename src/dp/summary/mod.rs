@@ -217,12 +217,18 @@ pub fn build(
     build_with(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng))
 }
 
+/// Fewer documents than this are summarised on one thread by [`build_threaded`].
+#[cfg(not(target_arch = "wasm32"))]
+pub const THREADED_MIN_DOCS: usize = 4_000;
+
 /// [`build`] with the DP-KDE samplers' exact sums computed on `threads` threads at once, for a
 /// native host (the page shares them with helper workers instead: `worker::helpers::kde_share`).
 /// The documents are cut in contiguous parts ([`kde::split`]); the parts' sums are exact
 /// integers, so they add up to the sums of all the documents, bit for bit, and the noise is
 /// drawn once, after the addition, as [`build`] draws it: the same release for the same `rng`.
-/// The histogram samplers, and fewer than 4,000 documents, are built on this thread.
+/// The histogram samplers, and fewer than [`THREADED_MIN_DOCS`] documents, are built on this
+/// thread. Each thread holds its own random features and row caches (tens of MB), so at most
+/// one thread per 2,000 documents and 16 in all.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn build_threaded(
     docs: &[SummaryDoc<'_>],
@@ -233,7 +239,8 @@ pub fn build_threaded(
     rng: &mut SecureRng,
     threads: usize,
 ) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
-    if threads < 2 || params.sampler.hist_kind().is_some() || docs.len() < 4_000 {
+    let threads = threads.min(docs.len() / 2_000).min(16);
+    if threads < 2 || params.sampler.hist_kind().is_some() || docs.len() < THREADED_MIN_DOCS {
         return build(docs, classes, emb, candidates, params, rng);
     }
     let seed = draw_seed(rng);
@@ -243,7 +250,9 @@ pub fn build_threaded(
         running.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
     });
     for (p, sums) in parts.into_iter().enumerate() {
-        split.add(p, sums?);
+        if !split.add(p, sums?) {
+            return Err(SummaryError::BadArtefact("sums"));
+        }
     }
     let total = split.finish(|r| exact_sums(&docs[r], classes.len(), emb, params, seed))?;
     build_from_sums(docs, classes, emb, candidates, params, seed, total, rng)

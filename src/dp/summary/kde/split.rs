@@ -197,14 +197,16 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     fn the_threaded_build_is_the_same_release() {
         use crate::classes::ClassSet;
-        use crate::dp::summary::{build, build_threaded};
+        use crate::dp::summary::{build, build_threaded, THREADED_MIN_DOCS};
         use crate::dp::SecureRng;
         let dim = 8;
         let mut emb = TermEmbeddings::new(dim);
         for (i, v) in unit_vectors(30, dim, 3).iter().enumerate() {
             emb.insert(i as TermId, v).unwrap();
         }
-        let lists: Vec<Vec<TermId>> = (0..4_321u32).map(|k| (0..(1 + k % 5)).map(|j| (k * 11 + j * 7) % 30).collect()).collect();
+        // Enough documents for the threaded path, and for 3 threads (one per 2,000 at most).
+        let lists: Vec<Vec<TermId>> = (0..6_543u32).map(|k| (0..(1 + k % 5)).map(|j| (k * 11 + j * 7) % 30).collect()).collect();
+        assert!(lists.len() >= THREADED_MIN_DOCS.max(3 * 2_000));
         let docs: Vec<SummaryDoc<'_>> = lists.iter().enumerate().map(|(i, t)| SummaryDoc { class: i % 3, terms: t }).collect();
         let classes = ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
         let cands: Vec<TermId> = (0..30).collect();
