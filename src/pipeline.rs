@@ -104,10 +104,7 @@ impl<'m> MatchingSink<'m> {
             if terms.is_empty() {
                 *docs_without_terms += 1;
             }
-            let person = doc.person.map(|p| {
-                let next = persons.len() as u32;
-                *persons.entry(p.to_string()).or_insert(next)
-            });
+            let person = doc.person.map(|p| person_number(persons, p));
             docs.push(MatchedDoc { label: doc.label.map(str::to_string), person, terms });
         })
     }
@@ -139,6 +136,12 @@ impl<'m> MatchingSink<'m> {
             persons: self.person_column.map(|column| Persons { column, count: self.persons.len() }),
         })
     }
+}
+
+/// The number of person `name` in this load: the next free one when first seen.
+fn person_number(persons: &mut std::collections::HashMap<String, u32>, name: &str) -> u32 {
+    let next = persons.len() as u32;
+    *persons.entry(name.to_string()).or_insert(next)
 }
 
 impl MatchedCorpus {

@@ -11,7 +11,7 @@ use std::io::Read;
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use super::{MatchedDoc, MatchingSink};
+use super::{person_number, MatchedDoc, MatchingSink};
 use crate::corpus::{self, CorpusError, Fields, Format};
 use crate::public_vocab::{MatchScratch, TermId};
 
@@ -82,10 +82,7 @@ impl MatchingSink<'_> {
             let (mut batch, mut bytes, mut first) = (Vec::new(), 0usize, docs.len());
             let mut stopped = false;
             let read = corpus::stream(reader, file, format, fields, txt_label, ingest, &mut |doc| {
-                let person = doc.person.map(|p| {
-                    let next = persons.len() as u32;
-                    *persons.entry(p.to_string()).or_insert(next)
-                });
+                let person = doc.person.map(|p| person_number(persons, p));
                 docs.push(MatchedDoc { label: doc.label.map(str::to_string), person, terms: Vec::new() });
                 // Once no thread takes batches, the file is read to its end (the error comes
                 // then) without keeping its texts.

@@ -22,7 +22,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, serveStatic, launch, assert, chromiumPids, rss } from './harness.mjs';
+import { ROOT, serveStatic, launch, assert, chromiumPids, rss, parseCsv, rotate } from './harness.mjs';
 
 const dist = process.env.DPKPS_DIST ?? path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
@@ -64,11 +64,6 @@ const rows = vary || notes ? parseCsv(body) : [];
 const header = parseCsv(text.slice(0, cut))[0];
 const textCol = header.indexOf('transcription');
 const quote = (f) => `"${f.replaceAll('"', '""')}"`;
-const rotate = (f, r) => {
-  const sentences = f.split(/(?<=\.)\s+/);
-  const k = r % Math.max(sentences.length, 1);
-  return [...sentences.slice(k), ...sentences.slice(0, k)].join(' ');
-};
 if (notes) {
   const labelCol = header.indexOf('medical_specialty');
   fs.writeSync(out, 'note_id,medical_specialty,transcription\n');
@@ -101,21 +96,6 @@ if (notes) {
 }
 fs.closeSync(out);
 const corpusName = notes ? `${notes.toLocaleString('en')} notes (MTSamples cut to ${noteChars} characters, sentences rotated per copy)` : `MTSamples × ${repeat}${vary ? ' (copies varied: sentences rotated)' : ''}`;
-
-/** RFC 4180 rows (quoted fields may hold commas, quotes and newlines). */
-function parseCsv(t) {
-  const rows = [];
-  let row = [], field = '', quoted = false;
-  for (let i = 0; i < t.length; i++) {
-    const c = t[i];
-    if (quoted) {
-      if (c === '"' && t[i + 1] === '"') { field += '"'; i++; } else if (c === '"') quoted = false; else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') { row.push(field.replace(/\r$/, '')); rows.push(row); row = []; field = ''; } else field += c;
-  }
-  if (field || row.length) { row.push(field); rows.push(row); }
-  return rows;
-}
 
 // A user's own vocabulary of 50,000 terms, from public lists only (never from the corpus):
 // every MeSH 2017 descriptor name, then the GloVe English words in frequency order, skipping

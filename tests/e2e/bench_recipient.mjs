@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, serveStatic, launch, assert, chromiumPids, rss } from './harness.mjs';
+import { ROOT, serveStatic, launch, assert, chromiumPids, rss, parseCsv, rotate } from './harness.mjs';
 
 const dist = process.env.DPKPS_DIST ?? path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
@@ -32,25 +32,6 @@ const compare = process.env.DPKPS_BENCH_COMPARE === '1';
 const limit = env('DPKPS_BENCH_LIMIT', 7200);
 const MB = (b) => (b / 1e6).toFixed(0);
 
-/** RFC 4180 rows (quoted fields may hold commas, quotes and newlines). */
-function parseCsv(t) {
-  const rows = [];
-  let row = [], field = '', quoted = false;
-  for (let i = 0; i < t.length; i++) {
-    const c = t[i];
-    if (quoted) {
-      if (c === '"' && t[i + 1] === '"') { field += '"'; i++; } else if (c === '"') quoted = false; else field += c;
-    } else if (c === '"') quoted = true;
-    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') { row.push(field); rows.push(row); row = []; field = ''; } else if (c !== '\r') field += c;
-  }
-  if (field !== '' || row.length) { row.push(field); rows.push(row); }
-  return rows;
-}
-const rotate = (f, r) => {
-  const s = f.split(/(?<=\.)\s+/);
-  const k = r % Math.max(s.length, 1);
-  return [...s.slice(k), ...s.slice(0, k)].join(' ');
-};
 const cutAt = (t, n) => (t.length <= n ? t : t.slice(0, t.lastIndexOf(' ', n) > 0 ? t.lastIndexOf(' ', n) : n));
 const quote = (f) => `"${f.replace(/"/g, '""')}"`;
 

@@ -194,3 +194,25 @@ export function rss(pid) {
     return { now: kb('VmRSS'), peak: kb('VmHWM') };
   } catch { return { now: 0, peak: 0 }; }
 }
+
+// For the benchmarks' generated corpora.
+/** RFC 4180 rows (quoted fields may hold commas, quotes and newlines). */
+export function parseCsv(t) {
+  const rows = [];
+  let row = [], field = '', quoted = false;
+  for (let i = 0; i < t.length; i++) {
+    const c = t[i];
+    if (quoted) {
+      if (c === '"' && t[i + 1] === '"') { field += '"'; i++; } else if (c === '"') quoted = false; else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') { row.push(field.replace(/\r$/, '')); rows.push(row); row = []; field = ''; } else field += c;
+  }
+  if (field || row.length) { row.push(field); rows.push(row); }
+  return rows;
+}
+/** A note with its first r sentences moved to its end (copies of a note that differ). */
+export const rotate = (f, r) => {
+  const sentences = f.split(/(?<=\.)\s+/);
+  const k = r % Math.max(sentences.length, 1);
+  return [...sentences.slice(k), ...sentences.slice(0, k)].join(' ');
+};
