@@ -35,10 +35,12 @@ ls -l dist/*.wasm
 lap "wasm32 tests in headless Chromium: cargo test --target wasm32-unknown-unknown"
 # The core without the embedding model (`embed` feature): tract is compiled for wasm32 once,
 # by trunk above, and the embedder is tested in the browser through the app's worker
-# (tests/e2e/app.mjs: reference-vector check). (The dev profile: under the UI build's profile the
-# test would not reuse its dependencies anyway, since a test is built without panic=abort.)
+# (tests/e2e/app.mjs: reference-vector check). Under the wasm-test profile (Cargo.toml: nothing
+# optimised; the tests run in under a second): under the UI build's profile the test would not
+# reuse its dependencies anyway, since a test is built without panic=abort, and the dev profile's
+# optimised dependencies took 4.6 minutes to build against 1.2 here (2 cores, cold).
 WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-300} \
-  cargo test --locked --target wasm32-unknown-unknown --no-default-features --test web
+  cargo test --locked --target wasm32-unknown-unknown --no-default-features --test web --profile wasm-test
 
 lap "end-to-end browser tests"
 node tests/e2e/smoke.mjs

@@ -36,9 +36,11 @@ impl Documents {
 }
 
 /// The batches `texts` are embedded in: indices into `texts`, `batch` at a time in order of
-/// length (less padding). The CLI ([`embed_texts`]) and the page's worker, which spreads the
-/// batches over its helper workers, embed the same batches; the model truncates each document
-/// to its first 256 tokens (`crate::embed::onnx::MAX_TOKENS`).
+/// length (less padding). The CLI (`cli::embedders`, one model per thread) and the page's
+/// worker (`worker::recipient`, spread over its helper workers) both embed documents one at a
+/// time, so that a document's vector depends on its text alone (tract's low bits depend on a
+/// batch's other rows) and the model runs its plan for one text, the quickest. The model
+/// truncates each document to its first 256 tokens (`crate::embed::onnx::MAX_TOKENS`).
 pub fn batches(model: &dyn Embed, texts: &[String], batch: usize) -> Vec<Vec<usize>> {
     let mut order: Vec<usize> = (0..texts.len()).collect();
     sort_for_batching(model, &mut order, |&k| texts[k].as_str());

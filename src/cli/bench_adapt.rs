@@ -17,8 +17,8 @@ use std::time::Instant;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::train::{embed, read_corpus_documents, TrainParamArgs};
-use super::{load_model, peak_rss_kb, CliError, CorpusArgs, ModelArgs};
+use super::train::{read_corpus_documents, TrainParamArgs};
+use super::{load_embedders, peak_rss_kb, CliError, CorpusArgs, ModelArgs};
 use crate::adapt::score::score;
 use crate::adapt::shift_task::{Sample, ShiftTask, SETS};
 use crate::adapt::{shift, shuffle, train, Matrix, TrainParams};
@@ -106,7 +106,7 @@ pub(crate) fn adapt(
         tgt.len(),
         test.len()
     );
-    let mut emb = load_model(model)?;
+    let mut emb = load_embedders(model)?;
     let t0 = Instant::now();
     let (src_text, src_labels): (Vec<String>, Vec<String>) = src.into_iter().unzip();
     let (test_text, test_labels): (Vec<String>, Vec<String>) = test.into_iter().unzip();
@@ -123,7 +123,7 @@ pub(crate) fn adapt(
             let mut m = Vec::with_capacity(4);
             let mut samples = Vec::new();
             for ((what, texts), name) in sets.iter().zip(SETS) {
-                m.push(embed(emb.as_mut(), what, texts)?);
+                m.push(emb.embed(what, texts)?);
                 samples.extend(texts.iter().take(2).enumerate().map(|(row, t)| Sample { set: name.into(), row, text: t.clone() }));
             }
             let [labelled, unlabelled, test_shifted, test_as_is]: [Matrix; 4] =
@@ -229,10 +229,10 @@ pub(crate) fn scale(corpus: &CorpusArgs, labelled: usize, unlabelled: usize, ran
         };
         let (src_text, src_labels): (Vec<String>, Vec<String>) = pick(labelled, false).into_iter().unzip();
         let tgt: Vec<String> = pick(unlabelled, true).into_iter().map(|(t, _)| shift::rewrite(&t)).collect();
-        let mut emb = load_model(model)?;
+        let mut emb = load_embedders(model)?;
         let t0 = Instant::now();
-        let x = embed(emb.as_mut(), "labelled", &src_text)?;
-        let u = embed(emb.as_mut(), "unlabelled", &tgt)?;
+        let x = emb.embed("labelled", &src_text)?;
+        let u = emb.embed("unlabelled", &tgt)?;
         let y = ids(&names, &src_labels);
         (x, u, y, names, Some(t0.elapsed().as_secs_f64()))
     };
@@ -242,7 +242,7 @@ pub(crate) fn scale(corpus: &CorpusArgs, labelled: usize, unlabelled: usize, ran
         if random { ", random unit vectors" } else { "" }
     );
     if let Some(s) = embed_s {
-        println!("  embedding {} documents: {s:.1} s ({:.1} ms each, one thread)", x.rows + u.rows, s * 1000.0 / (x.rows + u.rows).max(1) as f64);
+        println!("  embedding {} documents: {s:.1} s ({:.1} ms each, every core)", x.rows + u.rows, s * 1000.0 / (x.rows + u.rows).max(1) as f64);
     }
     let t1 = Instant::now();
     let (_, logs) = train(&x, &y, &names, Some(&u), &p, &mut |_| true).map_err(adapt_err)?;

@@ -17,11 +17,24 @@ pub(crate) use super::kept::open_kept;
 
 /// The embedding model: the bundled one unless the user names another.
 pub(crate) fn load_model(args: &ModelArgs) -> Result<Box<dyn crate::embed::Embed>, CliError> {
+    let (model, tok) = model_bytes(args)?;
+    Ok(Box::new(crate::embed::onnx::OnnxEmbedder::from_bytes(&model, &tok)?))
+}
+
+/// The model as [`load_model`] finds it, one instance per core for the recipient's documents.
+pub(crate) fn load_embedders(args: &ModelArgs) -> Result<super::embedders::Embedders, CliError> {
+    let (model, tok) = model_bytes(args)?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(16);
+    super::embedders::Embedders::new(model, tok, threads)
+}
+
+/// The ONNX model's and the tokenizer's bytes: the given files, or the bundled ones.
+fn model_bytes(args: &ModelArgs) -> Result<(Vec<u8>, Vec<u8>), CliError> {
     let bundled = |f: &str| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models")).join(f);
     let model = args.model.clone().unwrap_or_else(|| bundled(crate::embed::onnx::BUNDLED_MODEL));
     let tok = args.tokenizer.clone().unwrap_or_else(|| bundled("tokenizer.json"));
     let read = |p: &Path| std::fs::read(p).map_err(|e| CliError::Input { path: p.display().to_string(), message: format!("cannot read: {e}") });
-    Ok(Box::new(crate::embed::onnx::OnnxEmbedder::from_bytes(&read(&model)?, &read(&tok)?)?))
+    Ok((read(&model)?, read(&tok)?))
 }
 
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, CliError> {

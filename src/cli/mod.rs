@@ -9,6 +9,7 @@ mod bench;
 mod bench_adapt;
 mod bench_replay;
 mod check;
+mod embedders;
 mod evaluate;
 mod generate;
 mod io;
@@ -35,7 +36,7 @@ use crate::public_vocab::{Matcher, VocabError};
 use args::{Cli, Command};
 // What the other commands read (evaluate, bench, vectors, the ledger file).
 pub(crate) use args::{CorpusArgs, ModelArgs, PipelineInputs};
-pub(crate) use io::{inputs, json_text, load_model, load_vocabulary, peak_rss_kb, print_stats, read_corpus, write_atomic, write_private, write_private_json};
+pub(crate) use io::{inputs, json_text, load_embedders, load_model, load_vocabulary, peak_rss_kb, print_stats, read_corpus, write_atomic, write_private, write_private_json};
 use io::{ledger_path, now_utc, write_json};
 
 /// The ledger file `given`, else where every command finds it (`--ledger`'s default).

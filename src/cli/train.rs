@@ -18,9 +18,9 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use super::{inputs, load_model, peak_rss_kb, write_private, CliError, CorpusArgs, ModelArgs};
+use super::{inputs, load_embedders, peak_rss_kb, write_private, CliError, CorpusArgs, ModelArgs};
 use crate::adapt::task::{self, Counts, Documents, TrainedSummary, Which};
-use crate::adapt::{Classifier, CoralOn, Matrix, Prediction, TrainParams};
+use crate::adapt::{Classifier, CoralOn, Prediction, TrainParams};
 use crate::corpus::{Fields, Format, Ingest};
 
 #[derive(Args)]
@@ -143,20 +143,6 @@ pub(crate) fn read_corpus_documents(args: &CorpusArgs) -> Result<Documents, CliE
 }
 
 /// Embeds with a progress line on stderr.
-pub(crate) fn embed(model: &mut dyn crate::embed::Embed, what: &str, texts: &[String]) -> Result<Matrix, CliError> {
-    let t0 = Instant::now();
-    let mut last = Instant::now();
-    let m = task::embed_texts(model, texts, 32, &mut |done, total| {
-        if last.elapsed().as_secs() >= 10 {
-            eprintln!("  embedding {what}: {done} of {total}");
-            last = Instant::now();
-        }
-        true
-    })?;
-    eprintln!("embedded {} {what} in {:.1} s", texts.len(), t0.elapsed().as_secs_f64());
-    Ok(m)
-}
-
 #[derive(Serialize)]
 struct Report<'a> {
     note: &'static str,
@@ -190,11 +176,11 @@ pub(crate) fn run(args: TrainArgs) -> Result<(), CliError> {
         Some(read_documents(&args.test, args.test_text_col.as_deref().unwrap_or(&args.text_col), Some(label))?)
     };
     std::fs::create_dir_all(&args.out_dir).map_err(|e| CliError::Write { path: args.out_dir.display().to_string(), source: e })?;
-    let mut model = load_model(&args.model)?;
+    let mut model = load_embedders(&args.model)?;
     let t0 = Instant::now();
-    let x = embed(model.as_mut(), "labelled documents", &labelled.texts)?;
-    let u = unlabelled.as_ref().map(|d| embed(model.as_mut(), "unlabelled documents", &d.texts)).transpose()?;
-    let t = test.as_ref().map(|d| embed(model.as_mut(), "test documents", &d.texts)).transpose()?;
+    let x = model.embed("labelled documents", &labelled.texts)?;
+    let u = unlabelled.as_ref().map(|d| model.embed("unlabelled documents", &d.texts)).transpose()?;
+    let t = test.as_ref().map(|d| model.embed("test documents", &d.texts)).transpose()?;
     let embed_s = t0.elapsed().as_secs_f64();
     let t1 = Instant::now();
     let mut outcome = task::run(&x, &labelled.labels, u.as_ref(), t.as_ref().zip(test.as_ref()).map(|(m, d)| (m, &d.labels[..])), &params, args.compare, &mut |which, log| {
@@ -262,13 +248,13 @@ pub(crate) fn predict(args: PredictArgs) -> Result<(), CliError> {
         return Err(CliError::Input { path: args.out.display().to_string(), message: "write the predictions to a .csv or a .jsonl file".into() });
     }
     let docs = read_documents(&args.corpus, &args.text_col, None)?;
-    let mut model = load_model(&args.model)?;
+    let mut model = load_embedders(&args.model)?;
     if let Some(m) = &classifier.embedding_model {
         if m != model.checksum() {
             return Err(CliError::Input { path, message: "the model was trained on another embedding model's vectors (pass the same --model)".into() });
         }
     }
-    let x = embed(model.as_mut(), "documents", &docs.texts)?;
+    let x = model.embed("documents", &docs.texts)?;
     let preds = classifier.predict(&x).map_err(|e| CliError::Input { path: path.clone(), message: e.to_string() })?;
     let text = if format == Some(Format::Csv) {
         task::predictions_csv(&docs.texts, &preds, classifier.labels())

@@ -14,14 +14,23 @@
 //   the model reads a document's first 256 tokens, about that many characters);
 // - test: DPKPS_BENCH_TEST (0) further notes, labelled.
 // DPKPS_BENCH_CLASSES (40): only the notes of that many largest specialties.
-// Run by `scripts/bench.sh --recipient` after `trunk build --release`.
+// DPKPS_BENCH_WHERE: `page` (the default), `native` (`dpkps train` on the same files, the release
+// binary DPKPS_BENCH_CLI or target/release/dpkps: its own embedding and training times, peak
+// memory from the kernel) or `both`.
+// Run by `scripts/bench.sh --recipient` after `trunk build --release` (and `--recipient-native`
+// after `cargo build --release`).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { ROOT, serveStatic, launch, assert, chromiumPids, rss, parseCsv, rotate } from './harness.mjs';
 
+const where = process.env.DPKPS_BENCH_WHERE ?? 'page';
+assert(['page', 'native', 'both'].includes(where), `DPKPS_BENCH_WHERE is page, native or both, not ${where}`);
 const dist = process.env.DPKPS_DIST ?? path.join(ROOT, 'dist');
-assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
+const cli = process.env.DPKPS_BENCH_CLI ?? path.join(ROOT, 'target', 'release', 'dpkps');
+if (where !== 'native') assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
+if (where !== 'page') assert(fs.existsSync(cli), `${cli} is missing: run \`cargo build --release\` first`);
 const source = process.env.DPKPS_MTSAMPLES ?? path.join(ROOT, '..', 'shared', 'data', 'mtsamples.csv');
 assert(fs.existsSync(source), `MTSamples not found at ${source} (set DPKPS_MTSAMPLES)`);
 const env = (k, d) => Number(process.env[k] ?? d);
@@ -59,7 +68,30 @@ const write = (name, docs, label) => {
 };
 const files = { syn: write('synthetic.csv', syn, true), own: write('own.csv', own, false), test: N.test ? write('test.csv', test, true) : null };
 const mean = (docs) => (docs.reduce((a, d) => a + d.text.length, 0) / Math.max(docs.length, 1)).toFixed(0);
-console.log(`benchmark: the recipient's classifier in the app (release wasm, headless Chromium, ${os.cpus().length} cores): ${N.syn} labelled documents (${kept.size} classes, ${mean(syn)} characters on average), ${N.own} unlabelled (${mean(own)}), ${N.test} test; ${compare ? 'Deep CORAL and the plain classifier' : 'Deep CORAL only'}, page defaults otherwise`);
+const sizes = `${N.syn} labelled documents (${kept.size} classes, ${mean(syn)} characters on average), ${N.own} unlabelled (${mean(own)}), ${N.test} test; ${compare ? 'Deep CORAL and the plain classifier' : 'Deep CORAL only'}`;
+
+// The CLI on the same files: what it prints, and the wall time of the whole command.
+if (where !== 'page') {
+  console.log(`benchmark: the recipient's classifier, native (\`dpkps train\`, release, ${os.cpus().length} cores): ${sizes}, defaults otherwise`);
+  const args = ['train', '--synthetic', files.syn, '--unlabeled', files.own, '--out-dir', path.join(tmp, 'native')];
+  if (files.test) args.push('--test', files.test);
+  if (compare) args.push('--compare');
+  const t0 = Date.now();
+  const run = spawnSync(cli, args, { encoding: 'utf8', maxBuffer: 64 << 20 });
+  const seconds = (Date.now() - t0) / 1000;
+  const said = `${run.stdout}\n${run.stderr}`.split('\n').filter((l) => /^(embedded|time:|trained on|  \S.*accuracy)/.test(l));
+  said.forEach((l) => console.log(`  the CLI: ${l.trim()}`));
+  console.log(`  command wall time: ${seconds.toFixed(1)} s`);
+  if (run.status !== 0) {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    assert(false, `dpkps train failed (${run.status}): ${run.stderr.slice(-2000)}`);
+  }
+}
+if (where === 'native') {
+  fs.rmSync(tmp, { recursive: true, force: true });
+  process.exit(0);
+}
+console.log(`benchmark: the recipient's classifier in the app (release wasm, headless Chromium, ${os.cpus().length} cores): ${sizes}, page defaults otherwise`);
 
 const before = chromiumPids();
 const server = await serveStatic(dist);
