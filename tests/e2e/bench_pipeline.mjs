@@ -179,8 +179,9 @@ async function runOnce(vocab, sampler, classes, n, reuse) {
   await page.selectOption('#sampler', sampler);
   await page.setChecked('#reuse_vocabulary', reuse);
   await page.fill('#top_n', sampler === 'markov' ? String(MARKOV_N) : '1000');
-  // The benchmark's own ledger (a fresh profile): a budget that every run of it fits in.
-  if (!(await page.inputValue('#budget')).trim()) await page.fill('#budget', '1000');
+  // The benchmark's own ledger (a fresh profile): a budget that every run of it fits in. (A
+  // build from before budgets, for an A/B with DPKPS_DIST, has no such field.)
+  if ((await page.$('#budget')) && !(await page.inputValue('#budget')).trim()) await page.fill('#budget', '1000');
   await page.waitForFunction(() => !document.querySelector('#run')?.disabled, null, { timeout: 30_000 });
   const t1 = Date.now();
   await page.click('#run');
