@@ -41,9 +41,12 @@ impl Documents {
 /// time, so that a document's vector depends on its text alone (tract's low bits depend on a
 /// batch's other rows) and the model runs its plan for one text, the quickest. The model
 /// truncates each document to its first 256 tokens (`crate::embed::onnx::MAX_TOKENS`).
+/// One at a time nothing is padded, so the texts stay in their order, not tokenised to be sorted.
 pub fn batches(model: &dyn Embed, texts: &[String], batch: usize) -> Vec<Vec<usize>> {
     let mut order: Vec<usize> = (0..texts.len()).collect();
-    sort_for_batching(model, &mut order, |&k| texts[k].as_str());
+    if batch > 1 {
+        sort_for_batching(model, &mut order, |&k| texts[k].as_str());
+    }
     order.chunks(batch.max(1)).map(<[usize]>::to_vec).collect()
 }
 

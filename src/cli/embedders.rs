@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn every_thread_count_gives_the_same_matrix_as_one_model() {
         let (model, tok) = (bundled(crate::embed::onnx::BUNDLED_MODEL), bundled("tokenizer.json"));
-        // Texts of many lengths, so that batching by length reorders them, over three batches.
+        // Texts of many lengths, more of them than threads.
         let texts: Vec<String> = (0..70).map(|k| format!("note {k}: {}", "the patient reports chest pain and shortness of breath. ".repeat(1 + k % 7))).collect();
         let mut one = OnnxEmbedder::from_bytes(&model, &tok).unwrap();
         let want = task::embed_texts(&mut one, &texts, BATCH, &mut |_, _| true).unwrap();
