@@ -221,6 +221,10 @@ pub enum Event {
         vectors_checked: usize,
         vectors_worst_cosine: f64,
         vectors_worst_term: String,
+        /// Short terms per model call (`crate::embed::rows`): 8 where the model's load-time
+        /// probe found a batch's rows independent on this machine, else 1.
+        #[serde(default)]
+        term_width: usize,
     },
     Benched(BenchFigures),
     /// The non-DP utility check on a tuning file.
@@ -331,9 +335,12 @@ pub struct BenchFigures {
     /// Helper workers that started and loaded the model (see `worker::pool`), and how long that took.
     pub helpers: usize,
     pub helpers_start_seconds: f64,
-    /// Batches of 32 shared between the worker and its helpers: the app's own path.
-    pub batch32_with_helpers_terms_per_second: f64,
-    /// The same, one term per batch.
+    /// Term batches (`crate::embed::rows`: each term at its home row, `term_width` rows a
+    /// call) shared between the worker and its helpers: the app's own path.
+    pub rows_with_helpers_terms_per_second: f64,
+    /// Rows of those batches (1 where the model's probe found rows dependent).
+    pub term_width: usize,
+    /// The same terms one per model call, shared likewise.
     pub batch1_with_helpers_terms_per_second: f64,
     /// Size of the worker's wasm memory after the run.
     pub wasm_memory_bytes: u64,

@@ -95,31 +95,55 @@ fn batches_group_texts_by_token_count_not_bytes() {
     assert_eq!(texts, ["cough", phrase, chemical]);
 }
 
-/// At batch 1 (what a run embeds with, `cli::run::CliHost::vectors`) a term's vector depends on
-/// the term alone, bit for bit, whatever else the private corpus makes the run embed. (In a
-/// batch it does not: tract's results depend on a row's position in the batch.)
-/// The mechanisms' proofs treat a vector as a function of its public term.
+/// A term's vector depends on the term alone, bit for bit, whatever else the private corpus
+/// makes the run embed (`dpkps::embed::rows`): the mechanisms' proofs treat a vector as a
+/// function of its public term. Terms are embedded in batches of fixed width, each at its home
+/// row among terms of its token count; alone, a term's batch-mates are copies of itself.
 #[test]
 fn a_terms_vector_does_not_depend_on_the_terms_embedded_with_it() {
+    use dpkps::embed::rows::{batch_texts, embed_rows, term_batches, TERM_BATCH};
     use dpkps::public_vocab::{Bundled, PublicVocabulary};
     let list = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/www/vocab/medical_mesh2017.txt")).unwrap();
     let vocab = PublicVocabulary::parse_bundled(Bundled::Medical, &list).unwrap();
     let mut e = embedder();
-    let probe: Vec<u32> = (0..vocab.len() as u32).step_by(vocab.len() / 12).collect();
-    let alone = dpkps::embed::embed_terms(&vocab, &probe, &mut e, &mut |_, _| {}).unwrap();
-    // The same terms among 150 others of every length.
-    let crowd: Vec<u32> = probe.iter().copied().chain((0..150u32).map(|k| k * 97 % vocab.len() as u32)).collect();
+    // The probe at load found rows independent here, so the batched path is the one tested.
+    assert_eq!(e.term_width(), TERM_BATCH);
+    let mut probe: Vec<u32> = (0..vocab.len() as u32).step_by(vocab.len() / 24).collect();
+    // And the longest terms (over 32 tokens: embedded alone, `rows::MAX_BATCHED_TOKENS`).
+    let mut by_len: Vec<u32> = (0..vocab.len() as u32).collect();
+    by_len.sort_by_key(|&t| std::cmp::Reverse(e.batch_key(vocab.term(t))));
+    assert!(e.batch_key(vocab.term(by_len[0])) > 32);
+    probe.extend(&by_len[..6]);
+    let alone: Vec<_> = probe.iter().map(|&t| dpkps::embed::embed_terms(&vocab, &[t], &mut e, &mut |_, _| {}).unwrap()).collect();
+    // The same terms among 400 others of every length (and the long ones among each other).
+    let crowd: Vec<u32> = probe.iter().copied().chain(by_len[6..40].iter().copied()).chain((0..400u32).map(|k| k * 97 % vocab.len() as u32)).collect();
     let with = dpkps::embed::embed_terms(&vocab, &crowd, &mut e, &mut |_, _| {}).unwrap();
-    for &t in &probe {
-        let (a, b) = (alone.get(t).unwrap(), with.get(t).unwrap());
+    // The test is worth something only if probes share batches with other terms.
+    let mut sorted = crowd.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let batches = term_batches(&e, TERM_BATCH, &sorted, |t| vocab.term(t));
+    let batched = probe.iter().filter(|t| batches.iter().any(|b| b.contains(&Some(**t)) && b.len() > 1)).count();
+    let shared = probe.iter().filter(|t| batches.iter().any(|b| b.contains(&Some(**t)) && b.iter().flatten().count() > 1)).count();
+    assert!(batched >= 8 && shared >= batched / 2, "only {shared} of {batched} batched probes share a batch");
+    for (&t, a) in probe.iter().zip(&alone) {
+        let (a, b) = (a.get(t).unwrap(), with.get(t).unwrap());
         assert!(a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits()), "term {:?} changed with the terms embedded beside it", vocab.term(t));
     }
-    // The page's path: the worker and its helpers pass terms in groups and embed each with
-    // `embed_each`; a group must give every term the vector it has alone.
-    let crowd_text: Vec<&str> = crowd.iter().map(|&t| vocab.term(t)).collect();
-    let grouped = dpkps::embed::embed_each(&mut e, &crowd_text).unwrap();
-    for (&t, g) in crowd.iter().zip(&grouped) {
-        let a = with.get(t).unwrap();
-        assert!(a.iter().zip(g).all(|(x, y)| x.to_bits() == y.to_bits()), "term {:?} differs in a group from alone", vocab.term(t));
+    // The page's path: the worker lays the batches out and hands runs of them to its helpers,
+    // which embed them with `embed_rows`; every term must get the vector it has alone. Here
+    // among yet other terms, in the opposite order.
+    let mut other: Vec<u32> = probe.iter().copied().chain((0..300u32).map(|k| (k * 131 + 7) % vocab.len() as u32)).collect();
+    other.sort_unstable();
+    other.dedup();
+    other.reverse();
+    let batches = term_batches(&e, TERM_BATCH, &other, |t| vocab.term(t));
+    let texts: Vec<&str> = batches.iter().flat_map(|b| batch_texts(b, |t| vocab.term(t))).collect();
+    let vecs = embed_rows(&mut e, &texts, TERM_BATCH).unwrap();
+    for (row, v) in batches.iter().flatten().zip(&vecs) {
+        if let Some(t) = row.filter(|t| probe.contains(t)) {
+            let a = with.get(t).unwrap();
+            assert!(a.iter().zip(v).all(|(x, y)| x.to_bits() == y.to_bits()), "term {:?} differs on the page's path", vocab.term(t));
+        }
     }
 }

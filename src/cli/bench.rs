@@ -27,7 +27,8 @@ pub enum Bench {
         #[arg(long, default_value_t = 64)]
         keep: usize,
     },
-    /// Sentence-embedding throughput of the bundled model (terms/s at batch 1 and 32).
+    /// Sentence-embedding throughput of the bundled model (terms/s at batch 1 and 32, and in
+    /// the runs' term batches).
     Embed {
         /// Terms to embed per batch size (MeSH terms, in file order).
         #[arg(long, default_value_t = 512)]
@@ -192,6 +193,12 @@ pub fn run(which: Bench) -> Result<(), CliError> {
                 let secs = t.elapsed().as_secs_f64();
                 println!("  batch {batch:>2}: {:>6.1} terms/s ({:.2} s)", texts.len() as f64 / secs, secs);
             }
+            // The path runs take (`embed::embed_terms`): term batches, each term at its home row.
+            let ids: Vec<crate::public_vocab::TermId> = (0..texts.len() as crate::public_vocab::TermId).collect();
+            let t = Instant::now();
+            crate::embed::embed_terms(&vocab, &ids, model.as_mut(), &mut |_, _| {})?;
+            let secs = t.elapsed().as_secs_f64();
+            println!("  term batches of {} (the runs' path): {:>6.1} terms/s ({:.2} s)", model.term_width(), ids.len() as f64 / secs, secs);
             if let Some(kb) = peak_rss_kb() {
                 println!("  peak resident memory: {:.1} MB", kb as f64 / 1024.0);
             }

@@ -182,9 +182,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     let ids = ev.terms_to_embed();
     let t1 = Instant::now();
     let emb = crate::embed::embed_terms(&public, &ids, embedder.as_mut(), &mut |done, total| {
-        if done == total || done % 1024 == 0 {
-            eprint!("\r\x1b[Kembedding terms: {done}/{total}");
-        }
+        eprint!("\r\x1b[Kembedding terms: {done}/{total}");
     })?;
     eprintln!(" ({:.1} s)", t1.elapsed().as_secs_f64());
     let mut export = |arm: ArmSequences<'_>| -> Result<(), crate::eval::EvalError> {

@@ -120,11 +120,9 @@ impl Host for CliHost {
         let Model::Loaded(model, name) = &mut self.model else {
             return Err(CliError::Input { path: "--model".into(), message: "this command loads no embedding model".into() });
         };
-        // One term per model call (`embed_terms` says why).
+        // In term batches whose every row is a function of its own term (`embed::rows`).
         let emb = crate::embed::embed_terms(vocab, ids, model.as_mut(), &mut |done, total| {
-            if done == total || done % 1024 == 0 {
-                eprint!("\rembedding terms: {done}/{total}");
-            }
+            eprint!("\rembedding terms: {done}/{total}");
         })?;
         if !ids.is_empty() {
             eprintln!();

@@ -7,6 +7,7 @@
 pub mod bundle;
 #[cfg(feature = "embed")]
 pub mod onnx;
+pub mod rows;
 
 use std::collections::HashMap;
 
@@ -87,19 +88,13 @@ pub trait Embed {
     fn batch_key(&self, text: &str) -> usize {
         text.len()
     }
-}
-
-/// Embeds `texts` with one model call each, so that a text's vector depends on the text alone:
-/// in a batch, tract's low bits depend on a row's position among the others (`tests/embed.rs`),
-/// and which terms a run embeds follows the private corpus. The page's worker and helpers send
-/// texts to each other in groups (`worker::model::BATCH`, in the browser build) and embed
-/// every one of them this way.
-pub fn embed_each(model: &mut dyn Embed, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
-    let mut out = Vec::with_capacity(texts.len());
-    for t in texts {
-        out.extend(model.embed(std::slice::from_ref(t))?);
+    /// Rows of the term batches this model is run on for short terms ([`rows::batch_width`]):
+    /// [`rows::TERM_BATCH`] where a row's vector was found to depend on that row alone (given
+    /// the batch's shape and the row's position), else 1, one term per model call, which any
+    /// model satisfies.
+    fn term_width(&self) -> usize {
+        1
     }
-    Ok(out)
 }
 
 /// Puts `items` in batching order: ascending `model.batch_key` of their text, so that a batch
@@ -108,14 +103,14 @@ pub fn sort_for_batching<'a, T>(model: &dyn Embed, items: &mut [T], text: impl F
     items.sort_by_cached_key(|t| model.batch_key(text(t)));
 }
 
-/// Embeds the given terms of `vocab`, one term per model call ([`embed_each`]), calling
-/// `progress(done, total)` every 64 terms and at the end.
+/// Embeds the given terms of `vocab` in term batches ([`rows`]: every row a function of its
+/// own text), calling `progress(done, total)` about every 64 terms and at the end (not at all
+/// for no terms).
 ///
-/// Always alone: `ids` often depends on the private corpus (the terms a run needs), and in a
-/// batch a vector's low bits depend on its neighbours (`tests/embed.rs`), while every
-/// mechanism's sensitivity treats a vector as a function of its public term alone. The same
-/// rule everywhere also gives a term the same vector in a run and in a later `dpkps sample` of
-/// its release.
+/// `ids` often depends on the private corpus (the terms a run needs), while every mechanism's
+/// sensitivity treats a vector as a function of its public term alone: [`rows`] says how the
+/// batches keep it so. The same rule everywhere also gives a term the same vector in a run and
+/// in a later `dpkps sample` of its release (on the same engine and machine).
 pub fn embed_terms(
     vocab: &crate::public_vocab::PublicVocabulary,
     ids: &[TermId],
@@ -126,12 +121,20 @@ pub fn embed_terms(
     let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| (id as usize) < vocab.len()).collect();
     todo.sort_unstable();
     todo.dedup();
-    for (k, chunk) in todo.chunks(64).enumerate() {
-        let texts: Vec<&str> = chunk.iter().map(|&id| vocab.term(id)).collect();
-        for (&id, v) in chunk.iter().zip(&embed_each(model, &texts)?) {
-            out.insert(id, v)?;
+    let width = model.term_width();
+    let (mut done, mut told) = (0, 0);
+    for batch in rows::term_batches(&*model, width, &todo, |id| vocab.term(id)) {
+        let texts = rows::batch_texts(&batch, |id| vocab.term(id));
+        for (row, v) in batch.iter().zip(&rows::embed_rows(model, &texts, width)?) {
+            if let Some(id) = *row {
+                out.insert(id, v)?;
+                done += 1;
+            }
         }
-        progress((k * 64 + chunk.len()).min(todo.len()), todo.len());
+        if done - told >= 64 || done == todo.len() {
+            progress(done, todo.len());
+            told = done;
+        }
     }
     Ok(out)
 }

@@ -36,6 +36,17 @@ pub struct OnnxEmbedder {
     reorder: Vec<usize>,
     dim: usize,
     checksum: String,
+    /// Rows of a term batch (`super::rows`): `TERM_BATCH` for the bundled model where the
+    /// load-time probe found a row's vector independent of its batch-mates, else 1.
+    term_width: usize,
+    rows_key: String,
+}
+
+/// Whether `checksum` is the bundled model's, as `models/SHA256SUMS` lists it.
+fn is_bundled(checksum: &str) -> bool {
+    include_str!("../../models/SHA256SUMS")
+        .lines()
+        .any(|l| l.split_once(char::is_whitespace).is_some_and(|(sha, file)| file.trim().trim_start_matches('*') == BUNDLED_MODEL && sha.eq_ignore_ascii_case(checksum)))
 }
 
 fn model_err(e: impl std::fmt::Display) -> EmbedError {
@@ -75,10 +86,10 @@ impl OnnxEmbedder {
             .iter()
             .map(|want| decluttered.inputs.iter().position(|o| decluttered.node(o.node).name == *want).unwrap_or(usize::MAX))
             .collect();
-        // A second plan with the batch dimension fixed at 1, for one text per call (the run
-        // embeds Ṽ's terms one at a time: `crate::embed::embed_each` says why). tract then
-        // resolves fewer shapes per run: 85 against 72 terms/s natively (`dpkps bench embed`),
-        // for about 26 MB more (the weights packed once more).
+        // A second plan with the batch dimension fixed at 1, for one text per call (the
+        // recipient's documents, one at a time: `crate::adapt::task`; terms where the rows
+        // probe fails). tract then resolves fewer shapes per run: 85 against 72 terms/s
+        // natively (`dpkps bench embed`), for about 26 MB more (the weights packed once more).
         let one = {
             let mut subs = std::collections::HashMap::new();
             if let Some(TDim::Sym(batch)) = decluttered.input_fact(0).ok().and_then(|f| f.shape.iter().next()) {
@@ -87,14 +98,68 @@ impl OnnxEmbedder {
             decluttered.set_symbols(&subs).and_then(|m| m.into_optimized()).and_then(|m| m.into_runnable()).map_err(model_err)?
         };
         let plan = decluttered.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))?;
-        let mut e = OnnxEmbedder { plan, one, tokenizer, reorder: order, dim: 0, checksum };
+        let mut e = OnnxEmbedder { plan, one, tokenizer, reorder: order, dim: 0, checksum, term_width: 1, rows_key: String::new() };
         // The output dimension, read by running the model once on a probe.
         let probe = e.run(&["dimension probe"])?;
         e.dim = probe.first().map_or(0, Vec::len);
         if e.dim == 0 {
             return Err(EmbedError::Model("the model's output is empty; expected [batch, dim]".into()));
         }
+        // Batches of several terms only for the bundled model, whose graph is known to be
+        // row-wise along the batch axis, and only where the probe finds it so on this machine.
+        let probed = e.probe_rows().unwrap_or(None);
+        if is_bundled(&e.checksum) && probed.is_some() {
+            e.term_width = super::rows::TERM_BATCH;
+        }
+        e.rows_key = format!("r{}-{}", e.term_width, probed.as_deref().unwrap_or("unprobed"));
         Ok(e)
+    }
+
+    /// Checks, on this machine, that a row of a term batch gets the same bits whatever the
+    /// batch's other rows hold (`super::rows`), for three of the token counts that are batched
+    /// (3, the shortest; 5; and `MAX_BATCHED_TOKENS`, the longest) and every row: each
+    /// arrangement of made-up word pieces is run again with the even rows kept and the odd ones
+    /// changed, and with the odd kept and the even changed. (In the page, every count from 3 to 8
+    /// added 0.9 s to each load of the model; these three add about 0.6 s. Natively, little.)
+    /// Some(a hash of the outputs: a fingerprint of the engine's arithmetic, for cache keys) if
+    /// every kept row came out the same; None if one did not (or the tokenizer is too small to
+    /// make pieces from).
+    fn probe_rows(&self) -> Result<Option<String>, EmbedError> {
+        let width = super::rows::TERM_BATCH as u32;
+        let vocab = self.tokenizer.get_vocab_size(true) as u32;
+        let ends = self.tokenizer.encode("", true).map_err(model_err)?.get_ids().to_vec();
+        let (Some(&cls), Some(&sep), true) = (ends.first(), ends.last(), vocab > 1_100) else { return Ok(None) };
+        let mut fingerprint = Sha256::new();
+        for len in [3, 5, super::rows::MAX_BATCHED_TOKENS as u32] {
+            let row = |salt: u32, r: u32| -> Vec<u32> {
+                let inner = (1..len - 1).map(|k| 1_000 + (salt * 7_919 + r * 104_729 + k * 31) % (vocab - 1_000));
+                std::iter::once(cls).chain(inner).chain(std::iter::once(sep)).collect()
+            };
+            let all: Vec<Vec<u32>> = (0..width).map(|r| row(0, r)).collect();
+            let odd_changed: Vec<Vec<u32>> = (0..width).map(|r| row(r % 2, r)).collect();
+            let even_changed: Vec<Vec<u32>> = (0..width).map(|r| row(2 * ((r + 1) % 2), r)).collect();
+            let (a, b, c) = (self.run_ids(&all)?, self.run_ids(&odd_changed)?, self.run_ids(&even_changed)?);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+            for r in 0..width as usize {
+                let kept = if r % 2 == 0 { b.get(r) } else { c.get(r) };
+                if a.get(r).map(|v| bits(v)) != kept.map(|v| bits(v)) {
+                    return Ok(None);
+                }
+            }
+            for v in &a {
+                for x in v {
+                    fingerprint.update(x.to_le_bytes());
+                }
+            }
+        }
+        Ok(Some(crate::corpus::hex(&fingerprint.finalize())[..12].to_string()))
+    }
+
+    /// What the rows of this model's term batches are and where they were probed (`r8-…`,
+    /// width and engine fingerprint): part of a cached vector's key, so that a vector computed
+    /// another way (another width, another engine or CPU) is not read for this one.
+    pub fn rows_key(&self) -> &str {
+        &self.rows_key
     }
 
     fn run(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -102,12 +167,18 @@ impl OnnxEmbedder {
             return Ok(Vec::new());
         }
         let enc = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(model_err)?;
-        let (b, s) = (enc.len(), enc.iter().map(|e| e.get_ids().len()).max().unwrap_or(0));
+        let rows: Vec<Vec<u32>> = enc.iter().map(|e| e.get_ids().iter().zip(e.get_attention_mask()).filter(|(_, &m)| m != 0).map(|(&id, _)| id).collect()).collect();
+        self.run_ids(&rows)
+    }
+
+    /// Runs the model on rows of token ids (with [CLS] and [SEP]), each padded to the longest.
+    fn run_ids(&self, rows: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let (b, s) = (rows.len(), rows.iter().map(Vec::len).max().unwrap_or(0));
         let mut columns = [vec![0i64; b * s], vec![0i64; b * s], vec![0i64; b * s]];
-        for (r, e) in enc.iter().enumerate() {
-            for (k, (&id, &m)) in e.get_ids().iter().zip(e.get_attention_mask()).enumerate() {
+        for (r, ids) in rows.iter().enumerate() {
+            for (k, &id) in ids.iter().enumerate() {
                 columns[0][r * s + k] = id as i64;
-                columns[1][r * s + k] = m as i64;
+                columns[1][r * s + k] = 1;
             }
         }
         let mut inputs: TVec<TValue> = tvec![];
@@ -143,5 +214,9 @@ impl Embed for OnnxEmbedder {
     /// A text the tokenizer refuses sorts last; `embed` reports the error.
     fn batch_key(&self, text: &str) -> usize {
         self.tokenizer.encode(text, true).map_or(usize::MAX, |e| e.len())
+    }
+
+    fn term_width(&self) -> usize {
+        self.term_width
     }
 }

@@ -27,16 +27,18 @@ use std::rc::Rc;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::spawn_local;
 
+use crate::embed::rows::TermBatch;
 use crate::embed::Embed;
 use crate::protocol::Event;
 use crate::public_vocab::{Bundled, PublicVocabulary, TermId};
 
 use super::control::{now_ms, post, scope, sleep, BUSY};
-use super::model::{load_bundled_model, BATCH};
+use super::model::{load_bundled_model, ROWS_PER_MESSAGE};
 use super::sources::{LiveCache, LIVE_CACHE_MAX};
 use super::{helpers_for, State, STATE};
 
-/// Terms of the list taken at a time (in list order), then batched by token count.
+/// Terms of the list taken at a time (in list order), then cut into term batches
+/// (`crate::embed::rows`, as a run cuts them, so that a term gets the same vector either way).
 const WINDOW: usize = 1024;
 /// A batch held by a helper for longer than this is embedded here instead (a helper that
 /// died must not stall the pass).
@@ -52,9 +54,12 @@ pub struct Background {
     vocab: String,
     /// The list position of the next term to look at.
     next: usize,
-    queue: VecDeque<Vec<TermId>>,
-    /// Batches out on a helper: sequence number → (terms, when sent).
-    away: HashMap<u64, (Vec<TermId>, f64)>,
+    /// Messages to embed: whole term batches (a row each, None: a filler row).
+    queue: VecDeque<Vec<TermBatch<TermId>>>,
+    /// Messages a helper failed on: embedded here only.
+    mine: VecDeque<Vec<TermBatch<TermId>>>,
+    /// Messages out on a helper: sequence number → (rows, when sent).
+    away: HashMap<u64, (Vec<TermBatch<TermId>>, f64)>,
     /// When the page was last told where the pass stands.
     told: f64,
 }
@@ -88,7 +93,7 @@ async fn pass() {
     STATE.with(|s| {
         if let Ok(mut s) = s.try_borrow_mut() {
             if let Some(bg) = s.background.as_mut() {
-                let away: Vec<Vec<TermId>> = bg.away.drain().map(|(_, (ids, _))| ids).collect();
+                let away: Vec<Vec<TermBatch<TermId>>> = bg.away.drain().map(|(_, (ids, _))| ids).collect();
                 bg.queue.extend(away);
             }
         }
@@ -134,24 +139,29 @@ fn step(s: &mut State) -> Step {
     let Some(m) = model.as_mut() else { return Step::NeedModel };
     let checksum = m.embedder.checksum().to_string();
     let dim = m.embedder.dim();
-    if !background.as_ref().is_some_and(|b| b.model == checksum && b.vocab == vocab.checksum) {
-        *background = Some(Background { model: checksum.clone(), vocab: vocab.checksum.clone(), next: 0, queue: VecDeque::new(), away: HashMap::new(), told: 0.0 });
+    let width = m.embedder.term_width();
+    let rows_key = m.embedder.rows_key().to_string();
+    // Keyed by the rows too: batches queued for another layout are not run with this one.
+    let model_key = format!("{checksum}\u{1f}{rows_key}");
+    if !background.as_ref().is_some_and(|b| b.model == model_key && b.vocab == vocab.checksum) {
+        *background = Some(Background { model: model_key, vocab: vocab.checksum.clone(), next: 0, queue: VecDeque::new(), mine: VecDeque::new(), away: HashMap::new(), told: 0.0 });
     }
     let Some(bg) = background.as_mut() else { return Step::Over };
-    let live = LiveCache::slot(live, &checksum, &vocab.checksum, dim);
+    let live = LiveCache::slot(live, &checksum, &rows_key, &vocab.checksum, dim);
     let mut pool = helpers_for(helpers, m, usize::MAX);
     // The helpers' finished batches.
     if let Some(p) = pool.as_deref_mut() {
         for r in p.poll() {
             let Some((ids, _)) = bg.away.remove(&r.seq) else { continue };
             match r.result {
-                Ok(flat) if flat.len() == dim * ids.len() => {
-                    for (&id, v) in ids.iter().zip(flat.chunks(dim)) {
+                Ok(flat) if flat.len() == dim * ids.iter().map(Vec::len).sum::<usize>() => {
+                    for (id, v) in ids.iter().flatten().zip(flat.chunks(dim)).filter_map(|(id, v)| Some(((*id)?, v))) {
                         // A vector the model refuses (not finite) is left to the run.
                         let _ = live.keep(id, v);
                     }
                 }
-                _ => bg.queue.push_front(ids),
+                // Sent again, it could fail again and again: embedded here.
+                _ => bg.mine.push_back(ids),
             }
         }
     }
@@ -164,7 +174,7 @@ fn step(s: &mut State) -> Step {
     }
     // The next window of the list, in list order.
     if bg.queue.is_empty() {
-        let pending: usize = bg.away.values().map(|(ids, _)| ids.len()).sum();
+        let pending: usize = bg.away.values().map(|(ids, _)| ids.iter().flatten().flatten().count()).sum();
         let room = LIVE_CACHE_MAX.saturating_sub(live.len() + pending);
         let mut window = Vec::new();
         while bg.next < vocab.len() && window.len() < WINDOW.min(room) {
@@ -174,23 +184,23 @@ fn step(s: &mut State) -> Step {
                 window.push(id);
             }
         }
-        crate::embed::sort_for_batching(&m.embedder, &mut window, |&id| vocab.term(id));
-        bg.queue.extend(window.chunks(BATCH).map(<[TermId]>::to_vec));
+        let batches = crate::embed::rows::term_batches(&m.embedder, width, &window, |id| vocab.term(id));
+        bg.queue.extend(crate::embed::rows::messages(batches, ROWS_PER_MESSAGE));
     }
     // A batch to every idle helper, and one here.
     if let Some(p) = pool {
         while let Some(ids) = bg.queue.front() {
-            let texts: Vec<&str> = ids.iter().map(|&id| vocab.term(id)).collect();
-            let Some(seq) = p.send(&texts) else { break };
+            let texts = crate::embed::rows::message_texts(ids, |id| vocab.term(id));
+            let Some(seq) = p.send(&texts, width) else { break };
             if let Some(ids) = bg.queue.pop_front() {
                 bg.away.insert(seq, (ids, now_ms()));
             }
         }
     }
-    let outcome = if let Some(ids) = bg.queue.pop_front() {
-        let texts: Vec<&str> = ids.iter().map(|&id| vocab.term(id)).collect();
-        if let Ok(vecs) = crate::embed::embed_each(&mut m.embedder, &texts) {
-            for (&id, v) in ids.iter().zip(&vecs) {
+    let outcome = if let Some(ids) = bg.mine.pop_front().or_else(|| bg.queue.pop_front()) {
+        let texts = crate::embed::rows::message_texts(&ids, |id| vocab.term(id));
+        if let Ok(vecs) = crate::embed::rows::embed_rows(&mut m.embedder, &texts, width) {
+            for (id, v) in ids.iter().flatten().zip(&vecs).filter_map(|(id, v)| Some(((*id)?, v))) {
                 let _ = live.keep(id, v);
             }
         }

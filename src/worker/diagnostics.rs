@@ -7,7 +7,7 @@ use super::control::{at, now_ms, seconds_since, Stop};
 use super::helpers::embed_share::embed_batches;
 use super::helpers::pool::{self, Pool};
 use super::helpers::wasm_memory_bytes;
-use super::model::{ensure_model, BATCH};
+use super::model::{ensure_model, ROWS_PER_MESSAGE};
 use super::{helpers_for, helpers_ready, sources, State};
 use crate::dp::SecureRng;
 use crate::embed::Embed;
@@ -42,7 +42,7 @@ pub async fn model_check(state: &mut State) -> Result<Event, Stop> {
     let mut got = vec![Vec::new(); batches.len()];
     let mut by_helpers = 0;
     let mut clock = now_ms();
-    embed_batches(&mut m.embedder, helpers.as_mut(), &batches, &mut clock, &mut |k, mut v, by_helper| {
+    embed_batches(&mut m.embedder, helpers.as_mut(), &batches, 1, &mut clock, &mut |k, mut v, by_helper| {
         got[k] = v.pop().unwrap_or_default();
         by_helpers += usize::from(by_helper);
         Ok(())
@@ -79,6 +79,7 @@ pub async fn model_check(state: &mut State) -> Result<Event, Stop> {
         vectors_checked,
         vectors_worst_cosine,
         vectors_worst_term,
+        term_width: m.embedder.term_width(),
     })
 }
 
@@ -121,7 +122,8 @@ pub async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
     let same_shape = (8 * same.len()) as f64 / seconds_since(t0);
     let tokens = |t: &[&str]| t.iter().map(|t| m.embedder.batch_key(t)).sum::<usize>() as f64 / t.len().max(1) as f64;
     let (mean_tokens, same_shape_tokens) = (tokens(&texts), tokens(&same));
-    // The app's own path: one term per model call, `BATCH` a message, shared between this worker and the helpers, once they
+    // The app's own path: term batches (`crate::embed::rows`), `ROWS_PER_MESSAGE` a message,
+    // shared between this worker and the helpers, once they
     // have started and loaded the model (that time is reported apart).
     let t0 = now_ms();
     let count = pool::helpers_for_this_machine();
@@ -131,20 +133,23 @@ pub async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
     }
     let helpers_start_seconds = seconds_since(t0);
     let helpers_ready = pool.as_ref().map_or(0, Pool::idle);
-    let batches: Vec<Vec<&str>> = texts.chunks(BATCH).map(<[&str]>::to_vec).collect();
     let t0 = now_ms();
+    let width = m.embedder.term_width();
+    let cut = crate::embed::rows::term_batches(&m.embedder, width, &texts, |t| t);
+    let batches: Vec<Vec<&str>> = crate::embed::rows::messages(cut, ROWS_PER_MESSAGE).iter().map(|msg| crate::embed::rows::message_texts(msg, |t| t)).collect();
     let mut clock = t0;
-    embed_batches(&mut m.embedder, pool.as_mut(), &batches, &mut clock, &mut |_, _, _| Ok(())).await?;
+    embed_batches(&mut m.embedder, pool.as_mut(), &batches, width, &mut clock, &mut |_, _, _| Ok(())).await?;
     let with_helpers = texts.len() as f64 / seconds_since(t0);
     let singles: Vec<Vec<&str>> = texts.iter().map(|t| vec![*t]).collect();
     let t0 = now_ms();
-    embed_batches(&mut m.embedder, pool.as_mut(), &singles, &mut clock, &mut |_, _, _| Ok(())).await?;
+    embed_batches(&mut m.embedder, pool.as_mut(), &singles, 1, &mut clock, &mut |_, _, _| Ok(())).await?;
     let b1_with_helpers = texts.len() as f64 / seconds_since(t0);
     *helpers = pool;
     Ok(Event::Benched(BenchFigures {
         helpers: helpers_ready,
         helpers_start_seconds,
-        batch32_with_helpers_terms_per_second: with_helpers,
+        rows_with_helpers_terms_per_second: with_helpers,
+        term_width: width,
         batch1_with_helpers_terms_per_second: b1_with_helpers,
         batch32_same_shape_terms_per_second: same_shape,
         mean_tokens,

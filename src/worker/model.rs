@@ -14,13 +14,11 @@ use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
 use crate::embed::Embed;
 use crate::protocol::{limits, Event, FileInfo, Stage};
 
-/// Terms per message between this worker and its helpers, each embedded by its own model call
-/// (`crate::embed::embed_each`): which terms a run embeds live depends on the private corpus,
-/// and in a batch a vector's low bits depend on its position among the others (tract;
-/// `tests/embed.rs`), while every mechanism treats a vector as a function of its public term
-/// alone. Sixteen a message keeps the helpers busy: with one, each waited for this worker to
-/// finish its own term before getting the next.
-pub const BATCH: usize = 16;
+/// Rows (of whole term batches, `crate::embed::rows`: one model call each, every row a function
+/// of its own term) per message between this worker and its helpers. Sixteen keeps the helpers
+/// busy: with one term a message, each waited for this worker to finish its own before getting
+/// the next.
+pub const ROWS_PER_MESSAGE: usize = 16;
 pub use crate::embed::onnx::BUNDLED_MODEL_NAME;
 
 pub struct Model {

@@ -94,7 +94,8 @@ pub async fn train(state: &mut State, ask: TrainAsk, files: &[File]) -> Result<E
     let pool = helpers_for(&mut state.helpers, m, batches.len());
     let helpers = pool.as_ref().map_or(0, |p| p.alive());
     let mut clock = now_ms();
-    embed_batches(&mut m.embedder, pool, &batches, &mut clock, &mut |k, vecs, by_helper| {
+    // Width 1: each document by its own model call (`DOC_BATCH` says why).
+    embed_batches(&mut m.embedder, pool, &batches, 1, &mut clock, &mut |k, vecs, by_helper| {
         let (s, rows) = &plan[k];
         for (&row, v) in rows.iter().zip(&vecs) {
             if v.len() != dim {

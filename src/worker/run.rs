@@ -88,7 +88,7 @@ impl Host for WorkerHost<'_> {
         let fresh_released: Vec<TermId> = released.iter().copied().filter(|id| fresh.contains(id)).collect();
         // The cache only saves time: ε_voc is already spent, so a failed write (storage full)
         // must not end the run; it is said in the stage's note.
-        let not_cached = match self.store.put_embeddings(&got.model_checksum, vocab, &fresh_released, &got.emb).await {
+        let not_cached = match self.store.put_embeddings(&got.model_checksum, &got.rows_key, vocab, &fresh_released, &got.emb).await {
             Ok(()) => String::new(),
             Err(e) => format!(" (not cached for next time: {e})"),
         };

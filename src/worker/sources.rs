@@ -28,13 +28,16 @@ use super::control::{at, now_ms, post, progress, seconds_since, Stop};
 use super::helpers::embed_share::embed_batches;
 use super::helpers::pool::Pool;
 use super::helpers_for;
-use super::model::{ensure_model, Model, BATCH, BUNDLED_MODEL_NAME};
+use super::model::{ensure_model, Model, BUNDLED_MODEL_NAME, ROWS_PER_MESSAGE};
 use super::store::Store;
 
 /// Vectors the model computed in this page session, for one model and one vocabulary (another
 /// model or list replaces them). Memory only.
 pub struct LiveCache {
     model: String,
+    /// How the model's term batches were laid out (`OnnxEmbedder::rows_key`): vectors computed
+    /// another way are not mixed with these.
+    rows: String,
     vocab: String,
     emb: TermEmbeddings,
 }
@@ -53,11 +56,11 @@ const BUNDLED_MODEL_DIM: usize = 384;
 
 impl LiveCache {
     /// The memory for `model` and `vocab`; one for another model or list is dropped.
-    pub fn slot<'a>(live: &'a mut Option<LiveCache>, model: &str, vocab: &str, dim: usize) -> &'a mut LiveCache {
-        if !live.as_ref().is_some_and(|l| l.model == model && l.vocab == vocab && l.emb.dim() == dim) {
+    pub fn slot<'a>(live: &'a mut Option<LiveCache>, model: &str, rows: &str, vocab: &str, dim: usize) -> &'a mut LiveCache {
+        if !live.as_ref().is_some_and(|l| l.model == model && l.rows == rows && l.vocab == vocab && l.emb.dim() == dim) {
             *live = None;
         }
-        live.get_or_insert_with(|| LiveCache { model: model.to_string(), vocab: vocab.to_string(), emb: TermEmbeddings::new(dim) })
+        live.get_or_insert_with(|| LiveCache { model: model.to_string(), rows: rows.to_string(), vocab: vocab.to_string(), emb: TermEmbeddings::new(dim) })
     }
 
     pub fn contains(&self, id: TermId) -> bool {
@@ -102,12 +105,21 @@ pub struct Embedded {
     /// The model the vectors belong to (name, SHA-256).
     pub model_name: String,
     pub model_checksum: String,
+    /// Rows of the term batches the fresh vectors were embedded in (`crate::embed::rows`), and
+    /// the model's `rows_key`.
+    pub term_width: usize,
+    pub rows_key: String,
 }
 
 impl Embedded {
     pub fn note(&self) -> String {
+        let per_call = match (self.fresh.len(), self.term_width) {
+            (0, _) => String::new(),
+            (_, 1) => " (one a model call)".to_string(),
+            (_, w) => format!(" (in batches of {w})"),
+        };
         format!(
-            "{} terms embedded here; {} from the bundled vectors, {} from this session's memory, {} from this browser's cache",
+            "{} terms embedded here{per_call}; {} from the bundled vectors, {} from this session's memory, {} from this browser's cache",
             self.fresh.len(),
             self.bundled,
             self.from_memory,
@@ -179,7 +191,7 @@ pub async fn embeddings(
         post(&Event::StageDone { stage: Stage::Model, seconds: seconds_since(t_model), note: "not needed: nothing to embed".into() });
         progress(Stage::Embed, 0, 0);
         let emb = TermEmbeddings::new(dim);
-        return Ok(Embedded { emb, bundled: 0, from_memory: 0, from_cache: 0, fresh: Vec::new(), model_name: name, model_checksum: checksum });
+        return Ok(Embedded { emb, bundled: 0, from_memory: 0, from_cache: 0, fresh: Vec::new(), model_name: name, model_checksum: checksum, term_width: 1, rows_key: String::new() });
     }
     let file = if checksum.is_empty() { None } else { bundled_vectors(src.vectors, vocab, &checksum).await };
     let mut emb = TermEmbeddings::new(file.as_ref().map_or(0, |f| f.dim()));
@@ -209,7 +221,7 @@ pub async fn embeddings(
             note: "not needed: every vector was at hand".into(),
         });
         progress(Stage::Embed, 0, 0);
-        return Ok(Embedded { emb, bundled, from_memory, from_cache: 0, fresh: Vec::new(), model_name: name, model_checksum: checksum });
+        return Ok(Embedded { emb, bundled, from_memory, from_cache: 0, fresh: Vec::new(), model_name: name, model_checksum: checksum, term_width: 1, rows_key: String::new() });
     }
     // The model is needed (or there is nothing to embed and no other source of the dimension).
     let loaded_here = src.model.is_none();
@@ -219,6 +231,13 @@ pub async fn embeddings(
         seconds: seconds_since(t_model),
         note: if loaded_here { format!("{}, loaded for {} terms", m.name, todo.len()) } else { m.name.clone() },
     });
+    // Vectors read from this session's memory were computed by an earlier load of this model:
+    // with the same rows, or not at all (a term's vector must not depend on whether an earlier
+    // run needed it).
+    if from_memory > 0 && src.live.as_ref().is_some_and(|l| l.rows != m.embedder.rows_key()) {
+        *src.live = None;
+        return Err(Stop::Failed(Some(Stage::Model), "the model now computes differently from earlier in this page session; reload the page".into()));
+    }
     if m.embedder.checksum() != checksum {
         // models/SHA256SUMS does not name this model: only what it computes may be used.
         (name, checksum) = (m.name.clone(), m.embedder.checksum().to_string());
@@ -233,7 +252,7 @@ pub async fn embeddings(
         // Unreadable cache: computed here instead.
         Some(s) => {
             let mut cached = TermEmbeddings::new(m.embedder.dim());
-            match s.cached_embeddings(&checksum, vocab, &todo, &mut cached).await {
+            match s.cached_embeddings(&checksum, m.embedder.rows_key(), vocab, &todo, &mut cached).await {
                 Ok(n) => {
                     for &id in &todo {
                         if let Some(v) = cached.get(id) {
@@ -248,23 +267,29 @@ pub async fn embeddings(
         None => 0,
     };
     todo.retain(|&id| !emb.contains(id));
-    crate::embed::sort_for_batching(&m.embedder, &mut todo, |&id| vocab.term(id));
     progress(Stage::Embed, 0, todo.len() as u64);
-    let chunks: Vec<&[TermId]> = todo.chunks(BATCH).collect();
-    let batches: Vec<Vec<&str>> = chunks.iter().map(|c| c.iter().map(|&id| vocab.term(id)).collect()).collect();
-    let pool = helpers_for(src.helpers, m, batches.len());
+    // Term batches whose every row is a function of its own term (`crate::embed::rows`: which
+    // terms are here follows the private corpus), a few a message to the helpers.
+    let width = m.embedder.term_width();
+    let batches = crate::embed::rows::term_batches(&m.embedder, width, &todo, |id| vocab.term(id));
+    let messages = crate::embed::rows::messages(batches, ROWS_PER_MESSAGE);
+    let texts: Vec<Vec<&str>> = messages.iter().map(|msg| crate::embed::rows::message_texts(msg, |id| vocab.term(id))).collect();
+    let messages: Vec<Vec<Option<TermId>>> = messages.into_iter().map(|m| m.concat()).collect();
+    let pool = helpers_for(src.helpers, m, messages.len());
     let mut done = 0;
-    embed_batches(&mut m.embedder, pool, &batches, clock, &mut |k, vecs, _| {
-        for (&id, v) in chunks[k].iter().zip(&vecs) {
-            emb.insert(id, v).map_err(at(Stage::Embed))?;
+    embed_batches(&mut m.embedder, pool, &texts, width, clock, &mut |k, vecs, _| {
+        for (row, v) in messages[k].iter().zip(&vecs) {
+            if let Some(id) = *row {
+                emb.insert(id, v).map_err(at(Stage::Embed))?;
+                done += 1;
+            }
         }
-        done += chunks[k].len();
         progress(Stage::Embed, done as u64, todo.len() as u64);
         Ok(())
     })
     .await?;
     // Kept for the next run of this page (memory only), within a bound.
-    let live = LiveCache::slot(src.live, &checksum, &vocab.checksum, emb.dim());
+    let live = LiveCache::slot(src.live, &checksum, m.embedder.rows_key(), &vocab.checksum, emb.dim());
     for &id in &todo {
         if let Some(v) = emb.get(id) {
             if !live.keep(id, v).map_err(at(Stage::Embed))? {
@@ -272,7 +297,7 @@ pub async fn embeddings(
             }
         }
     }
-    Ok(Embedded { emb, bundled, from_memory, from_cache, fresh: todo, model_name: name, model_checksum: checksum })
+    Ok(Embedded { emb, bundled, from_memory, from_cache, fresh: todo, model_name: name, model_checksum: checksum, term_width: width, rows_key: m.embedder.rows_key().to_string() })
 }
 
 /// The bundled vectors against the live model: `per_list` random terms of each bundled list
@@ -302,7 +327,7 @@ pub async fn check_bundled(
     let batches: Vec<Vec<&str>> = pairs.chunks(8).map(|c| c.iter().map(|(t, _)| t.as_str()).collect()).collect();
     let mut got: Vec<Vec<Vec<f32>>> = vec![Vec::new(); batches.len()];
     let mut clock = now_ms();
-    embed_batches(&mut m.embedder, helpers.as_mut(), &batches, &mut clock, &mut |k, v, _| {
+    embed_batches(&mut m.embedder, helpers.as_mut(), &batches, 1, &mut clock, &mut |k, v, _| {
         got[k] = v;
         Ok(())
     })

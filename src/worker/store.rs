@@ -35,10 +35,12 @@ fn err(e: impl std::fmt::Display) -> String {
     format!("browser storage (IndexedDB): {e}")
 }
 
-fn key(checksum: &str, term: &str) -> JsValue {
-    // "b1": embedded one term per call (`model::BATCH`); vectors cached by older versions, in
-    // batches, are not read.
-    JsValue::from_str(&format!("{checksum}\u{1f}b1\u{1f}{term}"))
+fn key(checksum: &str, rows: &str, term: &str) -> JsValue {
+    // `rows`: the model's `rows_key` ("r8-<engine fingerprint>": term batches of 8 rows,
+    // `crate::embed::rows`, computed by this engine on this kind of CPU). Vectors cached by
+    // older versions ("b1", or none: in batches whose rows depended on each other) or computed
+    // another way are not read.
+    JsValue::from_str(&format!("{checksum}\u{1f}{rows}\u{1f}{term}"))
 }
 
 impl Store {
@@ -57,6 +59,7 @@ impl Store {
     pub async fn cached_embeddings(
         &self,
         checksum: &str,
+        rows: &str,
         vocab: &PublicVocabulary,
         ids: &[TermId],
         out: &mut TermEmbeddings,
@@ -65,7 +68,7 @@ impl Store {
         let store = tx.object_store(EMBEDDINGS).map_err(err)?;
         let mut found = 0;
         for &id in ids {
-            let Some(v) = store.get(key(checksum, vocab.term(id))).map_err(err)?.await.map_err(err)? else {
+            let Some(v) = store.get(key(checksum, rows, vocab.term(id))).map_err(err)?.await.map_err(err)? else {
                 continue;
             };
             let Ok(arr) = v.dyn_into::<js_sys::Float32Array>() else { continue };
@@ -81,6 +84,7 @@ impl Store {
     pub async fn put_embeddings(
         &self,
         checksum: &str,
+        rows: &str,
         vocab: &PublicVocabulary,
         released: &[TermId],
         emb: &TermEmbeddings,
@@ -90,7 +94,7 @@ impl Store {
         for &id in released {
             if let Some(v) = emb.get(id) {
                 let arr = js_sys::Float32Array::from(v);
-                store.put(&arr, Some(&key(checksum, vocab.term(id)))).map_err(err)?.await.map_err(err)?;
+                store.put(&arr, Some(&key(checksum, rows, vocab.term(id)))).map_err(err)?.await.map_err(err)?;
             }
         }
         tx.commit().map_err(err)?.await.map_err(err)?;

@@ -634,6 +634,9 @@ await runTests([
     // both lists, in the worker and its helpers.
     const v = text.match(/Bundled vectors: (\d+) random terms, lowest cosine similarity ([\d.]+)/);
     assert(v && Number(v[1]) >= 64 && Number(v[2]) >= 0.995, `bundled vectors: ${text}`);
+    // The load-time probe of term batches (src/embed/rows.rs) passes in this browser's wasm:
+    // short terms go 8 to a model call.
+    assert(/Short terms are embedded 8 a model call/.test(text), `term batches: ${text}`);
     // With a spare core the worker starts helper workers (worker/pool.rs); the check sends the
     // terms through them too, so they must have embedded some, correctly.
     if (await page.evaluate(() => navigator.hardwareConcurrency) >= 2) {

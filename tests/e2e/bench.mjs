@@ -29,7 +29,7 @@ console.log(`  batch 32: ${b.batch32_terms_per_second.toFixed(1)} terms/s`);
 console.log(`  batch 32, one input shape repeated: ${b.batch32_same_shape_terms_per_second.toFixed(1)} terms/s (${b.same_shape_tokens.toFixed(0)} tokens per term there, ${b.mean_tokens.toFixed(1)} on average over all terms)`);
 console.log(`  helper workers: ${b.helpers} (started and loaded the model in ${b.helpers_start_seconds.toFixed(2)} s; this machine reports ${await page.evaluate(() => navigator.hardwareConcurrency)} cores)`);
 console.log(`  batch 1, this worker + its helpers: ${b.batch1_with_helpers_terms_per_second.toFixed(1)} terms/s`);
-console.log(`  batch 32, this worker + its helpers (the app's path): ${b.batch32_with_helpers_terms_per_second.toFixed(1)} terms/s`);
+console.log(`  term batches of ${b.term_width}, each term at its home row, this worker + its helpers (the app's path): ${b.rows_with_helpers_terms_per_second.toFixed(1)} terms/s`);
 console.log(`  worker wasm memory: ${(b.wasm_memory_bytes / 1e6).toFixed(1)} MB`);
 
 // A synthetic 200 MB corpus: sentences of MeSH terms and filler words, two labels.

@@ -78,7 +78,7 @@ impl AppState {
                 self.model_check.set(None);
                 self.job.set(None);
             }
-            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers, vectors_checked, vectors_worst_cosine, vectors_worst_term } => {
+            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers, vectors_checked, vectors_worst_cosine, vectors_worst_term, term_width } => {
                 let workers = match helpers {
                     0 => "this worker alone".to_string(),
                     1 => format!("{by_helpers} of them by 1 helper worker"),
@@ -88,10 +88,14 @@ impl AppState {
                     0 => " No bundled vectors belong to this model: every term is embedded live.".to_string(),
                     n => format!(" Bundled vectors: {n} random terms, lowest cosine similarity {vectors_worst_cosine:.5} (“{vectors_worst_term}”, needs ≥ 0.995)."),
                 };
+                let rows = match term_width {
+                    1 => " Terms are embedded one a model call.".to_string(),
+                    w => format!(" Short terms are embedded {w} a model call (each row found independent of the others on this machine)."),
+                };
                 self.model_check.set(Some(if passed {
-                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).{vectors}")
+                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).{vectors}{rows}")
                 } else {
-                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).{vectors}")
+                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).{vectors}{rows}")
                 }));
                 self.job.set(None);
             }

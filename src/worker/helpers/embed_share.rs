@@ -13,18 +13,24 @@ use crate::embed::Embed;
 use crate::protocol::Stage;
 use crate::worker::control::{at, checkpoint, now_ms, sleep, Stop, CANCEL};
 
-/// Embeds every batch, here and on the helpers at once, calling `done(k, vectors, by_helper)`
-/// exactly once per batch k as it finishes (in any order). A batch a helper fails on, answers
-/// wrongly, or holds for much longer than a batch takes here is embedded here instead.
+/// Embeds every message (term batches of `width` rows laid end to end, cut by
+/// `crate::embed::rows`), here and on the helpers at once, calling `done(k, vectors,
+/// by_helper)` exactly once per message k as it finishes (in any order), one vector per row.
+/// A message a helper fails on, answers wrongly, or holds for much longer than one takes here
+/// is embedded here instead.
 pub async fn embed_batches(
     embedder: &mut OnnxEmbedder,
     mut pool: Option<&mut Pool>,
     batches: &[Vec<&str>],
+    width: usize,
     clock: &mut f64,
     done: &mut dyn FnMut(usize, Vec<Vec<f32>>, bool) -> Result<(), Stop>,
 ) -> Result<(), Stop> {
     let dim = embedder.dim();
     let mut queue: VecDeque<usize> = (0..batches.len()).collect();
+    // Messages a helper failed on: embedded here only (sent again, they could fail again and
+    // again while this worker waited).
+    let mut here_only: VecDeque<usize> = VecDeque::new();
     // Batches out on a helper: sequence number → (batch, when it was sent).
     let mut away: HashMap<u64, (usize, f64)> = HashMap::new();
     let mut finished = vec![false; batches.len()];
@@ -46,18 +52,18 @@ pub async fn embed_batches(
                         p.retire(r.slot);
                         queue.push_front(k);
                     }
-                    Err(_) => queue.push_front(k),
+                    Err(_) => here_only.push_back(k),
                 }
             }
             while let Some(&k) = queue.front() {
-                let Some(seq) = p.send(&batches[k]) else { break };
+                let Some(seq) = p.send(&batches[k], width) else { break };
                 away.insert(seq, (k, now_ms()));
                 queue.pop_front();
             }
         }
-        if let Some(k) = queue.pop_front() {
+        if let Some(k) = here_only.pop_front().or_else(|| queue.pop_front()) {
             let t0 = now_ms();
-            let vecs = crate::embed::embed_each(embedder, &batches[k]).map_err(at(Stage::Embed))?;
+            let vecs = crate::embed::rows::embed_rows(embedder, &batches[k], width).map_err(at(Stage::Embed))?;
             slowest_here_ms = slowest_here_ms.max(now_ms() - t0);
             finished[k] = true;
             left -= 1;

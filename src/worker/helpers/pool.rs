@@ -139,12 +139,13 @@ impl Pool {
         self.slots.iter().filter(|s| s.state != SlotState::Dead).count()
     }
 
-    /// Hands `texts` to an idle helper; returns the batch's sequence number, or None if no
-    /// helper is idle (or posting failed, which kills that helper).
-    pub fn send(&mut self, texts: &[&str]) -> Option<u64> {
+    /// Hands `texts` (term batches of `width` rows laid end to end, `crate::embed::rows`) to
+    /// an idle helper; returns the sequence number, or None if no helper is idle (or posting
+    /// failed, which kills that helper).
+    pub fn send(&mut self, texts: &[&str], width: usize) -> Option<u64> {
         self.slots.iter().position(|s| s.state == SlotState::Idle)?;
         let json = serde_json::to_string(texts).ok()?;
-        self.send_request(&js_sys::Array::of3(&EMBED.into(), &JsValue::NULL, &json.into()))
+        self.send_request(&js_sys::Array::of4(&EMBED.into(), &JsValue::NULL, &json.into(), &JsValue::from_f64(width as f64)))
     }
 
     /// Hands a request (a JS array whose first element is a helper kind, second element

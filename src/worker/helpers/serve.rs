@@ -10,6 +10,7 @@ use wasm_bindgen::JsCast;
 use super::wasm_memory_bytes;
 use super::wire::{read_sums_request, EMBED, EMBEDDED, FAILED, LOAD, LOADED, SUMMED, SUMS};
 use crate::embed::onnx::OnnxEmbedder;
+use crate::embed::Embed;
 use crate::dp::summary::{self as kde, SummaryDoc};
 
 thread_local! {
@@ -53,10 +54,15 @@ pub fn serve(data: &JsValue) -> bool {
                 .as_string()
                 .ok_or_else(|| "no texts".to_string())
                 .and_then(|j| serde_json::from_str(&j).map_err(|e| e.to_string()));
+            // The sender's width: batches are cut by the worker and run here as cut; a width of
+            // several rows only if this helper's own probe found rows independent too.
+            let width = arr.get(3).as_f64().filter(|w| *w >= 1.0 && *w <= 64.0 && w.fract() == 0.0).map(|w| w as usize).ok_or_else(|| "no width".to_string());
             let out = texts.and_then(|texts| {
+                let width = width?;
                 let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
                 HELPER_MODEL.with(|h| match h.borrow_mut().as_mut() {
-                    Some(m) => crate::embed::embed_each(m, &refs).map_err(|e| e.to_string()),
+                    Some(m) if width > 1 && width != m.term_width() => Err(format!("batches of {width} rows, but this helper's model embeds {}", m.term_width())),
+                    Some(m) => crate::embed::rows::embed_rows(m, &refs, width).map_err(|e| e.to_string()),
                     None => Err("the helper has no model".to_string()),
                 })
             });

@@ -18,7 +18,8 @@ use crate::public_vocab::TermId;
 
 /// First element of a helper request carrying model and tokenizer bytes.
 pub const LOAD: &str = "dpkps-helper-load";
-/// First element of a helper request carrying a batch of texts (a JSON array of strings).
+/// First element of a helper request carrying texts to embed: `[EMBED, seq, JSON array of
+/// strings, width]`, term batches of `width` rows laid end to end (`crate::embed::rows`).
 pub const EMBED: &str = "dpkps-helper-embed";
 /// First element of a helper request carrying a share of the DP-KDE build (`kde_share`).
 pub const SUMS: &str = "dpkps-helper-sums";
