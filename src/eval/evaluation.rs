@@ -300,11 +300,14 @@ impl Evaluation {
                 crate::dp::counts::apportion(self.params.per_class * self.classes.len(), &noisy, 1)
             }
         };
-        let seqs = crate::sample::sample_sized(&set, &cands, &sizes, rng)?;
-        let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
         // Noise-dominated classes, as the run flags them; a noiseless release has no noise to
         // be dominated by.
-        let signals = if noiseless { Vec::new() } else { crate::sample::signal::class_signals(&set, &cands)? };
+        let (seqs, signals) = if noiseless {
+            (crate::sample::sample_sized(&set, &cands, &sizes, rng)?, Vec::new())
+        } else {
+            crate::sample::sample_with_signals(&set, &cands, &sizes, rng)?
+        };
+        let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
         let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::run::class_name(&c.label)).collect();
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();
         let keep = |s: &crate::sample::Sequence| self.params.include_noise_classes || !crate::sample::signal::is_noise_dominated(&signals, &s.label);

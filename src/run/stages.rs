@@ -12,7 +12,7 @@ use crate::dp::summary::{DpSummary, SummaryDoc, SummaryParams};
 use crate::ledger::{Ledger, LedgerBook, Run, Spend};
 use crate::pipeline::{MatchedCorpus, Release};
 use crate::protocol::SequenceOut;
-use crate::sample::signal::{class_signals, count_sequences, is_noise_dominated, ClassSignal};
+use crate::sample::signal::{count_sequences, is_noise_dominated, ClassSignal};
 use crate::sample::{Candidates, Sequence};
 use crate::public_vocab::{PublicVocabulary, TermId};
 
@@ -322,8 +322,7 @@ pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, rng: &m
     let ids = release.candidate_ids();
     let p = &release.kde.params;
     let cands = if p.needs().candidate_vectors { Candidates::new(&ids, emb)? } else { Candidates::without_vectors(&ids, release.kde.dim) };
-    let sequences = crate::sample::sample_sized(&release.kde, &cands, &release.sizes(per_class), rng)?;
-    let mut signals = class_signals(&release.kde, &cands)?;
+    let (sequences, mut signals) = crate::sample::sample_with_signals(&release.kde, &cands, &release.sizes(per_class), rng)?;
     count_sequences(&mut signals, &sequences, p.len);
     Ok(Sampled { sequences, signals })
 }

@@ -146,17 +146,29 @@ pub(crate) fn first_step_scores(set: &DpSummary, cands: &Candidates) -> Result<V
     Ok(set.classes.iter().map(|class| table.scores_from_phases(&[features.beta().to_vec()], &class.member_sums(member))).collect())
 }
 
-/// The iterative samplers ([`sample_iterative`]), as sequences of Ṽ's terms.
-pub(super) fn sample_iterative_sequences(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
+/// Per class, its candidates' scores as a first keyphrase, where the sampling computed them.
+pub(crate) type FirstScores = Vec<Option<Vec<f32>>>;
+
+/// The iterative samplers ([`sample_iterative`]), as sequences of Ṽ's terms, with each class's
+/// scores of the candidates as a first keyphrase where the class had a sequence to score them
+/// for (what [`first_step_scores`] computes, read off the sampling: the signal estimate then
+/// costs no second pass over the features).
+pub(super) fn sample_iterative_sequences(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<(Vec<Sequence>, FirstScores), SummaryError> {
     let features = set.features()?;
     let mut out = Vec::with_capacity(counts.iter().sum());
-    let picks = sample_iterative(set, &features, cands, counts, rng, &mut |_, _, _, _, _| {});
+    let n = cands.len();
+    let mut first: FirstScores = vec![None; set.classes.len()];
+    let picks = sample_iterative(set, &features, cands, counts, rng, &mut |c, len, _, scores, _| {
+        if len == 1 && scores.len() >= n {
+            first[c] = Some(scores[..n].to_vec());
+        }
+    });
     for (class, chosen) in set.classes.iter().zip(picks) {
         for p in chosen {
             out.push(Sequence { label: class.label.clone(), keyphrases: p.iter().map(|&w| cands.ids[w]).collect() });
         }
     }
-    Ok(out)
+    Ok((out, first))
 }
 
 

@@ -125,8 +125,24 @@ pub fn sample_sized(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: 
         KeyphraseSampler::Histogram => hist::sample_histograms(set, HistKind::Unigram, cands, counts, rng),
         KeyphraseSampler::Markov => hist::sample_histograms(set, HistKind::Transitions, cands, counts, rng),
         KeyphraseSampler::Independent => kde::sample_independent(set, cands, counts, rng),
-        KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => kde::sample_iterative_sequences(set, cands, counts, rng),
+        KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => Ok(kde::sample_iterative_sequences(set, cands, counts, rng)?.0),
     }
+}
+
+/// [`sample_sized`] and every class's signal estimate ([`signal::class_signals`]); the iterative
+/// samplers hand the estimate the first-keyphrase scores they computed anyway.
+pub fn sample_with_signals(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<(Vec<Sequence>, Vec<signal::ClassSignal>), SummaryError> {
+    if matches!(set.params.sampler, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog) {
+        set.check()?;
+        if cands.is_empty() || cands.dim != set.dim || counts.len() != set.classes.len() {
+            return Err(SummaryError::BadArtefact("candidates"));
+        }
+        let (sequences, first) = kde::sample_iterative_sequences(set, cands, counts, rng)?;
+        let signals = signal::class_signals_from(set, cands, Some(first))?;
+        return Ok((sequences, signals));
+    }
+    let sequences = sample_sized(set, cands, counts, rng)?;
+    Ok((sequences, signal::class_signals(set, cands)?))
 }
 
 #[cfg(test)]

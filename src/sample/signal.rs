@@ -64,6 +64,12 @@ pub struct ClassSignal {
 
 /// Every class's signal estimate, in the release's class order.
 pub fn class_signals(set: &DpSummary, cands: &Candidates) -> Result<Vec<ClassSignal>, SummaryError> {
+    class_signals_from(set, cands, None)
+}
+
+/// [`class_signals`], with the DP-KDE classes' first-keyphrase scores given where the sampler
+/// computed them (`first[c]`; computed here if a class has none).
+pub(crate) fn class_signals_from(set: &DpSummary, cands: &Candidates, first: Option<kde::FirstScores>) -> Result<Vec<ClassSignal>, SummaryError> {
     set.check()?;
     if cands.is_empty() {
         return Err(SummaryError::BadArtefact("candidates"));
@@ -100,7 +106,10 @@ pub fn class_signals(set: &DpSummary, cands: &Candidates) -> Result<Vec<ClassSig
         let b = set.params.noise_scale().map_err(SummaryError::Dp)?.to_f64() / (1u64 << GRID_BITS) as f64;
         let sigma = b * (2.0 / set.params.features as f64).sqrt();
         let q = normal_quantile_upper(ALPHA / cands.len() as f64) * sigma;
-        let scores = kde::first_step_scores(set, cands)?;
+        let scores = match first {
+            Some(f) if f.len() == set.classes.len() && f.iter().all(|s| s.as_ref().is_some_and(|s| s.len() == cands.len())) => f.into_iter().flatten().collect(),
+            _ => kde::first_step_scores(set, cands)?,
+        };
         Ok(set
             .classes
             .iter()
@@ -275,6 +284,30 @@ mod tests {
                 assert!(!s[0].noise_dominated && !s[1].noise_dominated && s[0].signal > strong, "{sampler:?}: {s:?}");
                 assert!(s[2].noise_dominated && s[2].signal < 1.0, "{sampler:?}: {s:?}");
                 assert!(s[0].supported_terms > 0);
+            }
+        }
+    }
+
+    /// The iterative samplers' first-keyphrase scores, read off the sampling, give the same
+    /// signals as scoring the candidates again, to the bit; a class with no sequence to score
+    /// (a count of 0) is scored again.
+    #[test]
+    fn signals_read_off_the_sampling_are_the_signals() {
+        let (emb, docs, labels) = clustered();
+        let kdocs = class_docs(&docs, &labels);
+        let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
+        for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent, KeyphraseSampler::Histogram] {
+            let params = SummaryParams { epsilon: 10.0, sampler, len: 4, features: 256, terms_per_doc: 4, bandwidth: 1.0, smoothing: 0.0 };
+            let mut rng = SecureRng::seeded_for_tests(3);
+            let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
+            let want = class_signals(&set, &cands).unwrap();
+            for counts in [[5, 3, 4], [2, 0, 7]] {
+                let (seqs, got) = crate::sample::sample_with_signals(&set, &cands, &counts, &mut rng).unwrap();
+                assert_eq!(seqs.len(), counts.iter().sum::<usize>());
+                for (g, w) in got.iter().zip(&want) {
+                    assert_eq!(g.signal.to_bits(), w.signal.to_bits(), "{sampler:?} {counts:?}");
+                    assert_eq!((g.noise_dominated, g.supported_terms), (w.noise_dominated, w.supported_terms));
+                }
             }
         }
     }
