@@ -111,7 +111,12 @@ impl OnnxEmbedder {
         if is_bundled(&e.checksum) && probed.is_some() {
             e.term_width = super::rows::TERM_BATCH;
         }
-        e.rows_key = format!("r{}-{}", e.term_width, probed.as_deref().unwrap_or("unprobed"));
+        // The one-row plan's arithmetic too (long terms, and every term at width 1), from the
+        // dimension probe's output.
+        let mut one_row = Sha256::new();
+        probe.iter().flatten().for_each(|x| one_row.update(x.to_le_bytes()));
+        let one_row = crate::corpus::hex(&one_row.finalize());
+        e.rows_key = format!("r{}-{}-{}", e.term_width, probed.as_deref().unwrap_or("unprobed"), &one_row[..12]);
         Ok(e)
     }
 
@@ -155,9 +160,10 @@ impl OnnxEmbedder {
         Ok(Some(crate::corpus::hex(&fingerprint.finalize())[..12].to_string()))
     }
 
-    /// What the rows of this model's term batches are and where they were probed (`r8-…`,
-    /// width and engine fingerprint): part of a cached vector's key, so that a vector computed
-    /// another way (another width, another engine or CPU) is not read for this one.
+    /// What the rows of this model's term batches are and where they were probed (`r8-…-…`:
+    /// width, and fingerprints of the engine's arithmetic in the batched plan and the one-row
+    /// plan): part of a cached vector's key, so that a vector computed another way (another
+    /// width, another engine or CPU) is not read for this one.
     pub fn rows_key(&self) -> &str {
         &self.rows_key
     }

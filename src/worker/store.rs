@@ -36,8 +36,8 @@ fn err(e: impl std::fmt::Display) -> String {
 }
 
 fn key(checksum: &str, rows: &str, term: &str) -> JsValue {
-    // `rows`: the model's `rows_key` ("r8-<engine fingerprint>": term batches of 8 rows,
-    // `crate::embed::rows`, computed by this engine on this kind of CPU). Vectors cached by
+    // `rows`: the model's `rows_key` ("r8-<fingerprints>": term batches of 8 rows,
+    // `crate::embed::rows`, computed by this engine on this kind of CPU, in both its plans). Vectors cached by
     // older versions ("b1", or none: in batches whose rows depended on each other) or computed
     // another way are not read.
     JsValue::from_str(&format!("{checksum}\u{1f}{rows}\u{1f}{term}"))
