@@ -117,10 +117,7 @@ pub fn sample(set: &DpSummary, cands: &Candidates, per_class: usize, rng: &mut S
 /// Samples `counts[c]` sequences for class c of `set` (e.g. in proportion to DP class counts,
 /// `dp::counts::apportion`).
 pub fn sample_sized(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
-    set.check()?;
-    if cands.is_empty() || cands.dim != set.dim || counts.len() != set.classes.len() {
-        return Err(SummaryError::BadArtefact("candidates"));
-    }
+    check_inputs(set, cands, counts)?;
     match set.params.sampler {
         KeyphraseSampler::Histogram => hist::sample_histograms(set, HistKind::Unigram, cands, counts, rng),
         KeyphraseSampler::Markov => hist::sample_histograms(set, HistKind::Transitions, cands, counts, rng),
@@ -133,16 +130,23 @@ pub fn sample_sized(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: 
 /// samplers hand the estimate the first-keyphrase scores they computed anyway.
 pub fn sample_with_signals(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<(Vec<Sequence>, Vec<signal::ClassSignal>), SummaryError> {
     if matches!(set.params.sampler, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog) {
-        set.check()?;
-        if cands.is_empty() || cands.dim != set.dim || counts.len() != set.classes.len() {
-            return Err(SummaryError::BadArtefact("candidates"));
-        }
+        check_inputs(set, cands, counts)?;
         let (sequences, first) = kde::sample_iterative_sequences(set, cands, counts, rng)?;
         let signals = signal::class_signals_from(set, cands, Some(first))?;
         return Ok((sequences, signals));
     }
     let sequences = sample_sized(set, cands, counts, rng)?;
     Ok((sequences, signal::class_signals(set, cands)?))
+}
+
+/// What every sampler needs: a release that checks, candidates of its dimension, a count per
+/// class.
+fn check_inputs(set: &DpSummary, cands: &Candidates, counts: &[usize]) -> Result<(), SummaryError> {
+    set.check()?;
+    if cands.is_empty() || cands.dim != set.dim || counts.len() != set.classes.len() {
+        return Err(SummaryError::BadArtefact("candidates"));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
