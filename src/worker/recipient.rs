@@ -50,7 +50,7 @@ pub async fn train(state: &mut State, ask: TrainAsk, files: &[File]) -> Result<E
     progress(stage, 0, 0);
     let checksum = m.embedder.checksum().to_string();
     let t0 = now_ms();
-    let (mut sets, fresh) = gather(&state.embedded, &checksum, &ask, files)?;
+    let Gathered { mut sets, fresh } = gather(&state.embedded, &checksum, &ask, files)?;
     let mut clock = now_ms();
     let embedded = embed_fresh(m, &mut state.helpers, &mut sets, fresh, &mut clock).await?;
     let embed_seconds = seconds_since(t0);
@@ -109,11 +109,18 @@ fn check_ask(ask: &TrainAsk, files: &[File]) -> Result<(), Stop> {
     Ok(())
 }
 
-/// The three sets (synthetic, unlabelled, test), each as embedded by an earlier training of
-/// this page session (same files, columns and model: `kept`) or read now. Returns a slot per
-/// set (`None`: not asked for; a set read now has an empty matrix until [`embed_fresh`]) and
-/// the documents read now, in the same order.
-fn gather(kept: &[Embedded], checksum: &str, ask: &TrainAsk, files: &[File]) -> Result<(Vec<Option<Embedded>>, Vec<Option<Documents>>), Stop> {
+/// The three sets (synthetic, unlabelled, test), in this order.
+struct Gathered {
+    /// A slot per set: `None` if not asked for; a set read now has an empty matrix until
+    /// [`embed_fresh`].
+    sets: Vec<Option<Embedded>>,
+    /// The documents read now (`None`: not asked for, or as embedded earlier).
+    fresh: Vec<Option<Documents>>,
+}
+
+/// The three sets, each as embedded by an earlier training of this page session (same files,
+/// columns and model: `kept`), so that training again embeds nothing, or read now.
+fn gather(kept: &[Embedded], checksum: &str, ask: &TrainAsk, files: &[File]) -> Result<Gathered, Stop> {
     let (syn_files, rest) = files.split_at(ask.synthetic.files.len());
     let (unl_files, test_files) = rest.split_at(ask.unlabelled.as_ref().map_or(0, |s| s.files.len()));
     let asked = [("the synthetic corpus", Some(&ask.synthetic), syn_files), ("your documents", ask.unlabelled.as_ref(), unl_files), ("the test set", ask.test.as_ref(), test_files)];
@@ -137,7 +144,7 @@ fn gather(kept: &[Embedded], checksum: &str, ask: &TrainAsk, files: &[File]) -> 
             }
         }
     }
-    Ok((sets, fresh))
+    Ok(Gathered { sets, fresh })
 }
 
 /// What the embedding stage did, for the result.
