@@ -1,4 +1,4 @@
-//! This machine's local secret, and what it keys (issue 25, item 5): the ledger's corpus keys
+//! This machine's local secret, and what it keys: the ledger's corpus keys
 //! and the overlap sketches.
 //!
 //! # Why

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The default template, after the paper's prompt, reworded from what a small local model
-/// returned (docs/generation.md): the keyphrases come first, on a line of their own, and the
+/// returned (docs/llm.md, “What the local model writes”): the keyphrases come first, on a line of their own, and the
 /// request after them says what the reply must look like (paragraphs of full sentences, about
 /// 150 words) and what it must not (a list, a numbered list, definitions). Asked to "mention
 /// each of these keyphrases", the model gave half its replies back as lists or glossaries. The

@@ -6,7 +6,8 @@
 //! files a request refers to travel next to it as `File` objects (structured clone), in the
 //! order of its `files` list.
 //!
-//! This module is plain Rust so that the settings checks are tested natively.
+//! This module is plain Rust so that the messages' JSON and the size limits are tested natively
+//! (the run settings it carries are checked, and tested, in `crate::run::settings`).
 
 use serde::{Deserialize, Serialize};
 

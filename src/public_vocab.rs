@@ -55,14 +55,6 @@ impl Bundled {
         Bundled::ALL.into_iter().find(|b| b.name().eq_ignore_ascii_case(s))
     }
 
-    /// File name of the stop list under `www/vocab/` (also served at `vocab/<file>`).
-    pub fn stoplist_file_name(self) -> &'static str {
-        match self {
-            Bundled::English => "stoplist_english.txt",
-            Bundled::Medical => "stoplist_medical.txt",
-        }
-    }
-
     /// The stop list: terms of the bundled list that name nothing about a document's class
     /// (generic words, places, time, publication types, named groups; criteria in
     /// `www/vocab/README.md`). Chosen by those public criteria, never from a corpus, so the
@@ -192,9 +184,8 @@ impl PublicVocabulary {
 /// Finds vocabulary terms in documents.
 #[derive(Clone)]
 pub struct Matcher {
+    /// Pattern index = term id: the patterns are the terms in vocabulary order.
     automaton: AhoCorasick,
-    /// Pattern index → term id (patterns are the terms in vocabulary order).
-    pattern_len_words: Vec<u16>,
 }
 
 /// Reusable scratch space for [`Matcher`], so matching allocates nothing per document.
@@ -206,13 +197,7 @@ pub struct MatchScratch {
 
 impl Matcher {
     pub fn new(vocab: &PublicVocabulary) -> Result<Matcher, VocabError> {
-        let mut patterns = Vec::with_capacity(vocab.len());
-        let mut pattern_len_words = Vec::with_capacity(vocab.len());
-        for term in &vocab.terms {
-            let key = normalize(term);
-            pattern_len_words.push(key.split(' ').count().min(u16::MAX as usize) as u16);
-            patterns.push(format!(" {key} "));
-        }
+        let patterns: Vec<String> = vocab.terms.iter().map(|term| format!(" {} ", normalize(term))).collect();
         // Overlapping search needs the standard match kind; the leftmost-longest choice is
         // made afterwards in `find`, among whole-word occurrences only. A contiguous NFA keeps
         // memory proportional to the vocabulary (a DFA over 340k patterns would not fit).
@@ -221,7 +206,7 @@ impl Matcher {
             .kind(Some(AhoCorasickKind::ContiguousNFA))
             .build(&patterns)
             .map_err(|e| VocabError::Matcher(e.to_string()))?;
-        Ok(Matcher { automaton, pattern_len_words })
+        Ok(Matcher { automaton })
     }
 
     /// Calls `each` with every term occurrence of `text`, in document order (leftmost-longest,
@@ -276,11 +261,6 @@ impl Matcher {
             out.len() < s
         });
         out
-    }
-
-    /// Number of words of each term (for statistics).
-    pub fn term_words(&self, id: TermId) -> usize {
-        self.pattern_len_words[id as usize] as usize
     }
 }
 

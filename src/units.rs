@@ -170,14 +170,6 @@ impl MatchedCorpus {
             persons: self.persons.clone(),
         }
     }
-
-    /// The privacy unit, in words, for the report and the page.
-    pub fn unit_words(&self) -> String {
-        match &self.persons {
-            Some(p) => format!("the person (the column “{}”): a person's documents together count as one document", p.column),
-            None => "the document".into(),
-        }
-    }
 }
 
 #[cfg(test)]

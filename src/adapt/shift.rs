@@ -1,4 +1,4 @@
-//! A domain shift made from a corpus, to test and measure the adaptation (issue 24): the same
+//! A domain shift made from a corpus, to test and measure the adaptation: the same
 //! notes written as another site's records system would export them. Each note is
 //!
 //! - cut into its sections (MTSamples-style "HEADING:" runs) and written in reverse order, so

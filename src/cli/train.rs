@@ -142,7 +142,8 @@ pub(crate) fn read_corpus_documents(args: &CorpusArgs) -> Result<Documents, CliE
     Ok(docs)
 }
 
-/// Embeds with a progress line on stderr.
+/// `report.json`: what was trained and its scores on the recipient's own test documents,
+/// written private (the scores are the recipient's, not for the curator).
 #[derive(Serialize)]
 struct Report<'a> {
     note: &'static str,

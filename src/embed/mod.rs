@@ -1,7 +1,8 @@
 //! Term embeddings: the table the DP-KDE and the samplers read.
 //!
-//! Filled by the sentence model (see issue 5) or, in tests and benchmarks, by synthetic
-//! vectors. Embeddings of public vocabulary terms are not private; a table built for the
+//! Filled by the sentence model (`onnx`, the same code natively and in the worker), from its
+//! precomputed table for a bundled vocabulary ([`bundle`]) or, in tests and benchmarks, by
+//! synthetic vectors. Embeddings of public vocabulary terms are not private; a table built for the
 //! matched terms of a corpus reveals which terms occur and stays in memory.
 
 pub mod bundle;

@@ -1,4 +1,4 @@
-//! Why the iterative samplers lose utility without noise (issue 13): for noiseless releases,
+//! Why the iterative samplers lose utility without noise: for noiseless releases,
 //! compare the distribution the sampler draws each keyphrase from (random-feature scores,
 //! negatives clipped) with the exact kernel conditional it approximates, step by step, and
 //! train the classifier on sequences drawn from the exact kernel as well.

@@ -1,4 +1,4 @@
-//! Utility evaluation without an LLM (DP-KPS appendix C.2.2, C.2.4, Table 5; issue 7).
+//! Utility evaluation without an LLM (DP-KPS appendix C.2.2, C.2.4, Table 5).
 //!
 //! Hold out part of the labelled corpus, run the DP pipeline on the rest, train a classifier
 //! on the DP keyphrase sequences and test it on the held-out real documents turned into

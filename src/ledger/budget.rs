@@ -1,4 +1,4 @@
-//! Budgets that enforce (issue 25, item 2): a budget before the first run, a stored budget
+//! Budgets that enforce: a budget before the first run, a stored budget
 //! that only goes down unless a raise is confirmed (and then recorded), and the spends on
 //! every overlapping corpus counted against it.
 //!

@@ -28,8 +28,8 @@ pub struct LlmSettings {
     pub max_attempts: u32,
     /// OpenAI's `frequency_penalty` (−2…2): lowers a token's odds by how often it already
     /// appears in the reply. 0.5 by default: with it a small local model looped in 15% of its
-    /// documents instead of 35% (docs/generation.md). Not sent when 0, for servers that
-    /// refuse the field.
+    /// documents instead of 35% (docs/llm.md, “What the local model writes”). Not sent when 0,
+    /// for servers that refuse the field.
     #[serde(default = "default_frequency_penalty")]
     pub frequency_penalty: f64,
     /// Check each reply ([`super::check_reply`]) and ask once more when it is not prose that

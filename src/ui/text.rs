@@ -28,7 +28,7 @@ pub fn own_list_note(done: u64, total: u64) -> String {
     }
 }
 
-/// How many labels the corpus has, without their counts (issue 25, item 4: a class set picked
+/// How many labels the corpus has, without their counts (a class set picked
 /// by counts would depend on the private data; `dpkps ingest` prints them for the curator).
 pub fn classes_line(s: &CorpusSummary) -> String {
     match s.classes.len() {

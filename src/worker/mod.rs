@@ -11,11 +11,13 @@
 //! matching) in memory only. What it stores in IndexedDB is listed in [`store`].
 //!
 //! Layout: this file is the message loop (`on_message`, `handle`), the state kept between
-//! requests ([`State`]) and the run (`run`, with `helpers_for` and `helpers_ready`). Every
-//! other request has its own module ([`load`], [`model`], [`evaluate`], [`diagnostics`],
-//! [`ledger_requests`], [`replay`], [`recipient`]); what the jobs share is [`control`] (progress, cancelling, stopping: a
-//! leaf), [`assets`], [`sources`] and [`store`]; the helper workers are [`helpers`]. The
-//! modules take the state from here; none of them imports another's job.
+//! requests ([`State`]) and the embedding helpers' start (`helpers_for`, `helpers_ready`). A
+//! run is the core's orchestration (`crate::run::execute`) over this worker's `Host`, built in
+//! [`run`]. Every other request has its own module ([`load`], [`model`], [`evaluate`],
+//! [`diagnostics`], [`ledger_requests`], [`replay`], [`recipient`]); what the jobs share is
+//! [`control`] (progress, cancelling, stopping: a leaf), [`assets`], [`sources`] and [`store`];
+//! the helper workers are [`helpers`]. The modules take the state from here; none of them
+//! imports another's job.
 
 mod assets;
 mod background;
@@ -88,7 +90,7 @@ struct State {
     /// The idle-time pass over a user's own list (`background`).
     background: Option<background::Background>,
     /// The private vocabulary this page released last, for later runs with the same key
-    /// (`RunSettings::reuse_vocabulary`, `crate::reuse`). A DP output; memory only.
+    /// (`RunSettings::reuse_vocabulary`, `crate::run::reuse`). A DP output; memory only.
     released_vocab: Option<KeptVocabulary>,
     /// The recipient's sets of documents as the last training read and embedded them (memory
     /// only; `recipient`).

@@ -14,6 +14,7 @@ use crate::embed::bundle::VectorFile;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{DpSummary, SummaryDoc};
 use crate::ledger::{LedgerBook, Spend};
+use crate::pipeline::MatchedCorpus;
 use crate::protocol::{Event, RunResult, RunSettings, Stage};
 use crate::run::report::Checked;
 use crate::run::reuse::{KeptVocabulary, VocabKey};
@@ -124,32 +125,30 @@ impl Host for WorkerHost<'_> {
     }
 }
 
-/// A run request: the plan from the page's settings, Ṽ drawn or reused, the stages, the result.
-pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
+/// What a run and a DP check both start from: the loaded corpus, the plan from the page's
+/// settings, and the host over this worker's state with the ledger's store open.
+struct Started<'s> {
+    corpus: &'s MatchedCorpus,
+    vocab: &'s PublicVocabulary,
+    plan: RunPlan,
+    host: WorkerHost<'s>,
+}
+
+/// Plans the job and builds its host, refusing it before anything is spent: no corpus loaded,
+/// settings the plan refuses, more terms kept per document (`keep`) than matching kept
+/// ([`KEEP`]), or no ledger to record in (`nothing`: what was then not done).
+async fn start<'s>(state: &'s mut State, settings: &RunSettings, keep: impl FnOnce(&RunPlan) -> usize, nothing: &str) -> Result<Started<'s>, Stop> {
     let State { loaded, model, helpers, vectors, live, kde_helpers, released_vocab, .. } = state;
-    // Started now, so that they are ready by the DP-KDE stage (`kde_share`): the DP-KDE sums,
-    // which read the documents' term vectors, are the work worth sharing.
-    if kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().needs().document_term_vectors {
-        *kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
-    }
     let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
     let plan = RunPlan::new(settings.clone(), *labelled, vocab.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
-    if plan.keep() > KEEP {
+    if keep(&plan) > KEEP {
         return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
     }
-    let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was run")))?;
+    let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so {nothing}")))?;
     let key = VocabKey::new(corpus, vocab, &plan.vocab_params(), &plan.classes, plan.account.as_deref());
-    let book = store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
-    // An earlier run's Ṽ with the same key, its spend still on record: read again
-    // (post-processing), no new ε_voc.
-    let source = match released_vocab.as_ref().filter(|_| settings.reuse_vocabulary).and_then(|k| k.reusable(&key, &book)) {
-        Some((pv, from)) => Vocabulary::Reuse { pv, from, key: key.clone() },
-        None => Vocabulary::Draw,
-    };
-    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
-    let mut host = WorkerHost {
+    let host = WorkerHost {
         store,
         model,
         helpers,
@@ -164,6 +163,25 @@ pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Eve
         fresh: 0,
         kde_note: String::new(),
     };
+    Ok(Started { corpus, vocab, plan, host })
+}
+
+/// A run request: the plan from the page's settings, Ṽ drawn or reused, the stages, the result.
+pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
+    // Started now, so that they are ready by the DP-KDE stage (`kde_share`): the DP-KDE sums,
+    // which read the documents' term vectors, are the work worth sharing.
+    if state.kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().needs().document_term_vectors {
+        state.kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
+    }
+    let Started { corpus, vocab, plan, mut host } = start(state, settings, RunPlan::keep, "nothing was run").await?;
+    let book = host.store.ledger().await.map_err(|e| Stop::Failed(None, e))?;
+    // An earlier run's Ṽ with the same key, its spend still on record: read again
+    // (post-processing), no new ε_voc.
+    let source = match host.kept.as_ref().filter(|_| settings.reuse_vocabulary).and_then(|k| k.reusable(&host.key, &book)) {
+        Some((pv, from)) => Vocabulary::Reuse { pv, from, key: host.key.clone() },
+        None => Vocabulary::Draw,
+    };
+    let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let out = execute(&plan, RunInputs { corpus, vocab, vocabulary: source }, &mut host, &mut rng).await?;
     Ok(Event::Finished(RunResult {
         vocabulary: out.vocabulary.terms.iter().map(|t| (t.term.clone(), t.noisy_count)).collect(),
@@ -183,33 +201,10 @@ pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Eve
 /// host as a run. Its Ṽ (drawn from the training documents only) is not kept for later runs.
 pub(super) async fn dp_check(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     use crate::eval::dp_check::CheckParams;
-    let State { loaded, model, helpers, vectors, live, kde_helpers, released_vocab, .. } = state;
-    let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {
-        return Err(Stop::Failed(None, "load a corpus first".into()));
-    };
-    let plan = RunPlan::new(settings.clone(), *labelled, vocab.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
-    let params = CheckParams::every_sampler(&plan.settings, plan.classes.len());
-    if params.keep(&plan.settings) > KEEP {
-        return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
-    }
-    let store = Store::open().await.map_err(|e| Stop::Failed(None, format!("{e}; the privacy ledger cannot be kept, so nothing was checked")))?;
-    let key = VocabKey::new(corpus, vocab, &plan.vocab_params(), &plan.classes, plan.account.as_deref());
+    let every_sampler = |plan: &RunPlan| CheckParams::every_sampler(&plan.settings, plan.classes.len());
+    let keep = |plan: &RunPlan| every_sampler(plan).keep(&plan.settings);
+    let Started { corpus, vocab, plan, mut host } = start(state, settings, keep, "nothing was checked").await?;
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
-    let mut host = WorkerHost {
-        store,
-        model,
-        helpers,
-        vectors,
-        live,
-        kde_helpers,
-        kept: released_vocab,
-        key,
-        clock: now_ms(),
-        stage_start: now_ms(),
-        from_cache: 0,
-        fresh: 0,
-        kde_note: String::new(),
-    };
-    let out = crate::run::check::check(&plan, corpus, vocab, params, &mut host, &mut rng).await?;
+    let out = crate::run::check::check(&plan, corpus, vocab, every_sampler(&plan), &mut host, &mut rng).await?;
     Ok(Event::DpChecked { id: out.run.id, result: out.result })
 }

@@ -190,17 +190,74 @@ pub async fn embeddings(
         let dim = src.model.as_ref().map_or(BUNDLED_MODEL_DIM, |m| m.embedder.dim());
         post(&Event::StageDone { stage: Stage::Model, seconds: seconds_since(t_model), note: "not needed: nothing to embed".into() });
         progress(Stage::Embed, 0, 0);
-        let emb = TermEmbeddings::new(dim);
-        return Ok(Embedded { emb, bundled: 0, from_memory: 0, from_cache: 0, fresh: Vec::new(), model_name: name, model_checksum: checksum, term_width: 1, rows_key: String::new() });
+        return Ok(Embedded::without_model(TermEmbeddings::new(dim), 0, 0, name, checksum));
     }
-    let file = if checksum.is_empty() { None } else { bundled_vectors(src.vectors, vocab, &checksum).await };
+    let (mut emb, bundled, from_memory) = at_hand(src.vectors, src.live.as_ref(), vocab, ids, &checksum).await?;
+    let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| !emb.contains(id)).collect();
+    if todo.is_empty() && emb.dim() > 0 {
+        post(&Event::StageDone {
+            stage: Stage::Model,
+            seconds: seconds_since(t_model),
+            note: "not needed: every vector was at hand".into(),
+        });
+        progress(Stage::Embed, 0, 0);
+        return Ok(Embedded::without_model(emb, bundled, from_memory, name, checksum));
+    }
+    // The model is needed (or there is nothing to embed and no other source of the dimension).
+    let m = load_model(src.model, src.live, todo.len(), from_memory > 0, t_model).await?;
+    if m.embedder.checksum() != checksum {
+        // models/SHA256SUMS does not name this model: only what it computes may be used.
+        (name, checksum) = (m.name.clone(), m.embedder.checksum().to_string());
+        if bundled > 0 || from_memory > 0 {
+            return Err(Stop::Failed(Some(Stage::Model), format!("the loaded model is not the one of models/SHA256SUMS ({BUNDLED_MODEL}); reload the page")));
+        }
+    }
+    if emb.dim() == 0 {
+        emb = TermEmbeddings::new(m.embedder.dim());
+    }
+    let from_cache = match store {
+        Some(s) => from_browser_cache(s, m, &checksum, vocab, &todo, &mut emb).await?,
+        None => 0,
+    };
+    todo.retain(|&id| !emb.contains(id));
+    let width = embed_terms(m, src.helpers, vocab, &todo, &mut emb, clock).await?;
+    // Kept for the next run of this page (memory only), within a bound.
+    let live = LiveCache::slot(src.live, &checksum, m.embedder.rows_key(), &vocab.checksum, emb.dim());
+    for &id in &todo {
+        if let Some(v) = emb.get(id) {
+            if !live.keep(id, v).map_err(at(Stage::Embed))? {
+                break;
+            }
+        }
+    }
+    Ok(Embedded { emb, bundled, from_memory, from_cache, fresh: todo, model_name: name, model_checksum: checksum, term_width: width, rows_key: m.embedder.rows_key().to_string() })
+}
+
+impl Embedded {
+    /// Vectors all at hand: the model computed none (and may not be loaded).
+    fn without_model(emb: TermEmbeddings, bundled: usize, from_memory: usize, model_name: String, model_checksum: String) -> Embedded {
+        Embedded { emb, bundled, from_memory, from_cache: 0, fresh: Vec::new(), model_name, model_checksum, term_width: 1, rows_key: String::new() }
+    }
+}
+
+/// The vectors of `ids` that need no model: from the bundled vectors of `vocab`, then from this
+/// session's memory (if it holds vectors of the model `checksum` for this list). Returns them
+/// (of dimension 0 if neither source had any) and how many came from each.
+async fn at_hand(
+    vectors: &mut HashMap<Bundled, Option<Rc<VectorFile>>>,
+    live: Option<&LiveCache>,
+    vocab: &PublicVocabulary,
+    ids: &[TermId],
+    checksum: &str,
+) -> Result<(TermEmbeddings, usize, usize), Stop> {
+    let file = if checksum.is_empty() { None } else { bundled_vectors(vectors, vocab, checksum).await };
     let mut emb = TermEmbeddings::new(file.as_ref().map_or(0, |f| f.dim()));
     let bundled = match &file {
         Some(f) => f.fill(ids, &mut emb).map_err(at(Stage::Embed))?,
         None => 0,
     };
     let mut from_memory = 0;
-    if let Some(live) = src.live.as_ref().filter(|l| l.model == checksum && l.vocab == vocab.checksum) {
+    if let Some(live) = live.filter(|l| l.model == checksum && l.vocab == vocab.checksum) {
         if emb.dim() == 0 {
             emb = TermEmbeddings::new(live.emb.dim());
         }
@@ -213,69 +270,66 @@ pub async fn embeddings(
             }
         }
     }
-    let mut todo: Vec<TermId> = ids.iter().copied().filter(|&id| !emb.contains(id)).collect();
-    if todo.is_empty() && emb.dim() > 0 {
-        post(&Event::StageDone {
-            stage: Stage::Model,
-            seconds: seconds_since(t_model),
-            note: "not needed: every vector was at hand".into(),
-        });
-        progress(Stage::Embed, 0, 0);
-        return Ok(Embedded { emb, bundled, from_memory, from_cache: 0, fresh: Vec::new(), model_name: name, model_checksum: checksum, term_width: 1, rows_key: String::new() });
-    }
-    // The model is needed (or there is nothing to embed and no other source of the dimension).
-    let loaded_here = src.model.is_none();
-    let m = ensure_model(src.model).await?;
+    Ok((emb, bundled, from_memory))
+}
+
+/// The model, loaded if it is not yet (`terms`: how many it is loaded for, for the stage's
+/// note), and the model stage posted. Refused if vectors read from this session's memory
+/// (`used_memory`) were computed with other rows than the model computes now.
+async fn load_model<'m>(slot: &'m mut Option<Model>, live: &mut Option<LiveCache>, terms: usize, used_memory: bool, t_model: f64) -> Result<&'m mut Model, Stop> {
+    let loaded_here = slot.is_none();
+    let m = ensure_model(slot).await?;
     post(&Event::StageDone {
         stage: Stage::Model,
         seconds: seconds_since(t_model),
-        note: if loaded_here { format!("{}, loaded for {} terms", m.name, todo.len()) } else { m.name.clone() },
+        note: if loaded_here { format!("{}, loaded for {terms} terms", m.name) } else { m.name.clone() },
     });
     // Vectors read from this session's memory were computed by an earlier load of this model:
     // with the same rows, or not at all (a term's vector must not depend on whether an earlier
     // run needed it).
-    if from_memory > 0 && src.live.as_ref().is_some_and(|l| l.rows != m.embedder.rows_key()) {
-        *src.live = None;
+    if used_memory && live.as_ref().is_some_and(|l| l.rows != m.embedder.rows_key()) {
+        *live = None;
         return Err(Stop::Failed(Some(Stage::Model), "the model now computes differently from earlier in this page session; reload the page".into()));
     }
-    if m.embedder.checksum() != checksum {
-        // models/SHA256SUMS does not name this model: only what it computes may be used.
-        (name, checksum) = (m.name.clone(), m.embedder.checksum().to_string());
-        if bundled > 0 || from_memory > 0 {
-            return Err(Stop::Failed(Some(Stage::Model), format!("the loaded model is not the one of models/SHA256SUMS ({BUNDLED_MODEL}); reload the page")));
-        }
-    }
-    if emb.dim() == 0 {
-        emb = TermEmbeddings::new(m.embedder.dim());
-    }
-    let from_cache = match store {
-        // Unreadable cache: computed here instead.
-        Some(s) => {
-            let mut cached = TermEmbeddings::new(m.embedder.dim());
-            match s.cached_embeddings(&checksum, m.embedder.rows_key(), vocab, &todo, &mut cached).await {
-                Ok(n) => {
-                    for &id in &todo {
-                        if let Some(v) = cached.get(id) {
-                            emb.insert(id, v).map_err(at(Stage::Embed))?;
-                        }
-                    }
-                    n
+    Ok(m)
+}
+
+/// Adds to `emb` the vectors of `todo` this browser's cache holds for the model `checksum` and
+/// its rows; returns how many. An unreadable cache gives none: they are computed here instead.
+async fn from_browser_cache(store: &Store, m: &Model, checksum: &str, vocab: &PublicVocabulary, todo: &[TermId], emb: &mut TermEmbeddings) -> Result<usize, Stop> {
+    let mut cached = TermEmbeddings::new(m.embedder.dim());
+    match store.cached_embeddings(checksum, m.embedder.rows_key(), vocab, todo, &mut cached).await {
+        Ok(n) => {
+            for &id in todo {
+                if let Some(v) = cached.get(id) {
+                    emb.insert(id, v).map_err(at(Stage::Embed))?;
                 }
-                Err(_) => 0,
             }
+            Ok(n)
         }
-        None => 0,
-    };
-    todo.retain(|&id| !emb.contains(id));
+        Err(_) => Ok(0),
+    }
+}
+
+/// Embeds `todo` with the model, here and on the helper workers, into `emb`, posting the
+/// progress; returns the width of the term batches.
+async fn embed_terms(
+    m: &mut Model,
+    helpers: &mut Option<Pool>,
+    vocab: &PublicVocabulary,
+    todo: &[TermId],
+    emb: &mut TermEmbeddings,
+    clock: &mut f64,
+) -> Result<usize, Stop> {
     progress(Stage::Embed, 0, todo.len() as u64);
     // Term batches whose every row is a function of its own term (`crate::embed::rows`: which
     // terms are here follows the private corpus), a few a message to the helpers.
     let width = m.embedder.term_width();
-    let batches = crate::embed::rows::term_batches(&m.embedder, width, &todo, |id| vocab.term(id));
+    let batches = crate::embed::rows::term_batches(&m.embedder, width, todo, |id| vocab.term(id));
     let messages = crate::embed::rows::messages(batches, ROWS_PER_MESSAGE);
     let texts: Vec<Vec<&str>> = messages.iter().map(|msg| crate::embed::rows::message_texts(msg, |id| vocab.term(id))).collect();
     let messages: Vec<Vec<Option<TermId>>> = messages.into_iter().map(|m| m.concat()).collect();
-    let pool = helpers_for(src.helpers, m, messages.len());
+    let pool = helpers_for(helpers, m, messages.len());
     let mut done = 0;
     embed_batches(&mut m.embedder, pool, &texts, width, clock, &mut |k, vecs, _| {
         for (row, v) in messages[k].iter().zip(&vecs) {
@@ -288,16 +342,7 @@ pub async fn embeddings(
         Ok(())
     })
     .await?;
-    // Kept for the next run of this page (memory only), within a bound.
-    let live = LiveCache::slot(src.live, &checksum, m.embedder.rows_key(), &vocab.checksum, emb.dim());
-    for &id in &todo {
-        if let Some(v) = emb.get(id) {
-            if !live.keep(id, v).map_err(at(Stage::Embed))? {
-                break;
-            }
-        }
-    }
-    Ok(Embedded { emb, bundled, from_memory, from_cache, fresh: todo, model_name: name, model_checksum: checksum, term_width: width, rows_key: m.embedder.rows_key().to_string() })
+    Ok(width)
 }
 
 /// The bundled vectors against the live model: `per_list` random terms of each bundled list

@@ -48,8 +48,8 @@ pub fn ClassesField(errors: Signal<Vec<FieldError>>) -> impl IntoView {
     }
 }
 
-/// The labels of the loaded corpus, alphabetically and without counts (issue 25, item 4), to tick
-/// as classes.
+/// The labels of the loaded corpus, to tick as classes: alphabetically and without counts,
+/// because a class set picked by counts would depend on the private data.
 #[component]
 pub fn ObservedLabels() -> impl IntoView {
     let app = app();

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 
+use crate::llm::Job;
 use crate::ui::io::download;
 use crate::ui::views::replay::ReplayPanel;
 use crate::ui::state::{app, gen};
@@ -56,6 +57,8 @@ pub fn ResumeBanner() -> impl IntoView {
     }
 }
 
+/// The Generate card: where and how to send, what leaves this browser, then the job's progress
+/// and downloads. Shown once a run has released sequences or a job is loaded.
 #[component]
 pub fn Generate() -> impl IntoView {
     let app = app();
@@ -63,8 +66,127 @@ pub fn Generate() -> impl IntoView {
     let plan = Memo::new(move |_| app.result.get().map(|r| g.plan(&r)));
     // Anything that would be sent changes: reviewed again before sending.
     g.watch_review(plan);
-    // Classes whose release is noise-dominated: left out unless the curator includes them.
-    let noise = move || {
+    view! {
+        <Show when=move || app.result.get().is_some() || g.job.get().is_some()>
+            <section aria-labelledby="llm-h" class="card" id="llm">
+                <h2 id="llm-h">"6. Generate documents with your LLM"</h2>
+                <p class="hint">
+                    "Any OpenAI-compatible chat-completions endpoint: vLLM, llama.cpp server, Ollama, or a hosted API. "
+                    "This is post-processing of DP outputs: it costs no privacy."
+                </p>
+                <Connection />
+                <PromptFields />
+                <NoiseClasses />
+                <Review plan=plan />
+                {move || g.error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
+                <JobProgress />
+                <Show when=move || g.job.get().is_some()>
+                    <ReplayPanel />
+                </Show>
+            </section>
+        </Show>
+    }
+}
+
+/// The endpoint, model, key and request settings, and the connection test.
+#[component]
+fn Connection() -> impl IntoView {
+    let g = gen();
+    view! {
+        <div class="grid">
+            <EndpointField />
+            <Text id="llm-model" label="Model" value=g.model />
+            <ApiKeyField />
+            <Text id="llm-temperature" label="Temperature" value=g.temperature />
+            <Text id="llm-max-tokens" label="Max tokens" value=g.max_tokens />
+            <Text id="llm-concurrency" label="Requests at once" value=g.concurrency />
+            <Text id="llm-timeout" label="Timeout (s)" value=g.timeout_s />
+            <Text id="llm-attempts" label="Attempts per document" value=g.attempts />
+            <Text id="llm-frequency-penalty" label="Frequency penalty (−2…2; 0: not sent)" value=g.frequency_penalty />
+            <label class="check">
+                <input id="llm-check-replies" type="checkbox" prop:checked=move || g.check_replies.get() on:change=move |ev| g.check_replies.set(event_target_checked(&ev)) />
+                "Ask once more when a reply is not prose that uses its keyphrases"
+            </label>
+            <Text id="llm-doctype" label="Document type" value=g.doc_type />
+        </div>
+        <div class="actions">
+            <button id="test-connection" on:click=move |_| g.test_connection()>"Test connection"</button>
+            <span id="connection" role="status">{move || g.connection.get()}</span>
+        </div>
+    }
+}
+
+/// The endpoint, with why it is refused as typed (not a URL, not among the allowed endpoints,
+/// or one this browser would block), before anything is sent to it.
+#[component]
+fn EndpointField() -> impl IntoView {
+    let g = gen();
+    view! {
+        <label class="field">
+            <span class="name">"Endpoint (base URL)"</span>
+            <input id="llm-endpoint" type="text" prop:value=move || g.endpoint.get() on:input=move |ev| g.endpoint.set(event_target_value(&ev)) />
+            {move || g.endpoint_error().map(|e| view! { <span class="field-error" id="llm-endpoint-error" role="alert">{e}</span> })}
+        </label>
+    }
+}
+
+/// The API key and whether this browser remembers it (not offered to a page opened from a
+/// file, `text::REMEMBER_FROM_FILE` says why).
+#[component]
+fn ApiKeyField() -> impl IntoView {
+    let g = gen();
+    view! {
+        <label class="field">
+            <span class="name">"API key (optional)"</span>
+            <input id="llm-key" type="password" autocomplete="off" prop:value=move || g.key.get() on:input=move |ev| g.set_key(event_target_value(&ev)) />
+            <label class="check">
+                <input id="remember-key" type="checkbox" prop:disabled=!g.remember_allowed prop:checked=move || g.remember_key.get() on:change=move |ev| g.set_remember(event_target_checked(&ev)) />
+                "Remember it in this browser"
+            </label>
+            {(!g.remember_allowed).then(|| view! { <span class="hint" id="remember-key-note">{text::REMEMBER_FROM_FILE}</span> })}
+            {move || g.key_error().map(|e| view! { <span class="field-error" id="llm-key-error" role="alert">{e}</span> })}
+        </label>
+    }
+}
+
+/// The prompt's template, system message and few-shot examples: the text that is sent with
+/// the DP keyphrases.
+#[component]
+fn PromptFields() -> impl IntoView {
+    let g = gen();
+    view! {
+        <label class="field wide">
+            <span class="name">"Prompt template (must contain {keyphrases}; may use {label} and {doc_type})"</span>
+            <textarea id="llm-template" rows="3" prop:value=move || g.template.get() on:input=move |ev| g.template.set(event_target_value(&ev))></textarea>
+        </label>
+        <label class="field wide">
+            <span class="name">"System message"</span>
+            <textarea id="llm-system" rows="2" prop:value=move || g.system.get() on:input=move |ev| g.system.set(event_target_value(&ev))></textarea>
+        </label>
+        <details>
+            <summary>"Few-shot examples (public only)"</summary>
+            <label class="field wide">
+                <span class="name">"Blocks separated by a blank line: “keyphrases: a, b”, optional “label: x”, then the text"</span>
+                <textarea id="llm-examples" rows="5" prop:value=move || g.examples.get() on:input=move |ev| {
+                    // Other examples: confirmed public again.
+                    g.examples.set(event_target_value(&ev));
+                    g.examples_public.set(false);
+                }></textarea>
+            </label>
+            <label class="check">
+                <input id="examples-public" type="checkbox" prop:checked=move || g.examples_public.get() on:change=move |ev| g.examples_public.set(event_target_checked(&ev)) />
+                "These examples are public: none is taken from the private corpus."
+            </label>
+        </details>
+    }
+}
+
+/// Classes whose release is noise-dominated: left out unless the curator includes them.
+#[component]
+fn NoiseClasses() -> impl IntoView {
+    let app = app();
+    let g = gen();
+    move || {
         app.result.get().and_then(|r| text::noise_classes(&r).map(|n| (n, text::rerun_cost(&r)))).map(|((classes, prompts, names), cost)| {
             view! {
                 <label class="check" id="include-noise-label">
@@ -81,57 +203,74 @@ pub fn Generate() -> impl IntoView {
                 </label>
             }
         })
-    };
-    let review = move || {
+    }
+}
+
+/// What is missing before anything can be sent, or, once the job can be built, what it sends.
+#[component]
+fn Review(plan: Memo<Option<Result<Job, String>>>) -> impl IntoView {
+    move || {
         plan.get().map(|p| match p {
             // Not an error yet: what is missing before anything can be sent.
             Err(e) => view! { <p class="todo" id="llm-error" role="status">"Before sending: " {e}</p> }.into_any(),
-            Ok(job) => {
-                let n = job.items.len();
-                let (summary, ending) = text::leaves_summary(&job);
-                let (first, all) = (text::prompt_sample(&job), text::all_prompts(&job));
-                let job2 = job.clone();
-                view! {
-                    <div class="leaves" id="leaves">
-                        <h3>"What leaves this browser"</h3>
-                        <p id="leaves-summary">
-                            {summary}
-                            {ending}
-                        </p>
-                        <p class="hint">"The first prompts, exactly as they will be sent:"</p>
-                        <pre id="prompt-sample">{first}</pre>
-                        <details>
-                            <summary>{format!("All {n} prompts")}</summary>
-                            <pre id="prompt-all">{all}</pre>
-                        </details>
-                        <label class="check">
-                            <input id="reviewed" type="checkbox" prop:checked=move || g.reviewed.get() on:change=move |ev| g.reviewed.set(event_target_checked(&ev)) />
-                            "I have reviewed what will be sent."
-                        </label>
-                        <div class="actions">
-                            <button
-                                id="send"
-                                class="primary"
-                                prop:disabled=move || !g.reviewed.get() || g.busy.get() || g.job.get().is_some_and(|j| j.running)
-                                on:click=move |ev| {
-                                    // Disabled at once, before anything is awaited: a double click sends once.
-                                    if let Some(b) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) {
-                                        let _ = b.set_attribute("disabled", "");
-                                    }
-                                    g.start(job2.clone())
-                                }
-                            >
-                                {format!("Send {n} prompts")}
-                            </button>
-                        </div>
-                    </div>
-                }
-                .into_any()
-            }
+            Ok(job) => view! { <Leaves job=job /> }.into_any(),
         })
-    };
+    }
+}
+
+/// "What leaves this browser": every prompt exactly as it will be sent, and Send, enabled only
+/// once the curator says they have reviewed them.
+#[component]
+fn Leaves(job: Job) -> impl IntoView {
+    let g = gen();
+    let n = job.items.len();
+    let (summary, ending) = text::leaves_summary(&job);
+    let (first, all) = (text::prompt_sample(&job), text::all_prompts(&job));
+    view! {
+        <div class="leaves" id="leaves">
+            <h3>"What leaves this browser"</h3>
+            <p id="leaves-summary">
+                {summary}
+                {ending}
+            </p>
+            <p class="hint">"The first prompts, exactly as they will be sent:"</p>
+            <pre id="prompt-sample">{first}</pre>
+            <details>
+                <summary>{format!("All {n} prompts")}</summary>
+                <pre id="prompt-all">{all}</pre>
+            </details>
+            <label class="check">
+                <input id="reviewed" type="checkbox" prop:checked=move || g.reviewed.get() on:change=move |ev| g.reviewed.set(event_target_checked(&ev)) />
+                "I have reviewed what will be sent."
+            </label>
+            <div class="actions">
+                <button
+                    id="send"
+                    class="primary"
+                    prop:disabled=move || !g.reviewed.get() || g.busy.get() || g.job.get().is_some_and(|j| j.running)
+                    on:click=move |ev| {
+                        // Disabled at once, before anything is awaited: a double click sends once.
+                        if let Some(b) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) {
+                            let _ = b.set_attribute("disabled", "");
+                        }
+                        g.start(job.clone())
+                    }
+                >
+                    {format!("Send {n} prompts")}
+                </button>
+            </div>
+        </div>
+    }
+}
+
+/// The loaded job: how far it is, Stop, Retry and Discard, the downloads and the latest
+/// documents.
+#[component]
+fn JobProgress() -> impl IntoView {
+    let app = app();
+    let g = gen();
     let checking = move || app.replay_running();
-    let progress = move || {
+    move || {
         g.job.get().map(|j| {
             let value = j.done as f64;
             view! {
@@ -151,15 +290,7 @@ pub fn Generate() -> impl IntoView {
                                 }
                             }>"Discard this job"</button>
                         })}
-                        // Without the documents the replay check flagged (unless kept), and the report with its
-                        // counts; the audit log without the answers it flagged. Disabled while a check runs.
-                        <button id="dl-corpus-jsonl" prop:disabled=checking on:click=move |_| { g.with_job(|j| download::corpus_jsonl(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (JSONL)"</button>
-                        <button id="dl-corpus-csv" prop:disabled=checking on:click=move |_| { g.with_job(|j| download::corpus_csv(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (CSV)"</button>
-                        <button id="dl-audit" prop:disabled=checking on:click=move |_| {
-                            let current = g.with_job(|j| j.id.clone());
-                            download::audit_log(untrack(|| app.audit_withheld(current.as_deref())))
-                        }>"Audit log (JSONL)"</button>
-                        <button id="dl-report-html" on:click=move |_| { g.with_job(|j| download::report_html_of(&untrack(|| app.report_for_download(j)))); }>"Privacy report (printable HTML)"</button>
+                        <Downloads />
                     </div>
                     <ul class="recent">
                         {move || g.recent.get().into_iter().map(|(i, l, t)| view! { <li><strong>{format!("#{} {l}: ", i + 1)}</strong>{t}</li> }).collect_view()}
@@ -167,79 +298,24 @@ pub fn Generate() -> impl IntoView {
                 </div>
             }
         })
-    };
+    }
+}
+
+/// The job's downloads: the corpus without the documents the replay check flagged (unless
+/// kept), and the report with its counts; the audit log without the answers it flagged. All
+/// but the report are disabled while a check runs, whose flags they depend on.
+#[component]
+fn Downloads() -> impl IntoView {
+    let app = app();
+    let g = gen();
+    let checking = move || app.replay_running();
     view! {
-        <Show when=move || app.result.get().is_some() || g.job.get().is_some()>
-            <section aria-labelledby="llm-h" class="card" id="llm">
-                <h2 id="llm-h">"6. Generate documents with your LLM"</h2>
-                <p class="hint">
-                    "Any OpenAI-compatible chat-completions endpoint: vLLM, llama.cpp server, Ollama, or a hosted API. "
-                    "This is post-processing of DP outputs: it costs no privacy."
-                </p>
-                <div class="grid">
-                    <label class="field">
-                        <span class="name">"Endpoint (base URL)"</span>
-                        <input id="llm-endpoint" type="text" prop:value=move || g.endpoint.get() on:input=move |ev| g.endpoint.set(event_target_value(&ev)) />
-                        {move || g.endpoint_error().map(|e| view! { <span class="field-error" id="llm-endpoint-error" role="alert">{e}</span> })}
-                    </label>
-                    <Text id="llm-model" label="Model" value=g.model />
-                    <label class="field">
-                        <span class="name">"API key (optional)"</span>
-                        <input id="llm-key" type="password" autocomplete="off" prop:value=move || g.key.get() on:input=move |ev| g.set_key(event_target_value(&ev)) />
-                        <label class="check">
-                            <input id="remember-key" type="checkbox" prop:disabled=!g.remember_allowed prop:checked=move || g.remember_key.get() on:change=move |ev| g.set_remember(event_target_checked(&ev)) />
-                            "Remember it in this browser"
-                        </label>
-                        {(!g.remember_allowed).then(|| view! { <span class="hint" id="remember-key-note">{text::REMEMBER_FROM_FILE}</span> })}
-                        {move || g.key_error().map(|e| view! { <span class="field-error" id="llm-key-error" role="alert">{e}</span> })}
-                    </label>
-                    <Text id="llm-temperature" label="Temperature" value=g.temperature />
-                    <Text id="llm-max-tokens" label="Max tokens" value=g.max_tokens />
-                    <Text id="llm-concurrency" label="Requests at once" value=g.concurrency />
-                    <Text id="llm-timeout" label="Timeout (s)" value=g.timeout_s />
-                    <Text id="llm-attempts" label="Attempts per document" value=g.attempts />
-                    <Text id="llm-frequency-penalty" label="Frequency penalty (−2…2; 0: not sent)" value=g.frequency_penalty />
-                    <label class="check">
-                        <input id="llm-check-replies" type="checkbox" prop:checked=move || g.check_replies.get() on:change=move |ev| g.check_replies.set(event_target_checked(&ev)) />
-                        "Ask once more when a reply is not prose that uses its keyphrases"
-                    </label>
-                    <Text id="llm-doctype" label="Document type" value=g.doc_type />
-                </div>
-                <div class="actions">
-                    <button id="test-connection" on:click=move |_| g.test_connection()>"Test connection"</button>
-                    <span id="connection" role="status">{move || g.connection.get()}</span>
-                </div>
-                <label class="field wide">
-                    <span class="name">"Prompt template (must contain {keyphrases}; may use {label} and {doc_type})"</span>
-                    <textarea id="llm-template" rows="3" prop:value=move || g.template.get() on:input=move |ev| g.template.set(event_target_value(&ev))></textarea>
-                </label>
-                <label class="field wide">
-                    <span class="name">"System message"</span>
-                    <textarea id="llm-system" rows="2" prop:value=move || g.system.get() on:input=move |ev| g.system.set(event_target_value(&ev))></textarea>
-                </label>
-                <details>
-                    <summary>"Few-shot examples (public only)"</summary>
-                    <label class="field wide">
-                        <span class="name">"Blocks separated by a blank line: “keyphrases: a, b”, optional “label: x”, then the text"</span>
-                        <textarea id="llm-examples" rows="5" prop:value=move || g.examples.get() on:input=move |ev| {
-                            // Other examples: confirmed public again.
-                            g.examples.set(event_target_value(&ev));
-                            g.examples_public.set(false);
-                        }></textarea>
-                    </label>
-                    <label class="check">
-                        <input id="examples-public" type="checkbox" prop:checked=move || g.examples_public.get() on:change=move |ev| g.examples_public.set(event_target_checked(&ev)) />
-                        "These examples are public: none is taken from the private corpus."
-                    </label>
-                </details>
-                {noise}
-                {review}
-                {move || g.error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
-                {progress}
-                <Show when=move || g.job.get().is_some()>
-                    <ReplayPanel />
-                </Show>
-            </section>
-        </Show>
+        <button id="dl-corpus-jsonl" prop:disabled=checking on:click=move |_| { g.with_job(|j| download::corpus_jsonl(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (JSONL)"</button>
+        <button id="dl-corpus-csv" prop:disabled=checking on:click=move |_| { g.with_job(|j| download::corpus_csv(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (CSV)"</button>
+        <button id="dl-audit" prop:disabled=checking on:click=move |_| {
+            let current = g.with_job(|j| j.id.clone());
+            download::audit_log(untrack(|| app.audit_withheld(current.as_deref())))
+        }>"Audit log (JSONL)"</button>
+        <button id="dl-report-html" on:click=move |_| { g.with_job(|j| download::report_html_of(&untrack(|| app.report_for_download(j)))); }>"Privacy report (printable HTML)"</button>
     }
 }
