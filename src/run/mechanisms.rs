@@ -11,7 +11,6 @@
 
 use crate::ledger::{Run, SpendStage};
 
-use super::report;
 use super::RunSettings;
 
 /// One DP mechanism a release run spends ε on.
@@ -40,21 +39,21 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
             field: "eps_voc",
             epsilon: |s| Some(s.eps_voc),
             reusable: true,
-            words: report::vocabulary_words,
+            words: vocabulary_words,
         },
         SpendStage::Summary => Mechanism {
             stage,
             field: "eps_kde",
             epsilon: |s| Some(s.eps_kde),
             reusable: false,
-            words: report::summary_words,
+            words: summary_words,
         },
         SpendStage::ClassCounts => Mechanism {
             stage,
             field: "eps_counts",
             epsilon: |s| s.eps_counts,
             reusable: false,
-            words: report::class_counts_words,
+            words: class_counts_words,
         },
         SpendStage::UtilityCheck => return None,
     })
@@ -64,6 +63,43 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
 /// up in and the report states them).
 pub fn mechanisms() -> impl Iterator<Item = Mechanism> {
     SpendStage::ALL.iter().filter_map(|&s| mechanism(s))
+}
+
+/// The private vocabulary's clause of the guarantee, with the run that released it when this
+/// one reused it.
+fn vocabulary_words(settings: &RunSettings, run: &Run, epsilon: f64) -> String {
+    let vocab = if settings.vocab_per_class {
+        "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"
+    } else {
+        "noisy top-N vocabulary, discrete Laplace of scale S/ε_voc"
+    };
+    let reused = match &run.vocabulary_from {
+        Some(from) => format!(
+            "; released by the earlier run {from} on this corpus, where this ε_voc was spent and counted, and reused \
+             here without a new draw: this run itself spent ε = {:.4}",
+            run.epsilon()
+        ),
+        None => String::new(),
+    };
+    format!("ε_voc = {epsilon} ({vocab}{reused})")
+}
+
+/// The DP summaries' clause of the guarantee: what the sampler's release is.
+fn summary_words(settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
+    let summaries = match settings.sampler.hist_kind() {
+        Some(_) => format!(
+            "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
+             has total weight 1)",
+            if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
+        ),
+        None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
+    };
+    format!("ε_kde = {epsilon} ({summaries}; classes are disjoint and compose in parallel)")
+}
+
+/// The DP class counts' clause of the guarantee.
+fn class_counts_words(_settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
+    format!("ε = {epsilon} for the class counts that set how many sequences each class gets (discrete Laplace of scale 1/ε)")
 }
 
 #[cfg(test)]
@@ -103,5 +139,55 @@ mod tests {
         }
         let off = RunSettings { eps_counts: None, ..RunSettings::default() };
         assert_eq!(off.epsilon(), off.eps_voc + off.eps_kde);
+    }
+
+    /// The guarantee's clauses as the report wrote them before the registry (kept here as the
+    /// oracle: the report's words must not change).
+    fn clauses_before(settings: &RunSettings, run: &Run) -> String {
+        let summaries = match settings.sampler.hist_kind() {
+            Some(_) => format!(
+                "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
+                 has total weight 1)",
+                if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
+            ),
+            None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
+        };
+        let vocab = if settings.vocab_per_class {
+            "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"
+        } else {
+            "noisy top-N vocabulary, discrete Laplace of scale S/ε_voc"
+        };
+        let reused = match &run.vocabulary_from {
+            Some(from) => format!(
+                "; released by the earlier run {from} on this corpus, where this ε_voc was spent and counted, and reused \
+                 here without a new draw: this run itself spent ε = {:.4}",
+                run.epsilon()
+            ),
+            None => String::new(),
+        };
+        format!(
+            "ε_voc = {} ({vocab}{reused}) plus ε_kde = {} ({summaries}; classes are disjoint and compose in parallel){}",
+            settings.eps_voc,
+            settings.eps_kde,
+            match settings.eps_counts {
+                Some(e) => format!(" plus ε = {e} for the class counts that set how many sequences each class gets (discrete Laplace of scale 1/ε)"),
+                None => String::new(),
+            }
+        )
+    }
+
+    #[test]
+    fn the_report_states_every_mechanism_in_the_words_it_did() {
+        let mut reused = Run::new("b".into(), "now".into());
+        reused.vocabulary_from = Some("a".into());
+        for sampler in crate::dp::summary::KeyphraseSampler::ALL {
+            for (per_class, counts) in [(false, Some(0.1)), (true, None), (false, Some(2.5))] {
+                let s = RunSettings { sampler, vocab_per_class: per_class, eps_counts: counts, eps_voc: 1.5, ..RunSettings::default() };
+                for run in [Run::new("a".into(), "now".into()), reused.clone()] {
+                    let now: Vec<String> = mechanisms().filter_map(|m| (m.epsilon)(&s).map(|e| (m.words)(&s, &run, e))).collect();
+                    assert_eq!(now.join(" plus "), clauses_before(&s, &run));
+                }
+            }
+        }
     }
 }

@@ -182,43 +182,6 @@ impl PrivacyReport {
     }
 }
 
-/// The private vocabulary's clause of the guarantee (`super::mechanisms`), with the run that
-/// released it when this one reused it.
-pub(super) fn vocabulary_words(settings: &RunSettings, run: &Run, epsilon: f64) -> String {
-    let vocab = if settings.vocab_per_class {
-        "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"
-    } else {
-        "noisy top-N vocabulary, discrete Laplace of scale S/ε_voc"
-    };
-    let reused = match &run.vocabulary_from {
-        Some(from) => format!(
-            "; released by the earlier run {from} on this corpus, where this ε_voc was spent and counted, and reused \
-             here without a new draw: this run itself spent ε = {:.4}",
-            run.epsilon()
-        ),
-        None => String::new(),
-    };
-    format!("ε_voc = {epsilon} ({vocab}{reused})")
-}
-
-/// The DP summaries' clause of the guarantee (`super::mechanisms`).
-pub(super) fn summary_words(settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
-    let summaries = match settings.sampler.hist_kind() {
-        Some(_) => format!(
-            "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
-             has total weight 1)",
-            if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
-        ),
-        None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
-    };
-    format!("ε_kde = {epsilon} ({summaries}; classes are disjoint and compose in parallel)")
-}
-
-/// The DP class counts' clause of the guarantee (`super::mechanisms`).
-pub(super) fn class_counts_words(_settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
-    format!("ε = {epsilon} for the class counts that set how many sequences each class gets (discrete Laplace of scale 1/ε)")
-}
-
 /// What the corpus total means when runs of both units are on record (`Ledger::epsilon_by_unit`).
 fn units_note(ledger: &Ledger) -> String {
     let ((d, dn), (p, pn)) = ledger.epsilon_by_unit();
