@@ -3,12 +3,11 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::classes::ClassSet;
 use crate::corpus::Format;
 use crate::dp::vocabulary::VocabParams;
-use crate::dp::DpError;
 use crate::dp::summary::KeyphraseSampler;
 use crate::run::RunSettings;
 
@@ -235,8 +234,92 @@ pub(crate) struct VocabDpArgs {
     /// "global": one noisy histogram over all documents (the default: it kept the most utility
     /// on every corpus measured, docs/utility.md); "per-class": Ṽ from each class's own noisy
     /// histogram (round robin; parallel composition, still ε_voc).
-    #[arg(long, default_value = "global")]
-    pub(crate) vocab_scope: String,
+    #[arg(long, value_enum, default_value_t = VocabScope::Global)]
+    pub(crate) vocab_scope: VocabScope,
+}
+
+/// `--vocab-scope`: which histograms Ṽ is drawn from (`crate::dp::vocabulary`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum VocabScope {
+    /// One noisy histogram over all documents.
+    Global,
+    /// Each class's own noisy histogram, round robin.
+    PerClass,
+}
+
+/// The sampler names a CLI error lists: [`KeyphraseSampler::ALL`]'s, so that a new sampler
+/// needs no edit here.
+fn sampler_names() -> String {
+    KeyphraseSampler::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// A comma-separated list of samplers (`--compare`), in the order given, repeats kept (the
+/// check refuses them in its own words), blanks skipped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SamplerList(pub(crate) Vec<KeyphraseSampler>);
+
+/// The value parser of [`SamplerList`]: every name one of [`KeyphraseSampler::ALL`].
+pub(crate) fn sampler_list(spec: &str) -> Result<SamplerList, String> {
+    spec.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| KeyphraseSampler::parse(s).ok_or_else(|| format!("unknown sampler {s:?}; use {}", sampler_names())))
+        .collect::<Result<_, _>>()
+        .map(SamplerList)
+}
+
+/// `--sampler`'s value: one sampler for a run; `evaluate` reads the same flag as "all" or a
+/// list (its arms), so the flag parses as a list and a run asks for exactly one ([`Self::one`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Samplers(pub(crate) Vec<KeyphraseSampler>);
+
+impl Samplers {
+    /// The one sampler a run uses; refused for "all" or a list.
+    pub(crate) fn one(&self) -> Result<KeyphraseSampler, CliError> {
+        match self.0.as_slice() {
+            [s] => Ok(*s),
+            _ => Err(CliError::Input { path: "--sampler".into(), message: format!("give one sampler: {}", sampler_names()) }),
+        }
+    }
+}
+
+/// The value parser of [`Samplers`]: "all" (every sampler, `evaluate`'s default), or a
+/// comma-separated list of [`KeyphraseSampler::ALL`]'s names, each kept once.
+pub(crate) fn samplers(spec: &str) -> Result<Samplers, String> {
+    if spec.trim() == "all" {
+        return Ok(Samplers(KeyphraseSampler::ALL.to_vec()));
+    }
+    let mut out = Vec::new();
+    for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let s = KeyphraseSampler::parse(name).ok_or_else(|| format!("unknown sampler {name:?}; use all, or a list of {}", sampler_names()))?;
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    Ok(Samplers(out))
+}
+
+/// `--eps-counts`: ε of the DP class counts, or `None` ("off").
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct EpsCounts(pub(crate) Option<f64>);
+
+/// The value parser of [`EpsCounts`]: "off", or an ε the class counts accept (checked here,
+/// before anything is read).
+pub(crate) fn eps_counts(spec: &str) -> Result<EpsCounts, String> {
+    if spec.trim() == "off" {
+        return Ok(EpsCounts(None));
+    }
+    let e: f64 = spec.trim().parse().map_err(|_| format!("{spec:?} is neither a number nor \"off\""))?;
+    crate::dp::check_epsilon("ε for the class counts (--eps-counts)", e).map_err(|e| e.to_string())?;
+    Ok(EpsCounts(Some(e)))
+}
+
+impl CorpusArgs {
+    /// Whether the corpus is read with labels (a label column, or one folder per class): what
+    /// decides whether the run has declared classes or the one class of an unlabelled corpus.
+    pub(crate) fn labelled(&self) -> bool {
+        self.label_col.is_some() || self.label_from_dir
+    }
 }
 
 impl LedgerArgs {
@@ -253,15 +336,9 @@ impl LedgerArgs {
 }
 
 impl VocabDpArgs {
-    pub(crate) fn params(&self) -> Result<VocabParams, CliError> {
-        let per_class = match self.vocab_scope.trim() {
-            "per-class" => true,
-            "global" => false,
-            other => {
-                return Err(CliError::Input { path: "--vocab-scope".into(), message: format!("unknown scope {other:?}; use per-class or global") })
-            }
-        };
-        Ok(VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class })
+    pub(crate) fn params(&self) -> VocabParams {
+        let per_class = self.vocab_scope == VocabScope::PerClass;
+        VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class }
     }
 }
 
@@ -274,8 +351,8 @@ pub(crate) struct KdeArgs {
     /// plus transition histograms over Ṽ: chains start from the row and back off to it), or the
     /// paper's DP-KDEs: independent, iterative-linear, iterative-log. The default kept the most
     /// utility under DP on MTSamples (README, "evaluate"); check yours with `dpkps evaluate`.
-    #[arg(long, default_value = crate::dp::summary::SummaryParams::DEFAULT_SAMPLER.name())]
-    pub(crate) sampler: String,
+    #[arg(long, default_value = crate::dp::summary::SummaryParams::DEFAULT_SAMPLER.name(), value_parser = samplers)]
+    pub(crate) sampler: Samplers,
     /// L: keyphrases per sequence.
     #[arg(long, default_value_t = 10)]
     pub(crate) len: usize,
@@ -298,26 +375,12 @@ pub(crate) struct KdeArgs {
     pub(crate) smoothing: f64,
     /// ε of the DP class counts: sequences per class in proportion to them (--per-class ×
     /// classes in all), at least one each; "off": --per-class for every class.
-    #[arg(long, default_value = "0.1")]
-    pub(crate) eps_counts: String,
+    #[arg(long, default_value = "0.1", value_parser = eps_counts)]
+    pub(crate) eps_counts: EpsCounts,
     /// The DP utility check (`dpkps check`) that chose --sampler: the run is refused unless the
     /// ledger holds that check for this corpus and it chose this sampler; the report says so.
     #[arg(long)]
     pub(crate) from_check: Option<String>,
-}
-
-impl KdeArgs {
-    pub(crate) fn class_counts_epsilon(&self) -> Result<Option<f64>, CliError> {
-        if self.eps_counts.trim() == "off" {
-            return Ok(None);
-        }
-        let e: f64 = self.eps_counts.trim().parse().map_err(|_| CliError::Input {
-            path: "--eps-counts".into(),
-            message: format!("{:?} is neither a number nor \"off\"", self.eps_counts),
-        })?;
-        crate::dp::check_epsilon("ε for the class counts (--eps-counts)", e).map_err(DpError::from)?;
-        Ok(Some(e))
-    }
 }
 
 /// Everything the whole pipeline reads (shared by `pipeline` and `evaluate`).
@@ -384,7 +447,7 @@ impl clap::ValueEnum for Format {
 /// The declared classes of a releasing command and the name of the class gathering other
 /// labels, if any (module `crate::classes`; the class set itself is built by the run plan).
 pub(crate) fn declared_classes(corpus: &CorpusArgs, args: &ClassArgs) -> Result<(Vec<String>, Option<String>), CliError> {
-    let labelled = corpus.label_col.is_some() || corpus.label_from_dir;
+    let labelled = corpus.labelled();
     let names = match (&args.classes, &args.classes_file) {
         (Some(list), _) => Some(ClassSet::parse_names(list, true)),
         (None, Some(path)) => {
@@ -417,28 +480,15 @@ pub(crate) fn declared_classes(corpus: &CorpusArgs, args: &ClassArgs) -> Result<
 }
 
 
-/// The run settings of a releasing command: the vocabulary options (`None`: Ṽ is given, with
-/// its own parameters `given`), the summary and sampling options, the classes and the ledger's.
+/// The run settings of a releasing command: the vocabulary's parameters (the options', or those
+/// a given Ṽ was released with), the summary and sampling options, the classes and the ledger's.
 pub(crate) fn run_settings(
-    vocab: Option<&VocabDpArgs>,
-    given: Option<&VocabParams>,
+    vp: VocabParams,
     kde: &KdeArgs,
     classes: (Vec<String>, Option<String>),
     ledger: &LedgerArgs,
 ) -> Result<RunSettings, CliError> {
-    let sampler = KeyphraseSampler::parse(&kde.sampler).ok_or_else(|| CliError::Input {
-        path: "--sampler".into(),
-        message: format!(
-            "unknown sampler {:?}; use {}",
-            kde.sampler,
-            KeyphraseSampler::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")
-        ),
-    })?;
-    let vp = match (vocab, given) {
-        (Some(v), _) => v.params()?,
-        (None, Some(p)) => *p,
-        (None, None) => VocabParams { epsilon: 1.0, top_n: 1000, terms_per_doc: 3, per_class: true },
-    };
+    let sampler = kde.sampler.one()?;
     ledger.check_account()?;
     let (classes, other_class) = classes;
     Ok(RunSettings {
@@ -456,7 +506,7 @@ pub(crate) fn run_settings(
         vocab_per_class: vp.per_class,
         reuse_vocabulary: false,
         smoothing: kde.smoothing,
-        eps_counts: kde.class_counts_epsilon()?,
+        eps_counts: kde.eps_counts.0,
         account: ledger.account.clone(),
         budget: ledger.budget,
         raise_budget: ledger.raise_budget,
@@ -478,8 +528,8 @@ pub(crate) struct CheckArgs {
     pub(crate) ledger: LedgerArgs,
     /// The samplers to compare, comma-separated [default: every sampler whose release fits
     /// the settings]. Each costs ε_kde: the check costs ε_voc + (samplers) × ε_kde.
-    #[arg(long)]
-    pub(crate) compare: Option<String>,
+    #[arg(long, value_parser = sampler_list)]
+    pub(crate) compare: Option<SamplerList>,
     /// Share of documents (persons, with --person-col) held out to score the samplers, each by
     /// an independent coin.
     #[arg(long, default_value_t = crate::eval::dp_check::DEFAULT_HOLDOUT)]
@@ -491,4 +541,26 @@ pub(crate) struct CheckArgs {
     /// Also write the result (DP outputs only) to this JSON file.
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flags_parse_with_clap_and_name_every_sampler_from_the_list() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let every = KeyphraseSampler::ALL.to_vec();
+        assert_eq!(samplers(" all ").map(|s| s.0), Ok(every.clone()));
+        assert_eq!(samplers("markov, histogram,markov").map(|s| s.0), Ok(vec![KeyphraseSampler::Markov, KeyphraseSampler::Histogram]));
+        // --compare keeps a repeat: the check refuses it in its own words.
+        assert_eq!(sampler_list("histogram,,histogram").map(|s| s.0), Ok(vec![KeyphraseSampler::Histogram; 2]));
+        for err in [samplers("nope").unwrap_err(), sampler_list("nope").unwrap_err()] {
+            assert!(every.iter().all(|s| err.contains(s.name())), "{err}");
+        }
+        assert!(Samplers(every).one().is_err());
+        assert_eq!((eps_counts("off"), eps_counts(" 0.5 ")), (Ok(EpsCounts(None)), Ok(EpsCounts(Some(0.5)))));
+        assert!(eps_counts("-1").is_err() && eps_counts("x").unwrap_err().contains("neither a number nor"));
+    }
 }

@@ -26,7 +26,7 @@ use crate::eval::metrics::spread;
 
 /// The corpus's labelled documents grouped by label (empty texts and labels left out).
 fn by_class(corpus: &CorpusArgs) -> Result<BTreeMap<String, Vec<String>>, CliError> {
-    if corpus.label_col.is_none() && !corpus.label_from_dir {
+    if !corpus.labelled() {
         return Err(CliError::Input { path: "--label-col".into(), message: "the task needs labels (--label-col, or --label-from-dir)".into() });
     }
     let docs = read_corpus_documents(corpus)?;

@@ -7,7 +7,6 @@ use super::args::{declared_classes, run_settings, CheckArgs};
 use super::io::write_json;
 use super::run::{block_on, read_matched, CliHost, Model};
 use super::CliError;
-use crate::dp::summary::KeyphraseSampler;
 use crate::dp::SecureRng;
 use crate::eval::dp_check::CheckParams;
 use crate::run::{self, RunPlan};
@@ -16,22 +15,11 @@ pub(crate) fn run(args: CheckArgs) -> Result<(), CliError> {
     let CheckArgs { inputs, classes, ledger, compare, holdout, eps_select, out } = args;
     let declared = declared_classes(&inputs.corpus, &classes)?;
     let public = super::io::load_vocabulary(&inputs.vocab.vocabulary)?;
-    let settings = run_settings(Some(&inputs.dp), None, &inputs.kde, declared, &ledger)?;
-    let labelled = inputs.corpus.label_col.is_some() || inputs.corpus.label_from_dir;
-    let plan = RunPlan::new(settings, labelled, public.len())?;
+    let settings = run_settings(inputs.dp.params(), &inputs.kde, declared, &ledger)?;
+    let plan = RunPlan::new(settings, inputs.corpus.labelled(), public.len())?;
     let mut params = CheckParams::every_sampler(&plan.settings, plan.classes.len());
     if let Some(list) = compare {
-        params.samplers = list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| {
-                KeyphraseSampler::parse(s).ok_or_else(|| CliError::Input {
-                    path: "--compare".into(),
-                    message: format!("unknown sampler {s:?}; use {}", KeyphraseSampler::ALL.iter().map(|s| s.name()).collect::<Vec<_>>().join(", ")),
-                })
-            })
-            .collect::<Result<_, _>>()?;
+        params.samplers = list.0;
     }
     params.holdout = holdout;
     params.eps_select = eps_select;

@@ -26,7 +26,6 @@ use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
 use crate::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task};
 use crate::protocol::SequenceOut;
-use crate::dp::summary::KeyphraseSampler;
 use crate::public_vocab::Matcher;
 
 /// Sequences per class for the sampler arms unless `--per-class` says otherwise: enough
@@ -36,7 +35,7 @@ const EVAL_PER_CLASS: &str = "300";
 #[derive(Args)]
 #[command(mut_arg("sampler", |a| a
     .default_value("all")
-    .help("Samplers to evaluate: \"all\", or a comma-separated list of histogram, markov, independent, iterative-linear, iterative-log")))]
+    .help(sampler_help())))]
 #[command(mut_arg("per_class", |a| a.default_value(EVAL_PER_CLASS).help("Sequences sampled per class for each sampler arm")))]
 pub(crate) struct EvaluateArgs {
     #[command(flatten)]
@@ -106,26 +105,15 @@ pub(crate) struct EvaluateArgs {
     candidates: String,
 }
 
-fn samplers(spec: &str) -> Result<Vec<KeyphraseSampler>, CliError> {
-    if spec.trim() == "all" {
-        return Ok(KeyphraseSampler::ALL.to_vec());
-    }
-    let mut out = Vec::new();
-    for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let s = KeyphraseSampler::parse(name).ok_or_else(|| CliError::Input {
-            path: "--sampler".into(),
-            message: format!("unknown sampler {name:?}; use all, or a list of histogram, markov, independent, iterative-linear, iterative-log"),
-        })?;
-        if !out.contains(&s) {
-            out.push(s);
-        }
-    }
-    Ok(out)
+/// `--sampler`'s help here: the names from [`crate::dp::summary::KeyphraseSampler::ALL`].
+fn sampler_help() -> String {
+    let names: Vec<&str> = crate::dp::summary::KeyphraseSampler::ALL.iter().map(|s| s.name()).collect();
+    format!("Samplers to evaluate: \"all\", or a comma-separated list of {}", names.join(", "))
 }
 
 pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     let t0 = Instant::now();
-    if args.inputs.corpus.label_col.is_none() && !args.inputs.corpus.label_from_dir {
+    if !args.inputs.corpus.labelled() {
         return Err(CliError::Input {
             path: "--label-col".into(),
             message: "the evaluation needs class labels: give the label column (or --label-from-dir)".into(),
@@ -141,17 +129,17 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
         task,
         holdout: args.holdout,
         seeds: (0..args.seeds as u64).map(|r| args.seed.wrapping_add(r)).collect(),
-        vocab: args.inputs.dp.params()?,
+        vocab: args.inputs.dp.params(),
         eps_kde: args.inputs.kde.eps_kde,
         len: args.inputs.kde.len,
         features: Some(args.inputs.kde.features),
         kde_terms_per_doc: args.inputs.kde.kde_terms_per_doc,
         per_class: args.inputs.kde.per_class,
-        samplers: samplers(&args.inputs.kde.sampler)?,
+        samplers: args.inputs.kde.sampler.0.clone(),
         no_dp_arms: args.no_dp,
         bandwidth: args.inputs.kde.bandwidth,
         smoothing: args.inputs.kde.smoothing,
-        class_counts_epsilon: args.inputs.kde.class_counts_epsilon()?,
+        class_counts_epsilon: args.inputs.kde.eps_counts.0,
         candidates: if args.candidates == "all" { CandidateRule::All } else { CandidateRule::Cleared },
         classifier: SoftmaxParams { l2: args.l2, ..SoftmaxParams::default() },
         include_noise_classes: args.include_noise_classes,
@@ -389,7 +377,7 @@ fn document_texts(args: &CorpusArgs, indices: &[usize]) -> Result<Vec<String>, C
     let want: HashMap<usize, usize> = indices.iter().enumerate().map(|(k, &i)| (i, k)).collect();
     let mut out = vec![String::new(); indices.len()];
     let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: None };
-    let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
+    let mut ingest = Ingest::new(args.labelled());
     let mut next = 0usize;
     for input in inputs(args)? {
         let name = input.path.display().to_string();

@@ -128,7 +128,7 @@ pub(crate) fn dir_label(file: &Path) -> Option<String> {
 pub(crate) fn read_corpus(args: &CorpusArgs, matcher: Option<&Matcher>, keep: usize) -> Result<MatchedCorpus, CliError> {
     let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: args.person_col.clone() };
     let inputs = inputs(args)?;
-    let has_labels = args.label_col.is_some() || args.label_from_dir;
+    let has_labels = args.labelled();
     let mut sink = MatchingSink::new(matcher, keep, has_labels);
     for input in &inputs {
         let name = input.path.display().to_string();

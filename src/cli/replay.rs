@@ -29,7 +29,7 @@ pub(crate) struct PassFigures {
 pub(crate) fn check_corpus(args: &CorpusArgs, synthetic: Vec<SyntheticDoc>, params: ReplayParams) -> Result<(ReplayCheck, PassFigures), CliError> {
     let mut index = ReplayIndex::new(synthetic, params).map_err(|e| CliError::Input { path: "--replay-*".into(), message: e.to_string() })?;
     let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: None };
-    let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
+    let mut ingest = Ingest::new(args.labelled());
     for input in inputs(args)? {
         let name = input.path.display().to_string();
         let file = File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
@@ -56,7 +56,7 @@ pub(crate) fn probe_corpus(args: &CorpusArgs) -> Result<(), CliError> {
         let file = File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
         let seen = Cell::new(false);
         let reader = UntilFirst { inner: BufReader::new(file), seen: &seen };
-        let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
+        let mut ingest = Ingest::new(args.labelled());
         let read = corpus::stream(reader, &name, input.format, &fields, None, &mut ingest, &mut |_| seen.set(true));
         // Once a document is read, what follows is cut short on purpose: errors past it do not
         // count. (A file without documents is the whole read's to refuse, as the other commands do.)

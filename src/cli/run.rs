@@ -169,10 +169,6 @@ pub(crate) fn model_name(args: &ModelArgs) -> String {
     }
 }
 
-fn labelled(corpus: &CorpusArgs) -> bool {
-    corpus.label_col.is_some() || corpus.label_from_dir
-}
-
 /// Reads and matches the corpus, keeping what the plan's stages read, its keys keyed with the
 /// secret of the ledger it will be recorded in (`super::local_key`); with a person column,
 /// says what the privacy unit does to it under `classes` (`crate::units`).
@@ -197,7 +193,7 @@ pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep:
 pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs, dp: &VocabDpArgs, ledger: &LedgerArgs) -> Result<PrivateVocabulary, CliError> {
     ledger.check_account()?;
     let public = load_vocabulary(&vocab.vocabulary)?;
-    let vp = dp.params()?;
+    let vp = dp.params();
     let (names, other_class) = declared_classes(corpus, classes)?;
     let settings = RunSettings {
         eps_voc: vp.epsilon,
@@ -212,7 +208,7 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
         ..RunSettings::default()
     };
     // Validated before reading anything large.
-    let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
+    let plan = RunPlan::new(settings, corpus.labelled(), public.len())?;
     let mc = read_matched(corpus, &public, vp.terms_per_doc, &plan.classes, ledger)?;
     // The privacy unit, as in every run (`crate::units`).
     let mc = crate::units::units(&mc, &plan.classes).into_owned();
@@ -246,8 +242,8 @@ pub(crate) fn sequences(
             message: format!("was selected from another public vocabulary than {:?}", public.name),
         });
     }
-    let settings = run_settings(None, Some(&pv.params), kde, declared_classes(corpus, classes)?, ledger)?;
-    let plan = RunPlan::new(settings, labelled(corpus), public.len())?;
+    let settings = run_settings(pv.params, kde, declared_classes(corpus, classes)?, ledger)?;
+    let plan = RunPlan::new(settings, corpus.labelled(), public.len())?;
     let mc = read_matched(corpus, &public, plan.keep(), &plan.classes, ledger)?;
     let mut rng = SecureRng::from_os()?;
     let output = run_whole(&plan, &mc, &public, ledger, Vocabulary::Given(Rc::new(pv)), Model::Load(model.clone()), None, &mut rng)?;
@@ -276,8 +272,8 @@ pub(crate) fn pipeline(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &Le
 pub(crate) fn pipeline_plan(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &LedgerArgs) -> Result<(RunPlan, PublicVocabulary), CliError> {
     let declared = declared_classes(&inputs.corpus, classes)?;
     let public = load_vocabulary(&inputs.vocab.vocabulary)?;
-    let settings = run_settings(Some(&inputs.dp), None, &inputs.kde, declared, ledger)?;
-    Ok((RunPlan::new(settings, labelled(&inputs.corpus), public.len())?, public))
+    let settings = run_settings(inputs.dp.params(), &inputs.kde, declared, ledger)?;
+    Ok((RunPlan::new(settings, inputs.corpus.labelled(), public.len())?, public))
 }
 
 /// Opens the ledger and runs every stage; every spend is on record (and the ledger's lock

@@ -130,7 +130,7 @@ pub(crate) fn read_documents(files: &[PathBuf], text: &str, label: Option<&str>)
 /// Reads every document that corpus options name (format, columns, labels from folders).
 pub(crate) fn read_corpus_documents(args: &CorpusArgs) -> Result<Documents, CliError> {
     let fields = Fields { text: args.text_col.clone(), label: args.label_col.clone(), person: None };
-    let mut ingest = Ingest::new(args.label_col.is_some() || args.label_from_dir);
+    let mut ingest = Ingest::new(args.labelled());
     let mut docs = Documents::default();
     for input in inputs(args)? {
         let name = input.path.display().to_string();

@@ -12,14 +12,14 @@
 //! ([`apportion`]) reads only the noisy counts: post-processing.
 
 use super::{check_epsilon, laplace, DpError, SecureRng};
-use crate::ledger::{Scope, Spend};
+use crate::ledger::{Scope, Spend, SpendStage};
 
 /// The noisy counts, in the class set's order, and the spend.
 pub fn noisy_class_counts(counts: &[u64], epsilon: f64, rng: &mut SecureRng) -> Result<(Vec<i64>, Spend), DpError> {
     check_epsilon("ε for the class counts", epsilon)?;
     let scale = laplace::scale(1, epsilon)?;
     let noisy = laplace::release_counts(counts.iter().map(|&c| c.min(i64::MAX as u64) as i64), scale, rng);
-    let spend = laplace::spend("class counts", "discrete Laplace on the class histogram", epsilon)
+    let spend = laplace::spend(SpendStage::ClassCounts, "discrete Laplace on the class histogram", epsilon)
         .param("l1_sensitivity", 1)
         .param("noise_scale", scale.to_f64())
         .param("classes", counts.len())

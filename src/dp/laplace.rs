@@ -12,7 +12,7 @@
 
 use super::noise::{discrete_laplace, Ratio};
 use super::{DpError, SecureRng};
-use crate::ledger::{Scope, Spend};
+use crate::ledger::{Scope, Spend, SpendStage};
 
 /// The exact noise scale Δ/ε for an L1 sensitivity of `delta` (in the counts' units).
 pub fn scale(delta: u64, epsilon: f64) -> Result<Ratio, DpError> {
@@ -28,8 +28,8 @@ pub fn release_counts(counts: impl IntoIterator<Item = i64>, scale: Ratio, rng: 
 /// Starts the ledger entry of one release: its stage, mechanism and ε. Add its parameters
 /// with [`SpendBuilder::param`], in the order they should be listed, and close it with the
 /// scope of the documents it reads ([`SpendBuilder::scope`]).
-pub fn spend(stage: &str, mechanism: impl Into<String>, epsilon: f64) -> SpendBuilder {
-    SpendBuilder { stage: stage.to_string(), mechanism: mechanism.into(), epsilon, params: serde_json::Map::new() }
+pub fn spend(stage: SpendStage, mechanism: impl Into<String>, epsilon: f64) -> SpendBuilder {
+    SpendBuilder { stage: stage.name().to_string(), mechanism: mechanism.into(), epsilon, params: serde_json::Map::new() }
 }
 
 /// A [`Spend`] being built ([`spend`]).
@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn spends_keep_their_parameters_in_order() {
-        let s = spend("class counts", "discrete Laplace", 0.5).param("l1_sensitivity", 1).params([("noise_scale", 2.0.into())]).scope(Scope::AllDocuments);
+        let s = spend(SpendStage::ClassCounts, "discrete Laplace", 0.5).param("l1_sensitivity", 1).params([("noise_scale", 2.0.into())]).scope(Scope::AllDocuments);
         assert_eq!(serde_json::to_string(&s.params).unwrap(), r#"{"l1_sensitivity":1,"noise_scale":2.0}"#);
         assert_eq!((s.stage.as_str(), s.epsilon), ("class counts", 0.5));
     }

@@ -55,10 +55,7 @@
 //! nothing and scores 0; an empty test part scores noise).
 
 use super::{check_epsilon as valid_epsilon, laplace, DpError, ParamError, SecureRng};
-use crate::ledger::{Scope, Spend};
-
-/// The ledger stage of a DP utility check (`crate::ledger::STAGES`).
-pub const STAGE: &str = "utility check";
+use crate::ledger::{Scope, Spend, SpendStage};
 
 /// ε of a check: max(ε_train, ε_select) (module docs, "Together").
 pub fn check_epsilon(train: f64, select: f64) -> f64 {
@@ -128,7 +125,7 @@ pub fn started_spend(train: f64, select: f64, holdout: f64, arms: &[&str]) -> Sp
 
 /// What both entries of a check record first: its ε and the public settings it compared.
 fn entry(mechanism: &str, train: f64, select: f64, holdout: f64, arms: &[&str]) -> laplace::SpendBuilder {
-    laplace::spend(STAGE, mechanism, check_epsilon(train, select))
+    laplace::spend(SpendStage::UtilityCheck, mechanism, check_epsilon(train, select))
         .param("epsilon_train", train)
         .param("epsilon_select", select)
         .param("holdout", holdout)
@@ -181,7 +178,7 @@ mod tests {
         assert!(noisy_scores(&[1], 1, 0.0, &mut rng).is_err());
         assert_eq!(check_epsilon(22.0, 1.0), 22.0);
         let sp = spend(22.0, 22.0, 0.2, &["histogram", "markov"], &tie, Some("markov"));
-        assert_eq!((sp.stage.as_str(), sp.epsilon, sp.params["l1_sensitivity"].as_u64()), (STAGE, 22.0, Some(3)));
+        assert_eq!((sp.stage.as_str(), sp.epsilon, sp.params["l1_sensitivity"].as_u64()), (SpendStage::UtilityCheck.name(), 22.0, Some(3)));
     }
 
     /// The whole check in miniature, with the real split and scores: units are bits; the train

@@ -333,7 +333,7 @@ fn the_dp_check_scores_every_arm_records_its_planned_epsilon_and_finds_the_signa
     let (r, spend) = dp_check(&mc, &["c0", "c1"], 0.3, 11);
     assert_eq!(r.arms.iter().map(|a| a.sampler.as_str()).collect::<Vec<_>>(), ["histogram", "iterative-linear"]);
     assert_eq!((r.epsilon, r.epsilon_train, r.epsilon_select), (25.0, 25.0, 25.0));
-    assert_eq!((spend.stage.as_str(), spend.epsilon), (crate::dp::selection::STAGE, 25.0));
+    assert_eq!((spend.stage.as_str(), spend.epsilon), (crate::ledger::SpendStage::UtilityCheck.name(), 25.0));
     assert_eq!(spend.params["chosen"].as_str(), r.chosen.as_deref());
     // About 30% of the 120 labelled units with terms are tested; the noise scale is 3/25.
     assert!((15..=60).contains(&r.noisy_tested), "{}", r.noisy_tested);

@@ -6,11 +6,7 @@
 //! a scope without a class, a run without an id (it could not be merged without double
 //! counting), or a budget that is not a number.
 
-use super::{LedgerBook, LedgerError, Scope};
-
-/// The stages that spend ε, as the mechanisms name them (`crate::dp`): their spends compose by
-/// the rules in the parent module.
-pub const STAGES: [&str; 4] = ["vocabulary", "kde", "class counts", crate::dp::selection::STAGE];
+use super::{LedgerBook, LedgerError, Scope, SpendStage};
 
 /// Largest ε one spend may record: the largest any setting accepts (`crate::run::settings`).
 pub const MAX_EPSILON: f64 = 1000.0;
@@ -32,8 +28,9 @@ impl LedgerBook {
                     if !(s.epsilon.is_finite() && s.epsilon > 0.0 && s.epsilon <= MAX_EPSILON) {
                         problems.push(format!("{at}: a spend of ε = {} (an ε must be a number above 0 and at most {MAX_EPSILON})", s.epsilon));
                     }
-                    if !STAGES.contains(&s.stage.as_str()) {
-                        problems.push(format!("{at}: a spend of the unknown stage {:?} (known: {})", s.stage, STAGES.join(", ")));
+                    if SpendStage::from_name(&s.stage).is_none() {
+                        let known: Vec<&str> = SpendStage::ALL.iter().map(|s| s.name()).collect();
+                        problems.push(format!("{at}: a spend of the unknown stage {:?} (known: {})", s.stage, known.join(", ")));
                     }
                     if let Scope::Partition { label } = &s.scope {
                         if label.trim().is_empty() {

@@ -34,8 +34,10 @@ use serde::{Deserialize, Serialize};
 mod budget;
 mod check;
 mod keying;
+mod stage;
 pub use budget::{in_force, BudgetChange, Holder, Refusal};
-pub use check::{MAX_EPSILON, STAGES};
+pub use check::MAX_EPSILON;
+pub use stage::SpendStage;
 
 /// The lower of two budgets (where both sides of an import set one).
 fn lower(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -70,12 +72,21 @@ pub enum Scope {
 /// One use of a mechanism.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Spend {
-    /// Pipeline stage ("vocabulary", "kde", …).
+    /// Pipeline stage: a [`SpendStage`]'s name ("vocabulary", "kde", …). Kept as the stored
+    /// string so that a record of an unknown stage is refused by the check, in words, rather
+    /// than by the parser.
     pub stage: String,
     pub mechanism: String,
     pub epsilon: f64,
     pub params: serde_json::Value,
     pub scope: Scope,
+}
+
+impl Spend {
+    /// Whether this spend was recorded by `stage`.
+    pub fn is(&self, stage: SpendStage) -> bool {
+        self.stage == stage.name()
+    }
 }
 
 /// One execution of the pipeline on a corpus.
@@ -115,7 +126,7 @@ impl Run {
     pub fn paid_for_vocabulary(&self, epsilon: f64, account: Option<&str>, person_column: Option<&str>) -> bool {
         self.account.as_deref() == account
             && self.person_column.as_deref() == person_column
-            && self.epsilon_by_stage().get("vocabulary").is_some_and(|&e| e >= epsilon - 1e-12)
+            && self.epsilon_by_stage().get(SpendStage::Vocabulary.name()).is_some_and(|&e| e >= epsilon - 1e-12)
     }
 
     /// ε of each stage of this run: whole-corpus spends add up; spends on disjoint

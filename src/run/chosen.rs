@@ -5,8 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{RunError, RunSettings};
-use crate::dp::selection::STAGE;
-use crate::ledger::Ledger;
+use crate::ledger::{Ledger, SpendStage};
 
 /// The check a run's settings were chosen by, as the report states it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,7 +27,7 @@ pub fn chosen_by(ledger: &Ledger, settings: &RunSettings, account: Option<&str>,
     let run = ledger
         .runs
         .iter()
-        .find(|r| r.id == id && r.spends.iter().any(|s| s.stage == STAGE))
+        .find(|r| r.id == id && r.spends.iter().any(|s| s.is(SpendStage::UtilityCheck)))
         .ok_or_else(|| RunError::Refused(format!("the settings name the utility check {id}, which this corpus's ledger does not hold")))?;
     if run.account.as_deref() != account || run.person_column.as_deref() != person_column {
         return Err(RunError::Refused(format!(
@@ -37,7 +36,7 @@ pub fn chosen_by(ledger: &Ledger, settings: &RunSettings, account: Option<&str>,
     }
     let spend = std::iter::once(run)
         .flat_map(|r| &r.spends)
-        .find(|s| s.stage == STAGE)
+        .find(|s| s.is(SpendStage::UtilityCheck))
         .ok_or_else(|| RunError::Refused(format!("the settings name the utility check {id}, which this corpus's ledger does not hold")))?;
     let chose = spend.params.get("chosen").and_then(|c| c.as_str()).unwrap_or("");
     if chose != settings.sampler.name() {

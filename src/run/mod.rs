@@ -23,6 +23,7 @@
 
 pub mod check;
 pub mod chosen;
+pub mod mechanisms;
 mod plan;
 pub mod report;
 pub mod reuse;

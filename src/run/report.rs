@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ledger::{BudgetChange, Ledger, Run, Spend};
+use super::mechanisms::mechanisms;
 use super::RunSettings;
 use crate::replay::ReplaySummary;
 use crate::sample::signal::ClassSignal;
@@ -112,32 +113,11 @@ impl PrivacyReport {
         sequences: usize,
         signals: &[ClassSignal],
     ) -> PrivacyReport {
-        let summaries = match settings.sampler.hist_kind() {
-            Some(_) => format!(
-                "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
-                 has total weight 1)",
-                if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
-            ),
-            None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
-        };
-        let vocab = if settings.vocab_per_class {
-            "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"
-        } else {
-            "noisy top-N vocabulary, discrete Laplace of scale S/ε_voc"
-        };
         // A reused private vocabulary: released (and counted in the ledger) by an earlier run;
         // this run's outputs depend on it, so the guarantee includes its ε_voc, spent once.
-        let (reused, reused_epsilon) = match &run.vocabulary_from {
-            Some(from) => (
-                format!(
-                    "; released by the earlier run {from} on this corpus, where this ε_voc was spent and counted, and reused \
-                     here without a new draw: this run itself spent ε = {:.4}",
-                    run.epsilon()
-                ),
-                settings.eps_voc,
-            ),
-            None => (String::new(), 0.0),
-        };
+        let reused_epsilon = if run.vocabulary_from.is_some() { settings.reusable_epsilon() } else { 0.0 };
+        // Each mechanism's clause, in the registry's order (`super::mechanisms`).
+        let clauses: Vec<String> = mechanisms().filter_map(|m| (m.epsilon)(settings).map(|e| (m.words)(settings, run, e))).collect();
         PrivacyReport {
             format: Self::FORMAT.into(),
             generated,
@@ -149,15 +129,9 @@ impl PrivacyReport {
             },
             guarantee: format!(
                 "The keyphrase sequences, the private vocabulary and everything generated from them (prompts, LLM \
-                 output) are ({:.4})-differentially private: ε_voc = {} ({vocab}{reused}) plus ε_kde = {} ({summaries}; \
-                 classes are disjoint and compose in parallel){}. Later steps are post-processing.",
+                 output) are ({:.4})-differentially private: {}. Later steps are post-processing.",
                 run.epsilon() + reused_epsilon,
-                settings.eps_voc,
-                settings.eps_kde,
-                match settings.eps_counts {
-                    Some(e) => format!(" plus ε = {e} for the class counts that set how many sequences each class gets (discrete Laplace of scale 1/ε)"),
-                    None => String::new(),
-                }
+                clauses.join(" plus "),
             ),
             epsilon_vocabulary: settings.eps_voc,
             epsilon_kde: settings.eps_kde,

@@ -264,16 +264,22 @@ impl RunSettings {
     /// private vocabulary an earlier run released and paid for.
     pub fn planned_epsilon(&self, reuses_vocabulary: bool) -> f64 {
         if reuses_vocabulary {
-            self.epsilon() - self.eps_voc
+            self.epsilon() - self.reusable_epsilon()
         } else {
             self.epsilon()
         }
     }
 
-    /// ε this run will spend: ε_voc + ε_kde (+ ε of the class counts) (sequential composition;
-    /// classes in parallel).
+    /// ε this run will spend: the sum over the registered mechanisms ([`super::mechanisms`]):
+    /// ε_voc + ε_kde (+ ε of the class counts) (sequential composition; classes in parallel).
     pub fn epsilon(&self) -> f64 {
-        self.eps_voc + self.eps_kde + self.eps_counts.unwrap_or(0.0)
+        super::mechanisms::mechanisms().filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
+    }
+
+    /// ε of the mechanisms a run may reuse from an earlier run instead of paying again (ε_voc):
+    /// what [`Self::planned_epsilon`] leaves out and the report adds back for a reused release.
+    pub fn reusable_epsilon(&self) -> f64 {
+        super::mechanisms::mechanisms().filter(|m| m.reusable).filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
     }
 }
 

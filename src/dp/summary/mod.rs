@@ -370,7 +370,7 @@ fn release(
         let name = classes.name(c).to_string();
         for m in 0..members {
             spends.push(
-                laplace::spend("kde", mechanism.clone(), eps_m)
+                laplace::spend(crate::ledger::SpendStage::Summary, mechanism.clone(), eps_m)
                     .param("sampler", params.sampler.name())
                     .params(family.spend_params(params, m, candidates.len()))
                     .param("l1_sensitivity", sensitivity.clone())

@@ -278,7 +278,7 @@ pub fn select_vocabulary_by_class(
 
 /// The ledger entry of a vocabulary release (`dp::laplace`'s builder; the scope is the caller's).
 fn vocabulary_spend(mechanism: &str, params: &VocabParams, scale: Ratio, vocab: &PublicVocabulary, per_class: bool) -> super::laplace::SpendBuilder {
-    let b = super::laplace::spend("vocabulary", mechanism, params.epsilon)
+    let b = super::laplace::spend(crate::ledger::SpendStage::Vocabulary, mechanism, params.epsilon)
         .param("terms_per_doc_S", params.terms_per_doc)
         .param("top_n", params.top_n);
     let b = if per_class { b.param("per_class", true) } else { b };

@@ -1,0 +1,193 @@
+//! The registry of what spends ε in a run: each DP mechanism once, with its ledger stage, the
+//! [`RunSettings`] field that holds its ε and its words in the report's guarantee.
+//! [`RunSettings::epsilon`], the planned ε ([`super::RunPlan::planned_epsilon`]) and
+//! [`super::report::PrivacyReport::new`] read it, so they cannot disagree about which mechanisms
+//! a run pays for; the ledger's check reads the stages ([`SpendStage::ALL`]).
+//!
+//! A new mechanism: its `crate::dp` file (recording under a new [`SpendStage`]), the stage in
+//! `crate::ledger::SpendStage` (whereupon [`mechanism`] no longer compiles until it is given an
+//! entry here), its ε field in [`RunSettings`] (an `eps_` field not registered here fails
+//! `every_epsilon_field_is_registered`), its step in `super::stages`, a CLI flag and a form field.
+
+use crate::ledger::{Run, SpendStage};
+
+use super::RunSettings;
+
+/// One DP mechanism a release run spends ε on.
+#[derive(Clone, Copy)]
+pub struct Mechanism {
+    /// The ledger stage its spends are recorded under.
+    pub stage: SpendStage,
+    /// The [`RunSettings`] field that holds its ε (as serialized, and as a `FieldError` names it).
+    pub field: &'static str,
+    /// Its ε under these settings; `None` when the run does not use it (the class counts off).
+    pub epsilon: fn(&RunSettings) -> Option<f64>,
+    /// Whether a run may reuse an earlier run's release of it (paid for there) instead of
+    /// drawing it again: only the private vocabulary (`super::reuse`).
+    pub reusable: bool,
+    /// Its clause of the report's guarantee, given its ε: what it released and with what noise.
+    pub words: fn(&RunSettings, &Run, f64) -> String,
+}
+
+/// What `stage` costs a release run; `None` for a stage only a run of its own spends (the DP
+/// utility check, `super::check`, whose ε follows from the settings it compares). Exhaustive,
+/// so that a new stage is a compile error here until it is registered.
+pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
+    Some(match stage {
+        SpendStage::Vocabulary => Mechanism {
+            stage,
+            field: "eps_voc",
+            epsilon: |s| Some(s.eps_voc),
+            reusable: true,
+            words: vocabulary_words,
+        },
+        SpendStage::Summary => Mechanism {
+            stage,
+            field: "eps_kde",
+            epsilon: |s| Some(s.eps_kde),
+            reusable: false,
+            words: summary_words,
+        },
+        SpendStage::ClassCounts => Mechanism {
+            stage,
+            field: "eps_counts",
+            epsilon: |s| s.eps_counts,
+            reusable: false,
+            words: class_counts_words,
+        },
+        SpendStage::UtilityCheck => return None,
+    })
+}
+
+/// Every mechanism of a release run, in the order of [`SpendStage::ALL`] (the order ε is added
+/// up in and the report states them).
+pub fn mechanisms() -> impl Iterator<Item = Mechanism> {
+    SpendStage::ALL.iter().filter_map(|&s| mechanism(s))
+}
+
+/// The private vocabulary's clause of the guarantee, with the run that released it when this
+/// one reused it.
+fn vocabulary_words(settings: &RunSettings, run: &Run, epsilon: f64) -> String {
+    let vocab = if settings.vocab_per_class {
+        "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"
+    } else {
+        "noisy top-N vocabulary, discrete Laplace of scale S/ε_voc"
+    };
+    let reused = match &run.vocabulary_from {
+        Some(from) => format!(
+            "; released by the earlier run {from} on this corpus, where this ε_voc was spent and counted, and reused \
+             here without a new draw: this run itself spent ε = {:.4}",
+            run.epsilon()
+        ),
+        None => String::new(),
+    };
+    format!("ε_voc = {epsilon} ({vocab}{reused})")
+}
+
+/// The DP summaries' clause of the guarantee: what the sampler's release is.
+fn summary_words(settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
+    let summaries = match settings.sampler.hist_kind() {
+        Some(_) => format!(
+            "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
+             has total weight 1)",
+            if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
+        ),
+        None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
+    };
+    format!("ε_kde = {epsilon} ({summaries}; classes are disjoint and compose in parallel)")
+}
+
+/// The DP class counts' clause of the guarantee.
+fn class_counts_words(_settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
+    format!("ε = {epsilon} for the class counts that set how many sequences each class gets (discrete Laplace of scale 1/ε)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The settings with `field` set to `value`, through the field's serialized name (the
+    /// registry names fields as strings: this is what ties them to the struct).
+    fn with_field(field: &str, value: f64) -> RunSettings {
+        let mut json = serde_json::to_value(RunSettings::default()).expect("settings serialize");
+        let obj = json.as_object_mut().expect("settings are an object");
+        assert!(obj.contains_key(field), "the registry names {field:?}, which RunSettings does not have");
+        obj.insert(field.to_string(), value.into());
+        serde_json::from_value(json).expect("settings deserialize")
+    }
+
+    #[test]
+    fn every_epsilon_field_is_registered() {
+        let json = serde_json::to_value(RunSettings::default()).expect("settings serialize");
+        let fields: Vec<&str> = mechanisms().map(|m| m.field).collect();
+        let keys = json.as_object().expect("settings are an object").keys();
+        for key in keys.filter(|k| k.starts_with("eps_")) {
+            assert!(fields.contains(&key.as_str()), "RunSettings::{key} spends ε but is not in run::mechanisms");
+        }
+        let stages: Vec<SpendStage> = mechanisms().map(|m| m.stage).collect();
+        assert_eq!(stages, [SpendStage::Vocabulary, SpendStage::Summary, SpendStage::ClassCounts]);
+    }
+
+    #[test]
+    fn each_registered_field_is_the_epsilon_the_run_counts() {
+        for m in mechanisms() {
+            let (low, high) = (with_field(m.field, 0.5), with_field(m.field, 3.5));
+            assert_eq!(((m.epsilon)(&low), (m.epsilon)(&high)), (Some(0.5), Some(3.5)), "{}", m.field);
+            assert!((high.epsilon() - low.epsilon() - 3.0).abs() < 1e-12, "{} is not counted in RunSettings::epsilon", m.field);
+            let reused = high.epsilon() - high.planned_epsilon(true) - (low.epsilon() - low.planned_epsilon(true));
+            assert!((reused - if m.reusable { 3.0 } else { 0.0 }).abs() < 1e-12, "{}: the reused ε", m.field);
+        }
+        let off = RunSettings { eps_counts: None, ..RunSettings::default() };
+        assert_eq!(off.epsilon(), off.eps_voc + off.eps_kde);
+    }
+
+    /// The guarantee's clauses as the report wrote them before the registry (kept here as the
+    /// oracle: the report's words must not change).
+    fn clauses_before(settings: &RunSettings, run: &Run) -> String {
+        let summaries = match settings.sampler.hist_kind() {
+            Some(_) => format!(
+                "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
+                 has total weight 1)",
+                if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
+            ),
+            None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
+        };
+        let vocab = if settings.vocab_per_class {
+            "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"
+        } else {
+            "noisy top-N vocabulary, discrete Laplace of scale S/ε_voc"
+        };
+        let reused = match &run.vocabulary_from {
+            Some(from) => format!(
+                "; released by the earlier run {from} on this corpus, where this ε_voc was spent and counted, and reused \
+                 here without a new draw: this run itself spent ε = {:.4}",
+                run.epsilon()
+            ),
+            None => String::new(),
+        };
+        format!(
+            "ε_voc = {} ({vocab}{reused}) plus ε_kde = {} ({summaries}; classes are disjoint and compose in parallel){}",
+            settings.eps_voc,
+            settings.eps_kde,
+            match settings.eps_counts {
+                Some(e) => format!(" plus ε = {e} for the class counts that set how many sequences each class gets (discrete Laplace of scale 1/ε)"),
+                None => String::new(),
+            }
+        )
+    }
+
+    #[test]
+    fn the_report_states_every_mechanism_in_the_words_it_did() {
+        let mut reused = Run::new("b".into(), "now".into());
+        reused.vocabulary_from = Some("a".into());
+        for sampler in crate::dp::summary::KeyphraseSampler::ALL {
+            for (per_class, counts) in [(false, Some(0.1)), (true, None), (false, Some(2.5))] {
+                let s = RunSettings { sampler, vocab_per_class: per_class, eps_counts: counts, eps_voc: 1.5, ..RunSettings::default() };
+                for run in [Run::new("a".into(), "now".into()), reused.clone()] {
+                    let now: Vec<String> = mechanisms().filter_map(|m| (m.epsilon)(&s).map(|e| (m.words)(&s, &run, e))).collect();
+                    assert_eq!(now.join(" plus "), clauses_before(&s, &run));
+                }
+            }
+        }
+    }
+}
