@@ -14,7 +14,7 @@ use crate::dp::candidates::kde_candidates;
 use crate::dp::vocabulary::{round_robin, select_from_documents};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::dp::summary::{SummaryDoc, SummaryError, SummaryParams, Noise, KeyphraseSampler};
+use crate::dp::summary::{SummaryDoc, SummaryError, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
 use crate::pipeline::MatchedCorpus;
 use crate::sample::Candidates;
 use crate::public_vocab::{PublicVocabulary, TermId};
@@ -276,13 +276,14 @@ impl Evaluation {
         let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
         // The spends are dropped by `run` (nothing built there is released, module docs) and
         // added up by the DP check (`super::dp_check`).
+        let inputs = SummaryInputs { docs: &kde_docs, classes: &classes, emb, candidates: vocab, params };
         let (set, mut spends) = if noiseless {
             let mut seed = [0u8; 32];
             rng.fill(&mut seed);
             // The noise switch exists for this comparison only (see `kde::Noise`).
-            crate::dp::summary::build_with(&kde_docs, &classes, emb, vocab, params, seed, Noise::Off)?
+            crate::dp::summary::build_with(inputs, seed, Noise::Off)?
         } else {
-            crate::dp::summary::build(&kde_docs, &classes, emb, vocab, params, rng)?
+            crate::dp::summary::build(inputs, rng)?
         };
         let cands = Candidates::new(vocab, emb)?;
         let sizes = match self.params.class_counts_epsilon {

@@ -202,7 +202,7 @@ pub(crate) mod tests {
         for sampler in KeyphraseSampler::ALL {
             let params = SummaryParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(6);
-            let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
+            let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
             let seqs = sample(&set, &cands, 100, &mut rng).unwrap();
             assert_eq!(seqs.len(), 300);
             let mut own = 0usize;

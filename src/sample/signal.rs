@@ -276,7 +276,7 @@ mod tests {
             let params = SummaryParams { epsilon, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             for seed in 0..5 {
                 let mut rng = SecureRng::seeded_for_tests(seed);
-                let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
+                let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
                 let s = class_signals(&set, &cands).unwrap();
                 // 200 documents a class at ε = 2: far above the histogram's noise; the DP-KDE's
                 // noise (sensitivity √2·I) is far larger, and the classes stand about twice over it.
@@ -299,7 +299,7 @@ mod tests {
         for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent, KeyphraseSampler::Histogram] {
             let params = SummaryParams { epsilon: 10.0, sampler, len: 4, features: 256, terms_per_doc: 4, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(3);
-            let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
+            let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
             let want = class_signals(&set, &cands).unwrap();
             for counts in [[5, 3, 4], [2, 0, 7]] {
                 let (seqs, got) = crate::sample::sample_with_signals(&set, &cands, &counts, &mut rng).unwrap();

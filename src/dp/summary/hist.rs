@@ -177,6 +177,10 @@ impl Family for Histograms {
     fn keeps_candidates(&self) -> bool {
         true
     }
+
+    fn splits(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]
@@ -265,7 +269,7 @@ mod tests {
         let mut rng = SecureRng::seeded_for_tests(seed);
         let mut freq = |docs: &[SummaryDoc<'_>]| {
             crate::dp::testing::frequencies(trials, || {
-                let (set, _) = build(docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
+                let (set, _) = build(crate::dp::summary::SummaryInputs::of(docs, &classes, &emb, &cands, &params), &mut rng).unwrap();
                 event(&set.classes[0].sums[0])
             })
         };

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kde::Ensemble;
 use super::sampler::{Needs, KeyphraseSampler, MAX_LEN};
-use super::{family, SummaryError};
+use super::SummaryError;
 use crate::dp::noise::Ratio;
 use crate::dp::{check_epsilon, DpError, ParamError};
 
@@ -74,7 +74,7 @@ impl SummaryParams {
     /// sums, one document's weight for the histograms (the family's privacy map:
     /// `super::kde`, `super::hist`).
     pub fn sensitivity(&self) -> Result<u64, DpError> {
-        family(self.sampler).sensitivity(self)
+        self.sampler.family().sensitivity(self)
     }
 
     /// The exact noise scale in grid units: Δ·members/ε_kde, Δ = I·Q for the random-feature

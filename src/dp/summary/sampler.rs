@@ -16,7 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::hist::HistKind;
+use super::hist::{self, HistKind};
+use super::{kde, Family};
 
 /// The most keyphrases per sequence (L) and per document (M); the histogram samplers read this
 /// many of a document's first matched terms.
@@ -33,10 +34,9 @@ pub enum KeyphraseSampler {
     IterativeLinear,
     /// ⌈log₂L⌉+1 DP-KDEs, as in the paper: member j is built on ONE prefix per document, of
     /// length min(2^j, the document's length), zero-padded to 2^j blocks at bandwidth 2^-j; it
-    /// scores queries of length (2^(j-1), 2^j], zero-padded the same way. (An earlier version
-    /// pooled every prefix of those lengths at bandwidth 1/ℓ; on MTSamples, noiseless, the two
-    /// were within noise of each other, 0.86 ± 0.05 vs 0.90 ± 0.02 of the non-private
-    /// accuracy, so the paper's estimator is kept.)
+    /// scores queries of length (2^(j-1), 2^j], zero-padded the same way. The paper's estimator
+    /// is kept: pooling every prefix of those lengths at bandwidth 1/ℓ instead was within noise
+    /// of it on MTSamples, noiseless (0.86 ± 0.05 vs 0.90 ± 0.02 of the non-private accuracy).
     IterativeLog,
     /// A noisy histogram of the documents' keyphrases over Ṽ (L1 sensitivity 1, `super::hist`);
     /// L i.i.d. draws.
@@ -65,6 +65,26 @@ impl KeyphraseSampler {
         KeyphraseSampler::ALL.into_iter().find(|x| x.name() == s.trim())
     }
 
+    /// Its family of mechanisms ([`Family`]): the exact sums, Δ, the ensemble's members, the
+    /// ledger's and the report's words; an existing family's member, or a new `impl Family`.
+    pub(crate) fn family(self) -> &'static dyn Family {
+        match self {
+            KeyphraseSampler::Histogram => &hist::UNIGRAM,
+            KeyphraseSampler::Markov => &hist::TRANSITIONS,
+            KeyphraseSampler::Independent | KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => &kde::RandomFeatures,
+        }
+    }
+
+    /// The first release version (`super::KERNEL`) whose files of this sampler mean what this
+    /// version reads (`super::DpSummary::check` refuses earlier ones).
+    pub(crate) fn first_kernel_read(self) -> u32 {
+        match self {
+            KeyphraseSampler::IterativeLinear => 1,
+            KeyphraseSampler::Markov => 2,
+            KeyphraseSampler::Histogram | KeyphraseSampler::Independent | KeyphraseSampler::IterativeLog => 0,
+        }
+    }
+
     /// The histogram samplers' kind (`None`: a DP-KDE sampler).
     pub fn hist_kind(self) -> Option<HistKind> {
         match self {
@@ -72,12 +92,6 @@ impl KeyphraseSampler {
             KeyphraseSampler::Markov => Some(HistKind::Transitions),
             _ => None,
         }
-    }
-
-    /// Whether the mechanism reads the embeddings of the documents' terms (the DP-KDEs do;
-    /// the histogram samplers read only Ṽ's, and only to smooth).
-    pub fn embeds_document_terms(self) -> bool {
-        self.hist_kind().is_none()
     }
 
     /// What the sampler reads, for a release of sequences of `len` keyphrases, `terms_per_doc`

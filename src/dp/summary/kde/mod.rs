@@ -162,6 +162,10 @@ impl Family for RandomFeatures {
     fn keeps_candidates(&self) -> bool {
         false
     }
+
+    fn splits(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]
@@ -229,7 +233,7 @@ pub(crate) mod tests {
         let docs: Vec<SummaryDoc<'_>> = term_lists.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
         for sampler in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear] {
             let params = SummaryParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
-            let (set, _) = build_with(&docs, &ClassSet::unlabelled(), &emb, &[], &params, [9; 32], Noise::Off).unwrap();
+            let (set, _) = build_with(crate::dp::summary::SummaryInputs::of(&docs, &ClassSet::unlabelled(), &emb, &[], &params), [9; 32], Noise::Off).unwrap();
             let f = set.features().unwrap();
             let sums: Vec<Vec<f64>> = (0..set.classes[0].sums.len()).map(|m| set.classes[0].member_sums(m)).collect();
             // Query: a pair of terms (or a single term for the independent KDE).

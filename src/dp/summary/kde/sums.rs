@@ -401,10 +401,10 @@ mod tests {
             }
             let classes = crate::classes::ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
             let mut rng = crate::dp::SecureRng::seeded_for_tests(5);
-            let (set, spends) = crate::dp::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all.clone(), &mut rng).unwrap();
+            let (set, spends) = crate::dp::summary::build_from_sums(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &[], &params), [3; 32], all.clone(), &mut rng).unwrap();
             set.check().unwrap();
             assert_eq!(spends.len(), 3 * params.ensemble().members());
-            assert!(crate::dp::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all[..2].to_vec(), &mut rng).is_err());
+            assert!(crate::dp::summary::build_from_sums(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &[], &params), [3; 32], all[..2].to_vec(), &mut rng).is_err());
         }
     }
 }
