@@ -11,7 +11,6 @@ use std::rc::Rc;
 use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::SecureRng;
 use crate::embed::bundle::VectorFile;
-use crate::embed::TermEmbeddings;
 use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
 use crate::protocol::{Event, RunResult, RunSettings, Stage};

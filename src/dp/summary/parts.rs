@@ -13,6 +13,9 @@
 //! ([`super::Family::splits`]), at least [`MIN_DOCS_IN_PARTS`] documents, and a runner that can
 //! take at least one part besides this one.
 
+// The page's UI thread (wasm32 without `embed`) builds no summaries.
+#![cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
+
 use std::ops::Range;
 
 use super::kde::split::{SplitSums, Sums};
