@@ -529,13 +529,24 @@ pub(super) struct Sampled {
     pub(super) spends: Vec<crate::ledger::Spend>,
 }
 
-/// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), Ṽ
-/// (histogram samplers), or Ṽ's terms under `EvalParams::candidates` (DP-KDE samplers).
+/// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), or
+/// [`dp_arm_vocab`].
 fn arm_vocab(round: &Round, sampler: KeyphraseSampler, noiseless: bool) -> &[TermId] {
-    match (noiseless, sampler.hist_kind()) {
-        (true, _) => &round.exact_vocab,
-        (false, Some(_)) => &round.dp_vocab,
-        (false, None) => &round.dp_candidates,
+    if noiseless {
+        &round.exact_vocab
+    } else {
+        dp_arm_vocab(round, sampler)
+    }
+}
+
+/// The vocabulary a DP arm draws from: Ṽ itself for a release whose entries are Ṽ's terms
+/// (the histograms: [`crate::dp::summary::Family::keeps_candidates`]), else Ṽ's terms under
+/// `EvalParams::candidates` (the DP-KDEs score any candidate).
+pub(super) fn dp_arm_vocab(round: &Round, sampler: KeyphraseSampler) -> &[TermId] {
+    if sampler.family().keeps_candidates() {
+        &round.dp_vocab
+    } else {
+        &round.dp_candidates
     }
 }
 

@@ -112,14 +112,7 @@ impl PrivacyReport {
         sequences: usize,
         signals: &[ClassSignal],
     ) -> PrivacyReport {
-        let summaries = match settings.sampler.hist_kind() {
-            Some(_) => format!(
-                "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
-                 has total weight 1)",
-                if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
-            ),
-            None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
-        };
+        let summaries = settings.sampler.family().report_words();
         let vocab = if settings.vocab_per_class {
             "noisy per-class top-N vocabulary, discrete Laplace of scale S/ε_voc on every class's histogram; classes in parallel"
         } else {

@@ -291,10 +291,10 @@ pub async fn summaries<H: Host>(
         None => None,
     };
     rec.commit(plan, corpus, Stage::Kde, host).await?;
-    let note = match params.sampler.hist_kind() {
-        Some(_) => format!("{} class(es), {} sampler", kde.classes.len(), params.sampler.name()),
-        None => format!("{} class(es), {} sampler, I = {}", kde.classes.len(), params.sampler.name(), params.features),
-    };
+    let mut note = format!("{} class(es), {} sampler", kde.classes.len(), params.sampler.name());
+    if let Some(own) = params.sampler.family().note(&params) {
+        note = format!("{note}, {own}");
+    }
     host.stage_done(Stage::Kde, note);
     host.checkpoint().await?;
     Ok(Release {

@@ -12,12 +12,12 @@
 //! need be, so the release has the same shape on neighbouring corpora.
 //!
 //! # How to add a keyphrase sampler
-//! A variant of [`KeyphraseSampler`] in [`sampler`] (its name, description and [`KeyphraseSampler::needs`]: the
-//! registry, and its module docs say the steps), its family in [`family`] here (an existing
-//! one, or a new `impl Family` in a file beside [`hist`] and [`kde`], with its privacy map),
-//! the release versions it reads in [`first_kernel_read`], and one file under `crate::sample`
-//! that draws sequences from its release. The release loop, the artefact and the ledger
-//! entries are shared; the front ends ask [`SummaryParams::needs`] and never branch on it.
+//! [`KeyphraseSampler`]'s module docs say the steps: in an existing family, the sampler's
+//! registry entry (`sampler.rs`), its member in the family's file and its draws under
+//! `crate::sample`; a new family is a new `impl Family` (its privacy map in its module docs)
+//! and a [`Member`]. The release loop, the split build ([`parts`]), the artefact and the
+//! ledger entries are shared; the front ends ask [`SummaryParams::needs`] and never branch on
+//! it.
 
 use serde::{Deserialize, Serialize};
 
@@ -39,7 +39,8 @@ pub use parts::MIN_DOCS_IN_PARTS;
 pub use parts::build_threaded;
 pub use sampler::{Needs, KeyphraseSampler};
 
-use kde::Features;
+use hist::HistKind;
+use kde::{Features, Layout};
 
 /// Grid of the fixed-point sums: 2^-GRID_BITS.
 pub const GRID_BITS: i32 = 20;
@@ -176,10 +177,33 @@ pub(crate) trait Family: Sync {
     fn spend_params(&self, params: &SummaryParams, member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)>;
     /// Whether the release carries Ṽ (its entries refer to the candidates).
     fn keeps_candidates(&self) -> bool;
+    /// Its member for this sampler ([`Member`]): which code samples from the release.
+    fn member(&self) -> Member;
+    /// How the sampler's ensemble members cover prefix lengths (how many summaries per class).
+    fn layout(&self) -> Layout;
+    /// Entries of one class's release when they grow with Ṽ (checked against
+    /// [`MAX_HIST_CELLS`] before ε is spent: [`SummaryParams::check_release_size`]); `None` when
+    /// the parameters bound them.
+    fn release_cells(&self, params: &SummaryParams, candidates: usize) -> Option<usize>;
+    /// The privacy report's words for the release (what is summarised, the noise's scale).
+    fn report_words(&self) -> String;
+    /// Parameters of its own the run's stage note names (after the classes and the sampler).
+    fn note(&self, params: &SummaryParams) -> Option<String>;
     /// Whether its exact sums are built in parts when there are many documents ([`parts`]):
     /// sums that grow with documents × features (the DP-KDEs) and read only the documents'
     /// terms, not Ṽ. The histograms are one pass over the documents: not worth a part's copies.
+    #[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
     fn splits(&self) -> bool;
+}
+
+/// A family's member, for the code that reads its release (`crate::sample`, one file per
+/// family): the compiler points at what a new family must be sampled with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member {
+    /// A noisy histogram over Ṽ ([`hist`]).
+    Histogram(HistKind),
+    /// Random-feature DP-KDEs ([`kde`]), their members laid out so.
+    RandomFeatures(Layout),
 }
 
 /// The documents of each class (index in the class set), in order.
@@ -233,6 +257,7 @@ pub fn draw_seed(rng: &mut SecureRng) -> [u8; 32] {
 /// bit, so the work can be shared ([`parts`]) and the release stays the same.
 /// `pub(crate)`, like [`Noise`]: noiseless private sums must not leave the crate's DP API.
 /// (A helper worker computes its part with it: [`parts`] and `worker::helpers::serve`.)
+#[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
 pub(crate) fn exact_sums(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &SummaryParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, SummaryError> {
     params.validate().map_err(DpError::from)?;
     let family = params.sampler.family();
@@ -251,6 +276,7 @@ pub(crate) fn exact_sums(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbe
 /// ([`draw_seed`]). `pub(crate)`: it attaches the ε spends to whatever sums it is given (twice
 /// the exact sums would be released at half the noise they need), so only the crate's own
 /// callers may.
+#[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
 pub(crate) fn build_from_sums(inputs: SummaryInputs<'_>, seed: [u8; 32], sums: Vec<Vec<Vec<i64>>>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
     let params = inputs.params;
     let members = params.ensemble().members();

@@ -90,8 +90,8 @@ impl SummaryParams {
     /// N candidates and this many classes. Public inputs only: call it before spending ε.
     pub fn check_release_size(&self, candidates: usize, classes: usize) -> Result<(), SummaryError> {
         self.noise_scale()?;
-        if let Some(kind) = self.sampler.hist_kind() {
-            let cells = kind.entries(candidates).saturating_mul(classes);
+        if let Some(entries) = self.sampler.family().release_cells(self, candidates) {
+            let cells = entries.saturating_mul(classes);
             if cells > MAX_HIST_CELLS {
                 return Err(SummaryError::TooLarge { cells, max: MAX_HIST_CELLS });
             }
@@ -114,9 +114,10 @@ impl SummaryParams {
 
     /// Blocks of ω needed: one per position of a sequence.
     pub fn blocks(&self) -> usize {
-        match self.sampler {
-            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 1,
-            _ => self.len,
+        if self.ensemble().layout().over_prefixes() {
+            self.len
+        } else {
+            1
         }
     }
 }

@@ -1,23 +1,31 @@
 //! The keyphrase samplers: THE place to add one.
 //!
 //! # How to add a keyphrase sampler
-//! 1. Add a variant to [`KeyphraseSampler`] here and give it its `name`, `describe` and [`KeyphraseSampler::needs`]
-//!    (what the front ends must embed and read for it); add it to [`KeyphraseSampler::ALL`].
-//! 2. Give it a family (`super::family`): an existing [`super::Family`] (the histograms,
-//!    `super::hist`; the random-feature DP-KDEs, `super::kde`) or a new `impl Family` beside
-//!    them, which states the exact sums, their sensitivity Δ and the ledger's words, with the
-//!    privacy map in its module docs. The release loop (`super::release`) is shared.
-//! 3. Sample from its release in `crate::sample` (one file per family) and dispatch to it in
-//!    `crate::sample::sample_sized`; say in `super::first_kernel_read` from which release version
-//!    on its files are read.
+//! In an existing family, three files:
+//! 1. Here: a variant of [`KeyphraseSampler`] with its `name`, `describe`,
+//!    [`KeyphraseSampler::needs`] (what the front ends must embed and read for it), an entry in
+//!    [`KeyphraseSampler::ALL`], its family member in [`KeyphraseSampler::family`] and, in
+//!    [`KeyphraseSampler::first_kernel_read`], from which release version on its files are read.
+//! 2. The family's file: the member's exact sums (a [`HistKind`] in `super::hist`; a
+//!    [`Layout`] of the random-feature DP-KDEs in `super::kde::ensemble`).
+//! 3. The family's file in `crate::sample` (`hist.rs`, `kde.rs`): its draws.
+//!
+//! A new family is a new `impl Family` beside `super::hist` and `super::kde`: the exact sums,
+//! their sensitivity Δ, its members' layout, whether its sums are built in parts, the ledger's,
+//! the report's and the stage note's words, with the privacy map in its module docs. It adds a
+//! [`Member`] variant, and the compiler points at the code that reads its releases: the
+//! sampling dispatch (`crate::sample`, plus one new file there) and the signal estimate
+//! (`crate::sample::signal`). The release loop (`super::release`), the split build
+//! (`super::parts`), the run, the report, the evaluation and the worker are shared.
 //!
 //! Front ends never branch on the sampler: they ask [`KeyphraseSampler::needs`] (through
 //! [`super::SummaryParams::needs`]) what to embed and how many terms per document to read.
 
 use serde::{Deserialize, Serialize};
 
-use super::hist::{self, HistKind};
-use super::{kde, Family};
+use super::hist::{HistKind, Histograms};
+use super::kde::{Layout, RandomFeatures};
+use super::{Family, Member};
 
 /// The most keyphrases per sequence (L) and per document (M); the histogram samplers read this
 /// many of a document's first matched terms.
@@ -69,9 +77,11 @@ impl KeyphraseSampler {
     /// ledger's and the report's words; an existing family's member, or a new `impl Family`.
     pub(crate) fn family(self) -> &'static dyn Family {
         match self {
-            KeyphraseSampler::Histogram => &hist::UNIGRAM,
-            KeyphraseSampler::Markov => &hist::TRANSITIONS,
-            KeyphraseSampler::Independent | KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => &kde::RandomFeatures,
+            KeyphraseSampler::Histogram => &Histograms(HistKind::Unigram),
+            KeyphraseSampler::Markov => &Histograms(HistKind::Transitions),
+            KeyphraseSampler::Independent => &RandomFeatures(Layout::One),
+            KeyphraseSampler::IterativeLinear => &RandomFeatures(Layout::Linear),
+            KeyphraseSampler::IterativeLog => &RandomFeatures(Layout::Log),
         }
     }
 
@@ -85,12 +95,11 @@ impl KeyphraseSampler {
         }
     }
 
-    /// The histogram samplers' kind (`None`: a DP-KDE sampler).
+    /// The histogram samplers' kind (`None`: another family's sampler).
     pub fn hist_kind(self) -> Option<HistKind> {
-        match self {
-            KeyphraseSampler::Histogram => Some(HistKind::Unigram),
-            KeyphraseSampler::Markov => Some(HistKind::Transitions),
-            _ => None,
+        match self.family().member() {
+            Member::Histogram(kind) => Some(kind),
+            Member::RandomFeatures(_) => None,
         }
     }
 

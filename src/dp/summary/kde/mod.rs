@@ -92,7 +92,7 @@
 use serde_json::json;
 
 use super::sampler::KeyphraseSampler;
-use super::{by_class, Family, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
+use super::{by_class, Family, Member, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
 use crate::public_vocab::TermId;
@@ -104,7 +104,7 @@ mod privacy_checks;
 pub(crate) mod split;
 mod sums;
 
-pub use ensemble::{BlockScales, Ensemble, PREFIX_WEIGHT};
+pub use ensemble::{BlockScales, Ensemble, Layout, PREFIX_WEIGHT};
 pub use features::Features;
 
 /// C: an upper bound on √2 (the f64 nearest √2 is above it).
@@ -120,8 +120,9 @@ pub fn suggest_features(n_docs: usize, eps_member: f64) -> usize {
 }
 
 /// The random-feature family ([`Family`]): per class, one I-vector of exact sums per ensemble
-/// member, Δ = I·Q (module docs, "The mechanism and its privacy map").
-pub(crate) struct RandomFeatures;
+/// member, Δ = I·Q (module docs, "The mechanism and its privacy map"); its members differ in
+/// their ensemble's [`Layout`].
+pub(crate) struct RandomFeatures(pub Layout);
 
 impl Family for RandomFeatures {
     fn check_inputs(&self, docs: &[SummaryDoc<'_>], emb: &TermEmbeddings, _candidates: &[TermId]) -> Result<(), SummaryError> {
@@ -165,6 +166,26 @@ impl Family for RandomFeatures {
 
     fn splits(&self) -> bool {
         true
+    }
+
+    fn member(&self) -> Member {
+        Member::RandomFeatures(self.0)
+    }
+
+    fn layout(&self) -> Layout {
+        self.0
+    }
+
+    fn release_cells(&self, _params: &SummaryParams, _candidates: usize) -> Option<usize> {
+        None
+    }
+
+    fn report_words(&self) -> String {
+        "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string()
+    }
+
+    fn note(&self, params: &SummaryParams) -> Option<String> {
+        Some(format!("I = {}", params.features))
     }
 }
 
