@@ -15,7 +15,7 @@
 //! [`KeyphraseSampler`]'s module docs say the steps: in an existing family, the sampler's
 //! registry entry (`sampler.rs`), its member in the family's file and its draws under
 //! `crate::sample`; a new family is a new `impl Family` (its privacy map in its module docs)
-//! and a [`Member`]. The release loop, the split build ([`parts`]), the artefact and the
+//! and a [`Member`]. The release loop, the split build (`parts`), the artefact and the
 //! ledger entries are shared; the front ends ask [`SummaryParams::needs`] and never branch on
 //! it.
 

@@ -104,7 +104,7 @@ impl PartRunner for Threads {
 
 /// [`build`] with the exact sums computed on `threads` threads at once, for a native host (the
 /// page shares them with helper workers instead: `worker::helpers::kde_share`): the same
-/// release for the same `rng` ([`build_in_parts`]). The computation never waits, so the future
+/// release for the same `rng` (`build_in_parts`). The computation never waits, so the future
 /// is ready when first polled; the CLI's host awaits it.
 #[cfg(not(target_arch = "wasm32"))]
 pub async fn build_threaded(inputs: SummaryInputs<'_>, rng: &mut SecureRng, threads: usize) -> Result<(DpSummary, Vec<Spend>), SummaryError> {

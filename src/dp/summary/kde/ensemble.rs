@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::dp::summary::sampler::KeyphraseSampler;
 
 /// How a sampler's ensemble members cover prefix lengths: its family states it
-/// ([`crate::dp::summary::Family::layout`]), so that the ensemble never names a sampler.
+/// (`Family::layout` in `crate::dp::summary`), so that the ensemble never names a sampler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
     /// One member over single keyphrases (the independent DP-KDE, the histograms).
