@@ -214,7 +214,7 @@ fn person_loss(eps: f64, what: Mechanism, reading: Reading, seed: u64) -> f64 {
         crate::dp::testing::frequencies(TRIALS, || match what {
             // Term 3's weight in classes a and b, in documents, rounded and clipped.
             Mechanism::Histogram => {
-                let (set, _) = build(&kde_docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
+                let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kde_docs, &classes, &emb, &cands, &params), &mut rng).unwrap();
                 let w = |c: usize| ((set.classes[c].sums[0][0] as f64 / grid).round() as i64).clamp(-1, 3);
                 (w(0), w(1))
             }

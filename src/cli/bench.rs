@@ -263,7 +263,7 @@ fn bench_kde(
         };
         let params = SummaryParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0, smoothing: 0.0 };
         let t0 = Instant::now();
-        let (set, _) = kde::build(&kdocs, &classes, &emb, &cand_ids, &params, &mut rng).map_err(kde_err)?;
+        let (set, _) = kde::build(kde::SummaryInputs { docs: &kdocs, classes: &classes, emb: &emb, candidates: &cand_ids, params: &params }, &mut rng).map_err(kde_err)?;
         let build = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         let seqs = sample::sample(&set, &cands, n_seqs, &mut rng).map_err(kde_err)?;

@@ -13,7 +13,7 @@ use std::time::Instant;
 use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::{DpError, SecureRng};
 use crate::embed::{Embed, TermEmbeddings};
-use crate::dp::summary::{DpSummary, SummaryDoc};
+use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
 use crate::classes::ClassSet;
 use crate::pipeline::{MatchedCorpus, Release};
@@ -130,10 +130,10 @@ impl Host for CliHost {
         Ok(Vectors { emb, model: Checked { name: name.clone(), sha256: model.checksum().to_string() }, note: format!("{} terms embedded", ids.len()) })
     }
 
-    async fn summaries(&mut self, docs: &[SummaryDoc<'_>], plan: &RunPlan, emb: &TermEmbeddings, candidates: &[TermId], rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), CliError> {
+    async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), CliError> {
         // The DP-KDE sums on every core: the same release (`build_threaded`).
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        crate::dp::summary::build_threaded(docs, &plan.classes, emb, candidates, &plan.summary_params(), rng, threads).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
+        crate::dp::summary::build_threaded(inputs, rng, threads).await.map_err(|e| self.fail(Some(Stage::Kde), e.into()))
     }
 
     fn vocabulary_recorded(&mut self, pv: &Rc<PrivateVocabulary>, _run_id: &str) {

@@ -8,8 +8,8 @@ use clap::Parser;
 
 use crate::corpus::{Fields, Format};
 use crate::dp::SecureRng;
-use crate::embed::{Embed, EmbedError, TermEmbeddings};
-use crate::dp::summary::{DpSummary, SummaryDoc};
+use crate::embed::{Embed, EmbedError};
+use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
 use crate::pipeline::{MatchedCorpus, MatchingSink};
 use crate::run::report::Checked;
@@ -95,15 +95,15 @@ impl Host for PageHost {
         let emb = crate::embed::embed_terms(vocab, ids, &mut self.model, &mut |_, _| {}).map_err(|e| RunError::Settings(e.to_string()))?;
         Ok(Vectors { emb, model: Checked { name: "hash".into(), sha256: "hash-model".into() }, note: String::new() })
     }
-    async fn summaries(&mut self, docs: &[SummaryDoc<'_>], plan: &RunPlan, emb: &TermEmbeddings, candidates: &[TermId], rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), RunError> {
-        let params = plan.summary_params();
-        if params.sampler.hist_kind().is_some() {
-            return Ok(crate::dp::summary::build(docs, &plan.classes, emb, candidates, &params, rng)?);
+    async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), RunError> {
+        let SummaryInputs { docs, classes, emb, params, .. } = inputs;
+        if !params.sampler.family().splits() {
+            return Ok(crate::dp::summary::build(inputs, rng)?);
         }
         let seed = crate::dp::summary::draw_seed(rng);
         let mut total: Option<Vec<Vec<Vec<i64>>>> = None;
         for part in docs.chunks(docs.len().div_ceil(3).max(1)) {
-            let sums = crate::dp::summary::exact_sums(part, plan.classes.len(), emb, &params, seed)?;
+            let sums = crate::dp::summary::exact_sums(part, classes.len(), emb, params, seed)?;
             total = Some(match total {
                 None => sums,
                 Some(mut t) => {
@@ -112,7 +112,7 @@ impl Host for PageHost {
                 }
             });
         }
-        Ok(crate::dp::summary::build_from_sums(docs, &plan.classes, emb, candidates, &params, seed, total.unwrap_or_default(), rng)?)
+        Ok(crate::dp::summary::build_from_sums(inputs, seed, total.unwrap_or_default(), rng)?)
     }
     fn now(&self) -> String {
         "now".into()

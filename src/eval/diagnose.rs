@@ -14,7 +14,7 @@ use super::{EvalError, Evaluation, RunResult};
 use crate::classes::{ClassSet, OtherLabels};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::dp::summary::{SummaryDoc, SummaryParams, Noise, KeyphraseSampler};
+use crate::dp::summary::{SummaryDoc, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
 use crate::linalg::{gemm, MatRef};
 use crate::sample::{sample_iterative, weights, Candidates};
 use crate::public_vocab::TermId;
@@ -171,7 +171,7 @@ impl Evaluation {
                 let kde_docs: Vec<SummaryDoc<'_>> = train.iter().map(|&i| SummaryDoc { class: self.docs[i].class, terms: terms(i) }).collect();
                 let mut seed = [0u8; 32];
                 rng.fill(&mut seed);
-                let (set, _) = crate::dp::summary::build_with(&kde_docs, &classes, emb, vocab, &params, seed, Noise::Off)?;
+                let (set, _) = crate::dp::summary::build_with(SummaryInputs { docs: &kde_docs, classes: &classes, emb, candidates: vocab, params: &params }, seed, Noise::Off)?;
                 let features = set.features()?;
                 let cands = Candidates::new(vocab, emb)?;
                 let cand_norm: Vec<f64> =

@@ -220,7 +220,7 @@ impl DpCheck {
         for (a, &sampler) in self.check.samplers.iter().enumerate() {
             progress(sampler.name(), a, self.check.samplers.len());
             let params = p.kde_params(sampler, false);
-            let vocab = if sampler.hist_kind().is_some() { &round.dp_vocab } else { &round.dp_candidates };
+            let vocab = super::evaluation::dp_arm_vocab(round, sampler);
             let sampled = ev.sample_arm(round, vocab, &params, false, emb, rng)?;
             self.spends.extend(sampled.spends);
             flagged.push(sampled.noise_dominated);

@@ -14,7 +14,7 @@ use crate::dp::candidates::kde_candidates;
 use crate::dp::vocabulary::{round_robin, select_from_documents};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::dp::summary::{SummaryDoc, SummaryError, SummaryParams, Noise, KeyphraseSampler};
+use crate::dp::summary::{SummaryDoc, SummaryError, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
 use crate::pipeline::MatchedCorpus;
 use crate::sample::Candidates;
 use crate::public_vocab::{PublicVocabulary, TermId};
@@ -276,13 +276,14 @@ impl Evaluation {
         let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
         // The spends are dropped by `run` (nothing built there is released, module docs) and
         // added up by the DP check (`super::dp_check`).
+        let inputs = SummaryInputs { docs: &kde_docs, classes: &classes, emb, candidates: vocab, params };
         let (set, mut spends) = if noiseless {
             let mut seed = [0u8; 32];
             rng.fill(&mut seed);
             // The noise switch exists for this comparison only (see `kde::Noise`).
-            crate::dp::summary::build_with(&kde_docs, &classes, emb, vocab, params, seed, Noise::Off)?
+            crate::dp::summary::build_with(inputs, seed, Noise::Off)?
         } else {
-            crate::dp::summary::build(&kde_docs, &classes, emb, vocab, params, rng)?
+            crate::dp::summary::build(inputs, rng)?
         };
         let cands = Candidates::new(vocab, emb)?;
         let sizes = match self.params.class_counts_epsilon {
@@ -528,13 +529,24 @@ pub(super) struct Sampled {
     pub(super) spends: Vec<crate::ledger::Spend>,
 }
 
-/// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), Ṽ
-/// (histogram samplers), or Ṽ's terms under `EvalParams::candidates` (DP-KDE samplers).
+/// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), or
+/// [`dp_arm_vocab`].
 fn arm_vocab(round: &Round, sampler: KeyphraseSampler, noiseless: bool) -> &[TermId] {
-    match (noiseless, sampler.hist_kind()) {
-        (true, _) => &round.exact_vocab,
-        (false, Some(_)) => &round.dp_vocab,
-        (false, None) => &round.dp_candidates,
+    if noiseless {
+        &round.exact_vocab
+    } else {
+        dp_arm_vocab(round, sampler)
+    }
+}
+
+/// The vocabulary a DP arm draws from: Ṽ itself for a release whose entries are Ṽ's terms
+/// (the histograms: [`crate::dp::summary::Family::keeps_candidates`]), else Ṽ's terms under
+/// `EvalParams::candidates` (the DP-KDEs score any candidate).
+pub(super) fn dp_arm_vocab(round: &Round, sampler: KeyphraseSampler) -> &[TermId] {
+    if sampler.family().keeps_candidates() {
+        &round.dp_vocab
+    } else {
+        &round.dp_candidates
     }
 }
 

@@ -86,14 +86,7 @@ fn vocabulary_words(settings: &RunSettings, run: &Run, epsilon: f64) -> String {
 
 /// The DP summaries' clause of the guarantee: what the sampler's release is.
 fn summary_words(settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
-    let summaries = match settings.sampler.hist_kind() {
-        Some(_) => format!(
-            "per-class noisy {} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document \
-             has total weight 1)",
-            if settings.sampler == crate::dp::summary::KeyphraseSampler::Markov { "keyphrase-row + keyphrase-transition" } else { "keyphrase" }
-        ),
-        None => "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string(),
-    };
+    let summaries = settings.sampler.family().report_words();
     format!("ε_kde = {epsilon} ({summaries}; classes are disjoint and compose in parallel)")
 }
 

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use crate::dp::vocabulary::{PrivateVocabulary, ReleasedBy};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::dp::summary::{DpSummary, SummaryDoc, SummaryParams};
+use crate::dp::summary::{DpSummary, SummaryDoc, SummaryInputs, SummaryParams};
 use crate::ledger::{Ledger, LedgerBook, Run, Spend};
 use crate::pipeline::{MatchedCorpus, Release};
 use crate::protocol::SequenceOut;
@@ -45,15 +45,8 @@ pub trait Host {
     async fn vectors(&mut self, vocab: &PublicVocabulary, ids: &[TermId], released: &[TermId]) -> Result<Vectors, Self::Error>;
     /// The DP summaries (ε_kde) of `docs`: [`crate::dp::summary::build`], which a host may share among
     /// helper workers (the exact sums of parts add up to the same integers: the same release).
-    async fn summaries(
-        &mut self,
-        docs: &[SummaryDoc<'_>],
-        plan: &RunPlan,
-        emb: &TermEmbeddings,
-        candidates: &[TermId],
-        rng: &mut SecureRng,
-    ) -> Result<(DpSummary, Vec<Spend>), Self::Error> {
-        crate::dp::summary::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), rng).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
+    async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), Self::Error> {
+        crate::dp::summary::build(inputs, rng).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
     }
     /// Ṽ was drawn and its ε_voc is on record under run `run_id`: a host may keep it for later
     /// runs (the page does: `reuse`), even if this run fails later.
@@ -284,7 +277,8 @@ pub async fn summaries<H: Host>(
     host.checkpoint().await?;
     let params: SummaryParams = plan.summary_params();
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
-    let (kde, spends) = host.summaries(docs, plan, &vectors.emb, &released, rng).await?;
+    let inputs = SummaryInputs { docs, classes: &plan.classes, emb: &vectors.emb, candidates: &released, params: &params };
+    let (kde, spends) = host.summaries(inputs, rng).await?;
     rec.run.spends.extend(spends);
     // DP class counts: sequences per class in proportion, on record with the summaries.
     let class_counts = match plan.settings.eps_counts {
@@ -297,10 +291,10 @@ pub async fn summaries<H: Host>(
         None => None,
     };
     rec.commit(plan, corpus, Stage::Kde, host).await?;
-    let note = match params.sampler.hist_kind() {
-        Some(_) => format!("{} class(es), {} sampler", kde.classes.len(), params.sampler.name()),
-        None => format!("{} class(es), {} sampler, I = {}", kde.classes.len(), params.sampler.name(), params.features),
-    };
+    let mut note = format!("{} class(es), {} sampler", kde.classes.len(), params.sampler.name());
+    if let Some(own) = params.sampler.family().note(&params) {
+        note = format!("{note}, {own}");
+    }
     host.stage_done(Stage::Kde, note);
     host.checkpoint().await?;
     Ok(Release {

@@ -405,7 +405,7 @@ mod tests {
         for sampler in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog] {
             let params = SummaryParams { epsilon: 5.0, sampler, len: 5, features: 256, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(5);
-            let (set, _) = build(&kdocs, &abc(), &emb, &[], &params, &mut rng).unwrap();
+            let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &[], &params), &mut rng).unwrap();
             let f = set.features().unwrap();
             let cands = Candidates::new(&(0..60).collect::<Vec<_>>(), &emb).unwrap();
             let prefixes: &[&[TermId]] = if sampler == KeyphraseSampler::Independent { &[&[]] } else { &[&[], &[3], &[3, 25, 41], &[1, 2, 3, 4]] };
@@ -489,7 +489,7 @@ mod tests {
         let docs: Vec<Vec<TermId>> = (0..50).map(|_| vec![0, 1]).chain((0..50).map(|_| vec![0, 15])).collect();
         let kdocs: Vec<SummaryDoc<'_>> = docs.iter().take(50).map(|t| SummaryDoc { class: 0, terms: t }).collect();
         let params = SummaryParams { epsilon: 1.0, sampler: KeyphraseSampler::IterativeLinear, len: 2, features: 4096, terms_per_doc: 2, bandwidth: 1.0, smoothing: 0.0 };
-        let (set, _) = build_with(&kdocs, &ClassSet::unlabelled(), &emb, &[], &params, [1; 32], Noise::Off).unwrap();
+        let (set, _) = build_with(crate::dp::summary::SummaryInputs::of(&kdocs, &ClassSet::unlabelled(), &emb, &[], &params), [1; 32], Noise::Off).unwrap();
         let f = set.features().unwrap();
         let cands = Candidates::new(&(0..20).collect::<Vec<_>>(), &emb).unwrap();
         let scores = batched_scores(&set, &f, &cands, 0, &[0], &emb);

@@ -3,16 +3,15 @@
 //!
 //! One file per family of the release (`crate::dp::summary`): [`kde`] samples from the DP-KDEs
 //! (independent and iterative draws, the noise floor, batched scoring), [`hist`] from the
-//! histograms (threshold, smoothing, unigram and Markov draws). [`sample_sized`] dispatches on
-//! the release's sampler.
+//! histograms (threshold, smoothing, unigram and Markov draws). One dispatch (`draw`, behind
+//! [`sample_sized`] and [`sample_with_signals`]) picks the file by the release's family member.
 
 use serde::{Deserialize, Serialize};
 
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::linalg::MatRef;
-use crate::dp::summary::hist::HistKind;
-use crate::dp::summary::{DpSummary, SummaryError, KeyphraseSampler};
+use crate::dp::summary::{DpSummary, Member, SummaryError};
 use crate::public_vocab::TermId;
 
 pub mod hist;
@@ -117,26 +116,31 @@ pub fn sample(set: &DpSummary, cands: &Candidates, per_class: usize, rng: &mut S
 /// Samples `counts[c]` sequences for class c of `set` (e.g. in proportion to DP class counts,
 /// `dp::counts::apportion`).
 pub fn sample_sized(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
-    check_inputs(set, cands, counts)?;
-    match set.params.sampler {
-        KeyphraseSampler::Histogram => hist::sample_histograms(set, HistKind::Unigram, cands, counts, rng),
-        KeyphraseSampler::Markov => hist::sample_histograms(set, HistKind::Transitions, cands, counts, rng),
-        KeyphraseSampler::Independent => kde::sample_independent(set, cands, counts, rng),
-        KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => Ok(kde::sample_iterative_sequences(set, cands, counts, rng)?.0),
-    }
+    Ok(draw(set, cands, counts, rng, false)?.0)
 }
 
-/// [`sample_sized`] and every class's signal estimate ([`signal::class_signals`]); the iterative
-/// samplers hand the estimate the first-keyphrase scores they computed anyway.
+/// [`sample_sized`] and every class's signal estimate ([`signal::class_signals`]).
 pub fn sample_with_signals(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<(Vec<Sequence>, Vec<signal::ClassSignal>), SummaryError> {
-    if matches!(set.params.sampler, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog) {
-        check_inputs(set, cands, counts)?;
-        let (sequences, first) = kde::sample_iterative_sequences(set, cands, counts, rng)?;
-        let signals = signal::class_signals_from(set, cands, Some(first))?;
-        return Ok((sequences, signals));
-    }
-    let sequences = sample_sized(set, cands, counts, rng)?;
-    Ok((sequences, signal::class_signals(set, cands)?))
+    draw(set, cands, counts, rng, true)
+}
+
+/// The one dispatch from a release to the code that samples it: on the family member of its
+/// sampler ([`Member`]), so that a new family is pointed at here by the compiler and a new
+/// sampler of a family is sampled by its family's file. With `signals`, every class's signal
+/// estimate too (none otherwise); the iterative DP-KDEs hand it the first-keyphrase scores they
+/// computed anyway. The estimate reads no randomness: the sequences are the same either way.
+fn draw(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng, signals: bool) -> Result<(Vec<Sequence>, Vec<signal::ClassSignal>), SummaryError> {
+    check_inputs(set, cands, counts)?;
+    let (sequences, first) = match set.params.sampler.family().member() {
+        Member::Histogram(kind) => (hist::sample_histograms(set, kind, cands, counts, rng)?, None),
+        Member::RandomFeatures(layout) if layout.over_prefixes() => {
+            let (sequences, first) = kde::sample_iterative_sequences(set, cands, counts, rng)?;
+            (sequences, Some(first))
+        }
+        Member::RandomFeatures(_) => (kde::sample_independent(set, cands, counts, rng)?, None),
+    };
+    let signals = if signals { signal::class_signals_from(set, cands, first)? } else { Vec::new() };
+    Ok((sequences, signals))
 }
 
 /// What every sampler needs: a release that checks, candidates of its dimension, a count per
@@ -154,7 +158,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::classes::ClassSet;
     use crate::dp::summary::kde::tests::unit_vectors;
-    use crate::dp::summary::{build, SummaryDoc, SummaryParams};
+    use crate::dp::summary::{build, KeyphraseSampler, SummaryDoc, SummaryParams};
 
     /// Three well-separated clusters of 20 terms in 16 dimensions (centres 120° apart, so
     /// cross-cluster kernel values are ≈ e^-3); class c uses cluster c.
@@ -202,7 +206,7 @@ pub(crate) mod tests {
         for sampler in KeyphraseSampler::ALL {
             let params = SummaryParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(6);
-            let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
+            let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
             let seqs = sample(&set, &cands, 100, &mut rng).unwrap();
             assert_eq!(seqs.len(), 300);
             let mut own = 0usize;

@@ -39,7 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{kde, Candidates, Sequence};
 use crate::dp::summary::hist::DOC_WEIGHT;
-use crate::dp::summary::{DpSummary, SummaryError, GRID_BITS};
+use crate::dp::summary::{DpSummary, Member, SummaryError, GRID_BITS};
 
 /// The chance that a class with no documents is read as signal.
 pub const ALPHA: f64 = 1e-3;
@@ -68,58 +68,72 @@ pub fn class_signals(set: &DpSummary, cands: &Candidates) -> Result<Vec<ClassSig
 }
 
 /// [`class_signals`], with the DP-KDE classes' first-keyphrase scores given where the sampler
-/// computed them (`first[c]`; computed here if a class has none).
+/// computed them (`first[c]`; computed here if a class has none). Each family has its
+/// statistic (module docs).
 pub(crate) fn class_signals_from(set: &DpSummary, cands: &Candidates, first: Option<kde::FirstScores>) -> Result<Vec<ClassSignal>, SummaryError> {
     set.check()?;
     if cands.is_empty() {
         return Err(SummaryError::BadArtefact("candidates"));
     }
-    let one = |label: &Option<String>, t: f64, q: f64, supported: usize| ClassSignal {
+    match set.params.sampler.family().member() {
+        Member::Histogram(_) => histogram_signals(set),
+        Member::RandomFeatures(_) => kde_signals(set, cands, first),
+    }
+}
+
+/// One class's estimate: T against its null quantile q.
+fn one(label: &Option<String>, t: f64, q: f64, supported: usize) -> ClassSignal {
+    ClassSignal {
         label: label.clone(),
         signal: if q > 0.0 { t / q } else { 0.0 },
         noise_dominated: !(t > q),
         supported_terms: supported,
         sequences: 0,
         shorter_than_l: 0,
-    };
-    if set.params.sampler.hist_kind().is_some() {
-        // Row 0 holds one entry per term of the release's Ṽ.
-        let n = set.candidates.len();
-        // b: the release's noise scale in documents (G·members/ε_kde grid units; one member).
-        let b = set.params.noise_scale().map_err(SummaryError::Dp)?.to_f64() / DOC_WEIGHT as f64;
-        // τ exactly as the sampler clips (`super::hist::threshold`): b·ln N.
-        let tau = super::hist::threshold(set.epsilon_per_member, n) / DOC_WEIGHT as f64;
-        let q = clipped_mass_quantile(n, b, tau, ALPHA);
-        Ok(set
-            .classes
-            .iter()
-            .map(|c| {
-                let row = &c.sums[0][..n];
-                let above: Vec<f64> = row.iter().map(|&v| v as f64 / DOC_WEIGHT as f64 - tau).filter(|&x| x > 0.0).collect();
-                one(&c.label, above.iter().sum(), q, above.len())
-            })
-            .collect())
-    } else {
-        if cands.matrix.len() != cands.len() * cands.dim || cands.dim != set.dim {
-            return Err(SummaryError::BadArtefact("candidates (the DP-KDE signal needs Ṽ's embeddings)"));
-        }
-        let b = set.params.noise_scale().map_err(SummaryError::Dp)?.to_f64() / (1u64 << GRID_BITS) as f64;
-        let sigma = b * (2.0 / set.params.features as f64).sqrt();
-        let q = normal_quantile_upper(ALPHA / cands.len() as f64) * sigma;
-        let scores = match first {
-            Some(f) if f.len() == set.classes.len() && f.iter().all(|s| s.as_ref().is_some_and(|s| s.len() == cands.len())) => f.into_iter().flatten().collect(),
-            _ => kde::first_step_scores(set, cands)?,
-        };
-        Ok(set
-            .classes
-            .iter()
-            .zip(scores)
-            .map(|(c, s)| {
-                let t = s.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
-                one(&c.label, t, q, s.iter().filter(|&&x| x as f64 > q).count())
-            })
-            .collect())
     }
+}
+
+/// The histograms' statistic: the clipped mass of row 0 (module docs).
+fn histogram_signals(set: &DpSummary) -> Result<Vec<ClassSignal>, SummaryError> {
+    // Row 0 holds one entry per term of the release's Ṽ.
+    let n = set.candidates.len();
+    // b: the release's noise scale in documents (G·members/ε_kde grid units; one member).
+    let b = set.params.noise_scale().map_err(SummaryError::Dp)?.to_f64() / DOC_WEIGHT as f64;
+    // τ exactly as the sampler clips (`super::hist::threshold`): b·ln N.
+    let tau = super::hist::threshold(set.epsilon_per_member, n) / DOC_WEIGHT as f64;
+    let q = clipped_mass_quantile(n, b, tau, ALPHA);
+    Ok(set
+        .classes
+        .iter()
+        .map(|c| {
+            let row = &c.sums[0][..n];
+            let above: Vec<f64> = row.iter().map(|&v| v as f64 / DOC_WEIGHT as f64 - tau).filter(|&x| x > 0.0).collect();
+            one(&c.label, above.iter().sum(), q, above.len())
+        })
+        .collect())
+}
+
+/// The DP-KDEs' statistic: the largest first-keyphrase score over Ṽ (module docs).
+fn kde_signals(set: &DpSummary, cands: &Candidates, first: Option<kde::FirstScores>) -> Result<Vec<ClassSignal>, SummaryError> {
+    if cands.matrix.len() != cands.len() * cands.dim || cands.dim != set.dim {
+        return Err(SummaryError::BadArtefact("candidates (the DP-KDE signal needs Ṽ's embeddings)"));
+    }
+    let b = set.params.noise_scale().map_err(SummaryError::Dp)?.to_f64() / (1u64 << GRID_BITS) as f64;
+    let sigma = b * (2.0 / set.params.features as f64).sqrt();
+    let q = normal_quantile_upper(ALPHA / cands.len() as f64) * sigma;
+    let scores = match first {
+        Some(f) if f.len() == set.classes.len() && f.iter().all(|s| s.as_ref().is_some_and(|s| s.len() == cands.len())) => f.into_iter().flatten().collect(),
+        _ => kde::first_step_scores(set, cands)?,
+    };
+    Ok(set
+        .classes
+        .iter()
+        .zip(scores)
+        .map(|(c, s)| {
+            let t = s.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x as f64));
+            one(&c.label, t, q, s.iter().filter(|&&x| x as f64 > q).count())
+        })
+        .collect())
 }
 
 /// Whether the class `label` is flagged noise-dominated in `signals`.
@@ -276,7 +290,7 @@ mod tests {
             let params = SummaryParams { epsilon, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             for seed in 0..5 {
                 let mut rng = SecureRng::seeded_for_tests(seed);
-                let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
+                let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
                 let s = class_signals(&set, &cands).unwrap();
                 // 200 documents a class at ε = 2: far above the histogram's noise; the DP-KDE's
                 // noise (sensitivity √2·I) is far larger, and the classes stand about twice over it.
@@ -299,7 +313,7 @@ mod tests {
         for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent, KeyphraseSampler::Histogram] {
             let params = SummaryParams { epsilon: 10.0, sampler, len: 4, features: 256, terms_per_doc: 4, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(3);
-            let (set, _) = build(&kdocs, &abc(), &emb, &cands.ids, &params, &mut rng).unwrap();
+            let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
             let want = class_signals(&set, &cands).unwrap();
             for counts in [[5, 3, 4], [2, 0, 7]] {
                 let (seqs, got) = crate::sample::sample_with_signals(&set, &cands, &counts, &mut rng).unwrap();

@@ -11,8 +11,7 @@ use std::rc::Rc;
 use crate::dp::vocabulary::PrivateVocabulary;
 use crate::dp::SecureRng;
 use crate::embed::bundle::VectorFile;
-use crate::embed::TermEmbeddings;
-use crate::dp::summary::{DpSummary, SummaryDoc};
+use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
 use crate::pipeline::MatchedCorpus;
 use crate::protocol::{Event, RunResult, RunSettings, Stage};
@@ -99,16 +98,9 @@ impl Host for WorkerHost<'_> {
         Ok(Vectors { emb: got.emb, model: Checked { name: got.model_name, sha256: got.model_checksum }, note })
     }
 
-    async fn summaries(
-        &mut self,
-        docs: &[SummaryDoc<'_>],
-        plan: &RunPlan,
-        emb: &TermEmbeddings,
-        candidates: &[TermId],
-        rng: &mut SecureRng,
-    ) -> Result<(DpSummary, Vec<Spend>), Stop> {
+    async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), Stop> {
         let mut shared = kde_share::Shared::default();
-        let out = kde_share::build(docs, &plan.classes, emb, candidates, &plan.summary_params(), self.kde_helpers.as_mut(), rng, &mut shared).await;
+        let out = kde_share::build(inputs, self.kde_helpers.as_mut(), rng, &mut shared).await;
         if shared.parts > 1 {
             self.kde_note = format!(" (sums in {} parts, {} by helper workers)", shared.parts, shared.by_helpers);
         }

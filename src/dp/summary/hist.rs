@@ -37,7 +37,8 @@
 //! ε_voc stage. Thresholding, smoothing and sampling read only the release: post-processing.
 //! [`Histograms`] is this family's [`Family`].
 
-use super::{by_class, Family, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
+use super::kde::Layout;
+use super::{by_class, Family, Member, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
 use crate::public_vocab::TermId;
@@ -133,13 +134,8 @@ pub fn class_sums(kind: HistKind, docs: &[&SummaryDoc<'_>], index: &CandidateInd
 }
 
 /// The histogram family ([`Family`]): per class, one histogram of exact integer sums over Ṽ,
-/// Δ = G (module docs).
+/// Δ = G (module docs); its members differ in their [`HistKind`].
 pub(crate) struct Histograms(pub HistKind);
-
-/// The `histogram` sampler's family.
-pub(crate) static UNIGRAM: Histograms = Histograms(HistKind::Unigram);
-/// The `markov` sampler's family.
-pub(crate) static TRANSITIONS: Histograms = Histograms(HistKind::Transitions);
 
 impl Family for Histograms {
     fn check_inputs(&self, _docs: &[SummaryDoc<'_>], _emb: &TermEmbeddings, candidates: &[TermId]) -> Result<(), SummaryError> {
@@ -176,6 +172,34 @@ impl Family for Histograms {
 
     fn keeps_candidates(&self) -> bool {
         true
+    }
+
+    fn splits(&self) -> bool {
+        false
+    }
+
+    fn member(&self) -> Member {
+        Member::Histogram(self.0)
+    }
+
+    fn layout(&self) -> Layout {
+        Layout::One
+    }
+
+    fn release_cells(&self, _params: &SummaryParams, candidates: usize) -> Option<usize> {
+        Some(self.0.entries(candidates))
+    }
+
+    fn report_words(&self) -> String {
+        let what = match self.0 {
+            HistKind::Transitions => "keyphrase-row + keyphrase-transition",
+            HistKind::Unigram => "keyphrase",
+        };
+        format!("per-class noisy {what} histograms over the private vocabulary (discrete Laplace of scale 1/ε_kde; a document has total weight 1)")
+    }
+
+    fn note(&self, _params: &SummaryParams) -> Option<String> {
+        None
     }
 }
 
@@ -265,7 +289,7 @@ mod tests {
         let mut rng = SecureRng::seeded_for_tests(seed);
         let mut freq = |docs: &[SummaryDoc<'_>]| {
             crate::dp::testing::frequencies(trials, || {
-                let (set, _) = build(docs, &classes, &emb, &cands, &params, &mut rng).unwrap();
+                let (set, _) = build(crate::dp::summary::SummaryInputs::of(docs, &classes, &emb, &cands, &params), &mut rng).unwrap();
                 event(&set.classes[0].sums[0])
             })
         };

@@ -12,12 +12,12 @@
 //! need be, so the release has the same shape on neighbouring corpora.
 //!
 //! # How to add a keyphrase sampler
-//! A variant of [`KeyphraseSampler`] in [`sampler`] (its name, description and [`KeyphraseSampler::needs`]: the
-//! registry, and its module docs say the steps), its family in [`family`] here (an existing
-//! one, or a new `impl Family` in a file beside [`hist`] and [`kde`], with its privacy map),
-//! the release versions it reads in [`first_kernel_read`], and one file under `crate::sample`
-//! that draws sequences from its release. The release loop, the artefact and the ledger
-//! entries are shared; the front ends ask [`SummaryParams::needs`] and never branch on it.
+//! [`KeyphraseSampler`]'s module docs say the steps: in an existing family, the sampler's
+//! registry entry (`sampler.rs`), its member in the family's file and its draws under
+//! `crate::sample`; a new family is a new `impl Family` (its privacy map in its module docs)
+//! and a [`Member`]. The release loop, the split build (`parts`), the artefact and the
+//! ledger entries are shared; the front ends ask [`SummaryParams::needs`] and never branch on
+//! it.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,12 +30,17 @@ use crate::public_vocab::TermId;
 pub mod hist;
 pub mod kde;
 mod params;
+pub(crate) mod parts;
 mod sampler;
 
 pub use params::{SummaryParams, MAX_HIST_CELLS};
+pub use parts::MIN_DOCS_IN_PARTS;
+#[cfg(not(target_arch = "wasm32"))]
+pub use parts::build_threaded;
 pub use sampler::{Needs, KeyphraseSampler};
 
-use kde::Features;
+use hist::HistKind;
+use kde::{Features, Layout};
 
 /// Grid of the fixed-point sums: 2^-GRID_BITS.
 pub const GRID_BITS: i32 = 20;
@@ -88,15 +93,6 @@ pub struct DpSummary {
 ///   cannot tell them apart. The histogram and DP-KDE samplers read every version as before.
 pub const KERNEL: u32 = 2;
 
-/// The first [`KERNEL`] whose releases of `sampler` mean what this version reads.
-fn first_kernel_read(sampler: KeyphraseSampler) -> u32 {
-    match sampler {
-        KeyphraseSampler::IterativeLinear => 1,
-        KeyphraseSampler::Markov => 2,
-        KeyphraseSampler::Histogram | KeyphraseSampler::Independent | KeyphraseSampler::IterativeLog => 0,
-    }
-}
-
 impl DpSummary {
     pub fn features(&self) -> Result<Features, SummaryError> {
         let seed = crate::corpus::unhex32(&self.feature_seed).ok_or(SummaryError::BadArtefact("feature_seed"))?;
@@ -107,7 +103,7 @@ impl DpSummary {
     pub fn check(&self) -> Result<(), SummaryError> {
         self.params.validate().map_err(|e| SummaryError::Dp(e.into()))?;
         let m = self.params.ensemble().members();
-        let family = family(self.params.sampler);
+        let family = self.params.sampler.family();
         let width = family.width(&self.params, self.candidates.len());
         let ok = self.classes.iter().all(|c| c.sums.len() == m && c.sums.iter().all(|s| s.len() == width))
             && (!family.keeps_candidates() || !self.candidates.is_empty());
@@ -117,7 +113,7 @@ impl DpSummary {
         if self.kernel > KERNEL {
             return Err(SummaryError::TooNew(self.kernel));
         }
-        if self.kernel < first_kernel_read(self.params.sampler) {
+        if self.kernel < self.params.sampler.first_kernel_read() {
             return Err(SummaryError::Outdated(self.params.sampler.name()));
         }
         Ok(())
@@ -181,15 +177,33 @@ pub(crate) trait Family: Sync {
     fn spend_params(&self, params: &SummaryParams, member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)>;
     /// Whether the release carries Ṽ (its entries refer to the candidates).
     fn keeps_candidates(&self) -> bool;
+    /// Its member for this sampler ([`Member`]): which code samples from the release.
+    fn member(&self) -> Member;
+    /// How the sampler's ensemble members cover prefix lengths (how many summaries per class).
+    fn layout(&self) -> Layout;
+    /// Entries of one class's release when they grow with Ṽ (checked against
+    /// [`MAX_HIST_CELLS`] before ε is spent: [`SummaryParams::check_release_size`]); `None` when
+    /// the parameters bound them.
+    fn release_cells(&self, params: &SummaryParams, candidates: usize) -> Option<usize>;
+    /// The privacy report's words for the release (what is summarised, the noise's scale).
+    fn report_words(&self) -> String;
+    /// Parameters of its own the run's stage note names (after the classes and the sampler).
+    fn note(&self, params: &SummaryParams) -> Option<String>;
+    /// Whether its exact sums are built in parts when there are many documents ([`parts`]):
+    /// sums that grow with documents × features (the DP-KDEs) and read only the documents'
+    /// terms, not Ṽ. The histograms are one pass over the documents: not worth a part's copies.
+    #[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
+    fn splits(&self) -> bool;
 }
 
-/// The family of each sampler.
-pub(crate) fn family(sampler: KeyphraseSampler) -> &'static dyn Family {
-    match sampler {
-        KeyphraseSampler::Histogram => &hist::UNIGRAM,
-        KeyphraseSampler::Markov => &hist::TRANSITIONS,
-        KeyphraseSampler::Independent | KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => &kde::RandomFeatures,
-    }
+/// A family's member, for the code that reads its release (`crate::sample`, one file per
+/// family): the compiler points at what a new family must be sampled with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Member {
+    /// A noisy histogram over Ṽ ([`hist`]).
+    Histogram(HistKind),
+    /// Random-feature DP-KDEs ([`kde`]), their members laid out so.
+    RandomFeatures(Layout),
 }
 
 /// The documents of each class (index in the class set), in order.
@@ -201,61 +215,33 @@ pub(crate) fn by_class<'a, 'd>(docs: &'a [SummaryDoc<'d>], classes: usize) -> Ve
     out
 }
 
-/// Builds the DP summaries of every declared class: ε_kde-DP (module docs; the families'
-/// privacy maps: [`kde`], [`hist`]). `candidates` is Ṽ (term ids in Ṽ's order): the histogram
-/// samplers' entries; the DP-KDE samplers do not read it. Returns the release and one spend
-/// per class and member.
-pub fn build(
-    docs: &[SummaryDoc<'_>],
-    classes: &ClassSet,
-    emb: &TermEmbeddings,
-    candidates: &[TermId],
-    params: &SummaryParams,
-    rng: &mut SecureRng,
-) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
-    let seed = draw_seed(rng);
-    build_with(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng))
+/// What a DP summary is built from: the documents (by class index in `classes`), the
+/// embeddings the family reads, Ṽ (`candidates`: term ids in Ṽ's order, the histogram samplers'
+/// entries; the DP-KDE samplers do not read it) and the parameters. One value, so that every
+/// way of building (here, in parts on threads or helper workers, noiseless for the evaluation)
+/// takes the same inputs.
+#[derive(Clone, Copy)]
+pub struct SummaryInputs<'a> {
+    pub docs: &'a [SummaryDoc<'a>],
+    pub classes: &'a ClassSet,
+    pub emb: &'a TermEmbeddings,
+    pub candidates: &'a [TermId],
+    pub params: &'a SummaryParams,
 }
 
-/// Fewer documents than this are summarised on one thread by [`build_threaded`].
-#[cfg(not(target_arch = "wasm32"))]
-pub const THREADED_MIN_DOCS: usize = 4_000;
+#[cfg(test)]
+impl<'a> SummaryInputs<'a> {
+    /// The inputs in the order tests write them.
+    pub(crate) fn of(docs: &'a [SummaryDoc<'a>], classes: &'a ClassSet, emb: &'a TermEmbeddings, candidates: &'a [TermId], params: &'a SummaryParams) -> Self {
+        SummaryInputs { docs, classes, emb, candidates, params }
+    }
+}
 
-/// [`build`] with the DP-KDE samplers' exact sums computed on `threads` threads at once, for a
-/// native host (the page shares them with helper workers instead: `worker::helpers::kde_share`).
-/// The documents are cut in contiguous parts ([`kde::split`]); the parts' sums are exact
-/// integers, so they add up to the sums of all the documents, bit for bit, and the noise is
-/// drawn once, after the addition, as [`build`] draws it: the same release for the same `rng`.
-/// The histogram samplers, and fewer than [`THREADED_MIN_DOCS`] documents, are built on this
-/// thread. Each thread holds its own random features and row caches (tens of MB), so at most
-/// one thread per 2,000 documents and 16 in all.
-#[cfg(not(target_arch = "wasm32"))]
-pub fn build_threaded(
-    docs: &[SummaryDoc<'_>],
-    classes: &ClassSet,
-    emb: &TermEmbeddings,
-    candidates: &[TermId],
-    params: &SummaryParams,
-    rng: &mut SecureRng,
-    threads: usize,
-) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
-    let threads = threads.min(docs.len() / 2_000).min(16);
-    if threads < 2 || params.sampler.hist_kind().is_some() || docs.len() < THREADED_MIN_DOCS {
-        return build(docs, classes, emb, candidates, params, rng);
-    }
+/// Builds the DP summaries of every declared class: ε_kde-DP (module docs; the families'
+/// privacy maps: [`kde`], [`hist`]). Returns the release and one spend per class and member.
+pub fn build(inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
     let seed = draw_seed(rng);
-    let mut split = kde::split::SplitSums::new(docs.len(), threads, classes.len(), params);
-    let parts: Vec<_> = std::thread::scope(|s| {
-        let running: Vec<_> = split.ranges().iter().map(|r| s.spawn(move || exact_sums(&docs[r.clone()], classes.len(), emb, params, seed))).collect();
-        running.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
-    for (p, sums) in parts.into_iter().enumerate() {
-        if !split.add(p, sums?) {
-            return Err(SummaryError::BadArtefact("sums"));
-        }
-    }
-    let total = split.finish(|r| exact_sums(&docs[r], classes.len(), emb, params, seed))?;
-    build_from_sums(docs, classes, emb, candidates, params, seed, total, rng)
+    build_with(inputs, seed, Noise::Laplace(rng))
 }
 
 /// The seed of ω and β: random, data-independent, released with the DP-KDEs.
@@ -268,78 +254,54 @@ pub fn draw_seed(rng: &mut SecureRng) -> [u8; 32] {
 /// The exact sums Σ_docs q(doc) of the DP-KDE samplers (private: never released as such), per
 /// class (index in the class set, `classes` of them) and member, for the features of `seed`.
 /// Exact integers: the sums of a split of the documents add up to those of all of them, bit for
-/// bit, so the work can be shared (the app's helper workers) and the release stays the same.
+/// bit, so the work can be shared ([`parts`]) and the release stays the same.
 /// `pub(crate)`, like [`Noise`]: noiseless private sums must not leave the crate's DP API.
-/// (Only the app's worker, a wasm32 module, calls it outside tests.)
-#[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
+/// (A helper worker computes its part with it: [`parts`] and `worker::helpers::serve`.)
+#[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
 pub(crate) fn exact_sums(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &SummaryParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, SummaryError> {
     params.validate().map_err(DpError::from)?;
-    if params.sampler.hist_kind().is_some() {
+    let family = params.sampler.family();
+    if !family.splits() {
         return Err(SummaryError::BadArtefact("sampler"));
     }
     if docs.iter().any(|d| d.class >= classes) {
         return Err(SummaryError::BadArtefact("document class"));
     }
-    let family = family(params.sampler);
     family.check_inputs(docs, emb, &[])?;
     Ok(family.exact_sums(docs, classes, emb, &[], params, seed))
 }
 
-/// [`build`] for the DP-KDE samplers with the exact sums of all of `docs` already computed
-/// ([`exact_sums`], perhaps in parts, added up) for the features of `seed` ([`draw_seed`]).
-/// `pub(crate)`: it attaches the ε spends to whatever sums it is given (twice the exact sums
-/// would be released at half the noise they need), so only the crate's own callers may.
-#[allow(clippy::too_many_arguments)]
-#[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
-pub(crate) fn build_from_sums(
-    docs: &[SummaryDoc<'_>],
-    classes: &ClassSet,
-    emb: &TermEmbeddings,
-    candidates: &[TermId],
-    params: &SummaryParams,
-    seed: [u8; 32],
-    sums: Vec<Vec<Vec<i64>>>,
-    rng: &mut SecureRng,
-) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+/// [`build`] for a family whose sums split, with the exact sums of all of `inputs.docs` already
+/// computed ([`exact_sums`], in parts, added up: [`parts`]) for the features of `seed`
+/// ([`draw_seed`]). `pub(crate)`: it attaches the ε spends to whatever sums it is given (twice
+/// the exact sums would be released at half the noise they need), so only the crate's own
+/// callers may.
+#[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
+pub(crate) fn build_from_sums(inputs: SummaryInputs<'_>, seed: [u8; 32], sums: Vec<Vec<Vec<i64>>>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+    let params = inputs.params;
     let members = params.ensemble().members();
-    let width = family(params.sampler).width(params, candidates.len());
-    if params.sampler.hist_kind().is_some() || sums.len() != classes.len() || sums.iter().any(|c| c.len() != members || c.iter().any(|m| m.len() != width)) {
+    let family = params.sampler.family();
+    let width = family.width(params, inputs.candidates.len());
+    if !family.splits() || sums.len() != inputs.classes.len() || sums.iter().any(|c| c.len() != members || c.iter().any(|m| m.len() != width)) {
         return Err(SummaryError::BadArtefact("sums"));
     }
-    release(docs, classes, emb, candidates, params, seed, Noise::Laplace(rng), Some(sums))
+    release(inputs, seed, Noise::Laplace(rng), Some(sums))
 }
 
-pub(crate) fn build_with(
-    docs: &[SummaryDoc<'_>],
-    classes: &ClassSet,
-    emb: &TermEmbeddings,
-    candidates: &[TermId],
-    params: &SummaryParams,
-    seed: [u8; 32],
-    noise: Noise<'_>,
-) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
-    release(docs, classes, emb, candidates, params, seed, noise, None)
+pub(crate) fn build_with(inputs: SummaryInputs<'_>, seed: [u8; 32], noise: Noise<'_>) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+    release(inputs, seed, noise, None)
 }
 
 /// The release loop, for every family: checks, the exact sums (computed here, or `precomputed`),
 /// discrete Laplace noise of scale Δ·members/ε_kde on every entry (drawn class by class, member
 /// by member, entry by entry), and one spend per class and member.
-#[allow(clippy::too_many_arguments)]
-fn release(
-    docs: &[SummaryDoc<'_>],
-    classes: &ClassSet,
-    emb: &TermEmbeddings,
-    candidates: &[TermId],
-    params: &SummaryParams,
-    seed: [u8; 32],
-    mut noise: Noise<'_>,
-    precomputed: Option<Vec<Vec<Vec<i64>>>>,
-) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+fn release(inputs: SummaryInputs<'_>, seed: [u8; 32], mut noise: Noise<'_>, precomputed: Option<Vec<Vec<Vec<i64>>>>) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+    let SummaryInputs { docs, classes, emb, candidates, params } = inputs;
     params.validate().map_err(DpError::from)?;
     if docs.iter().any(|d| d.class >= classes.len()) {
         return Err(SummaryError::BadArtefact("document class"));
     }
-    let family = family(params.sampler);
+    let family = params.sampler.family();
     family.check_inputs(docs, emb, candidates)?;
     params.check_release_size(candidates.len(), classes.len())?;
     let ensemble = params.ensemble();
@@ -415,7 +377,7 @@ mod tests {
         let classes = ClassSet::declared(&["x", "y"], crate::classes::OtherLabels::Drop).unwrap();
         let params = SummaryParams { epsilon: 6.0, sampler: KeyphraseSampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
-        let (set, spends) = build(&docs, &classes, &emb, &[], &params, &mut rng).unwrap();
+        let (set, spends) = build(SummaryInputs::of(&docs, &classes, &emb, &[], &params), &mut rng).unwrap();
         assert_eq!(set.classes.len(), 2);
         assert_eq!(spends.len(), 2 * 3);
         assert!(spends.iter().all(|s| (s.epsilon - 2.0).abs() < 1e-12));
@@ -441,7 +403,7 @@ mod tests {
         let mut rng = SecureRng::seeded_for_tests(2);
         for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent] {
             let params = SummaryParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
-            let (set, _) = build(&docs, &ClassSet::unlabelled(), &emb, &[], &params, &mut rng).unwrap();
+            let (set, _) = build(SummaryInputs::of(&docs, &ClassSet::unlabelled(), &emb, &[], &params), &mut rng).unwrap();
             assert_eq!(set.kernel, KERNEL);
             set.check().unwrap();
             let mut json = serde_json::to_value(&set).unwrap();
@@ -466,7 +428,7 @@ mod tests {
         let mut rng = SecureRng::seeded_for_tests(5);
         for sampler in [KeyphraseSampler::Markov, KeyphraseSampler::Histogram] {
             let params = SummaryParams { epsilon: 1.0, sampler, len: 3, features: 8, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
-            let (set, _) = build(&docs, &ClassSet::unlabelled(), &emb, &t, &params, &mut rng).unwrap();
+            let (set, _) = build(SummaryInputs::of(&docs, &ClassSet::unlabelled(), &emb, &t, &params), &mut rng).unwrap();
             assert_eq!(set.kernel, KERNEL);
             let back: DpSummary = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
             assert_eq!(back, set);
@@ -502,9 +464,9 @@ mod tests {
         let cs = ClassSet::unlabelled();
         let params = SummaryParams { epsilon: 1.0, sampler: KeyphraseSampler::Independent, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
-        assert!(matches!(build(&docs, &cs, &emb, &[], &params, &mut rng), Err(SummaryError::MissingEmbedding(7))));
+        assert!(matches!(build(SummaryInputs::of(&docs, &cs, &emb, &[], &params), &mut rng), Err(SummaryError::MissingEmbedding(7))));
         let outside = [SummaryDoc { class: 1, terms: &t }];
-        assert!(matches!(build(&outside, &cs, &emb, &[1], &SummaryParams { sampler: KeyphraseSampler::Histogram, ..params }, &mut rng), Err(SummaryError::BadArtefact(_))));
+        assert!(matches!(build(SummaryInputs::of(&outside, &cs, &emb, &[1], &SummaryParams { sampler: KeyphraseSampler::Histogram, ..params }), &mut rng), Err(SummaryError::BadArtefact(_))));
         for bad in [
             SummaryParams { epsilon: f64::NAN, ..params },
             SummaryParams { len: 0, ..params },
@@ -515,7 +477,7 @@ mod tests {
             SummaryParams { smoothing: -1.0, ..params },
             SummaryParams { smoothing: 0.001, ..params },
         ] {
-            assert!(matches!(build(&docs, &cs, &emb, &[], &bad, &mut rng), Err(SummaryError::Dp(_))), "{bad:?}");
+            assert!(matches!(build(SummaryInputs::of(&docs, &cs, &emb, &[], &bad), &mut rng), Err(SummaryError::Dp(_))), "{bad:?}");
         }
     }
 }

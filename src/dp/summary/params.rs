@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::kde::Ensemble;
 use super::sampler::{Needs, KeyphraseSampler, MAX_LEN};
-use super::{family, SummaryError};
+use super::SummaryError;
 use crate::dp::noise::Ratio;
 use crate::dp::{check_epsilon, DpError, ParamError};
 
@@ -74,7 +74,7 @@ impl SummaryParams {
     /// sums, one document's weight for the histograms (the family's privacy map:
     /// `super::kde`, `super::hist`).
     pub fn sensitivity(&self) -> Result<u64, DpError> {
-        family(self.sampler).sensitivity(self)
+        self.sampler.family().sensitivity(self)
     }
 
     /// The exact noise scale in grid units: Δ·members/ε_kde, Δ = I·Q for the random-feature
@@ -90,8 +90,8 @@ impl SummaryParams {
     /// N candidates and this many classes. Public inputs only: call it before spending ε.
     pub fn check_release_size(&self, candidates: usize, classes: usize) -> Result<(), SummaryError> {
         self.noise_scale()?;
-        if let Some(kind) = self.sampler.hist_kind() {
-            let cells = kind.entries(candidates).saturating_mul(classes);
+        if let Some(entries) = self.sampler.family().release_cells(self, candidates) {
+            let cells = entries.saturating_mul(classes);
             if cells > MAX_HIST_CELLS {
                 return Err(SummaryError::TooLarge { cells, max: MAX_HIST_CELLS });
             }
@@ -114,9 +114,10 @@ impl SummaryParams {
 
     /// Blocks of ω needed: one per position of a sequence.
     pub fn blocks(&self) -> usize {
-        match self.sampler {
-            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 1,
-            _ => self.len,
+        if self.ensemble().layout().over_prefixes() {
+            self.len
+        } else {
+            1
         }
     }
 }

@@ -1,22 +1,31 @@
 //! The keyphrase samplers: THE place to add one.
 //!
 //! # How to add a keyphrase sampler
-//! 1. Add a variant to [`KeyphraseSampler`] here and give it its `name`, `describe` and [`KeyphraseSampler::needs`]
-//!    (what the front ends must embed and read for it); add it to [`KeyphraseSampler::ALL`].
-//! 2. Give it a family (`super::family`): an existing [`super::Family`] (the histograms,
-//!    `super::hist`; the random-feature DP-KDEs, `super::kde`) or a new `impl Family` beside
-//!    them, which states the exact sums, their sensitivity Δ and the ledger's words, with the
-//!    privacy map in its module docs. The release loop (`super::release`) is shared.
-//! 3. Sample from its release in `crate::sample` (one file per family) and dispatch to it in
-//!    `crate::sample::sample_sized`; say in `super::first_kernel_read` from which release version
-//!    on its files are read.
+//! In an existing family, three files:
+//! 1. Here: a variant of [`KeyphraseSampler`] with its `name`, `describe`,
+//!    [`KeyphraseSampler::needs`] (what the front ends must embed and read for it), an entry in
+//!    [`KeyphraseSampler::ALL`], its family member in [`KeyphraseSampler::family`] and, in
+//!    [`KeyphraseSampler::first_kernel_read`], from which release version on its files are read.
+//! 2. The family's file: the member's exact sums (a [`HistKind`] in `super::hist`; a
+//!    [`Layout`] of the random-feature DP-KDEs in `super::kde::ensemble`).
+//! 3. The family's file in `crate::sample` (`hist.rs`, `kde.rs`): its draws.
+//!
+//! A new family is a new `impl Family` beside `super::hist` and `super::kde`: the exact sums,
+//! their sensitivity Δ, its members' layout, whether its sums are built in parts, the ledger's,
+//! the report's and the stage note's words, with the privacy map in its module docs. It adds a
+//! [`Member`] variant, and the compiler points at the code that reads its releases: the
+//! sampling dispatch (`crate::sample`, plus one new file there) and the signal estimate
+//! (`crate::sample::signal`). The release loop (`super::release`), the split build
+//! (`super::parts`), the run, the report, the evaluation and the worker are shared.
 //!
 //! Front ends never branch on the sampler: they ask [`KeyphraseSampler::needs`] (through
 //! [`super::SummaryParams::needs`]) what to embed and how many terms per document to read.
 
 use serde::{Deserialize, Serialize};
 
-use super::hist::HistKind;
+use super::hist::{HistKind, Histograms};
+use super::kde::{Layout, RandomFeatures};
+use super::{Family, Member};
 
 /// The most keyphrases per sequence (L) and per document (M); the histogram samplers read this
 /// many of a document's first matched terms.
@@ -33,10 +42,9 @@ pub enum KeyphraseSampler {
     IterativeLinear,
     /// ⌈log₂L⌉+1 DP-KDEs, as in the paper: member j is built on ONE prefix per document, of
     /// length min(2^j, the document's length), zero-padded to 2^j blocks at bandwidth 2^-j; it
-    /// scores queries of length (2^(j-1), 2^j], zero-padded the same way. (An earlier version
-    /// pooled every prefix of those lengths at bandwidth 1/ℓ; on MTSamples, noiseless, the two
-    /// were within noise of each other, 0.86 ± 0.05 vs 0.90 ± 0.02 of the non-private
-    /// accuracy, so the paper's estimator is kept.)
+    /// scores queries of length (2^(j-1), 2^j], zero-padded the same way. The paper's estimator
+    /// is kept: pooling every prefix of those lengths at bandwidth 1/ℓ instead was within noise
+    /// of it on MTSamples, noiseless (0.86 ± 0.05 vs 0.90 ± 0.02 of the non-private accuracy).
     IterativeLog,
     /// A noisy histogram of the documents' keyphrases over Ṽ (L1 sensitivity 1, `super::hist`);
     /// L i.i.d. draws.
@@ -65,19 +73,34 @@ impl KeyphraseSampler {
         KeyphraseSampler::ALL.into_iter().find(|x| x.name() == s.trim())
     }
 
-    /// The histogram samplers' kind (`None`: a DP-KDE sampler).
-    pub fn hist_kind(self) -> Option<HistKind> {
+    /// Its family of mechanisms ([`Family`]): the exact sums, Δ, the ensemble's members, the
+    /// ledger's and the report's words; an existing family's member, or a new `impl Family`.
+    pub(crate) fn family(self) -> &'static dyn Family {
         match self {
-            KeyphraseSampler::Histogram => Some(HistKind::Unigram),
-            KeyphraseSampler::Markov => Some(HistKind::Transitions),
-            _ => None,
+            KeyphraseSampler::Histogram => &Histograms(HistKind::Unigram),
+            KeyphraseSampler::Markov => &Histograms(HistKind::Transitions),
+            KeyphraseSampler::Independent => &RandomFeatures(Layout::One),
+            KeyphraseSampler::IterativeLinear => &RandomFeatures(Layout::Linear),
+            KeyphraseSampler::IterativeLog => &RandomFeatures(Layout::Log),
         }
     }
 
-    /// Whether the mechanism reads the embeddings of the documents' terms (the DP-KDEs do;
-    /// the histogram samplers read only Ṽ's, and only to smooth).
-    pub fn embeds_document_terms(self) -> bool {
-        self.hist_kind().is_none()
+    /// The first release version (`super::KERNEL`) whose files of this sampler mean what this
+    /// version reads (`super::DpSummary::check` refuses earlier ones).
+    pub(crate) fn first_kernel_read(self) -> u32 {
+        match self {
+            KeyphraseSampler::IterativeLinear => 1,
+            KeyphraseSampler::Markov => 2,
+            KeyphraseSampler::Histogram | KeyphraseSampler::Independent | KeyphraseSampler::IterativeLog => 0,
+        }
+    }
+
+    /// The histogram samplers' kind (`None`: another family's sampler).
+    pub fn hist_kind(self) -> Option<HistKind> {
+        match self.family().member() {
+            Member::Histogram(kind) => Some(kind),
+            Member::RandomFeatures(_) => None,
+        }
     }
 
     /// What the sampler reads, for a release of sequences of `len` keyphrases, `terms_per_doc`

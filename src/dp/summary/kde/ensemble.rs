@@ -5,6 +5,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::dp::summary::sampler::KeyphraseSampler;
 
+/// How a sampler's ensemble members cover prefix lengths: its family states it
+/// (`Family::layout` in `crate::dp::summary`), so that the ensemble never names a sampler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// One member over single keyphrases (the independent DP-KDE, the histograms).
+    One,
+    /// One member per prefix length ℓ = 1..L (iterative-linear).
+    Linear,
+    /// Member j over prefixes of length (2^(j-1), 2^j], ⌈log₂L⌉+1 of them (iterative-log).
+    Log,
+}
+
+impl Layout {
+    /// Whether its members score prefixes (one block per position, sequences drawn keyphrase by
+    /// keyphrase), not single keyphrases drawn independently.
+    pub fn over_prefixes(self) -> bool {
+        match self {
+            Layout::One => false,
+            Layout::Linear | Layout::Log => true,
+        }
+    }
+}
+
 /// Which prefix lengths each ensemble member covers, for sequences of length `len` (L).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ensemble {
@@ -17,40 +40,45 @@ fn ceil_log2(x: usize) -> usize {
 }
 
 impl Ensemble {
+    /// The layout of the sampler's members.
+    pub fn layout(&self) -> Layout {
+        self.sampler.family().layout()
+    }
+
     /// Number of DP-KDEs per class.
     pub fn members(&self) -> usize {
-        match self.sampler {
-            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 1,
-            KeyphraseSampler::IterativeLinear => self.len,
-            KeyphraseSampler::IterativeLog => ceil_log2(self.len) + 1,
+        match self.layout() {
+            Layout::One => 1,
+            Layout::Linear => self.len,
+            Layout::Log => ceil_log2(self.len) + 1,
         }
     }
 
     /// The member scoring a prefix of length ℓ (1-based). Independent: always 0.
     pub fn member_for(&self, prefix_len: usize) -> usize {
-        match self.sampler {
-            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 0,
-            KeyphraseSampler::IterativeLinear => prefix_len - 1,
-            KeyphraseSampler::IterativeLog => ceil_log2(prefix_len),
+        match self.layout() {
+            Layout::One => 0,
+            Layout::Linear => prefix_len - 1,
+            Layout::Log => ceil_log2(prefix_len),
         }
     }
 
     /// Prefix lengths covered by member m (inclusive range).
     pub fn covers(&self, m: usize) -> (usize, usize) {
-        match self.sampler {
-            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => (1, 1),
-            KeyphraseSampler::IterativeLinear => (m + 1, m + 1),
-            KeyphraseSampler::IterativeLog if m == 0 => (1, 1),
-            KeyphraseSampler::IterativeLog => ((1 << (m - 1)) + 1, (1usize << m).min(self.len)),
+        match self.layout() {
+            Layout::One => (1, 1),
+            Layout::Linear => (m + 1, m + 1),
+            Layout::Log if m == 0 => (1, 1),
+            Layout::Log => ((1 << (m - 1)) + 1, (1usize << m).min(self.len)),
         }
     }
 
     /// Blocks of the zero-padded input of member m (d·blocks is its dimension).
     pub fn padded_blocks(&self, m: usize) -> usize {
-        match self.sampler {
-            KeyphraseSampler::Independent | KeyphraseSampler::Histogram | KeyphraseSampler::Markov => 1,
-            KeyphraseSampler::IterativeLinear => m + 1,
-            KeyphraseSampler::IterativeLog => 1 << m,
+        match self.layout() {
+            Layout::One => 1,
+            Layout::Linear => m + 1,
+            Layout::Log => 1 << m,
         }
     }
 
@@ -59,8 +87,8 @@ impl Ensemble {
     /// takes ONE prefix per document, of length min(2^j, doc_len) (zero-padded to 2^j blocks),
     /// so a short document's whole sequence also stands for the longer members.
     pub fn members_of_prefix(&self, len: usize, doc_len: usize) -> Vec<usize> {
-        match self.sampler {
-            KeyphraseSampler::IterativeLog => (0..self.members()).filter(|&j| (1usize << j).min(doc_len) == len).collect(),
+        match self.layout() {
+            Layout::Log => (0..self.members()).filter(|&j| (1usize << j).min(doc_len) == len).collect(),
             _ => vec![self.member_for(len)],
         }
     }
@@ -72,9 +100,9 @@ impl Ensemble {
     /// bandwidth 2^−m). Linear: block ℓ at 1 and the prefix at √(λ/(ℓ−1)) (`super` module docs, "The
     /// iterative-linear kernel"; the paper's is 1/√ℓ for every block).
     pub fn scales(&self, m: usize, len: usize) -> BlockScales {
-        match self.sampler {
-            KeyphraseSampler::IterativeLinear if len > 1 => BlockScales { prefix: (PREFIX_WEIGHT / (len - 1) as f32).sqrt(), last: 1.0 },
-            KeyphraseSampler::IterativeLog => {
+        match self.layout() {
+            Layout::Linear if len > 1 => BlockScales { prefix: (PREFIX_WEIGHT / (len - 1) as f32).sqrt(), last: 1.0 },
+            Layout::Log => {
                 let s = 1.0 / ((1usize << m) as f32).sqrt();
                 BlockScales { prefix: s, last: s }
             }

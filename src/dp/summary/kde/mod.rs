@@ -92,7 +92,7 @@
 use serde_json::json;
 
 use super::sampler::KeyphraseSampler;
-use super::{by_class, Family, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
+use super::{by_class, Family, Member, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
 use crate::public_vocab::TermId;
@@ -104,7 +104,7 @@ mod privacy_checks;
 pub(crate) mod split;
 mod sums;
 
-pub use ensemble::{BlockScales, Ensemble, PREFIX_WEIGHT};
+pub use ensemble::{BlockScales, Ensemble, Layout, PREFIX_WEIGHT};
 pub use features::Features;
 
 /// C: an upper bound on √2 (the f64 nearest √2 is above it).
@@ -120,8 +120,9 @@ pub fn suggest_features(n_docs: usize, eps_member: f64) -> usize {
 }
 
 /// The random-feature family ([`Family`]): per class, one I-vector of exact sums per ensemble
-/// member, Δ = I·Q (module docs, "The mechanism and its privacy map").
-pub(crate) struct RandomFeatures;
+/// member, Δ = I·Q (module docs, "The mechanism and its privacy map"); its members differ in
+/// their ensemble's [`Layout`].
+pub(crate) struct RandomFeatures(pub Layout);
 
 impl Family for RandomFeatures {
     fn check_inputs(&self, docs: &[SummaryDoc<'_>], emb: &TermEmbeddings, _candidates: &[TermId]) -> Result<(), SummaryError> {
@@ -161,6 +162,30 @@ impl Family for RandomFeatures {
 
     fn keeps_candidates(&self) -> bool {
         false
+    }
+
+    fn splits(&self) -> bool {
+        true
+    }
+
+    fn member(&self) -> Member {
+        Member::RandomFeatures(self.0)
+    }
+
+    fn layout(&self) -> Layout {
+        self.0
+    }
+
+    fn release_cells(&self, _params: &SummaryParams, _candidates: usize) -> Option<usize> {
+        None
+    }
+
+    fn report_words(&self) -> String {
+        "per-class DP-KDEs with random Fourier features (discrete Laplace of scale √2·I/ε per member)".to_string()
+    }
+
+    fn note(&self, params: &SummaryParams) -> Option<String> {
+        Some(format!("I = {}", params.features))
     }
 }
 
@@ -229,7 +254,7 @@ pub(crate) mod tests {
         let docs: Vec<SummaryDoc<'_>> = term_lists.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
         for sampler in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear] {
             let params = SummaryParams { epsilon: 1.0, sampler, len: 2, features: 16_384, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
-            let (set, _) = build_with(&docs, &ClassSet::unlabelled(), &emb, &[], &params, [9; 32], Noise::Off).unwrap();
+            let (set, _) = build_with(crate::dp::summary::SummaryInputs::of(&docs, &ClassSet::unlabelled(), &emb, &[], &params), [9; 32], Noise::Off).unwrap();
             let f = set.features().unwrap();
             let sums: Vec<Vec<f64>> = (0..set.classes[0].sums.len()).map(|m| set.classes[0].member_sums(m)).collect();
             // Query: a pair of terms (or a single term for the independent KDE).

@@ -59,20 +59,20 @@ fn empirical_check(sampler: KeyphraseSampler, seeds: u64) {
     let first = |set: DpSummary| set.classes[0].sums[0][0];
     // The release as the app and the CLI make it (with the seed fixed, see `worst_case`), and as
     // the helpers' path makes it (`build_from_sums` on the exact sums).
-    let ok = estimated_loss(61 + seeds, |docs, rng| first(build_with(docs, &classes, &emb, &[], &params, seed, Noise::Laplace(rng)).unwrap().0), &terms);
+    let ok = estimated_loss(61 + seeds, |docs, rng| first(build_with(crate::dp::summary::SummaryInputs::of(docs, &classes, &emb, &[], &params), seed, Noise::Laplace(rng)).unwrap().0), &terms);
     let ok_split = estimated_loss(62 + seeds, |docs, rng| {
         let sums = exact_sums(docs, 1, &emb, &params, seed).unwrap();
-        first(build_from_sums(docs, &classes, &emb, &[], &params, seed, sums, rng).unwrap().0)
+        first(build_from_sums(crate::dp::summary::SummaryInputs::of(docs, &classes, &emb, &[], &params), seed, sums, rng).unwrap().0)
     }, &terms);
     // Under-noised: a document counted twice (the sums doubled; e.g. a helper's part added
     // twice), and the noise of 2ε spent as ε.
     let doubled = estimated_loss(63 + seeds, |docs, rng| {
         let mut sums = exact_sums(docs, 1, &emb, &params, seed).unwrap();
         sums.iter_mut().flatten().flatten().for_each(|v| *v *= 2);
-        first(build_from_sums(docs, &classes, &emb, &[], &params, seed, sums, rng).unwrap().0)
+        first(build_from_sums(crate::dp::summary::SummaryInputs::of(docs, &classes, &emb, &[], &params), seed, sums, rng).unwrap().0)
     }, &terms);
     let half_noise = SummaryParams { epsilon: 2.0 * eps, ..params };
-    let eps_twice = estimated_loss(64 + seeds, |docs, rng| first(build_with(docs, &classes, &emb, &[], &half_noise, seed, Noise::Laplace(rng)).unwrap().0), &terms);
+    let eps_twice = estimated_loss(64 + seeds, |docs, rng| first(build_with(crate::dp::summary::SummaryInputs::of(docs, &classes, &emb, &[], &half_noise), seed, Noise::Laplace(rng)).unwrap().0), &terms);
     println!("DP-KDE {sampler:?} (I = 1, |q| = {:.4}·Q): estimated loss {ok:.3}, split path {ok_split:.3}; sums doubled {doubled:.3}, noise of 2ε {eps_twice:.3} (ε = {eps})", q.abs() as f64 / Q_BOUND as f64);
     assert!(ok <= eps, "estimated privacy loss {ok} exceeds ε = {eps}");
     assert!(ok_split <= eps, "the split path's estimated privacy loss {ok_split} exceeds ε = {eps}");

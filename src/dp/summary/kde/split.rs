@@ -197,7 +197,8 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     fn the_threaded_build_is_the_same_release() {
         use crate::classes::ClassSet;
-        use crate::dp::summary::{build, build_threaded, THREADED_MIN_DOCS};
+        use crate::dp::summary::{build, build_threaded, SummaryInputs, MIN_DOCS_IN_PARTS};
+        use std::future::Future;
         use crate::dp::SecureRng;
         let dim = 8;
         let mut emb = TermEmbeddings::new(dim);
@@ -206,15 +207,19 @@ mod tests {
         }
         // Enough documents for the threaded path, and for 3 threads (one per 2,000 at most).
         let lists: Vec<Vec<TermId>> = (0..6_543u32).map(|k| (0..(1 + k % 5)).map(|j| (k * 11 + j * 7) % 30).collect()).collect();
-        assert!(lists.len() >= THREADED_MIN_DOCS.max(3 * 2_000));
+        assert!(lists.len() >= MIN_DOCS_IN_PARTS.max(3 * 2_000));
         let docs: Vec<SummaryDoc<'_>> = lists.iter().enumerate().map(|(i, t)| SummaryDoc { class: i % 3, terms: t }).collect();
         let classes = ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
         let cands: Vec<TermId> = (0..30).collect();
         for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::Independent, KeyphraseSampler::Histogram] {
             let params = SummaryParams { epsilon: 1.0, sampler, len: 4, features: 16, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
-            let one = build(&docs, &classes, &emb, &cands, &params, &mut SecureRng::seeded_for_tests(5)).unwrap();
+            let one = build(SummaryInputs::of(&docs, &classes, &emb, &cands, &params), &mut SecureRng::seeded_for_tests(5)).unwrap();
             for threads in [2, 3, 8] {
-                let many = build_threaded(&docs, &classes, &emb, &cands, &params, &mut SecureRng::seeded_for_tests(5), threads).unwrap();
+                let mut rng = SecureRng::seeded_for_tests(5);
+                // The threads' build never waits: ready at the first poll.
+                let built = std::pin::pin!(build_threaded(SummaryInputs::of(&docs, &classes, &emb, &cands, &params), &mut rng, threads));
+                let std::task::Poll::Ready(many) = built.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) else { panic!("the threaded build waited") };
+                let many = many.unwrap();
                 assert_eq!(serde_json::to_string(&many.0).unwrap(), serde_json::to_string(&one.0).unwrap(), "{sampler:?} on {threads} threads");
                 assert_eq!(many.1, one.1);
             }

@@ -19,7 +19,6 @@
 use std::collections::HashMap;
 
 use super::{Features, C_BOUND, Q_BOUND};
-use crate::dp::summary::sampler::KeyphraseSampler;
 use crate::dp::summary::{SummaryDoc, SummaryParams, GRID_BITS};
 use crate::embed::TermEmbeddings;
 use crate::linalg::MatRef;
@@ -190,7 +189,7 @@ impl Partial {
 
 /// The (block, term) pairs the mechanism reads from `doc`.
 pub(super) fn uses<'d>(doc: &'d SummaryDoc<'_>, params: &SummaryParams) -> impl Iterator<Item = (usize, TermId)> + 'd {
-    let iterative = matches!(params.sampler, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog);
+    let iterative = params.ensemble().layout().over_prefixes();
     let take = if iterative { params.len } else { params.terms_per_doc };
     doc.terms.iter().take(take).enumerate().map(move |(t, &term)| (if iterative { t } else { 0 }, term))
 }
@@ -201,8 +200,8 @@ pub(super) fn class_sums(docs: &[&SummaryDoc<'_>], features: &Features, params: 
     let i_count = features.count;
     let mut totals = vec![vec![0i64; i_count]; ensemble.members()];
     let beta = features.beta();
-    match params.sampler {
-        KeyphraseSampler::Independent => {
+    match ensemble.layout().over_prefixes() {
+        false => {
             // Every keyphrase (first M) is a length-1 "prefix" at block 0, weight 1/M_doc.
             let per_batch = (BATCH_BYTES / (4 * i_count * params.terms_per_doc.max(1))).max(1);
             let mut acc = vec![0f32; i_count];
@@ -221,7 +220,7 @@ pub(super) fn class_sums(docs: &[&SummaryDoc<'_>], features: &Features, params: 
                 }
             }
         }
-        KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog => {
+        true => {
             // r[doc] = Σ_{t<ℓ} p_t(z_t), grown one position at a time; each prefix a document
             // gives a member is its only one there (count 1: `Ensemble::members_of_prefix`).
             let per_batch = (BATCH_BYTES / (4 * i_count)).max(1);
@@ -261,7 +260,6 @@ pub(super) fn class_sums(docs: &[&SummaryDoc<'_>], features: &Features, params: 
             }
             partial.finish(&mut totals);
         }
-        KeyphraseSampler::Histogram | KeyphraseSampler::Markov => unreachable!("histogram samplers have no random features"),
     }
     totals
 }
@@ -270,6 +268,7 @@ pub(super) fn class_sums(docs: &[&SummaryDoc<'_>], features: &Features, params: 
 mod tests {
     use super::*;
     use crate::dp::summary::kde::tests::unit_vectors;
+    use crate::dp::summary::KeyphraseSampler;
 
     fn embeddings(n: usize, dim: usize) -> TermEmbeddings {
         let mut emb = TermEmbeddings::new(dim);
@@ -401,10 +400,10 @@ mod tests {
             }
             let classes = crate::classes::ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
             let mut rng = crate::dp::SecureRng::seeded_for_tests(5);
-            let (set, spends) = crate::dp::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all.clone(), &mut rng).unwrap();
+            let (set, spends) = crate::dp::summary::build_from_sums(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &[], &params), [3; 32], all.clone(), &mut rng).unwrap();
             set.check().unwrap();
             assert_eq!(spends.len(), 3 * params.ensemble().members());
-            assert!(crate::dp::summary::build_from_sums(&docs, &classes, &emb, &[], &params, [3; 32], all[..2].to_vec(), &mut rng).is_err());
+            assert!(crate::dp::summary::build_from_sums(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &[], &params), [3; 32], all[..2].to_vec(), &mut rng).is_err());
         }
     }
 }

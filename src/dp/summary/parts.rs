@@ -1,0 +1,112 @@
+//! DP summaries whose exact sums are built in parts: the one stage that grows with the number
+//! of documents (60,000 notes, L = 10 prefixes each, I = 2048 features).
+//!
+//! The exact sums are integers ([`super::exact_sums`]): the sums of a split of the documents
+//! add up to those of all of them, bit for bit, whoever computes each part. So
+//! [`build_in_parts`] draws the seed, cuts the documents in contiguous parts
+//! ([`SplitSums`]), lets a [`PartRunner`] compute what it can of them (threads natively:
+//! [`build_threaded`]; the app's helper workers: `worker::helpers::kde_share`), computes the
+//! rest here, and draws the noise once, after the addition, as [`super::build`] draws it: the
+//! same release for the same random stream. The noise and the total never leave this code.
+//!
+//! Which builds are split is decided here alone: a family whose sums split
+//! ([`super::Family::splits`]), at least [`MIN_DOCS_IN_PARTS`] documents, and a runner that can
+//! take at least one part besides this one.
+
+// The page's UI thread (wasm32 without `embed`) builds no summaries.
+#![cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
+
+use std::ops::Range;
+
+use super::kde::split::{SplitSums, Sums};
+use super::{build, build_from_sums, draw_seed, exact_sums, DpSummary, SummaryError, SummaryInputs};
+use crate::dp::SecureRng;
+use crate::ledger::Spend;
+
+/// Fewer documents are summarised in one part: a thread's or a helper's start, its own random
+/// features and the copies of its part cost more than they save.
+pub const MIN_DOCS_IN_PARTS: usize = 4_000;
+
+/// One part's work: the inputs and the features' seed; [`PartWork::sums`] computes a range of
+/// the documents' exact sums.
+#[derive(Clone, Copy)]
+pub(crate) struct PartWork<'a> {
+    pub inputs: SummaryInputs<'a>,
+    pub seed: [u8; 32],
+}
+
+impl PartWork<'_> {
+    /// The exact sums of the documents in `range` (private: only ever added to the total).
+    pub(crate) fn sums(&self, range: Range<usize>) -> Result<Sums, SummaryError> {
+        let i = self.inputs;
+        exact_sums(&i.docs[range], i.classes.len(), i.emb, i.params, self.seed)
+    }
+}
+
+/// Where the parts of a split build are computed.
+pub(crate) trait PartRunner {
+    type Error;
+    /// A [`SummaryError`] in this runner's error.
+    fn error(e: SummaryError) -> Self::Error;
+    /// How many parts of `docs` documents it can compute at once, counting the one computed
+    /// on this thread (below 2: none, the build is not split).
+    fn parts(&mut self, docs: usize) -> usize;
+    /// Computes what it can of `split`'s parts and adds them ([`SplitSums::add`],
+    /// [`SplitSums::reply`]); the parts it leaves out are computed here afterwards.
+    async fn run(&mut self, work: PartWork<'_>, split: &mut SplitSums) -> Result<(), Self::Error>;
+}
+
+/// [`build`], with the exact sums built in parts by `runner` when it is worth it (module docs).
+pub(crate) async fn build_in_parts<R: PartRunner>(inputs: SummaryInputs<'_>, rng: &mut SecureRng, runner: &mut R) -> Result<(DpSummary, Vec<Spend>), R::Error> {
+    let eligible = inputs.params.sampler.family().splits() && inputs.docs.len() >= MIN_DOCS_IN_PARTS;
+    let parts = if eligible { runner.parts(inputs.docs.len()) } else { 1 };
+    if parts < 2 {
+        return build(inputs, rng).map_err(R::error);
+    }
+    let seed = draw_seed(rng);
+    let work = PartWork { inputs, seed };
+    let mut split = SplitSums::new(inputs.docs.len(), parts, inputs.classes.len(), inputs.params);
+    runner.run(work, &mut split).await?;
+    let total = split.finish(|range| work.sums(range)).map_err(R::error)?;
+    build_from_sums(inputs, seed, total, rng).map_err(R::error)
+}
+
+/// Parts on native threads: every part on its own thread. Each holds its own random features
+/// and row caches (tens of MB), so at most one thread per 2,000 documents and 16 in all.
+#[cfg(not(target_arch = "wasm32"))]
+struct Threads(usize);
+
+#[cfg(not(target_arch = "wasm32"))]
+impl PartRunner for Threads {
+    type Error = SummaryError;
+
+    fn error(e: SummaryError) -> SummaryError {
+        e
+    }
+
+    fn parts(&mut self, docs: usize) -> usize {
+        self.0.min(docs / 2_000).min(16)
+    }
+
+    async fn run(&mut self, work: PartWork<'_>, split: &mut SplitSums) -> Result<(), SummaryError> {
+        let parts: Vec<_> = std::thread::scope(|s| {
+            let running: Vec<_> = split.ranges().iter().map(|r| s.spawn(move || work.sums(r.clone()))).collect();
+            running.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+        });
+        for (p, sums) in parts.into_iter().enumerate() {
+            if !split.add(p, sums?) {
+                return Err(SummaryError::BadArtefact("sums"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// [`build`] with the exact sums computed on `threads` threads at once, for a native host (the
+/// page shares them with helper workers instead: `worker::helpers::kde_share`): the same
+/// release for the same `rng` (`build_in_parts`). The computation never waits, so the future
+/// is ready when first polled; the CLI's host awaits it.
+#[cfg(not(target_arch = "wasm32"))]
+pub async fn build_threaded(inputs: SummaryInputs<'_>, rng: &mut SecureRng, threads: usize) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+    build_in_parts(inputs, rng, &mut Threads(threads)).await
+}
