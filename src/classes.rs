@@ -20,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::dp::ParamError;
+use crate::base::ParamError;
 
 /// What happens to a document whose label is not a declared class (or that has no label).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +175,11 @@ impl ClassSet {
         };
         format!("{} class(es) declared by the curator before the run (public by assumption); {rule}", self.declared.len())
     }
+}
+
+/// A class's name as reports and the page write it (the corpus without labels is one class).
+pub fn class_name(label: &Option<String>) -> String {
+    label.clone().unwrap_or_else(|| "(all documents)".into())
 }
 
 #[cfg(test)]

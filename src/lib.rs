@@ -12,6 +12,7 @@
 //! is derived from that relation.
 
 pub mod adapt;
+pub mod base;
 pub mod classes;
 pub mod corpus;
 pub mod dp;

@@ -10,10 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::corpus::{self, CorpusError, Fields, Format, Ingest, IngestStats};
 use crate::classes::ClassSet;
-use crate::dp::vocabulary::{select_from_documents, PrivateVocabulary, TermHistogram, VocabParams};
-use crate::dp::{DpError, SecureRng};
-use crate::ledger::Spend;
-use crate::public_vocab::{MatchScratch, Matcher, PublicVocabulary, TermId};
+use crate::public_vocab::{MatchScratch, Matcher, TermId};
 
 #[cfg(not(target_arch = "wasm32"))]
 mod threads;
@@ -150,84 +147,6 @@ impl MatchedCorpus {
     pub fn key_with(&mut self, local: &crate::local_key::LocalKeys) {
         self.keys = std::mem::take(&mut self.keys).keyed(local);
         self.fingerprint = self.keys.fingerprint.clone();
-    }
-
-    /// The vocabulary histogram h (first S distinct terms per document).
-    pub fn histogram(&self, vocab_len: usize, terms_per_doc: usize) -> TermHistogram {
-        let mut h = TermHistogram::new(vocab_len, terms_per_doc);
-        for d in &self.docs {
-            h.add_document(&d.terms[..d.terms.len().min(terms_per_doc)]);
-        }
-        h
-    }
-
-    /// Stage 2: the DP vocabulary (ε_voc-DP): over the whole corpus, or per class of the public
-    /// class set when `params.per_class` (then documents the class set drops count nowhere).
-    pub fn dp_vocabulary(
-        &self,
-        vocab: &PublicVocabulary,
-        params: &VocabParams,
-        classes: &ClassSet,
-        rng: &mut SecureRng,
-    ) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
-        params.validate(vocab.len())?;
-        if params.terms_per_doc > self.keep {
-            return Err(DpError::Param(crate::dp::ParamError::new(
-                "S (terms per document)",
-                params.terms_per_doc,
-                "is larger than the number of terms kept per document while matching",
-            )));
-        }
-        let docs = self.docs.iter().map(|d| (classes.assign(d.label.as_deref()), d.terms.as_slice()));
-        select_from_documents(docs, &classes.names(), vocab, params, rng)
-    }
-}
-
-/// Everything needed to generate (more) keyphrase sequences: DP outputs only. Saving and
-/// reloading it lets a curator sample again later at no further privacy cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Release {
-    pub format: String,
-    pub vocabulary: PrivateVocabulary,
-    pub kde: crate::dp::summary::DpSummary,
-    /// Checksum of the embedding model the KDEs were built with (sampling must use the same).
-    pub model_checksum: String,
-    /// DP class counts (`dp::counts`), in the classes' order: sequences are sampled in
-    /// proportion to them. `None`: the same number for every class.
-    #[serde(default)]
-    pub class_counts: Option<Vec<i64>>,
-}
-
-impl Release {
-    pub const FORMAT: &'static str = "dpkps-release-v1";
-
-    /// Ṽ's term ids (the sampling candidates).
-    pub fn candidate_ids(&self) -> Vec<TermId> {
-        self.vocabulary.terms.iter().map(|t| t.id).collect()
-    }
-
-    /// Sequences per class for `per_class` on average: in proportion to the DP class counts
-    /// when the release has them (at least one each), else `per_class` each.
-    pub fn sizes(&self, per_class: usize) -> Vec<usize> {
-        let k = self.kde.classes.len();
-        match &self.class_counts {
-            Some(c) if c.len() == k => crate::dp::counts::apportion(per_class * k, c, 1),
-            _ => vec![per_class; k],
-        }
-    }
-}
-
-impl MatchedCorpus {
-    /// The documents as the DP summaries see them: class (by the public class set; dropped
-    /// documents are left out) and first `len` terms.
-    pub fn kde_docs(&self, len: usize, classes: &ClassSet) -> Vec<crate::dp::summary::SummaryDoc<'_>> {
-        self.docs
-            .iter()
-            .filter_map(|d| {
-                let class = classes.assign(d.label.as_deref())?;
-                Some(crate::dp::summary::SummaryDoc { class, terms: &d.terms[..d.terms.len().min(len)] })
-            })
-            .collect()
     }
 
     /// Documents per class of the public class set (private: only for a DP mechanism).

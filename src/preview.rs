@@ -3,8 +3,21 @@
 //! Works on a prefix of the file (the app reads 64 KiB), so a cut-off last record is expected
 //! and ignored. The preview stays in the page: it is shown to the curator, never sent.
 
+use serde::{Deserialize, Serialize};
+
 use crate::corpus::{CorpusError, Format};
-use crate::protocol::Preview;
+
+/// What the curator sees before choosing columns. Stays in the page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Preview {
+    pub file: String,
+    pub format: String,
+    /// Empty for .txt (one document per file).
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    pub suggested_text: Option<String>,
+    pub suggested_label: Option<String>,
+}
 
 /// Rows shown.
 pub const ROWS: usize = 5;

@@ -11,7 +11,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::preview::Preview;
 use crate::public_vocab::Bundled;
+use crate::sample::SequenceOut;
 
 // What a run request carries and what its progress names: defined with the orchestration
 // (`crate::run`), which the CLI drives too; carried here as they are.
@@ -245,18 +247,6 @@ pub enum Event {
     Trained(Box<TrainResult>),
 }
 
-/// What the curator sees before choosing columns. Stays in the page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Preview {
-    pub file: String,
-    pub format: String,
-    /// Empty for .txt (one document per file).
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<String>>,
-    pub suggested_text: Option<String>,
-    pub suggested_label: Option<String>,
-}
-
 /// Counts of the loaded corpus, for the curator's eyes only (exact counts are not DP).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CorpusSummary {
@@ -275,25 +265,6 @@ pub struct CorpusSummary {
     /// With a person column: how many persons it names (the privacy unit is the person).
     #[serde(default)]
     pub persons: Option<usize>,
-}
-
-/// One sampled keyphrase sequence, as shown and downloaded.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SequenceOut {
-    pub label: Option<String>,
-    pub keyphrases: Vec<String>,
-    /// The class's release is noise-dominated (`crate::sample::signal`): left out of generation
-    /// unless the curator includes such classes ([`SequenceOut::to_generate`]).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub noise_dominated: bool,
-}
-
-impl SequenceOut {
-    /// The sequences a generation job is built from: all of them, or (by default) those of the
-    /// classes whose release stands above the noise.
-    pub fn to_generate(sequences: &[SequenceOut], include_noise_dominated: bool) -> Vec<SequenceOut> {
-        sequences.iter().filter(|s| include_noise_dominated || !s.noise_dominated).cloned().collect()
-    }
 }
 
 /// The outcome of a run: DP outputs only.

@@ -25,7 +25,7 @@ use crate::dp::candidates::CandidateRule;
 use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
 use crate::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task};
-use crate::protocol::SequenceOut;
+use crate::sample::SequenceOut;
 use crate::public_vocab::Matcher;
 
 /// Sequences per class for the sampler arms unless `--per-class` says otherwise: enough

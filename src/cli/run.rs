@@ -16,7 +16,8 @@ use crate::embed::{Embed, TermEmbeddings};
 use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
 use crate::classes::ClassSet;
-use crate::pipeline::{MatchedCorpus, Release};
+use crate::pipeline::MatchedCorpus;
+use crate::run::Release;
 use crate::run::report::Checked;
 use crate::sample::signal::ClassSignal;
 use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
@@ -335,7 +336,7 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
     write_sequences(out, &sampled.sequences, &sampled.signals, &public)
 }
 
-/// The sequences as JSONL, one [`crate::protocol::SequenceOut`] per line (`label`,
+/// The sequences as JSONL, one [`crate::sample::SequenceOut`] per line (`label`,
 /// `keyphrases`, and `"noise_dominated": true` on those of a class whose release is
 /// noise-dominated, `crate::sample::signal`, which generation leaves out unless asked).
 fn write_sequences(out: &Path, seqs: &[Sequence], signals: &[ClassSignal], public: &PublicVocabulary) -> Result<(), CliError> {

@@ -54,7 +54,8 @@
 //! unit gets a noise-dominated release as in a run; an arm with nothing to train on predicts
 //! nothing and scores 0; an empty test part scores noise).
 
-use super::{check_epsilon as valid_epsilon, laplace, DpError, ParamError, SecureRng};
+use super::{check_epsilon as valid_epsilon, laplace, DpError, SecureRng};
+use crate::base::ParamError;
 use crate::ledger::{Scope, Spend, SpendStage};
 
 /// ε of a check: max(ε_train, ε_select) (module docs, "Together").

@@ -25,15 +25,31 @@ use crate::dp::candidates::kde_candidates;
 use crate::dp::selection::{self, NoisyScores};
 use crate::dp::summary::{KeyphraseSampler, SummaryParams};
 use crate::dp::vocabulary::select_from_documents;
-use crate::dp::{ParamError, SecureRng};
+use crate::base::ParamError;
+use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::ledger::{Run, Spend};
 use crate::pipeline::MatchedCorpus;
 use crate::public_vocab::{PublicVocabulary, TermId};
-use crate::run::RunSettings;
 
 /// The share of units held out for testing, by default.
 pub const DEFAULT_HOLDOUT: f64 = 0.2;
+
+/// The run settings that the check's arms share, as the check reads them.
+/// `crate::run::RunSettings` implements it (in `crate::run::check`, which drives the check), so
+/// that the evaluation, a layer below the run, never imports the run's types.
+pub trait ArmSettings {
+    /// ε of the DP vocabulary Ṽ.
+    fn eps_voc(&self) -> f64;
+    /// ε of one arm's DP summary.
+    fn eps_summary(&self) -> f64;
+    /// The size of Ṽ (top-N terms), which bounds every arm's release size.
+    fn top_n(&self) -> usize;
+    /// The summary parameters of the run (each arm replaces the sampler).
+    fn arm_summary(&self) -> SummaryParams;
+    /// The evaluation parameters of the settings, for `samplers` (see `EvalParams::of_run_settings`).
+    fn eval_params(&self, task: Task, holdout: f64, seeds: Vec<u64>, samplers: Vec<KeyphraseSampler>) -> EvalParams;
+}
 
 /// What the curator chooses for a check (public).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,29 +65,29 @@ pub struct CheckParams {
 impl CheckParams {
     /// Every sampler whose release fits the settings (the Markov sampler's size cap: public
     /// inputs only), 20% held out, ε_select = ε_train.
-    pub fn every_sampler(settings: &RunSettings, classes: usize) -> CheckParams {
+    pub fn every_sampler(settings: &impl ArmSettings, classes: usize) -> CheckParams {
         let samplers = KeyphraseSampler::ALL
             .into_iter()
-            .filter(|&sampler| SummaryParams { sampler, ..settings.kde_params() }.check_release_size(settings.top_n, classes).is_ok())
+            .filter(|&sampler| SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(settings.top_n(), classes).is_ok())
             .collect();
         CheckParams { samplers, holdout: DEFAULT_HOLDOUT, eps_select: None }
     }
 
     /// ε_train = ε_voc + Σ_arms ε_kde (+ no class counts: the arms sample the same number of
     /// sequences per class), and ε_select; the check costs their max.
-    pub fn epsilons(&self, settings: &RunSettings) -> (f64, f64) {
-        let train = settings.eps_voc + self.samplers.len() as f64 * settings.eps_kde;
+    pub fn epsilons(&self, settings: &impl ArmSettings) -> (f64, f64) {
+        let train = settings.eps_voc() + self.samplers.len() as f64 * settings.eps_summary();
         (train, self.eps_select.unwrap_or(train))
     }
 
     /// ε the check records (`selection::check_epsilon`).
-    pub fn epsilon(&self, settings: &RunSettings) -> f64 {
+    pub fn epsilon(&self, settings: &impl ArmSettings) -> f64 {
         let (t, s) = self.epsilons(settings);
         selection::check_epsilon(t, s)
     }
 
     /// Terms to keep per document while matching, for every arm and Ṽ.
-    pub fn keep(&self, settings: &RunSettings) -> usize {
+    pub fn keep(&self, settings: &impl ArmSettings) -> usize {
         eval_params(settings, self).keep()
     }
 
@@ -82,7 +98,7 @@ impl CheckParams {
 
     /// Public inputs only: arms, holdout, ε, and that every arm's release fits (`classes`
     /// classes), so that nothing fails after Ṽ is drawn.
-    fn validate(&self, settings: &RunSettings, classes: usize) -> Result<(), EvalError> {
+    fn validate(&self, settings: &impl ArmSettings, classes: usize) -> Result<(), EvalError> {
         if self.samplers.is_empty() {
             return Err(ParamError::new("the samplers to compare", "none", "must name at least one sampler").into());
         }
@@ -99,7 +115,7 @@ impl CheckParams {
         }
         crate::dp::check_epsilon("the check's ε", self.epsilon(settings))?;
         for &sampler in &self.samplers {
-            SummaryParams { sampler, ..settings.kde_params() }.check_release_size(settings.top_n, classes)?;
+            SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(settings.top_n(), classes)?;
         }
         Ok(())
     }
@@ -151,7 +167,7 @@ impl DpCheck {
     /// Every refusal of the check, from public inputs only (the settings, the class set, the
     /// public list, the terms kept per document): called before anything is recorded or drawn,
     /// so that a refused check costs nothing (and again by [`Self::prepare`]).
-    pub fn check_inputs(kept: usize, classes: &ClassSet, public: &PublicVocabulary, settings: &RunSettings, check: &CheckParams) -> Result<EvalParams, EvalError> {
+    pub fn check_inputs(kept: usize, classes: &ClassSet, public: &PublicVocabulary, settings: &impl ArmSettings, check: &CheckParams) -> Result<EvalParams, EvalError> {
         check.validate(settings, classes.len())?;
         if classes.len() < 2 {
             return Err(ParamError::new("the classes", classes.len(), "must be at least 2 for the utility check (it trains a classifier)").into());
@@ -170,7 +186,7 @@ impl DpCheck {
         units: &MatchedCorpus,
         classes: &ClassSet,
         public: &PublicVocabulary,
-        settings: &RunSettings,
+        settings: &impl ArmSettings,
         check: CheckParams,
         rng: &mut SecureRng,
     ) -> Result<DpCheck, EvalError> {
@@ -272,6 +288,6 @@ impl DpCheck {
 }
 
 /// The evaluation parameters of a check: the run settings', one round, DP arms only.
-fn eval_params(settings: &RunSettings, check: &CheckParams) -> EvalParams {
-    EvalParams::of_run_settings(settings, Task::AllClasses, check.holdout, vec![0], check.samplers.clone())
+fn eval_params(settings: &impl ArmSettings, check: &CheckParams) -> EvalParams {
+    settings.eval_params(Task::AllClasses, check.holdout, vec![0], check.samplers.clone())
 }

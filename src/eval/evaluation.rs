@@ -309,7 +309,7 @@ impl Evaluation {
             crate::sample::sample_with_signals(&set, &cands, &sizes, rng)?
         };
         let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
-        let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::run::class_name(&c.label)).collect();
+        let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::classes::class_name(&c.label)).collect();
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();
         let keep = |s: &crate::sample::Sequence| self.params.include_noise_classes || !crate::sample::signal::is_noise_dominated(&signals, &s.label);
         let train = seqs

@@ -58,7 +58,8 @@ pub use evaluation::{ArmSequences, Evaluation, Progress};
 pub use params::{EvalParams, Task, NODP_FEATURES, REST};
 pub use report::{ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
 
-use crate::dp::{DpError, ParamError};
+use crate::base::ParamError;
+use crate::dp::DpError;
 use crate::dp::summary::SummaryError;
 
 use classifier::ClassifierError;

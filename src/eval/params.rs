@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::classifier::SoftmaxParams;
 use crate::dp::candidates::CandidateRule;
 use crate::dp::vocabulary::VocabParams;
-use crate::dp::ParamError;
+use crate::base::ParamError;
 use crate::dp::summary::{SummaryParams, KeyphraseSampler};
 
 /// The label of the "everything else" class of a one-vs-rest task.
@@ -86,31 +86,6 @@ fn one() -> f64 {
 }
 
 impl EvalParams {
-    /// The page's evaluations (the DP check, the check on a tuning file): the run settings'
-    /// values for every arm of `samplers`, the same number of sequences per class, the
-    /// default classifier, noise-dominated classes left out as generation leaves them out.
-    pub fn of_run_settings(settings: &crate::run::RunSettings, task: Task, holdout: f64, seeds: Vec<u64>, samplers: Vec<KeyphraseSampler>) -> EvalParams {
-        EvalParams {
-            task,
-            holdout,
-            seeds,
-            vocab: settings.vocab_params(),
-            eps_kde: settings.eps_kde,
-            len: settings.len,
-            features: Some(settings.features),
-            kde_terms_per_doc: settings.kde_terms_per_doc.unwrap_or(settings.len),
-            per_class: settings.per_class,
-            samplers,
-            no_dp_arms: false,
-            bandwidth: settings.bandwidth,
-            smoothing: settings.smoothing,
-            class_counts_epsilon: None,
-            candidates: Default::default(),
-            classifier: SoftmaxParams::default(),
-            include_noise_classes: false,
-        }
-    }
-
     pub const MAX_SEEDS: usize = 100;
     pub const MAX_PER_CLASS: usize = 100_000;
 

@@ -240,7 +240,7 @@ mod tests {
 
     #[test]
     fn answers_beyond_the_kept_documents_are_found_for_the_check() {
-        use crate::protocol::SequenceOut;
+        use crate::sample::SequenceOut;
         let seqs: Vec<SequenceOut> = (0..3).map(|k| SequenceOut { label: None, keyphrases: vec![format!("k{k}")], noise_dominated: false }).collect();
         let llm = crate::llm::LlmSettings { model: "m".into(), ..Default::default() };
         let mut job = Job::new("j".into(), "t".into(), llm, crate::prompt::PromptSettings::default(), &seqs, "{}".into());

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::prompt::{Message, PromptSettings};
-use crate::protocol::SequenceOut;
+use crate::sample::SequenceOut;
 
 use super::check::{check_reply, ReplyCheck, ReplyForm};
 use super::settings::LlmSettings;

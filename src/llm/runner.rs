@@ -239,7 +239,7 @@ mod tests {
     use super::*;
     use crate::llm::LlmSettings;
     use crate::prompt::PromptSettings;
-    use crate::protocol::SequenceOut;
+    use crate::sample::SequenceOut;
 
     /// Returns `Pending` once (waking itself): the other lanes run meanwhile, as they do while
     /// a real request is in flight.

@@ -5,9 +5,11 @@
 //! A later run that names it is checked by [`super::chosen`].
 
 use super::stages::Recorder;
-use super::{Host, RunError, RunPlan, Stage};
+use super::{Host, RunError, RunPlan, RunSettings, Stage};
 use crate::dp::SecureRng;
-use crate::eval::dp_check::{CheckParams, CheckResult, DpCheck};
+use crate::dp::summary::{KeyphraseSampler, SummaryParams};
+use crate::eval::dp_check::{ArmSettings, CheckParams, CheckResult, DpCheck};
+use crate::eval::{EvalParams, Task};
 use crate::ledger::Run;
 use crate::pipeline::MatchedCorpus;
 use crate::public_vocab::{PublicVocabulary, TermId};
@@ -66,4 +68,53 @@ pub async fn check<H: Host>(
         format!("DP utility check: ε = {:.4} recorded; chosen: {}", result.epsilon, result.chosen.as_deref().unwrap_or("none")),
     );
     Ok(CheckOutput { result, run: rec.run })
+}
+
+impl EvalParams {
+    /// The page's evaluations (the DP check, the check on a tuning file): the run settings'
+    /// values for every arm of `samplers`, the same number of sequences per class, the
+    /// default classifier, noise-dominated classes left out as generation leaves them out.
+    pub fn of_run_settings(settings: &RunSettings, task: Task, holdout: f64, seeds: Vec<u64>, samplers: Vec<KeyphraseSampler>) -> EvalParams {
+        EvalParams {
+            task,
+            holdout,
+            seeds,
+            vocab: settings.vocab_params(),
+            eps_kde: settings.eps_kde,
+            len: settings.len,
+            features: Some(settings.features),
+            kde_terms_per_doc: settings.kde_terms_per_doc.unwrap_or(settings.len),
+            per_class: settings.per_class,
+            samplers,
+            no_dp_arms: false,
+            bandwidth: settings.bandwidth,
+            smoothing: settings.smoothing,
+            class_counts_epsilon: None,
+            candidates: Default::default(),
+            classifier: crate::eval::classifier::SoftmaxParams::default(),
+            include_noise_classes: false,
+        }
+    }
+}
+
+impl ArmSettings for RunSettings {
+    fn eps_voc(&self) -> f64 {
+        self.eps_voc
+    }
+
+    fn eps_summary(&self) -> f64 {
+        self.eps_kde
+    }
+
+    fn top_n(&self) -> usize {
+        self.top_n
+    }
+
+    fn arm_summary(&self) -> SummaryParams {
+        self.kde_params()
+    }
+
+    fn eval_params(&self, task: Task, holdout: f64, seeds: Vec<u64>, samplers: Vec<KeyphraseSampler>) -> EvalParams {
+        EvalParams::of_run_settings(self, task, holdout, seeds, samplers)
+    }
 }

@@ -25,6 +25,7 @@ pub mod check;
 pub mod chosen;
 pub mod mechanisms;
 mod plan;
+mod release;
 pub mod report;
 pub mod reuse;
 mod settings;
@@ -33,8 +34,8 @@ mod stages;
 use serde::{Deserialize, Serialize};
 
 pub use plan::RunPlan;
+pub use release::Release;
 pub use settings::{account_name, FieldError, RunSettings};
-pub use report::class_name;
 pub use stages::{execute, sample, sequences_out, summaries, vocabulary, Host, Recorder, RunInputs, RunOutput, Sampled, Vectors, Vocabulary};
 
 use crate::dp::DpError;

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::classes::class_name;
 use crate::ledger::{BudgetChange, Ledger, Run, Spend};
 use super::mechanisms::mechanisms;
 use super::RunSettings;
@@ -224,11 +225,6 @@ impl PrivacyReport {
             "per document"
         }
     }
-}
-
-/// A class's name as the report writes it (the corpus without labels is one class).
-pub fn class_name(label: &Option<String>) -> String {
-    label.clone().unwrap_or_else(|| "(all documents)".into())
 }
 
 fn esc(s: &str) -> String {

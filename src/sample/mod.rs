@@ -21,6 +21,25 @@ pub mod signal;
 mod golden;
 
 pub use kde::{batched_scores, naive_scores};
+
+/// One sampled keyphrase sequence, as shown and downloaded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequenceOut {
+    pub label: Option<String>,
+    pub keyphrases: Vec<String>,
+    /// The class's release is noise-dominated (`crate::sample::signal`): left out of generation
+    /// unless the curator includes such classes ([`SequenceOut::to_generate`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub noise_dominated: bool,
+}
+
+impl SequenceOut {
+    /// The sequences a generation job is built from: all of them, or (by default) those of the
+    /// classes whose release stands above the noise.
+    pub fn to_generate(sequences: &[SequenceOut], include_noise_dominated: bool) -> Vec<SequenceOut> {
+        sequences.iter().filter(|s| include_noise_dominated || !s.noise_dominated).cloned().collect()
+    }
+}
 pub(crate) use kde::{sample_iterative, weights};
 
 /// A sampled sequence: a class label and up to L distinct keyphrases (ids of Ṽ's terms); fewer

@@ -121,14 +121,14 @@ pub fn signal_rows(r: &RunResult) -> Vec<(String, String, String, String, bool)>
                 0 => c.sequences.to_string(),
                 k => format!("{} ({k} shorter than L)", c.sequences),
             };
-            (crate::run::class_name(&c.label), format!("{:.1}", c.signal), c.supported_terms.to_string(), seqs, c.noise_dominated)
+            (crate::classes::class_name(&c.label), format!("{:.1}", c.signal), c.supported_terms.to_string(), seqs, c.noise_dominated)
         })
         .collect()
 }
 
 /// The noise-dominated classes: (how many, the prompts they would add, their names), if any.
 pub fn noise_classes(r: &RunResult) -> Option<(usize, usize, String)> {
-    let flagged: Vec<String> = r.signals.iter().filter(|c| c.noise_dominated).map(|c| crate::run::class_name(&c.label)).collect();
+    let flagged: Vec<String> = r.signals.iter().filter(|c| c.noise_dominated).map(|c| crate::classes::class_name(&c.label)).collect();
     let prompts = r.sequences.iter().filter(|s| s.noise_dominated).count();
     (!flagged.is_empty()).then(|| (flagged.len(), prompts, flagged.join(", ")))
 }

@@ -24,7 +24,7 @@ use clap::Args;
 use crate::dp::DpError;
 use crate::llm::{AuditEntry, AuditPhase, Clock, Control, Halt, Job, JobStore, LlmError, LlmSettings, Outcome, Reply, Transport};
 use crate::prompt::{parse_examples, PromptSettings};
-use crate::protocol::SequenceOut;
+use crate::sample::SequenceOut;
 use crate::replay::{ReplayCheck, ReplayParams, ReplaySummary};
 use crate::run::report::PrivacyReport;
 

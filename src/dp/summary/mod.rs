@@ -25,6 +25,7 @@ use crate::classes::ClassSet;
 use crate::dp::{laplace, DpError, SecureRng};
 use crate::embed::TermEmbeddings;
 use crate::ledger::{Scope, Spend};
+use crate::pipeline::MatchedCorpus;
 use crate::public_vocab::TermId;
 
 pub mod hist;
@@ -352,6 +353,22 @@ fn release(inputs: SummaryInputs<'_>, seed: [u8; 32], mut noise: Noise<'_>, prec
         kernel: KERNEL,
     };
     Ok((set, spends))
+}
+
+/// The summaries' reading of a matched corpus (an inherent impl here, beside the summaries, so
+/// that the matched corpus does not import the DP layer).
+impl MatchedCorpus {
+    /// The documents as the DP summaries see them: class (by the public class set; dropped
+    /// documents are left out) and first `len` terms.
+    pub fn kde_docs(&self, len: usize, classes: &ClassSet) -> Vec<SummaryDoc<'_>> {
+        self.docs
+            .iter()
+            .filter_map(|d| {
+                let class = classes.assign(d.label.as_deref())?;
+                Some(SummaryDoc { class, terms: &d.terms[..d.terms.len().min(len)] })
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,8 @@ use super::kde::Ensemble;
 use super::sampler::{Needs, KeyphraseSampler, MAX_LEN};
 use super::SummaryError;
 use crate::dp::noise::Ratio;
-use crate::dp::{check_epsilon, DpError, ParamError};
+use crate::base::ParamError;
+use crate::dp::{check_epsilon, DpError};
 
 /// Parameters of the DP-KDE stage.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -45,8 +45,11 @@ mod round_robin;
 use serde::{Deserialize, Serialize};
 
 use super::noise::Ratio;
-use super::{check_epsilon, DpError, ParamError, SecureRng};
+use super::{check_epsilon, DpError, SecureRng};
+use crate::base::ParamError;
 use crate::ledger::{Scope, Spend};
+use crate::classes::ClassSet;
+use crate::pipeline::MatchedCorpus;
 use crate::public_vocab::{PublicVocabulary, TermId};
 use noise::NoisyHistogram;
 pub(crate) use round_robin::round_robin;
@@ -312,6 +315,40 @@ pub fn select_from_documents<'a>(
     let mut h = TermHistogram::new(vocab.len(), s);
     docs.for_each(|(_, terms)| h.add_document(terms));
     select_vocabulary(&h, vocab, params, rng).map(|(pv, spend)| (pv, vec![spend]))
+}
+
+/// The vocabulary mechanism's reading of a matched corpus (an inherent impl here, beside the
+/// mechanism, so that the matched corpus does not import the DP layer).
+impl MatchedCorpus {
+    /// The vocabulary histogram h (first S distinct terms per document).
+    pub fn histogram(&self, vocab_len: usize, terms_per_doc: usize) -> TermHistogram {
+        let mut h = TermHistogram::new(vocab_len, terms_per_doc);
+        for d in &self.docs {
+            h.add_document(&d.terms[..d.terms.len().min(terms_per_doc)]);
+        }
+        h
+    }
+
+    /// Stage 2: the DP vocabulary (ε_voc-DP): over the whole corpus, or per class of the public
+    /// class set when `params.per_class` (then documents the class set drops count nowhere).
+    pub fn dp_vocabulary(
+        &self,
+        vocab: &PublicVocabulary,
+        params: &VocabParams,
+        classes: &ClassSet,
+        rng: &mut SecureRng,
+    ) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
+        params.validate(vocab.len())?;
+        if params.terms_per_doc > self.keep {
+            return Err(DpError::Param(ParamError::new(
+                "S (terms per document)",
+                params.terms_per_doc,
+                "is larger than the number of terms kept per document while matching",
+            )));
+        }
+        let docs = self.docs.iter().map(|d| (classes.assign(d.label.as_deref()), d.terms.as_slice()));
+        select_from_documents(docs, &classes.names(), vocab, params, rng)
+    }
 }
 
 #[cfg(test)]

@@ -7,8 +7,9 @@ use leptos::prelude::*;
 use web_sys::File;
 
 use crate::protocol::{
-    BenchFigures, CorpusSummary, FieldError, FileInfo, Preview, Request, RunResult, RunSettings, Stage, VocabChoice,
+    BenchFigures, CorpusSummary, FieldError, FileInfo, Request, RunResult, RunSettings, Stage, VocabChoice,
 };
+use crate::preview::Preview;
 use crate::ui::engine;
 use crate::ui::io::jobstore;
 use crate::public_vocab::Bundled;

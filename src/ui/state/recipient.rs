@@ -18,7 +18,8 @@ use leptos::prelude::*;
 use web_sys::File;
 
 use crate::adapt::{EpochLog, TrainParams};
-use crate::protocol::{DocSet, Event, FileInfo, Preview, Request, Stage, TrainResult};
+use crate::preview::Preview;
+use crate::protocol::{DocSet, Event, FileInfo, Request, Stage, TrainResult};
 use crate::ui::engine;
 
 use super::app::{mark_running_failed, set_stage, StageState};

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 
 use crate::llm::{Job, LlmError, LlmSettings, Outcome, ReplyForm};
 use crate::prompt::{parse_examples, PromptSettings};
-use crate::protocol::{RunResult, SequenceOut};
+use crate::protocol::RunResult;
+use crate::sample::SequenceOut;
 
 use crate::ui::io::allowlist::{allowed_endpoints, browser_agrees};
 use crate::ui::io::storage;
