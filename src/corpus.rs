@@ -93,7 +93,7 @@ pub struct Fields {
     /// Column or field holding the class label; `None` for an unlabelled corpus.
     pub label: Option<String>,
     /// Column or field holding the person (patient) a document is about: when set, the privacy
-    /// unit is the person, not the document (`crate::pipeline::MatchedCorpus::units`), and
+    /// unit is the person, not the document (`crate::matched::MatchedCorpus::units`), and
     /// every document needs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,

@@ -24,7 +24,7 @@ pub mod local_key;
 pub mod llm;
 pub mod ledger;
 pub mod overlap;
-pub mod pipeline;
+pub mod matched;
 pub mod sample;
 pub mod text;
 pub mod units;

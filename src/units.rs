@@ -55,7 +55,7 @@
 use std::borrow::Cow;
 
 use crate::classes::ClassSet;
-use crate::pipeline::{MatchedCorpus, MatchedDoc};
+use crate::matched::{MatchedCorpus, MatchedDoc};
 
 /// The corpus as the mechanisms read it: one unit per person when it has a person column,
 /// else itself (the unit is the document). Keys and fingerprint are the corpus's: the ledger

@@ -8,7 +8,7 @@ use crate::corpus::{Fields, Format, IngestStats};
 use crate::dp::summary::{build, KeyphraseSampler, SummaryParams};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::pipeline::{MatchingSink, Persons};
+use crate::matched::{MatchingSink, Persons};
 use crate::public_vocab::TermId;
 
 fn doc(label: &str, person: u32, terms: &[TermId]) -> MatchedDoc {

@@ -7,7 +7,7 @@
 use dpkps::corpus::{Corpus, Fields, Format};
 use dpkps::dp::vocabulary::VocabParams;
 use dpkps::dp::SecureRng;
-use dpkps::pipeline::MatchingSink;
+use dpkps::matched::MatchingSink;
 use dpkps::public_vocab::{Matcher, PublicVocabulary};
 use wasm_bindgen_test::*;
 

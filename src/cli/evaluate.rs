@@ -406,7 +406,7 @@ fn embed_texts(model: &mut dyn crate::embed::Embed, texts: &[String], what: &str
 
 /// Records the evaluation in the ledger as a non-DP check on `mc` (keyed with the ledger's local
 /// secret, as a run's corpus is), under the ledger's lock.
-fn record_check(ledger: Option<PathBuf>, mut mc: crate::pipeline::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
+fn record_check(ledger: Option<PathBuf>, mut mc: crate::matched::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
     let path = super::ledger_path_of(ledger);
     let mut file = super::ledger_file::LedgerFile::open(&path)?;
     let local = super::local_key::for_ledger(&path, &file.book)?;

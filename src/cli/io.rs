@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::corpus::{Fields, Format};
-use crate::pipeline::{MatchedCorpus, MatchingSink, Threads};
+use crate::matched::{MatchedCorpus, MatchingSink, Threads};
 use crate::public_vocab::{Bundled, Matcher, PublicVocabulary};
 
 use super::args::{CorpusArgs, LedgerArgs, ModelArgs};
@@ -133,7 +133,7 @@ pub(crate) fn read_corpus(args: &CorpusArgs, matcher: Option<&Matcher>, keep: us
     for input in &inputs {
         let name = input.path.display().to_string();
         let file = File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
-        // The matching on every core (`pipeline::Threads`): the same matched corpus, sooner.
+        // The matching on every core (`matched::Threads`): the same matched corpus, sooner.
         sink.read_threaded(BufReader::with_capacity(1 << 20, file), &name, input.format, &fields, input.txt_label.as_deref(), Threads::available())?;
     }
     let name = if inputs.len() == 1 { inputs[0].path.display().to_string() } else { format!("{} files", inputs.len()) };

@@ -16,7 +16,7 @@ use crate::embed::{Embed, TermEmbeddings};
 use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
 use crate::classes::ClassSet;
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::run::Release;
 use crate::run::report::Checked;
 use crate::sample::signal::ClassSignal;

@@ -11,7 +11,7 @@ use crate::dp::SecureRng;
 use crate::embed::{Embed, EmbedError};
 use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
-use crate::pipeline::{MatchedCorpus, MatchingSink};
+use crate::matched::{MatchedCorpus, MatchingSink};
 use crate::run::report::Checked;
 use crate::run::{self, Host, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
 use crate::public_vocab::{Matcher, PublicVocabulary, TermId};

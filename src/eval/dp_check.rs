@@ -29,7 +29,7 @@ use crate::base::ParamError;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::ledger::{Run, Spend};
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::public_vocab::{PublicVocabulary, TermId};
 
 /// The share of units held out for testing, by default.

@@ -15,7 +15,7 @@ use crate::dp::vocabulary::{round_robin, select_from_documents};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{SummaryDoc, SummaryError, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::sample::Candidates;
 use crate::public_vocab::{PublicVocabulary, TermId};
 

@@ -8,7 +8,7 @@ use crate::dp::vocabulary::VocabParams;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::KeyphraseSampler;
-use crate::pipeline::{MatchedCorpus, MatchedDoc};
+use crate::matched::{MatchedCorpus, MatchedDoc};
 use crate::public_vocab::PublicVocabulary;
 
 const DIM: usize = 8;

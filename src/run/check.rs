@@ -11,7 +11,7 @@ use crate::dp::summary::{KeyphraseSampler, SummaryParams};
 use crate::eval::dp_check::{ArmSettings, CheckParams, CheckResult, DpCheck};
 use crate::eval::{EvalParams, Task};
 use crate::ledger::Run;
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::public_vocab::{PublicVocabulary, TermId};
 
 /// A finished check: its result (DP) and its ledger entry.

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use crate::classes::ClassSet;
 use crate::dp::vocabulary::{PrivateVocabulary, VocabParams};
 use crate::ledger::LedgerBook;
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::public_vocab::PublicVocabulary;
 
 /// Everything that shapes a DP vocabulary release: the corpus (its fingerprint), the public list

@@ -11,7 +11,7 @@ use crate::embed::TermEmbeddings;
 use crate::dp::summary::{DpSummary, SummaryDoc, SummaryInputs, SummaryParams};
 use crate::ledger::{Ledger, LedgerBook, Run, Spend};
 use super::Release;
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::sample::SequenceOut;
 use crate::sample::signal::{count_sequences, is_noise_dominated, ClassSignal};
 use crate::sample::{Candidates, Sequence};

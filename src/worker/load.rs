@@ -14,7 +14,7 @@ use super::control::{at, progress, Stop};
 use super::store::Store;
 use super::{files, Loaded, State, KEEP};
 use crate::corpus::{Fields, Format};
-use crate::pipeline::{MatchedCorpus, MatchingSink};
+use crate::matched::{MatchedCorpus, MatchingSink};
 use crate::protocol::{limits, CorpusSummary, Event, FileInfo, Stage, VocabChoice};
 use crate::public_vocab::{Matcher, PublicVocabulary};
 

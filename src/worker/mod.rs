@@ -47,7 +47,7 @@ use web_sys::{File, MessageEvent};
 
 use crate::corpus::Fields;
 use crate::embed::Embed;
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::protocol::{Event, LedgerEvent, Request, Stage};
 use crate::run::reuse::KeptVocabulary;
 use crate::public_vocab::{Bundled, PublicVocabulary};

@@ -13,7 +13,7 @@ use crate::dp::SecureRng;
 use crate::embed::bundle::VectorFile;
 use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::protocol::{Event, RunResult, RunSettings, Stage};
 use crate::run::report::Checked;
 use crate::run::reuse::{KeptVocabulary, VocabKey};

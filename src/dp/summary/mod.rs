@@ -25,7 +25,7 @@ use crate::classes::ClassSet;
 use crate::dp::{laplace, DpError, SecureRng};
 use crate::embed::TermEmbeddings;
 use crate::ledger::{Scope, Spend};
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::public_vocab::TermId;
 
 pub mod hist;

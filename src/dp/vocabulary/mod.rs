@@ -49,7 +49,7 @@ use super::{check_epsilon, DpError, SecureRng};
 use crate::base::ParamError;
 use crate::ledger::{Scope, Spend};
 use crate::classes::ClassSet;
-use crate::pipeline::MatchedCorpus;
+use crate::matched::MatchedCorpus;
 use crate::public_vocab::{PublicVocabulary, TermId};
 use noise::NoisyHistogram;
 pub(crate) use round_robin::round_robin;

@@ -1,6 +1,7 @@
-//! Stage glue shared by the CLI and the app: corpus → matched corpus → DP vocabulary.
+//! The matched corpus: corpus → [`MatchingSink`] → [`MatchedCorpus`], shared by the CLI and
+//! the app. (The run's stages, which read it, are `crate::run`.)
 //!
-//! [`MatchedCorpus`] is the only thing the pipeline keeps of a private document: its label
+//! [`MatchedCorpus`] is the only thing a run keeps of a private document: its label
 //! and the ids of its first distinct matched public terms. The text itself is dropped as soon
 //! as it has been matched, so memory grows with the number of documents, not their size.
 
