@@ -37,8 +37,8 @@
 //! ε_voc stage. Thresholding, smoothing and sampling read only the release: post-processing.
 //! [`Histograms`] is this family's [`Family`].
 
-use super::kde::Layout;
-use super::{by_class, Family, Member, SummaryDoc, SummaryError, SummaryParams, GRID_BITS};
+use super::family::{by_class, Family, Layout, Member, SummaryDoc, SummaryError, GRID_BITS};
+use super::params::SummaryParams;
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
 use crate::public_vocab::TermId;

@@ -28,6 +28,7 @@ use crate::ledger::{Scope, Spend};
 use crate::matched::MatchedCorpus;
 use crate::public_vocab::TermId;
 
+mod family;
 pub mod hist;
 pub mod kde;
 mod params;
@@ -39,12 +40,11 @@ pub use parts::MIN_DOCS_IN_PARTS;
 #[cfg(not(target_arch = "wasm32"))]
 pub use parts::build_threaded;
 pub use sampler::{Needs, KeyphraseSampler};
+pub use family::{Layout, Member, SummaryDoc, SummaryError, GRID_BITS, KERNEL};
+use family::Family;
 
-use hist::HistKind;
-use kde::{Features, Layout};
-
-/// Grid of the fixed-point sums: 2^-GRID_BITS.
-pub const GRID_BITS: i32 = 20;
+use hist::{HistKind, Histograms};
+use kde::{Features, RandomFeatures};
 
 /// One class's released sums: one I-vector per ensemble member (DP-KDE samplers), or one
 /// histogram over Ṽ (histogram samplers, [`hist`]).
@@ -82,18 +82,6 @@ pub struct DpSummary {
     pub kernel: u32,
 }
 
-/// The version of what a release's sums mean, so that a file saved by an earlier version is
-/// refused ([`DpSummary::check`]) rather than read with a meaning it was not built with:
-/// - 0 (releases without the field): the paper's block scales ([`kde::Ensemble::scales`]), 1/√ℓ
-///   for every block, which the independent and logarithmic samplers still use;
-/// - 1: the iterative-linear kernel with λ on the prefix (an iterative-linear release below 1
-///   is refused);
-/// - 2: the markov histogram's row 0 is the class's keyphrase histogram ([`hist`], since
-///   d8ac1f6); before, it was a START row of first transitions. Markov releases below 2 are
-///   refused: those of version 1 were saved both before and after that change, so the number
-///   cannot tell them apart. The histogram and DP-KDE samplers read every version as before.
-pub const KERNEL: u32 = 2;
-
 impl DpSummary {
     pub fn features(&self) -> Result<Features, SummaryError> {
         let seed = crate::corpus::unhex32(&self.feature_seed).ok_or(SummaryError::BadArtefact("feature_seed"))?;
@@ -122,31 +110,6 @@ impl DpSummary {
 }
 
 
-#[derive(Debug, thiserror::Error)]
-pub enum SummaryError {
-    #[error(transparent)]
-    Dp(#[from] DpError),
-    #[error("the term with id {0} has no embedding")]
-    MissingEmbedding(TermId),
-    #[error("the release would hold {cells} noisy counts (the Markov sampler keeps (N+1)·N per class), more than {max}: choose a smaller N, fewer classes, or the histogram sampler")]
-    TooLarge { cells: usize, max: usize },
-    #[error("the DP-KDE file is damaged or from another version ({0})")]
-    BadArtefact(&'static str),
-    /// A release whose sums this version would read with another meaning ([`KERNEL`]).
-    #[error("this {0} release was saved by an earlier version of dpkps, whose {0} sampler built it differently; this version would misread it: build the release again")]
-    Outdated(&'static str),
-    #[error("this release was saved by a later version of dpkps (release version {0}; this one reads up to {KERNEL}): use that version to sample from it")]
-    TooNew(u32),
-}
-
-/// One document as the KDE sees it: its class (index in the [`ClassSet`]) and its keyphrases
-/// in order. Documents that the class set drops are not passed at all.
-#[derive(Debug, Clone, Copy)]
-pub struct SummaryDoc<'a> {
-    pub class: usize,
-    pub terms: &'a [TermId],
-}
-
 /// Whether the mechanism adds noise.
 ///
 /// `Off` exists for unit tests and for the utility evaluation's noiseless comparison arms
@@ -158,62 +121,20 @@ pub(crate) enum Noise<'r> {
     Off,
 }
 
-/// A family of ε_kde mechanisms: what the release loop ([`build`]) needs to know of the
-/// samplers it serves. Each implementation states its privacy map in its module docs: the
-/// exact sums, and why one document changes one member's sums of one class by at most Δ in L1.
-pub(crate) trait Family: Sync {
-    /// Refuses inputs the family cannot read (checked before anything is computed or spent).
-    fn check_inputs(&self, docs: &[SummaryDoc<'_>], emb: &TermEmbeddings, candidates: &[TermId]) -> Result<(), SummaryError>;
-    /// The exact sums (private: never released as such) per class (index in the class set,
-    /// `classes` of them) and ensemble member, in grid units, each [`Family::width`] long.
-    fn exact_sums(&self, docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, candidates: &[TermId], params: &SummaryParams, seed: [u8; 32]) -> Vec<Vec<Vec<i64>>>;
-    /// Δ: the L1 sensitivity of one member's sums, in grid units.
-    fn sensitivity(&self, params: &SummaryParams) -> Result<u64, DpError>;
-    /// Entries of one member's sums, for `candidates` terms in Ṽ.
-    fn width(&self, params: &SummaryParams, candidates: usize) -> usize;
-    /// The ledger's words: the mechanism, and Δ in real units (Δ = `delta` grid units).
-    fn mechanism(&self, delta: u64) -> (String, String);
-    /// Member `member`'s own spend parameters (listed after the sampler's name and before Δ
-    /// and the noise scale).
-    fn spend_params(&self, params: &SummaryParams, member: usize, candidates: usize) -> Vec<(&'static str, serde_json::Value)>;
-    /// Whether the release carries Ṽ (its entries refer to the candidates).
-    fn keeps_candidates(&self) -> bool;
-    /// Its member for this sampler ([`Member`]): which code samples from the release.
-    fn member(&self) -> Member;
-    /// How the sampler's ensemble members cover prefix lengths (how many summaries per class).
-    fn layout(&self) -> Layout;
-    /// Entries of one class's release when they grow with Ṽ (checked against
-    /// [`MAX_HIST_CELLS`] before ε is spent: [`SummaryParams::check_release_size`]); `None` when
-    /// the parameters bound them.
-    fn release_cells(&self, params: &SummaryParams, candidates: usize) -> Option<usize>;
-    /// The privacy report's words for the release (what is summarised, the noise's scale).
-    fn report_words(&self) -> String;
-    /// Parameters of its own the run's stage note names (after the classes and the sampler).
-    fn note(&self, params: &SummaryParams) -> Option<String>;
-    /// Whether its exact sums are built in parts when there are many documents ([`parts`]):
-    /// sums that grow with documents × features (the DP-KDEs) and read only the documents'
-    /// terms, not Ṽ. The histograms are one pass over the documents: not worth a part's copies.
-    #[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
-    fn splits(&self) -> bool;
-}
-
-/// A family's member, for the code that reads its release (`crate::sample`, one file per
-/// family): the compiler points at what a new family must be sampled with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Member {
-    /// A noisy histogram over Ṽ ([`hist`]).
-    Histogram(HistKind),
-    /// Random-feature DP-KDEs ([`kde`]), their members laid out so.
-    RandomFeatures(Layout),
-}
-
-/// The documents of each class (index in the class set), in order.
-pub(crate) fn by_class<'a, 'd>(docs: &'a [SummaryDoc<'d>], classes: usize) -> Vec<Vec<&'a SummaryDoc<'d>>> {
-    let mut out: Vec<Vec<&SummaryDoc<'_>>> = vec![Vec::new(); classes];
-    for d in docs {
-        out[d.class].push(d);
+/// Each sampler's family, here at the root that dispatches to the families, so that neither
+/// the sampler list nor a family's files import the other's.
+impl KeyphraseSampler {
+    /// Its family of mechanisms ([`Family`]): the exact sums, Δ, the ensemble's members, the
+    /// ledger's and the report's words; an existing family's member, or a new `impl Family`.
+    pub(crate) fn family(self) -> &'static dyn Family {
+        match self {
+            KeyphraseSampler::Histogram => &Histograms(HistKind::Unigram),
+            KeyphraseSampler::Markov => &Histograms(HistKind::Transitions),
+            KeyphraseSampler::Independent => &RandomFeatures(Layout::One),
+            KeyphraseSampler::IterativeLinear => &RandomFeatures(Layout::Linear),
+            KeyphraseSampler::IterativeLog => &RandomFeatures(Layout::Log),
+        }
     }
-    out
 }
 
 /// What a DP summary is built from: the documents (by class index in `classes`), the

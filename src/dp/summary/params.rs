@@ -3,9 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::kde::Ensemble;
 use super::sampler::{Needs, KeyphraseSampler, MAX_LEN};
-use super::SummaryError;
+use super::family::SummaryError;
 use crate::dp::noise::Ratio;
 use crate::base::ParamError;
 use crate::dp::{check_epsilon, DpError};
@@ -65,10 +64,6 @@ impl SummaryParams {
             return Err(ParamError::new("the smoothing bandwidth", self.smoothing, "must be 0 (off) or between 0.01 and 100"));
         }
         Ok(())
-    }
-
-    pub fn ensemble(&self) -> Ensemble {
-        Ensemble { sampler: self.sampler, len: self.len }
     }
 
     /// Δ, the L1 sensitivity of one member's sums in grid units: I·Q for the random-feature

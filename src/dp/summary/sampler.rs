@@ -23,9 +23,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::hist::{HistKind, Histograms};
-use super::kde::{Layout, RandomFeatures};
-use super::{Family, Member};
+use super::family::Member;
+use super::hist::HistKind;
 
 /// The most keyphrases per sequence (L) and per document (M); the histogram samplers read this
 /// many of a document's first matched terms.
@@ -71,18 +70,6 @@ impl KeyphraseSampler {
 
     pub fn parse(s: &str) -> Option<KeyphraseSampler> {
         KeyphraseSampler::ALL.into_iter().find(|x| x.name() == s.trim())
-    }
-
-    /// Its family of mechanisms ([`Family`]): the exact sums, Δ, the ensemble's members, the
-    /// ledger's and the report's words; an existing family's member, or a new `impl Family`.
-    pub(crate) fn family(self) -> &'static dyn Family {
-        match self {
-            KeyphraseSampler::Histogram => &Histograms(HistKind::Unigram),
-            KeyphraseSampler::Markov => &Histograms(HistKind::Transitions),
-            KeyphraseSampler::Independent => &RandomFeatures(Layout::One),
-            KeyphraseSampler::IterativeLinear => &RandomFeatures(Layout::Linear),
-            KeyphraseSampler::IterativeLog => &RandomFeatures(Layout::Log),
-        }
     }
 
     /// The first release version (`super::KERNEL`) whose files of this sampler mean what this

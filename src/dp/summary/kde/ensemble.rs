@@ -3,36 +3,24 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dp::summary::family::Layout;
+use crate::dp::summary::params::SummaryParams;
 use crate::dp::summary::sampler::KeyphraseSampler;
-
-/// How a sampler's ensemble members cover prefix lengths: its family states it
-/// (`Family::layout` in `crate::dp::summary`), so that the ensemble never names a sampler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Layout {
-    /// One member over single keyphrases (the independent DP-KDE, the histograms).
-    One,
-    /// One member per prefix length ℓ = 1..L (iterative-linear).
-    Linear,
-    /// Member j over prefixes of length (2^(j-1), 2^j], ⌈log₂L⌉+1 of them (iterative-log).
-    Log,
-}
-
-impl Layout {
-    /// Whether its members score prefixes (one block per position, sequences drawn keyphrase by
-    /// keyphrase), not single keyphrases drawn independently.
-    pub fn over_prefixes(self) -> bool {
-        match self {
-            Layout::One => false,
-            Layout::Linear | Layout::Log => true,
-        }
-    }
-}
 
 /// Which prefix lengths each ensemble member covers, for sequences of length `len` (L).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ensemble {
     pub sampler: KeyphraseSampler,
     pub len: usize,
+}
+
+/// The ensemble of a summary's parameters (here, beside the ensemble, so that the parameters
+/// need not import the DP-KDE family's files).
+impl SummaryParams {
+
+    pub fn ensemble(&self) -> Ensemble {
+        Ensemble { sampler: self.sampler, len: self.len }
+    }
 }
 
 fn ceil_log2(x: usize) -> usize {

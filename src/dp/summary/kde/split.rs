@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use crate::dp::summary::SummaryParams;
+use crate::dp::summary::params::SummaryParams;
 
 /// Exact sums per class, member and feature (`super::exact_sums`).
 pub(crate) type Sums = Vec<Vec<Vec<i64>>>;

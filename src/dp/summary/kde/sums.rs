@@ -19,7 +19,8 @@
 use std::collections::HashMap;
 
 use super::{Features, C_BOUND, Q_BOUND};
-use crate::dp::summary::{SummaryDoc, SummaryParams, GRID_BITS};
+use crate::dp::summary::family::{SummaryDoc, GRID_BITS};
+use crate::dp::summary::params::SummaryParams;
 use crate::embed::TermEmbeddings;
 use crate::linalg::MatRef;
 use crate::trig::{cos_fast, round_to_i32};
