@@ -4,7 +4,11 @@ use std::time::Instant;
 
 use clap::Subcommand;
 
-use super::{load_vocabulary, peak_rss_kb, read_corpus, CliError, CorpusArgs};
+use super::args::corpus::CorpusArgs;
+
+use super::error::CliError;
+
+use super::io::{load_vocabulary, peak_rss_kb, read_corpus};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{self as kde, SummaryDoc, SummaryParams, KeyphraseSampler};
@@ -110,7 +114,7 @@ pub enum Bench {
         #[command(flatten)]
         params: super::train::TrainParamArgs,
         #[command(flatten)]
-        model: super::ModelArgs,
+        model: super::args::model::ModelArgs,
     },
     /// Time and memory to embed and train at a given size (the corpus's notes repeated).
     Train {
@@ -127,7 +131,7 @@ pub enum Bench {
         #[command(flatten)]
         params: super::train::TrainParamArgs,
         #[command(flatten)]
-        model: super::ModelArgs,
+        model: super::args::model::ModelArgs,
     },
 }
 
@@ -172,7 +176,7 @@ pub fn run(which: Bench) -> Result<(), CliError> {
         }
         Bench::Embed { terms } => {
             let t0 = Instant::now();
-            let mut model = super::load_model(&super::ModelArgs { model: None, tokenizer: None })?;
+            let mut model = super::io::load_model(&super::args::model::ModelArgs { model: None, tokenizer: None })?;
             let load = t0.elapsed().as_secs_f64();
             let vocab = load_vocabulary("medical")?;
             let mut texts: Vec<&str> = vocab.terms.iter().take(terms).map(String::as_str).collect();

@@ -18,7 +18,10 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::train::{read_corpus_documents, TrainParamArgs};
-use super::{load_embedders, peak_rss_kb, CliError, CorpusArgs, ModelArgs};
+use super::args::corpus::CorpusArgs;
+use super::args::model::ModelArgs;
+use super::error::CliError;
+use super::io::{load_embedders, peak_rss_kb};
 use crate::adapt::score::score;
 use crate::adapt::shift_task::{Sample, ShiftTask, SETS};
 use crate::adapt::{shift, shuffle, train, Matrix, TrainParams};

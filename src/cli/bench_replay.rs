@@ -19,7 +19,11 @@ use std::time::Instant;
 use crate::corpus::{self, doc_hash, Fields, Ingest};
 use crate::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
 
-use super::{inputs, peak_rss_kb, CliError, CorpusArgs};
+use super::args::corpus::CorpusArgs;
+
+use super::error::CliError;
+
+use super::io::{inputs, peak_rss_kb};
 
 /// Generated documents from a synthetic.jsonl.
 fn read_generated(path: &Path) -> Result<Vec<SyntheticDoc>, CliError> {

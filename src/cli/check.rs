@@ -3,10 +3,12 @@
 //! accuracies and the one it chose; `dpkps pipeline --sampler S --from-check ID` then runs with
 //! it, and the run's privacy report says the sampler was chosen by that check.
 
-use super::args::{declared_classes, run_settings, CheckArgs};
+use super::args::corpus::declared_classes;
+
+use super::args::inputs::{run_settings, CheckArgs};
 use super::io::write_json;
 use super::run::{block_on, read_matched, CliHost, Model};
-use super::CliError;
+use super::error::CliError;
 use crate::dp::SecureRng;
 use crate::eval::dp_check::CheckParams;
 use crate::run::{self, RunPlan};

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::time::Instant;
 
-use super::CliError;
+use super::error::CliError;
 use crate::adapt::task;
 use crate::adapt::Matrix;
 use crate::embed::onnx::OnnxEmbedder;

@@ -19,7 +19,13 @@ use std::time::Instant;
 
 use clap::Args;
 
-use super::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_private_json, CliError, CorpusArgs, PipelineInputs};
+use super::args::corpus::CorpusArgs;
+
+use super::args::inputs::PipelineInputs;
+
+use super::error::CliError;
+
+use super::io::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_private_json};
 use crate::corpus::{self, Fields, Format, Ingest};
 use crate::dp::candidates::CandidateRule;
 use crate::dp::SecureRng;
@@ -183,7 +189,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
             text.push_str(&serde_json::to_string(&line).unwrap_or_default());
             text.push('\n');
         }
-        super::write_private(&path, text.as_bytes()).map_err(|e| crate::eval::EvalError::Export(e.to_string()))
+        super::io::write_private(&path, text.as_bytes()).map_err(|e| crate::eval::EvalError::Export(e.to_string()))
     };
     let mut report = ev.run_with(&emb, &mut rng, &mut progress, &mut export)?;
     eprintln!();
@@ -407,7 +413,7 @@ fn embed_texts(model: &mut dyn crate::embed::Embed, texts: &[String], what: &str
 /// Records the evaluation in the ledger as a non-DP check on `mc` (keyed with the ledger's local
 /// secret, as a run's corpus is), under the ledger's lock.
 fn record_check(ledger: Option<PathBuf>, mut mc: crate::matched::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
-    let path = super::ledger_path_of(ledger);
+    let path = super::ledger_file::ledger_path_of(ledger);
     let mut file = super::ledger_file::LedgerFile::open(&path)?;
     let local = super::local_key::for_ledger(&path, &file.book)?;
     file.book.key_with(&local)?;
@@ -418,7 +424,7 @@ fn record_check(ledger: Option<PathBuf>, mut mc: crate::matched::MatchedCorpus, 
     arms.dedup();
     let mut id = [0u8; 8];
     SecureRng::from_os()?.fill(&mut id);
-    let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: super::now_utc(), settings_compared: arms.len() };
+    let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: super::io::now_utc(), settings_compared: arms.len() };
     file.book.record_check(&mc.fingerprint, check);
     file.save()?;
     eprintln!("recorded in the privacy ledger {} as a non-DP check on this corpus ({} settings compared; no ε)", path.display(), arms.len());

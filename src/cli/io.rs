@@ -11,8 +11,12 @@ use crate::corpus::{Fields, Format};
 use crate::matched::{MatchedCorpus, MatchingSink, Threads};
 use crate::public_vocab::{Bundled, Matcher, PublicVocabulary};
 
-use super::args::{CorpusArgs, LedgerArgs, ModelArgs};
-use super::CliError;
+use super::args::corpus::CorpusArgs;
+
+use super::args::ledger::LedgerArgs;
+
+use super::args::model::ModelArgs;
+use super::error::CliError;
 pub(crate) use super::kept::open_kept;
 
 /// The embedding model: the bundled one unless the user names another.

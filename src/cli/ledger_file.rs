@@ -16,13 +16,15 @@
 //!
 //! The ledger records which corpora were used (their fingerprints and overlap sketches), so it,
 //! its temporary file and the lock file are created readable by their owner only on Unix
-//! ([`super::write_private`]).
+//! ([`super::io::write_private`]).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 
+use super::args::ledger::LedgerArgs;
 use super::kept::open_kept;
-use super::{write_private, CliError};
+use super::error::CliError;
+use super::io::write_private;
 use crate::ledger::LedgerBook;
 
 /// The ledger of one run, locked until it is dropped.
@@ -90,6 +92,19 @@ fn lock(ledger: &Path) -> Result<File, CliError> {
         Err(TryLockError::Error(e)) => return Err(err(e)),
     }
     Ok(file)
+}
+
+/// The ledger file `given`, else where every command finds it (`--ledger`'s default).
+pub(crate) fn ledger_path_of(given: Option<std::path::PathBuf>) -> std::path::PathBuf {
+    super::io::ledger_path(&LedgerArgs { ledger: given, budget: None, raise_budget: false, account: None })
+}
+
+/// The privacy ledger as read without its lock, to look at (not to spend): the file `given`,
+/// else where every command finds it (`--ledger`'s default).
+pub(crate) fn read_ledger(given: Option<&std::path::Path>) -> (std::path::PathBuf, Result<crate::ledger::LedgerBook, CliError>) {
+    let path = ledger_path_of(given.map(std::path::Path::to_path_buf));
+    let book = read(&path);
+    (path, book)
 }
 
 #[cfg(test)]

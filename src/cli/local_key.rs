@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::kept::open_kept;
-use super::CliError;
+use super::error::CliError;
 use crate::corpus::{hex, unhex32};
 use crate::local_key::LocalKeys;
 

@@ -4,12 +4,13 @@
 //! Exit codes: 0 success; 2 bad input or parameters (the message says which and where);
 //! 1 anything else (I/O failures writing outputs, a missing random source).
 
-mod args;
+pub(crate) mod args;
 mod bench;
 mod bench_adapt;
 mod bench_replay;
 mod check;
 mod embedders;
+pub(crate) mod error;
 mod evaluate;
 mod generate;
 mod io;
@@ -28,70 +29,12 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use crate::corpus::CorpusError;
-use crate::dp::DpError;
-use crate::ledger::LedgerError;
-use crate::public_vocab::{Matcher, VocabError};
+use crate::public_vocab::Matcher;
 
 use args::{Cli, Command};
-// What the other commands read (evaluate, bench, vectors, the ledger file).
-pub(crate) use args::{CorpusArgs, ModelArgs, PipelineInputs};
-pub(crate) use io::{inputs, json_text, load_embedders, load_model, load_vocabulary, peak_rss_kb, print_stats, read_corpus, write_atomic, write_private, write_private_json};
-use io::{ledger_path, now_utc, write_json};
-
-/// The ledger file `given`, else where every command finds it (`--ledger`'s default).
-pub(crate) fn ledger_path_of(given: Option<std::path::PathBuf>) -> std::path::PathBuf {
-    ledger_path(&args::LedgerArgs { ledger: given, budget: None, raise_budget: false, account: None })
-}
-
-/// The privacy ledger as read without its lock, to look at (not to spend): the file `given`,
-/// else where every command finds it (`--ledger`'s default).
-pub(crate) fn read_ledger(given: Option<&std::path::Path>) -> (std::path::PathBuf, Result<crate::ledger::LedgerBook, CliError>) {
-    let path = ledger_path_of(given.map(std::path::Path::to_path_buf));
-    let book = ledger_file::read(&path);
-    (path, book)
-}
-
-/// Everything that can go wrong, in plain words.
-#[derive(Debug, thiserror::Error)]
-pub enum CliError {
-    #[error(transparent)]
-    Corpus(#[from] CorpusError),
-    #[error(transparent)]
-    Vocab(#[from] VocabError),
-    #[error(transparent)]
-    Dp(#[from] DpError),
-    #[error(transparent)]
-    Ledger(#[from] LedgerError),
-    #[error(transparent)]
-    Kde(#[from] crate::dp::summary::SummaryError),
-    #[error(transparent)]
-    Embed(#[from] crate::embed::EmbedError),
-    #[error(transparent)]
-    Eval(#[from] crate::eval::EvalError),
-    #[error(transparent)]
-    Run(crate::run::RunError),
-    #[error("{path}: {message}")]
-    Input { path: String, message: String },
-    #[error("could not write {path}: {source}")]
-    Write { path: String, source: std::io::Error },
-    #[error(transparent)]
-    Llm(#[from] crate::llm::LlmError),
-    #[error(transparent)]
-    Generate(#[from] generate::GenerateError),
-    #[error("could not lock the privacy ledger {path} (its lock file, {path}.lock, keeps two runs from losing each other's spend): {source}")]
-    LedgerLock { path: String, source: std::io::Error },
-}
-
-impl CliError {
-    fn exit_code(&self) -> u8 {
-        match self {
-            CliError::Write { .. } | CliError::LedgerLock { .. } | CliError::Dp(DpError::Rng(_)) => 1,
-            CliError::Generate(e) => e.exit_code(),
-            _ => 2,
-        }
-    }
-}
+use error::CliError;
+use args::corpus::CorpusArgs;
+use io::{ledger_path, load_vocabulary, print_stats, read_corpus, write_json, write_private, write_private_json};
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();

@@ -15,7 +15,11 @@ use crate::corpus::{self, Fields, Format, Ingest};
 use crate::ledger::Run;
 use crate::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
 
-use super::{inputs, CliError, CorpusArgs};
+use super::args::corpus::CorpusArgs;
+
+use super::error::CliError;
+
+use super::io::inputs;
 
 /// What the pass read: for the curator's terminal only (exact counts, not DP), and the corpus
 /// keys (`crate::corpus::CorpusKeys`), to compare with the run's ledger entry.
@@ -100,7 +104,7 @@ pub(crate) fn tell_corpus_of_run(run_dir: &Path, ledger: Option<&Path>, figures:
             return;
         }
     };
-    let (ledger, book) = super::read_ledger(ledger);
+    let (ledger, book) = super::ledger_file::read_ledger(ledger);
     let ledger = ledger.as_path();
     let book = match book {
         Ok(book) => book,

@@ -24,10 +24,20 @@ use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, 
 use crate::sample::Sequence;
 use crate::public_vocab::{Matcher, PublicVocabulary, TermId};
 
-use super::args::{declared_classes, run_settings, ClassArgs, CorpusArgs, KdeArgs, LedgerArgs, ModelArgs, PipelineInputs, VocabArgs, VocabDpArgs};
+use super::args::corpus::{declared_classes, ClassArgs, CorpusArgs};
+
+use super::args::inputs::{run_settings, PipelineInputs};
+
+use super::args::ledger::LedgerArgs;
+
+use super::args::model::ModelArgs;
+
+use super::args::summary::KdeArgs;
+
+use super::args::vocab::{VocabArgs, VocabDpArgs};
 use super::io::{load_model, load_vocabulary, now_utc, print_stats, read_corpus, read_json, write_file, write_json, write_private_json};
 use super::ledger_file::LedgerFile;
-use super::CliError;
+use super::error::CliError;
 
 /// The native host: every call answers at once (no event loop to yield to, nothing to cancel
 /// but the process).

@@ -18,7 +18,13 @@ use std::time::Instant;
 use clap::Args;
 use serde::Serialize;
 
-use super::{inputs, load_embedders, peak_rss_kb, write_private, CliError, CorpusArgs, ModelArgs};
+use super::args::corpus::CorpusArgs;
+
+use super::args::model::ModelArgs;
+
+use super::error::CliError;
+
+use super::io::{inputs, load_embedders, peak_rss_kb, write_private};
 use crate::adapt::task::{self, Counts, Documents, TrainedSummary, Which};
 use crate::adapt::{Classifier, CoralOn, Prediction, TrainParams};
 use crate::corpus::{Fields, Format, Ingest};
@@ -229,7 +235,7 @@ pub(crate) fn run(args: TrainArgs) -> Result<(), CliError> {
         seconds: Seconds { embed: embed_s, train: train_s },
         peak_memory_mb: peak,
     };
-    write_private(&args.out_dir.join("report.json"), super::json_text(&report).as_bytes())?;
+    write_private(&args.out_dir.join("report.json"), super::io::json_text(&report).as_bytes())?;
     eprintln!("wrote model.safetensors, report.json{} to {}", if unlabelled.is_some() { ", predictions.csv, predictions.jsonl" } else { "" }, args.out_dir.display());
     Ok(())
 }

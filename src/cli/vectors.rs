@@ -8,7 +8,7 @@ use std::time::Instant;
 use clap::Args;
 use sha2::{Digest, Sha256};
 
-use super::CliError;
+use super::error::CliError;
 use crate::embed::bundle;
 use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
 use crate::embed::Embed;
@@ -35,7 +35,7 @@ pub fn run(args: EmbedVocabArgs) -> Result<(), CliError> {
         path: args.vocabulary.clone(),
         message: "not a bundled vocabulary (english, medical): only those have shipped vectors".into(),
     })?;
-    let vocab = super::load_vocabulary(which.name())?;
+    let vocab = super::io::load_vocabulary(which.name())?;
     let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models"));
     let read = |f: &str| std::fs::read(dir.join(f)).map_err(|e| CliError::Input { path: dir.join(f).display().to_string(), message: format!("cannot read: {e}") });
     let (model, tok) = (read(BUNDLED_MODEL)?, read("tokenizer.json")?);
@@ -54,7 +54,7 @@ pub fn run(args: EmbedVocabArgs) -> Result<(), CliError> {
     let secs = t0.elapsed().as_secs_f64();
     eprintln!();
     let (bytes, worst) = bundle::encode(&crate::corpus::hex(&Sha256::digest(&model)), &vocab, &vectors)?;
-    super::write_atomic(&args.out, &bytes, false)?;
+    super::io::write_atomic(&args.out, &bytes, false)?;
     println!(
         "{}: {head} of {} terms in {secs:.1} s ({:.0} terms/s, {threads} thread(s)); {:.1} MB; lowest cosine after int8: {worst:.5}",
         args.out.display(),

@@ -11,6 +11,7 @@
 //! plain `http://` except to this machine. (The page's allowlist is its Content-Security-Policy;
 //! a command has none.)
 
+pub(crate) mod error;
 mod http;
 mod store;
 
@@ -28,12 +29,12 @@ use crate::sample::SequenceOut;
 use crate::replay::{ReplayCheck, ReplayParams, ReplaySummary};
 use crate::run::report::PrivacyReport;
 
-use crate::cli::{CliError, CorpusArgs};
+use crate::cli::args::corpus::CorpusArgs;
+use crate::cli::error::CliError;
+use error::{GenerateError, KEY_VAR};
 use http::HttpClient;
 use store::{OutDir, JOB};
 
-/// The environment variable the API key is read from.
-pub(crate) const KEY_VAR: &str = "DPKPS_LLM_KEY";
 
 #[derive(Args)]
 // The corpus is optional here (it is required wherever else `CorpusArgs` is used).
@@ -158,36 +159,6 @@ pub(crate) struct ReplayArgs {
 impl ReplayArgs {
     fn params(&self) -> ReplayParams {
         ReplayParams { ngram: self.replay_ngram, rare_docs: self.replay_rare_docs, flag_run: self.replay_run }
-    }
-}
-
-/// What stops `generate`, beyond bad input, in plain words.
-#[derive(Debug, thiserror::Error)]
-pub enum GenerateError {
-    #[error("{dir} is in use by another `dpkps generate` (it holds {dir}/job.lock): wait until it ends, or stop it")]
-    Busy { dir: String },
-    #[error(
-        "{path} holds another job: it differs in {what}. To resume it, give the options it was started with; \
-         for a new job, give another --out-dir"
-    )]
-    OtherJob { path: String, what: String },
-    #[error("this job was started with an API key: set {KEY_VAR} again to resume it. Nothing was sent")]
-    KeyNeeded,
-    #[error("generation stopped: {0}. Nothing more was sent; what was saved is kept: run the same command again to resume")]
-    Halted(Halt),
-    #[error(
-        "{failed} of {total} documents failed (why: outcomes.jsonl and audit.jsonl); \
-         run the same command with --retry-failed to send them again"
-    )]
-    Failed { failed: usize, total: usize },
-}
-
-impl GenerateError {
-    pub(crate) fn exit_code(&self) -> u8 {
-        match self {
-            GenerateError::OtherJob { .. } | GenerateError::KeyNeeded => 2,
-            GenerateError::Busy { .. } | GenerateError::Halted(_) | GenerateError::Failed { .. } => 1,
-        }
     }
 }
 
@@ -427,7 +398,7 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     let report = report.map(|r| match replay {
         Some(summary) => {
             let r = PrivacyReport { replay_check: Some(summary), ..r };
-            (crate::cli::json_text(&r), r.to_html())
+            (crate::cli::io::json_text(&r), r.to_html())
         }
         None => (job.report.clone(), r.to_html()),
     });

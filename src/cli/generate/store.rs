@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 use crate::llm::{AuditEntry, Job, Outcome, OutcomeRecord};
 
 use crate::cli::io::{json_text, open_kept, write_file};
-use crate::cli::CliError;
-use super::GenerateError;
+use crate::cli::error::CliError;
+use super::error::GenerateError;
 
 pub(super) const JOB: &str = "job.json";
 pub(super) const OUTCOMES: &str = "outcomes.jsonl";

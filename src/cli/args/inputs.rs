@@ -1,0 +1,93 @@
+//! The option groups of a whole run (`PipelineInputs`) and of `dpkps check` (`CheckArgs`), and
+//! how the options become the run settings that the page sends too ([`RunSettings`]).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::corpus::{ClassArgs, CorpusArgs};
+use super::ledger::LedgerArgs;
+use super::model::ModelArgs;
+use super::summary::{sampler_list, KdeArgs, SamplerList};
+use super::vocab::{VocabArgs, VocabDpArgs};
+use crate::cli::error::CliError;
+use crate::dp::vocabulary::VocabParams;
+use crate::run::RunSettings;
+
+/// Everything the whole pipeline reads (shared by `pipeline` and `evaluate`).
+#[derive(Args, Clone)]
+pub(crate) struct PipelineInputs {
+    #[command(flatten)]
+    pub(crate) corpus: CorpusArgs,
+    #[command(flatten)]
+    pub(crate) vocab: VocabArgs,
+    #[command(flatten)]
+    pub(crate) dp: VocabDpArgs,
+    #[command(flatten)]
+    pub(crate) kde: KdeArgs,
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+}
+
+/// The run settings of a releasing command: the vocabulary's parameters (the options', or those
+/// a given Ṽ was released with), the summary and sampling options, the classes and the ledger's.
+pub(crate) fn run_settings(
+    vp: VocabParams,
+    kde: &KdeArgs,
+    classes: (Vec<String>, Option<String>),
+    ledger: &LedgerArgs,
+) -> Result<RunSettings, CliError> {
+    let sampler = kde.sampler.one()?;
+    ledger.check_account()?;
+    let (classes, other_class) = classes;
+    Ok(RunSettings {
+        eps_voc: vp.epsilon,
+        eps_kde: kde.eps_kde,
+        terms_per_doc: vp.terms_per_doc,
+        top_n: vp.top_n,
+        len: kde.len,
+        features: kde.features,
+        per_class: kde.per_class,
+        sampler,
+        bandwidth: kde.bandwidth,
+        classes,
+        other_class,
+        vocab_per_class: vp.per_class,
+        reuse_vocabulary: false,
+        smoothing: kde.smoothing,
+        eps_counts: kde.eps_counts.0,
+        account: ledger.account.clone(),
+        budget: ledger.budget,
+        raise_budget: ledger.raise_budget,
+        // The CLI's classes are typed (--classes, --classes-file), never ticked from the data.
+        classes_ticked: Vec::new(),
+        kde_terms_per_doc: Some(kde.kde_terms_per_doc),
+        chosen_by_check: kde.from_check.clone(),
+    })
+}
+
+/// `dpkps check` (`super::check`).
+#[derive(Args, Clone)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    pub(crate) inputs: PipelineInputs,
+    #[command(flatten)]
+    pub(crate) classes: ClassArgs,
+    #[command(flatten)]
+    pub(crate) ledger: LedgerArgs,
+    /// The samplers to compare, comma-separated [default: every sampler whose release fits
+    /// the settings]. Each costs ε_kde: the check costs ε_voc + (samplers) × ε_kde.
+    #[arg(long, value_parser = sampler_list)]
+    pub(crate) compare: Option<SamplerList>,
+    /// Share of documents (persons, with --person-col) held out to score the samplers, each by
+    /// an independent coin.
+    #[arg(long, default_value_t = crate::eval::dp_check::DEFAULT_HOLDOUT)]
+    pub(crate) holdout: f64,
+    /// ε of the scores [default: the training side's ε, which costs nothing more: the check
+    /// costs the larger of the two].
+    #[arg(long)]
+    pub(crate) eps_select: Option<f64>,
+    /// Also write the result (DP outputs only) to this JSON file.
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+}
