@@ -19,7 +19,7 @@ ENGLISH_HEAD=50000
 inputs=(models/all-MiniLM-L6-v2.int8w.onnx models/tokenizer.json
         www/vocab/medical_mesh2017.txt www/vocab/stoplist_medical.txt
         www/vocab/english_glove6b.txt www/vocab/stoplist_english.txt
-        src/embed/*.rs src/cli/vectors.rs src/public_vocab.rs src/text.rs Cargo.lock scripts/vectors.sh)
+        src/embed/*.rs src/cli/vectors.rs src/input/public_vocab.rs src/input/text.rs Cargo.lock scripts/vectors.sh)
 key=$({ sha256sum "${inputs[@]}"; echo "english head $ENGLISH_HEAD"; } | sha256sum | cut -c1-16)
 cache=target/vectors/$key
 mkdir -p target/vectors

@@ -7,40 +7,34 @@
 //!
 //! Neighbouring relation, for every mechanism in this crate: two corpora are neighbours when
 //! one is obtained from the other by adding or removing ONE document (with its label); labels
-//! come from a fixed public set of classes declared before the run ([`classes`]), so the
+//! come from a fixed public set of classes declared before the run ([`input::classes`]), so the
 //! classes of a release never depend on the data. Every sensitivity stated next to a mechanism
 //! is derived from that relation.
 
 pub mod adapt;
 pub mod base;
-pub mod classes;
-pub mod corpus;
 pub mod dp;
 pub mod embed;
 pub mod eval;
-pub mod export;
-pub mod linalg;
-pub mod local_key;
-pub mod llm;
+pub mod input;
 pub mod ledger;
-pub mod overlap;
-pub mod matched;
-pub mod sample;
-pub mod text;
-pub mod units;
-pub(crate) mod trig;
-pub mod public_vocab;
+pub mod llm;
+pub mod math;
 pub mod replay;
-
-pub mod preview;
-pub mod prompt;
-pub mod protocol;
 pub mod run;
+pub mod sample;
+
+/// The messages between the page's UI thread and its worker (`ui/`, `worker/`), and the
+/// shapes the CLI prints too. It stays at the top, beside the front ends, rather than in a
+/// folder of the core: only the front ends (`ui/`, `worker/`, `cli/`) import it, and it
+/// imports the core's types, never the other way.
+pub mod protocol;
 
 #[cfg(all(not(target_arch = "wasm32"), feature = "embed"))]
 pub mod cli;
 
-/// Assets and worker scripts from beside the page or from inside it (the single-file build).
+/// Assets and worker scripts from beside the page or from inside it (the single-file build):
+/// shared by the two wasm front ends, so it stays at the top beside them and `protocol`.
 #[cfg(target_arch = "wasm32")]
 pub mod inpage;
 

@@ -11,8 +11,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::preview::Preview;
-use crate::public_vocab::Bundled;
+use crate::input::preview::Preview;
+use crate::input::public_vocab::Bundled;
 use crate::sample::SequenceOut;
 
 // What a run request carries and what its progress names: defined with the orchestration
@@ -22,7 +22,7 @@ pub use crate::run::{account_name, FieldError, RunSettings, Stage};
 /// The largest inputs the app accepts, refused by size before a byte is read. A worker's
 /// memory is one wasm heap (at most 4 GiB). The curator's corpus (and a tuning file) has no
 /// total cap: it is streamed in 4 MiB slices and only each document's term ids, label and hash
-/// are kept, so what bounds it is per record and per document (`crate::corpus::limits`). The
+/// are kept, so what bounds it is per record and per document (`crate::input::corpus::limits`). The
 /// files below are read whole (and the model is kept twice: its bytes for the helper workers,
 /// and tract's copy).
 pub mod limits {
@@ -86,7 +86,7 @@ pub enum Request {
         files: Vec<FileInfo>,
         text_col: Option<String>,
         label_col: Option<String>,
-        /// The person column (`crate::corpus::Fields::person`): the privacy unit is then the
+        /// The person column (`crate::input::corpus::Fields::person`): the privacy unit is then the
         /// person.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         person_col: Option<String>,
@@ -186,7 +186,7 @@ pub struct AccountStatus {
     /// ε spent on this corpus (its key) alone, and its runs.
     pub corpus_spent: f64,
     pub corpus_runs: usize,
-    /// Earlier corpora of the account, with the estimated overlap (`crate::overlap`), largest first.
+    /// Earlier corpora of the account, with the estimated overlap (`crate::ledger::overlap`), largest first.
     pub overlaps: Vec<f64>,
     /// Corpora of OTHER accounts that overlap this one by WARN_OVERLAP or more (account, overlap),
     /// largest first: their spends count against this budget too (`ledger::budget`).

@@ -102,7 +102,7 @@ fn batches_group_texts_by_token_count_not_bytes() {
 #[test]
 fn a_terms_vector_does_not_depend_on_the_terms_embedded_with_it() {
     use dpkps::embed::rows::{batch_texts, embed_rows, term_batches, TERM_BATCH};
-    use dpkps::public_vocab::{Bundled, PublicVocabulary};
+    use dpkps::input::public_vocab::{Bundled, PublicVocabulary};
     let list = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/www/vocab/medical_mesh2017.txt")).unwrap();
     let vocab = PublicVocabulary::parse_bundled(Bundled::Medical, &list).unwrap();
     let mut e = embedder();

@@ -12,7 +12,7 @@ use std::process::Command;
 use dpkps::embed::bundle::{cosine, VectorFile};
 use dpkps::embed::onnx::OnnxEmbedder;
 use dpkps::embed::Embed;
-use dpkps::public_vocab::{Bundled, PublicVocabulary};
+use dpkps::input::public_vocab::{Bundled, PublicVocabulary};
 use sha2::{Digest, Sha256};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");

@@ -4,11 +4,11 @@
 //! the browser's secure random source is what feeds the DP noise.
 #![cfg(target_arch = "wasm32")]
 
-use dpkps::corpus::{Corpus, Fields, Format};
+use dpkps::input::corpus::{Corpus, Fields, Format};
 use dpkps::dp::vocabulary::VocabParams;
 use dpkps::dp::SecureRng;
-use dpkps::matched::MatchingSink;
-use dpkps::public_vocab::{Matcher, PublicVocabulary};
+use dpkps::input::matched::MatchingSink;
+use dpkps::input::public_vocab::{Matcher, PublicVocabulary};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -45,7 +45,7 @@ fn dp_vocabulary_runs_on_browser_randomness() {
     let fields = Fields { text: Some("text".into()), label: None, person: None };
     sink.read(&b"text\na b\nb c\nc d\n"[..], "x.csv", Format::Csv, &fields, None).unwrap();
     let mc = sink.finish("x.csv").unwrap();
-    let classes = dpkps::classes::ClassSet::unlabelled();
+    let classes = dpkps::input::classes::ClassSet::unlabelled();
     let mut draws = Vec::new();
     for k in 0..8 {
         // Global and per-class selection alike (one class here).
@@ -85,7 +85,7 @@ fn bundled_model_matches_sentence_transformers_in_the_browser() {
 #[wasm_bindgen_test]
 fn kde_and_samplers_run_in_the_browser() {
     use dpkps::embed::TermEmbeddings;
-    use dpkps::classes::{ClassSet, OtherLabels};
+    use dpkps::input::classes::{ClassSet, OtherLabels};
     use dpkps::dp::summary::kde::Features;
     use dpkps::dp::summary::{build, KeyphraseSampler, SummaryDoc, SummaryInputs, SummaryParams};
     use dpkps::sample::{batched_scores, naive_scores, sample, Candidates};

@@ -30,7 +30,7 @@ fn bench_kde_generation_wasm() {
         .map(|k| (0..m as u64).map(|j| ((k * 7919 + j * 104729 + j * j * 13) % vocab as u64) as u32).collect())
         .collect();
     let docs: Vec<SummaryDoc<'_>> = terms.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
-    let classes = dpkps::classes::ClassSet::unlabelled();
+    let classes = dpkps::input::classes::ClassSet::unlabelled();
     let cand_ids: Vec<u32> = (0..n_cands as u32).collect();
     let cands = Candidates::new(&cand_ids, &emb).unwrap();
     for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent] {

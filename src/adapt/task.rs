@@ -5,7 +5,7 @@
 use super::score::{score, Score};
 pub use super::summary::{Counts, TrainedSummary};
 use super::{AdaptError, Classifier, EpochLog, Matrix, Prediction, TrainParams, Trainer};
-use crate::corpus::{CorpusError, Fields, Format, Ingest};
+use crate::input::corpus::{CorpusError, Fields, Format, Ingest};
 use crate::embed::{sort_for_batching, Embed, EmbedError};
 
 /// Documents of one set: texts and, for labelled sets, labels.
@@ -16,7 +16,7 @@ pub struct Documents {
 }
 
 impl Documents {
-    /// Appends every document of one file (`crate::corpus::stream`: CSV, TSV, JSONL or a .txt
+    /// Appends every document of one file (`crate::input::corpus::stream`: CSV, TSV, JSONL or a .txt
     /// with `txt_label`): its text and, when `fields` names a label, its label. The CLI and the
     /// page's worker read the three sets with it.
     pub fn read<R: std::io::Read>(
@@ -28,7 +28,7 @@ impl Documents {
         txt_label: Option<&str>,
         ingest: &mut Ingest,
     ) -> Result<(), CorpusError> {
-        crate::corpus::stream(reader, name, format, fields, txt_label, ingest, &mut |d| {
+        crate::input::corpus::stream(reader, name, format, fields, txt_label, ingest, &mut |d| {
             self.texts.push(d.text.to_string());
             self.labels.push(d.label.map(str::to_string));
         })
@@ -122,13 +122,13 @@ fn ids(labels: &[Option<String>], names: &[String]) -> Vec<Option<usize>> {
 }
 
 /// The predictions as CSV (text, label, probability to 4 places), in the documents' order; cells
-/// a spreadsheet would run as a formula are neutralised (`crate::export`).
+/// a spreadsheet would run as a formula are neutralised (`crate::llm::export`).
 pub fn predictions_csv(texts: &[String], preds: &[Prediction], labels: &[String]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let _ = w.write_record(["text", "label", "probability"]);
     for (t, p) in texts.iter().zip(preds) {
         let label = labels.get(p.class).map(String::as_str).unwrap_or_default();
-        let _ = crate::export::write_record(&mut w, [t.as_str(), label, &format!("{:.4}", p.probability)]);
+        let _ = crate::llm::export::write_record(&mut w, [t.as_str(), label, &format!("{:.4}", p.probability)]);
     }
     String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
 }

@@ -3,6 +3,8 @@
 //! (ledger, summaries, models, audit files). They import nothing from the crate, so a module
 //! of any layer can use them without an import that points up the layers.
 
+mod hex;
 mod param;
 
+pub(crate) use hex::{hex, unhex32};
 pub use param::ParamError;

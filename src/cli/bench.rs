@@ -13,7 +13,7 @@ use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{self as kde, SummaryDoc, SummaryParams, KeyphraseSampler};
 use crate::sample::{self, Candidates};
-use crate::public_vocab::{Matcher, TermId};
+use crate::input::public_vocab::{Matcher, TermId};
 
 #[derive(Subcommand)]
 pub enum Bench {
@@ -198,7 +198,7 @@ pub fn run(which: Bench) -> Result<(), CliError> {
                 println!("  batch {batch:>2}: {:>6.1} terms/s ({:.2} s)", texts.len() as f64 / secs, secs);
             }
             // The path runs take (`embed::embed_terms`): term batches, each term at its home row.
-            let ids: Vec<crate::public_vocab::TermId> = (0..texts.len() as crate::public_vocab::TermId).collect();
+            let ids: Vec<crate::input::public_vocab::TermId> = (0..texts.len() as crate::input::public_vocab::TermId).collect();
             let t = Instant::now();
             crate::embed::embed_terms(&vocab, &ids, model.as_mut(), &mut |_, _| {})?;
             let secs = t.elapsed().as_secs_f64();
@@ -255,7 +255,7 @@ fn bench_kde(
         })
         .collect();
     let kdocs: Vec<SummaryDoc<'_>> = doc_terms.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
-    let classes = crate::classes::ClassSet::unlabelled();
+    let classes = crate::input::classes::ClassSet::unlabelled();
     let cand_ids: Vec<TermId> = (0..n_cands as TermId).collect();
     let cands = Candidates::new(&cand_ids, &emb).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
     println!(

@@ -16,7 +16,7 @@ use std::io::BufReader;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::corpus::{self, doc_hash, Fields, Ingest};
+use crate::input::corpus::{self, doc_hash, Fields, Ingest};
 use crate::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
 
 use super::args::corpus::CorpusArgs;

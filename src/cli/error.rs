@@ -1,10 +1,10 @@
 //! The CLI's error type: every error a command can end with, in plain words, and its exit
 //! code. A leaf, so that every command's module imports it without importing `super`.
 
-use crate::corpus::CorpusError;
+use crate::input::corpus::CorpusError;
 use crate::dp::DpError;
 use crate::ledger::LedgerError;
-use crate::public_vocab::VocabError;
+use crate::input::public_vocab::VocabError;
 
 use super::generate::error::GenerateError;
 

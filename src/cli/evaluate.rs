@@ -26,13 +26,13 @@ use super::args::inputs::PipelineInputs;
 use super::error::CliError;
 
 use super::io::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_private_json};
-use crate::corpus::{self, Fields, Format, Ingest};
+use crate::input::corpus::{self, Fields, Format, Ingest};
 use crate::dp::candidates::CandidateRule;
 use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
 use crate::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task};
 use crate::sample::SequenceOut;
-use crate::public_vocab::Matcher;
+use crate::input::public_vocab::Matcher;
 
 /// Sequences per class for the sampler arms unless `--per-class` says otherwise: enough
 /// training examples for the classifier, cheap enough to sample (see the README).
@@ -412,7 +412,7 @@ fn embed_texts(model: &mut dyn crate::embed::Embed, texts: &[String], what: &str
 
 /// Records the evaluation in the ledger as a non-DP check on `mc` (keyed with the ledger's local
 /// secret, as a run's corpus is), under the ledger's lock.
-fn record_check(ledger: Option<PathBuf>, mut mc: crate::matched::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
+fn record_check(ledger: Option<PathBuf>, mut mc: crate::input::matched::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
     let path = super::ledger_file::ledger_path_of(ledger);
     let mut file = super::ledger_file::LedgerFile::open(&path)?;
     let local = super::local_key::for_ledger(&path, &file.book)?;
@@ -424,7 +424,7 @@ fn record_check(ledger: Option<PathBuf>, mut mc: crate::matched::MatchedCorpus, 
     arms.dedup();
     let mut id = [0u8; 8];
     SecureRng::from_os()?.fill(&mut id);
-    let check = crate::ledger::UtilityCheck { id: crate::corpus::hex(&id), when: super::io::now_utc(), settings_compared: arms.len() };
+    let check = crate::ledger::UtilityCheck { id: crate::base::hex(&id), when: super::io::now_utc(), settings_compared: arms.len() };
     file.book.record_check(&mc.fingerprint, check);
     file.save()?;
     eprintln!("recorded in the privacy ledger {} as a non-DP check on this corpus ({} settings compared; no ε)", path.display(), arms.len());

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::corpus::{Fields, Format};
-use crate::matched::{MatchedCorpus, MatchingSink, Threads};
-use crate::public_vocab::{Bundled, Matcher, PublicVocabulary};
+use crate::input::corpus::{Fields, Format};
+use crate::input::matched::{MatchedCorpus, MatchingSink, Threads};
+use crate::input::public_vocab::{Bundled, Matcher, PublicVocabulary};
 
 use super::args::corpus::CorpusArgs;
 
@@ -229,7 +229,7 @@ fn create_temp(path: &Path, private: bool) -> std::io::Result<(PathBuf, File)> {
     for _ in 0..16 {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(|e| std::io::Error::other(format!("no random name for a temporary file: {e}")))?;
-        let tmp = path.with_file_name(format!("{name}.{}.tmp~", crate::corpus::hex(&random)));
+        let tmp = path.with_file_name(format!("{name}.{}.tmp~", crate::base::hex(&random)));
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]

@@ -1,4 +1,4 @@
-//! The CLI's local secret: `<ledger>.key`, beside the ledger file (`crate::local_key` says what
+//! The CLI's local secret: `<ledger>.key`, beside the ledger file (`crate::ledger::local_key` says what
 //! it keys, and why).
 //!
 //! 32 random bytes from the operating system, written once as hex, readable and writable by
@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use super::kept::open_kept;
 use super::error::CliError;
-use crate::corpus::{hex, unhex32};
-use crate::local_key::LocalKeys;
+use crate::base::{hex, unhex32};
+use crate::ledger::local_key::LocalKeys;
 
 /// `ledger.json` → `ledger.json.key`.
 pub(crate) fn key_path(ledger: &Path) -> PathBuf {

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use crate::corpus::{self, Fields, Format, Ingest};
+use crate::input::corpus::{self, Fields, Format, Ingest};
 use crate::ledger::Run;
 use crate::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
 
@@ -22,7 +22,7 @@ use super::error::CliError;
 use super::io::inputs;
 
 /// What the pass read: for the curator's terminal only (exact counts, not DP), and the corpus
-/// keys (`crate::corpus::CorpusKeys`), to compare with the run's ledger entry.
+/// keys (`crate::input::corpus::CorpusKeys`), to compare with the run's ledger entry.
 pub(crate) struct PassFigures {
     pub(crate) documents: u64,
     pub(crate) fingerprint: String,
@@ -113,8 +113,8 @@ pub(crate) fn tell_corpus_of_run(run_dir: &Path, ledger: Option<&Path>, figures:
             return;
         }
     };
-    // The ledger names corpora by the key its local secret gives (`crate::local_key`).
-    let keyed = super::local_key::load(ledger).ok().flatten().map(|k| crate::local_key::keyed_fingerprint(&k, &figures.fingerprint));
+    // The ledger names corpora by the key its local secret gives (`crate::ledger::local_key`).
+    let keyed = super::local_key::load(ledger).ok().flatten().map(|k| crate::ledger::local_key::keyed_fingerprint(&k, &figures.fingerprint));
     match book.ledgers.values().find(|l| l.runs.iter().any(|r| r.id == run.id)) {
         None => eprintln!(
             "note: run {} is not in the ledger {} (give the ledger the run was recorded in with --ledger): whether \

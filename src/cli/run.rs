@@ -15,14 +15,14 @@ use crate::dp::{DpError, SecureRng};
 use crate::embed::{Embed, TermEmbeddings};
 use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
-use crate::classes::ClassSet;
-use crate::matched::MatchedCorpus;
+use crate::input::classes::ClassSet;
+use crate::input::matched::MatchedCorpus;
 use crate::run::Release;
 use crate::run::report::Checked;
 use crate::sample::signal::ClassSignal;
 use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
 use crate::sample::Sequence;
-use crate::public_vocab::{Matcher, PublicVocabulary, TermId};
+use crate::input::public_vocab::{Matcher, PublicVocabulary, TermId};
 
 use super::args::corpus::{declared_classes, ClassArgs, CorpusArgs};
 
@@ -182,7 +182,7 @@ pub(crate) fn model_name(args: &ModelArgs) -> String {
 
 /// Reads and matches the corpus, keeping what the plan's stages read, its keys keyed with the
 /// secret of the ledger it will be recorded in (`super::local_key`); with a person column,
-/// says what the privacy unit does to it under `classes` (`crate::units`).
+/// says what the privacy unit does to it under `classes` (`crate::input::units`).
 pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize, classes: &ClassSet, ledger: &LedgerArgs) -> Result<MatchedCorpus, CliError> {
     let started = std::time::Instant::now();
     let matcher = Matcher::new(public)?;
@@ -191,7 +191,7 @@ pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep:
     mc.key_with(&super::local_key::for_ledger(&path, &super::ledger_file::read(&path)?)?);
     print_stats(&mc);
     eprintln!("read and matched in {:.1} s", started.elapsed().as_secs_f64());
-    if let Some(u) = crate::units::unit_stats(&mc, classes) {
+    if let Some(u) = crate::input::units::unit_stats(&mc, classes) {
         eprintln!(
             "privacy unit: the person; {} persons (at most {} documents each), {} with documents in several classes: {} document(s) of their other classes are not read",
             u.persons, u.most_documents, u.in_several_classes, u.documents_left_out
@@ -221,8 +221,8 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
     // Validated before reading anything large.
     let plan = RunPlan::new(settings, corpus.labelled(), public.len())?;
     let mc = read_matched(corpus, &public, vp.terms_per_doc, &plan.classes, ledger)?;
-    // The privacy unit, as in every run (`crate::units`).
-    let mc = crate::units::units(&mc, &plan.classes).into_owned();
+    // The privacy unit, as in every run (`crate::input::units`).
+    let mc = crate::input::units::units(&mc, &plan.classes).into_owned();
     let mut host = CliHost::open(ledger, &mc, vp.epsilon, Model::None, None)?;
     let mut rng = SecureRng::from_os()?;
     block_on(async {

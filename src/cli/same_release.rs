@@ -6,15 +6,15 @@
 
 use clap::Parser;
 
-use crate::corpus::{Fields, Format};
+use crate::input::corpus::{Fields, Format};
 use crate::dp::SecureRng;
 use crate::embed::{Embed, EmbedError};
 use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
-use crate::matched::{MatchedCorpus, MatchingSink};
+use crate::input::matched::{MatchedCorpus, MatchingSink};
 use crate::run::report::Checked;
 use crate::run::{self, Host, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
-use crate::public_vocab::{Matcher, PublicVocabulary, TermId};
+use crate::input::public_vocab::{Matcher, PublicVocabulary, TermId};
 
 use super::args::{Cli, Command};
 use super::run::{pipeline_plan, read_matched, run_whole, write_pipeline, Model};

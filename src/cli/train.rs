@@ -27,7 +27,7 @@ use super::error::CliError;
 use super::io::{inputs, load_embedders, peak_rss_kb, write_private};
 use crate::adapt::task::{self, Counts, Documents, TrainedSummary, Which};
 use crate::adapt::{Classifier, CoralOn, Prediction, TrainParams};
-use crate::corpus::{Fields, Format, Ingest};
+use crate::input::corpus::{Fields, Format, Ingest};
 
 #[derive(Args)]
 pub(crate) struct TrainArgs {

@@ -12,7 +12,7 @@ use super::error::CliError;
 use crate::embed::bundle;
 use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
 use crate::embed::Embed;
-use crate::public_vocab::Bundled;
+use crate::input::public_vocab::Bundled;
 
 #[derive(Args)]
 pub struct EmbedVocabArgs {
@@ -53,7 +53,7 @@ pub fn run(args: EmbedVocabArgs) -> Result<(), CliError> {
     })?;
     let secs = t0.elapsed().as_secs_f64();
     eprintln!();
-    let (bytes, worst) = bundle::encode(&crate::corpus::hex(&Sha256::digest(&model)), &vocab, &vectors)?;
+    let (bytes, worst) = bundle::encode(&crate::base::hex(&Sha256::digest(&model)), &vocab, &vectors)?;
     super::io::write_atomic(&args.out, &bytes, false)?;
     println!(
         "{}: {head} of {} terms in {secs:.1} s ({:.0} terms/s, {threads} thread(s)); {:.1} MB; lowest cosine after int8: {worst:.5}",

@@ -50,7 +50,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::vocabulary::PrivateVocabulary;
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 /// τ (module docs, "Rule"): computed where Ṽ is built, which stores it
 /// ([`PrivateVocabulary::clearing_threshold`]); re-exported here, beside the rule that reads it.
@@ -98,7 +98,7 @@ mod tests {
     use super::*;
     use crate::dp::vocabulary::{select_from_documents, SelectedTerm, VocabParams};
     use crate::dp::SecureRng;
-    use crate::public_vocab::PublicVocabulary;
+    use crate::input::public_vocab::PublicVocabulary;
 
     fn params(epsilon: f64, s: usize) -> VocabParams {
         VocabParams { epsilon, top_n: 100, terms_per_doc: s, per_class: true }

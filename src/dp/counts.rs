@@ -5,7 +5,7 @@
 //! class. The proportions are private, so they are released with noise and paid for.
 //!
 //! # The mechanism and its privacy map
-//! c[k] = documents assigned to class k by the public class set ([`crate::classes`]).
+//! c[k] = documents assigned to class k by the public class set ([`crate::input::classes`]).
 //! Neighbouring relation: add or remove one document; it changes one entry by 1 (or none, if
 //! the class set drops it), so the L1 sensitivity is 1. Discrete Laplace noise of scale 1/ε on
 //! every declared class's count (exact sampler, drawn by [`super::laplace`]) is ε-DP. The apportionment of sequences

@@ -2,7 +2,7 @@
 //!
 //! Neighbouring relation (all mechanisms): corpora D and D' are neighbours when D' is D with
 //! ONE document added or removed; its label is assigned to a class by the fixed public class
-//! set (`crate::classes`). The privacy unit is the document.
+//! set (`crate::input::classes`). The privacy unit is the document.
 //!
 //! Each mechanism is a function plus its privacy map: it returns the artefact and a
 //! [`crate::ledger::Spend`] stating the ε it used, and its proof argument sits in a comment

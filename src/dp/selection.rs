@@ -8,7 +8,7 @@
 //! pieces and its privacy map.
 //!
 //! # The mechanism
-//! 1. **A public random split.** Each unit (a document, or a person's unit, `crate::units`)
+//! 1. **A public random split.** Each unit (a document, or a person's unit, `crate::input::units`)
 //!    goes to the test part with probability h, by an independent coin from the CSPRNG
 //!    ([`split`]). The coins do not depend on the data.
 //! 2. **The train side.** On the training units only: Ṽ (ε_voc-DP, drawn once and shared by

@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{EmbedError, TermEmbeddings};
-use crate::public_vocab::{PublicVocabulary, TermId};
+use crate::input::public_vocab::{PublicVocabulary, TermId};
 
 const MAGIC: &[u8; 8] = b"DPKPSV01";
 const QUANTIZATION: &str = "int8, one f32 scale per vector (max |x| / 127)";

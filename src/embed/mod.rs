@@ -12,7 +12,7 @@ pub mod rows;
 
 use std::collections::HashMap;
 
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmbedError {
@@ -113,7 +113,7 @@ pub fn sort_for_batching<'a, T>(model: &dyn Embed, items: &mut [T], text: impl F
 /// batches keep it so. The same rule everywhere also gives a term the same vector in a run and
 /// in a later `dpkps sample` of its release (on the same engine and machine).
 pub fn embed_terms(
-    vocab: &crate::public_vocab::PublicVocabulary,
+    vocab: &crate::input::public_vocab::PublicVocabulary,
     ids: &[TermId],
     model: &mut dyn Embed,
     progress: &mut dyn FnMut(usize, usize),

@@ -56,7 +56,7 @@ fn model_err(e: impl std::fmt::Display) -> EmbedError {
 impl OnnxEmbedder {
     /// Loads and optimises the model (once per page or process).
     pub fn from_bytes(model: &[u8], tokenizer: &[u8]) -> Result<OnnxEmbedder, EmbedError> {
-        let checksum = crate::corpus::hex(&Sha256::digest(model));
+        let checksum = crate::base::hex(&Sha256::digest(model));
         let mut tokenizer = Tokenizer::from_bytes(tokenizer).map_err(|e| EmbedError::Model(format!("tokenizer.json: {e}")))?;
         tokenizer
             .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..Default::default() }))
@@ -115,7 +115,7 @@ impl OnnxEmbedder {
         // dimension probe's output.
         let mut one_row = Sha256::new();
         probe.iter().flatten().for_each(|x| one_row.update(x.to_le_bytes()));
-        let one_row = crate::corpus::hex(&one_row.finalize());
+        let one_row = crate::base::hex(&one_row.finalize());
         e.rows_key = format!("r{}-{}-{}", e.term_width, probed.as_deref().unwrap_or("unprobed"), &one_row[..12]);
         Ok(e)
     }
@@ -157,7 +157,7 @@ impl OnnxEmbedder {
                 }
             }
         }
-        Ok(Some(crate::corpus::hex(&fingerprint.finalize())[..12].to_string()))
+        Ok(Some(crate::base::hex(&fingerprint.finalize())[..12].to_string()))
     }
 
     /// What the rows of this model's term batches are and where they were probed (`r8-…-…`:

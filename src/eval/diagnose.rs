@@ -11,13 +11,13 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::{EvalError, Evaluation, RunResult};
-use crate::classes::{ClassSet, OtherLabels};
+use crate::input::classes::{ClassSet, OtherLabels};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{SummaryDoc, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
-use crate::linalg::{gemm, MatRef};
+use crate::math::linalg::{gemm, MatRef};
 use crate::sample::{sample_iterative, weights, Candidates};
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 /// One step of one sampler, averaged over every sampled prefix of every class and round.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

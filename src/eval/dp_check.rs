@@ -12,7 +12,7 @@
 //! - an arm with nothing to train on (every class noise-dominated) predicts nothing right, and
 //!   an empty test part is scored like any other: nothing is refused because of the data.
 //!
-//! The units are the run's (`crate::units`): with a person column, one per person.
+//! The units are the run's (`crate::input::units`): with a person column, one per person.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +20,7 @@ use super::evaluation::{Doc, Evaluation, Round};
 use super::params::{EvalParams, Task};
 use super::split::Split;
 use super::{EvalError, Progress};
-use crate::classes::ClassSet;
+use crate::input::classes::ClassSet;
 use crate::dp::candidates::kde_candidates;
 use crate::dp::selection::{self, NoisyScores};
 use crate::dp::summary::{KeyphraseSampler, SummaryParams};
@@ -29,8 +29,8 @@ use crate::base::ParamError;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::ledger::{Run, Spend};
-use crate::matched::MatchedCorpus;
-use crate::public_vocab::{PublicVocabulary, TermId};
+use crate::input::matched::MatchedCorpus;
+use crate::input::public_vocab::{PublicVocabulary, TermId};
 
 /// The share of units held out for testing, by default.
 pub const DEFAULT_HOLDOUT: f64 = 0.2;
@@ -181,7 +181,7 @@ impl DpCheck {
     }
 
     /// Checks the parameters (public inputs only), draws the coins and Ṽ from the training
-    /// units. `units`: the corpus as the mechanisms read it (`crate::units::units`).
+    /// units. `units`: the corpus as the mechanisms read it (`crate::input::units::units`).
     pub fn prepare(
         units: &MatchedCorpus,
         classes: &ClassSet,

@@ -9,15 +9,15 @@ use super::params::{EvalParams, Task, REST};
 use super::report::{aggregate, ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
 use super::split::{self, Split};
 use super::{metrics, EvalError};
-use crate::classes::{ClassSet, OtherLabels};
+use crate::input::classes::{ClassSet, OtherLabels};
 use crate::dp::candidates::kde_candidates;
 use crate::dp::vocabulary::{round_robin, select_from_documents};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{SummaryDoc, SummaryError, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
-use crate::matched::MatchedCorpus;
+use crate::input::matched::MatchedCorpus;
 use crate::sample::Candidates;
-use crate::public_vocab::{PublicVocabulary, TermId};
+use crate::input::public_vocab::{PublicVocabulary, TermId};
 
 /// A document of the task: its class and first matched terms.
 pub(super) struct Doc {
@@ -309,7 +309,7 @@ impl Evaluation {
             crate::sample::sample_with_signals(&set, &cands, &sizes, rng)?
         };
         let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
-        let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::classes::class_name(&c.label)).collect();
+        let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::input::classes::class_name(&c.label)).collect();
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();
         let keep = |s: &crate::sample::Sequence| self.params.include_noise_classes || !crate::sample::signal::is_noise_dominated(&signals, &s.label);
         let train = seqs

@@ -3,13 +3,13 @@
 
 use super::classifier::SoftmaxParams;
 use super::*;
-use crate::corpus::IngestStats;
+use crate::input::corpus::IngestStats;
 use crate::dp::vocabulary::VocabParams;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::KeyphraseSampler;
-use crate::matched::{MatchedCorpus, MatchedDoc};
-use crate::public_vocab::PublicVocabulary;
+use crate::input::matched::{MatchedCorpus, MatchedDoc};
+use crate::input::public_vocab::PublicVocabulary;
 
 const DIM: usize = 8;
 
@@ -314,7 +314,7 @@ fn check_settings(classes: &[&str]) -> crate::run::RunSettings {
 }
 
 fn dp_check(mc: &MatchedCorpus, classes: &[&str], holdout: f64, seed: u64) -> (dp_check::CheckResult, crate::ledger::Spend) {
-    use crate::classes::{ClassSet, OtherLabels};
+    use crate::input::classes::{ClassSet, OtherLabels};
     let settings = check_settings(classes);
     let set = ClassSet::declared(classes, OtherLabels::Drop).unwrap();
     let params = dp_check::CheckParams { samplers: vec![KeyphraseSampler::Histogram, KeyphraseSampler::IterativeLinear], holdout, eps_select: None };

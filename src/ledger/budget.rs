@@ -11,7 +11,7 @@
 //!
 //! What "spent" means for the check ([`LedgerBook::spent_for`]): every run under the account,
 //! on any corpus recorded under it, on this corpus, and on any corpus of ANY account whose
-//! overlap sketch puts it at [`crate::overlap::WARN_OVERLAP`] or more of this one. The last is
+//! overlap sketch puts it at [`crate::ledger::overlap::WARN_OVERLAP`] or more of this one. The last is
 //! conservative: the people in the overlap carry both corpora's ε, so the budget counts it.
 //!
 //! None of this is a mechanism: budgets and sketches are the curator's records, never released.
@@ -132,12 +132,12 @@ impl LedgerBook {
 
     /// The corpora, of any account, whose sketch puts them at WARN_OVERLAP or more of the corpus
     /// with `keys` (itself left out): (account, corpus key, overlap), largest first.
-    pub fn overlapping(&self, keys: &crate::corpus::CorpusKeys) -> Vec<(String, String, f64)> {
+    pub fn overlapping(&self, keys: &crate::input::corpus::CorpusKeys) -> Vec<(String, String, f64)> {
         let mut sketches = Vec::new();
         let mut out: Vec<(String, String, f64)> = Vec::new();
         for a in self.accounts.keys() {
             let found = self.overlaps_cached(a, keys, &mut sketches);
-            out.extend(found.into_iter().filter(|(_, o)| *o >= crate::overlap::WARN_OVERLAP).map(|(fp, o)| (a.clone(), fp, o)));
+            out.extend(found.into_iter().filter(|(_, o)| *o >= crate::ledger::overlap::WARN_OVERLAP).map(|(fp, o)| (a.clone(), fp, o)));
         }
         // One line per corpus (the largest estimate), largest first.
         out.sort_by(|a, b| a.1.cmp(&b.1).then(b.2.total_cmp(&a.2)));

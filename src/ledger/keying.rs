@@ -1,10 +1,10 @@
-//! Keying a ledger with this machine's local secret (`crate::local_key` says why), without ever
+//! Keying a ledger with this machine's local secret (`crate::ledger::local_key` says why), without ever
 //! losing a spend: older books are keyed in place, every corpus key at once (the accounts'
 //! lists of corpora included), the first time they are opened with the secret; a book keyed
 //! with another secret is refused as this machine's ledger, and counted in full when imported.
 
 use super::{LedgerBook, LedgerError};
-use crate::local_key::{keyed_fingerprint, LocalKeys};
+use crate::ledger::local_key::{keyed_fingerprint, LocalKeys};
 
 impl LedgerBook {
     /// Keys a book not keyed yet (an older version's, or a new one) with `local`: every ledger
@@ -44,7 +44,7 @@ impl LedgerBook {
             }
             for c in self.accounts.values_mut().flat_map(|a| a.corpora.iter_mut()) {
                 c.key.clear();
-                c.sketch = crate::overlap::Sketch::default();
+                c.sketch = crate::ledger::overlap::Sketch::default();
             }
             self.key_check = Some(local.check.clone());
         }
@@ -55,8 +55,8 @@ impl LedgerBook {
 #[cfg(test)]
 mod tests {
     use super::super::*;
-    use crate::corpus::CorpusKeys;
-    use crate::local_key::LocalKeys;
+    use crate::input::corpus::CorpusKeys;
+    use crate::ledger::local_key::LocalKeys;
 
     fn run(id: &str, eps: f64, account: Option<&str>) -> Run {
         let mut r = Run::new(id.into(), "t".into());
@@ -66,8 +66,8 @@ mod tests {
     }
 
     fn keys(range: std::ops::Range<u32>) -> CorpusKeys {
-        let doc_hashes: Vec<[u8; 32]> = range.map(|i| crate::corpus::doc_hash(&format!("doc {i}"))).collect();
-        CorpusKeys { fingerprint: crate::corpus::corpus_key(&doc_hashes), legacy: format!("legacy {}", doc_hashes.len()), doc_hashes, ..CorpusKeys::default() }
+        let doc_hashes: Vec<[u8; 32]> = range.map(|i| crate::input::corpus::doc_hash(&format!("doc {i}"))).collect();
+        CorpusKeys { fingerprint: crate::input::corpus::corpus_key(&doc_hashes), legacy: format!("legacy {}", doc_hashes.len()), doc_hashes, ..CorpusKeys::default() }
     }
 
     /// A book of an older version: unkeyed corpus keys, the accounts' lists too, a v1 ledger

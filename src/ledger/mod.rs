@@ -7,7 +7,7 @@
 //! ledgers of every corpus seen on this machine.
 //!
 //! Composition (pure ε-DP, add/remove-one-document neighbours; add/remove one person for a run
-//! whose unit is the person, `Run::person_column`, see `crate::units`):
+//! whose unit is the person, `Run::person_column`, see `crate::input::units`):
 //! - within one stage of one run, spends on DISJOINT partitions of the corpus (one per class:
 //!   each document has exactly one label) compose in parallel: a document is in one partition
 //!   only, so the stage costs the maximum over partitions;
@@ -21,7 +21,7 @@
 //! the corpus key AND the account, and an account's budget caps everything spent under it or on
 //! the corpus ([`LedgerBook::spent_for`], which `budget` explains), so a new extract of the same dataset (another
 //! key) still draws on the same budget. An account keeps a small keyed sketch per corpus to
-//! warn about overlapping corpora (`crate::overlap`, which argues what that reveals).
+//! warn about overlapping corpora (`crate::ledger::overlap`, which argues what that reveals).
 //!
 //! Never losing a spend: [`LedgerBook::merge`] (import) joins runs by id (the longer record of
 //! a run wins; nothing is counted twice); [`LedgerBook::adopt_legacy`] moves a ledger recorded
@@ -34,6 +34,8 @@ use serde::{Deserialize, Serialize};
 mod budget;
 mod check;
 mod keying;
+pub mod local_key;
+pub mod overlap;
 mod stage;
 pub use budget::{in_force, BudgetChange, Holder, Refusal};
 pub use check::MAX_EPSILON;
@@ -104,7 +106,7 @@ pub struct Run {
     /// once; this run's outputs depend on it too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vocabulary_from: Option<String>,
-    /// The corpus's person column when the run's privacy unit was the person (`crate::units`):
+    /// The corpus's person column when the run's privacy unit was the person (`crate::input::units`):
     /// its ε is then per person; without it, per document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person_column: Option<String>,
@@ -187,7 +189,7 @@ pub struct Account {
     /// Every change of `budget`, oldest first (`budget`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budget_changes: Vec<BudgetChange>,
-    /// The corpora recorded under it, each with its overlap sketch (`crate::overlap`).
+    /// The corpora recorded under it, each with its overlap sketch (`crate::ledger::overlap`).
     #[serde(default)]
     pub corpora: Vec<AccountCorpus>,
 }
@@ -195,13 +197,13 @@ pub struct Account {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AccountCorpus {
     pub fingerprint: String,
-    /// Empty: the sketch is keyed with this machine's local secret (`crate::local_key`), never
+    /// Empty: the sketch is keyed with this machine's local secret (`crate::ledger::local_key`), never
     /// stored. Otherwise (ledgers of older versions) the random key it was made with, in hex.
     #[serde(default)]
     pub key: String,
     /// Empty when the ledger was exported without sketches ([`LedgerBook::for_export`]).
     #[serde(default)]
-    pub sketch: crate::overlap::Sketch,
+    pub sketch: crate::ledger::overlap::Sketch,
 }
 
 /// What an import added.
@@ -323,7 +325,7 @@ pub struct LedgerBook {
     #[serde(default)]
     pub accounts: BTreeMap<String, Account>,
     /// The check tag of the local secret that keyed this book's corpus keys
-    /// (`crate::local_key`; None: not keyed yet, an older version's book).
+    /// (`crate::ledger::local_key`; None: not keyed yet, an older version's book).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_check: Option<String>,
 }
@@ -372,7 +374,7 @@ impl LedgerBook {
     /// random key from `new_key` stored beside it, the account's first). A corpus already
     /// recorded there is not sketched again. (The account's budget is set by
     /// [`Self::set_budget`], under its rules.)
-    pub fn note_corpus(&mut self, account: &str, keys: &crate::corpus::CorpusKeys, new_key: impl FnOnce() -> [u8; 32]) {
+    pub fn note_corpus(&mut self, account: &str, keys: &crate::input::corpus::CorpusKeys, new_key: impl FnOnce() -> [u8; 32]) {
         let acc = self.accounts.entry(account.to_string()).or_default();
         // Recorded already (an entry an export left without its sketch is sketched again).
         if acc.corpora.iter().any(|c| c.fingerprint == keys.fingerprint && !c.sketch.values.is_empty()) {
@@ -382,14 +384,14 @@ impl LedgerBook {
         let (key, stored) = match keys.sketch_key {
             Some(k) => (k, String::new()),
             None => {
-                let k = acc.corpora.iter().find_map(|c| crate::corpus::unhex32(&c.key)).unwrap_or_else(new_key);
-                (k, crate::corpus::hex(&k))
+                let k = acc.corpora.iter().find_map(|c| crate::base::unhex32(&c.key)).unwrap_or_else(new_key);
+                (k, crate::base::hex(&k))
             }
         };
         acc.corpora.push(AccountCorpus {
             fingerprint: keys.fingerprint.clone(),
             key: stored,
-            sketch: crate::overlap::Sketch::of(&key, &keys.doc_hashes),
+            sketch: crate::ledger::overlap::Sketch::of(&key, &keys.doc_hashes),
         });
     }
 
@@ -401,7 +403,7 @@ impl LedgerBook {
         if !sketches {
             for c in book.accounts.values_mut().flat_map(|a| a.corpora.iter_mut()) {
                 c.key.clear();
-                c.sketch = crate::overlap::Sketch::default();
+                c.sketch = crate::ledger::overlap::Sketch::default();
             }
         }
         book
@@ -409,19 +411,19 @@ impl LedgerBook {
 
     /// Moves a ledger recorded under `keys`' oldest, order-sensitive key (keyed with the book:
     /// `CorpusKeys::keyed`) to its current key. Returns whether there was one.
-    pub fn adopt_older(&mut self, keys: &crate::corpus::CorpusKeys) -> bool {
+    pub fn adopt_older(&mut self, keys: &crate::input::corpus::CorpusKeys) -> bool {
         self.adopt_legacy(&keys.legacy, &keys.fingerprint)
     }
 
     /// The estimated overlap of `keys`' corpus with each OTHER corpus of the account, largest
-    /// first (`crate::overlap`).
-    pub fn overlaps(&self, account: &str, keys: &crate::corpus::CorpusKeys) -> Vec<(String, f64)> {
+    /// first (`crate::ledger::overlap`).
+    pub fn overlaps(&self, account: &str, keys: &crate::input::corpus::CorpusKeys) -> Vec<(String, f64)> {
         self.overlaps_cached(account, keys, &mut Vec::new())
     }
 
     /// [`Self::overlaps`], with this corpus's sketch under each key computed once in `sketches`
     /// (one pass over its documents per key, however many accounts are compared).
-    pub(super) fn overlaps_cached(&self, account: &str, keys: &crate::corpus::CorpusKeys, sketches: &mut Vec<([u8; 32], crate::overlap::Sketch)>) -> Vec<(String, f64)> {
+    pub(super) fn overlaps_cached(&self, account: &str, keys: &crate::input::corpus::CorpusKeys, sketches: &mut Vec<([u8; 32], crate::ledger::overlap::Sketch)>) -> Vec<(String, f64)> {
         let Some(acc) = self.accounts.get(account) else { return Vec::new() };
         let mut out: Vec<(String, f64)> = acc
             .corpora
@@ -429,11 +431,11 @@ impl LedgerBook {
             .filter(|c| c.fingerprint != keys.fingerprint && !c.sketch.values.is_empty())
             .filter_map(|c| {
                 // The local secret's key, or an older sketch's own.
-                let key = if c.key.is_empty() { keys.sketch_key? } else { crate::corpus::unhex32(&c.key)? };
+                let key = if c.key.is_empty() { keys.sketch_key? } else { crate::base::unhex32(&c.key)? };
                 let mine = match sketches.iter().find(|(k, _)| *k == key) {
                     Some((_, s)) => s.clone(),
                     None => {
-                        let s = crate::overlap::Sketch::of(&key, &keys.doc_hashes);
+                        let s = crate::ledger::overlap::Sketch::of(&key, &keys.doc_hashes);
                         sketches.push((key, s.clone()));
                         s
                     }

@@ -51,7 +51,7 @@ mod basics {
 
 mod accounts {
     use super::super::*;
-    use crate::corpus::{doc_hash, CorpusKeys};
+    use crate::input::corpus::{doc_hash, CorpusKeys};
 
     fn run(id: &str, eps: f64, account: Option<&str>) -> Run {
         let mut r = Run::new(id.into(), "t".into());
@@ -68,7 +68,7 @@ mod accounts {
 
     fn keys(range: std::ops::Range<usize>) -> CorpusKeys {
         let doc_hashes: Vec<[u8; 32]> = range.map(|i| doc_hash(&format!("doc {i}"))).collect();
-        CorpusKeys { fingerprint: crate::corpus::corpus_key(&doc_hashes), legacy: String::new(), doc_hashes, ..CorpusKeys::default() }
+        CorpusKeys { fingerprint: crate::input::corpus::corpus_key(&doc_hashes), legacy: String::new(), doc_hashes, ..CorpusKeys::default() }
     }
 
     #[test]
@@ -170,14 +170,14 @@ mod accounts {
         assert_ne!(second.fingerprint, first.fingerprint);
         let o = book.overlaps("clinic", &second);
         assert_eq!(o.len(), 1);
-        assert!(o[0].1 >= crate::overlap::WARN_OVERLAP && o[0].1 > 0.6, "{o:?}");
+        assert!(o[0].1 >= crate::ledger::overlap::WARN_OVERLAP && o[0].1 > 0.6, "{o:?}");
         // A disjoint corpus, and the corpus itself, raise nothing.
-        assert!(book.overlaps("clinic", &keys(5000..6000))[0].1 < crate::overlap::WARN_OVERLAP);
+        assert!(book.overlaps("clinic", &keys(5000..6000))[0].1 < crate::ledger::overlap::WARN_OVERLAP);
         assert!(book.overlaps("clinic", &first).is_empty());
         assert!(book.overlaps("elsewhere", &second).is_empty());
         // The sketch is all that is stored about the documents: 64 numbers, no count.
         let json = book.to_json();
-        assert!(book.accounts["clinic"].corpora[0].sketch.values.len() == crate::overlap::SKETCH_K);
+        assert!(book.accounts["clinic"].corpora[0].sketch.values.len() == crate::ledger::overlap::SKETCH_K);
         assert!(!json.contains("doc 1"));
     }
 }
@@ -316,7 +316,7 @@ mod budgets {
     #[test]
     fn a_new_account_name_or_none_is_held_to_every_budget_set_on_the_same_documents() {
         let mut book = LedgerBook::default();
-        let x = crate::corpus::CorpusKeys { fingerprint: "X".into(), doc_hashes: vec![[1; 32], [2; 32]], ..Default::default() };
+        let x = crate::input::corpus::CorpusKeys { fingerprint: "X".into(), doc_hashes: vec![[1; 32], [2; 32]], ..Default::default() };
         book.extend_run("X", &run("a", 5.0, Some("clinic")));
         book.note_corpus("clinic", &x, || [3; 32]);
         book.set_budget(Holder::Account("clinic"), 5.0, "t", "a");
@@ -335,7 +335,7 @@ mod budgets {
 
     #[test]
     fn a_corpus_of_any_account_that_overlaps_counts_against_the_budget() {
-        use crate::corpus::CorpusKeys;
+        use crate::input::corpus::CorpusKeys;
         let hashes = |r: std::ops::Range<u32>| -> Vec<[u8; 32]> {
             r.map(|i| {
                 let mut h = [0u8; 32];
@@ -363,16 +363,16 @@ mod budgets {
     }
 }
 
-/// The local secret's keys (`crate::local_key`): sketches keyed with it store no key, compare
+/// The local secret's keys (`crate::ledger::local_key`): sketches keyed with it store no key, compare
 /// only under it, and leave an export unless asked for (older books: `keying`'s tests).
 mod local_keys {
     use super::super::*;
-    use crate::corpus::CorpusKeys;
-    use crate::local_key::LocalKeys;
+    use crate::input::corpus::CorpusKeys;
+    use crate::ledger::local_key::LocalKeys;
 
     fn keys(range: std::ops::Range<u32>, local: &LocalKeys) -> CorpusKeys {
-        let doc_hashes: Vec<[u8; 32]> = range.map(|i| crate::corpus::doc_hash(&format!("doc {i}"))).collect();
-        CorpusKeys { fingerprint: crate::corpus::corpus_key(&doc_hashes), doc_hashes, ..CorpusKeys::default() }.keyed(local)
+        let doc_hashes: Vec<[u8; 32]> = range.map(|i| crate::input::corpus::doc_hash(&format!("doc {i}"))).collect();
+        CorpusKeys { fingerprint: crate::input::corpus::corpus_key(&doc_hashes), doc_hashes, ..CorpusKeys::default() }.keyed(local)
     }
 
     #[test]
@@ -386,7 +386,7 @@ mod local_keys {
         assert!(o.len() == 1 && o[0].1 > 0.6, "{o:?}");
         // Another machine's secret: the same documents compare as nothing.
         let there = LocalKeys::from_secret(&[4; 32]);
-        assert!(book.overlaps("clinic", &keys(100..1100, &there))[0].1 < crate::overlap::WARN_OVERLAP);
+        assert!(book.overlaps("clinic", &keys(100..1100, &there))[0].1 < crate::ledger::overlap::WARN_OVERLAP);
         // An export holds runs, budgets and the account's corpora, but no sketch, unless asked.
         book.extend_run(&first.fingerprint, &Run::new("r".into(), "t".into()));
         book.set_budget(Holder::Account("clinic"), 5.0, "t", "r");
@@ -396,6 +396,6 @@ mod local_keys {
         assert_eq!((plain.ledgers.len(), plain.stored_budget(Holder::Account("clinic"))), (1, Some(5.0)));
         assert!(plain.overlaps("clinic", &keys(100..1100, &here)).is_empty(), "a stripped sketch compares with nothing");
         let full = book.for_export(true);
-        assert_eq!(full.accounts["clinic"].corpora[0].sketch.values.len(), crate::overlap::SKETCH_K);
+        assert_eq!(full.accounts["clinic"].corpora[0].sketch.values.len(), crate::ledger::overlap::SKETCH_K);
     }
 }

@@ -97,7 +97,7 @@ impl Withheld {
 /// names an answer by.
 pub fn answer_key(body: &str) -> String {
     use sha2::{Digest, Sha256};
-    crate::corpus::hex(&Sha256::digest(body.as_bytes()))
+    crate::base::hex(&Sha256::digest(body.as_bytes()))
 }
 
 /// The audit log as downloaded (`lines`: one JSON entry per line) with the answers in
@@ -243,7 +243,7 @@ mod tests {
         use crate::sample::SequenceOut;
         let seqs: Vec<SequenceOut> = (0..3).map(|k| SequenceOut { label: None, keyphrases: vec![format!("k{k}")], noise_dominated: false }).collect();
         let llm = crate::llm::LlmSettings { model: "m".into(), ..Default::default() };
-        let mut job = Job::new("j".into(), "t".into(), llm, crate::prompt::PromptSettings::default(), &seqs, "{}".into());
+        let mut job = Job::new("j".into(), "t".into(), llm, crate::llm::prompt::PromptSettings::default(), &seqs, "{}".into());
         job.outcomes.insert(0, Outcome::Done { text: "the kept text of the first document".into(), attempts: 2 });
         let reply = |content: &str, extra: &str| {
             format!(r#"{{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{{"message":{{"role":"assistant","content":{content:?}{extra}}},"finish_reason":"stop"}}]}}"#)

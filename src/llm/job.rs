@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::prompt::{Message, PromptSettings};
+use crate::llm::prompt::{Message, PromptSettings};
 use crate::sample::SequenceOut;
 
 use super::check::{check_reply, ReplyCheck, ReplyForm};
@@ -128,7 +128,7 @@ impl Job {
 
     /// Total estimated prompt tokens.
     pub fn estimated_tokens(&self) -> usize {
-        self.items.iter().map(|i| crate::prompt::estimate_tokens(&i.messages)).sum()
+        self.items.iter().map(|i| crate::llm::prompt::estimate_tokens(&i.messages)).sum()
     }
 
     fn rows(&self) -> impl Iterator<Item = (&Item, &str)> {
@@ -171,14 +171,14 @@ impl Job {
 
     /// The synthetic corpus as CSV: text, label, keyphrases ("; "-joined), form,
     /// keyphrases_used. Cells that a spreadsheet would run as a formula are neutralised
-    /// ([`crate::export::csv_cell`]).
+    /// ([`crate::llm::export::csv_cell`]).
     pub fn corpus_csv(&self) -> String {
         let mut w = csv::Writer::from_writer(Vec::new());
         let _ = w.write_record(["text", "label", "keyphrases", "form", "keyphrases_used"]);
         for (i, text) in self.rows() {
             let c = self.check(i, text);
             let used = c.used.to_string();
-            let _ = crate::export::write_record(
+            let _ = crate::llm::export::write_record(
                 &mut w,
                 [text, i.label.as_deref().unwrap_or(""), &i.keyphrases.join("; "), c.form.as_str(), &used],
             );

@@ -5,7 +5,7 @@
 //! store: the browser drives it with `fetch` and IndexedDB (`ui/state/generate/send.rs`), the CLI
 //! with an HTTP client and files (`cli/generate/`).
 //!
-//! Privacy: a request body holds the messages of [`crate::prompt`] and the model settings,
+//! Privacy: a request body holds the messages of [`prompt`] and the model settings,
 //! nothing else. Everything it is built from is a DP output or public.
 //!
 //! # Layout
@@ -22,15 +22,19 @@
 //! - `runner.rs`: [`generate`], the sending loop itself (lanes, attempts, backoff, audit,
 //!   saved outcomes) over four small traits that the page and the CLI implement.
 //!
-//! The submodules are private; everything is re-exported here, so `crate::llm::Name` is the
-//! one path for each item.
+//! The submodules above are private; everything is re-exported here, so `crate::llm::Name` is the
+//! one path for each item. Two public modules sit beside them, on the LLM side of a run too:
+//! - `prompt.rs`: the prompts built from the DP sequences (the only text sent).
+//! - `export.rs`: the CSV written for download, safe to open in a spreadsheet.
 
 mod audit;
 mod backoff;
 mod check;
 mod endpoint;
 mod error;
+pub mod export;
 mod job;
+pub mod prompt;
 mod request;
 mod runner;
 mod settings;

@@ -1,10 +1,10 @@
 //! One request and its reply: the URLs called, the JSON body sent, and the text read back.
 //!
-//! Privacy: the body holds the messages of [`crate::prompt`] and the model settings, nothing
+//! Privacy: the body holds the messages of [`crate::llm::prompt`] and the model settings, nothing
 //! else (no key: it travels in the `authorization` header, set by the transport). Reading a
 //! reply is separate from the transport (`fetch` in `ui/io/fetch.rs`) so it is tested natively.
 
-use crate::prompt::Message;
+use crate::llm::prompt::Message;
 
 use super::error::LlmError;
 use super::settings::LlmSettings;

@@ -238,7 +238,7 @@ mod tests {
 
     use super::*;
     use crate::llm::LlmSettings;
-    use crate::prompt::PromptSettings;
+    use crate::llm::prompt::PromptSettings;
     use crate::sample::SequenceOut;
 
     /// Returns `Pending` once (waking itself): the other lanes run meanwhile, as they do while

@@ -44,7 +44,7 @@
 //! the index plus one private document's word ids, plus a little per private document that
 //! does grow with the corpus: a 64-bit hash of each distinct private text (to read a repeated
 //! text once; 10 to 21 bytes each in its hash set), and, where the corpus is read through
-//! `crate::corpus::Ingest` (the page's worker, the CLI), its 32-byte hash of every document for
+//! `crate::input::corpus::Ingest` (the page's worker, the CLI), its 32-byte hash of every document for
 //! the corpus fingerprint (32 to 64 bytes each as the vector grows). About 40 to 85 bytes per
 //! private document in all: 2.5 to 5 MB for 60,000 notes, 40 to 85 MB for a million. No
 //! private text is kept; a private word that no synthetic document has cannot match and is

@@ -1,7 +1,7 @@
 //! Words as the replay check sees them, and the hashing its tables use.
 //!
 //! A word is a maximal run of alphanumeric characters, lower-cased: the words of
-//! [`crate::text::normalize`], so that "Heart-Failure," and "heart failure" are the same two
+//! [`crate::input::text::normalize`], so that "Heart-Failure," and "heart failure" are the same two
 //! words here as in matching. Words are interned by the synthetic corpus only ([`Words`]): a
 //! private word that no synthetic document uses gets [`UNKNOWN`] and can never match, so the
 //! table stays the size of the synthetic corpus whatever the private one holds.
@@ -157,7 +157,7 @@ mod tests {
         // The same words as the matcher's normalisation.
         let text = "  Crohn's Disease;\tHEART\u{0}failure 心不全 ";
         let joined: Vec<String> = words(text).into_iter().map(|(_, _, w)| w).collect();
-        assert_eq!(joined.join(" "), crate::text::normalize(text));
+        assert_eq!(joined.join(" "), crate::input::text::normalize(text));
         assert!(words("").is_empty() && words(" ,;- ").is_empty());
     }
 }

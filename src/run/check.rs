@@ -11,8 +11,8 @@ use crate::dp::summary::{KeyphraseSampler, SummaryParams};
 use crate::eval::dp_check::{ArmSettings, CheckParams, CheckResult, DpCheck};
 use crate::eval::{EvalParams, Task};
 use crate::ledger::Run;
-use crate::matched::MatchedCorpus;
-use crate::public_vocab::{PublicVocabulary, TermId};
+use crate::input::matched::MatchedCorpus;
+use crate::input::public_vocab::{PublicVocabulary, TermId};
 
 /// A finished check: its result (DP) and its ledger entry.
 pub struct CheckOutput {
@@ -20,7 +20,7 @@ pub struct CheckOutput {
     pub run: Run,
 }
 
-/// Runs the DP utility check on `corpus` (its units: `crate::units`) and records its ε; the
+/// Runs the DP utility check on `corpus` (its units: `crate::input::units`) and records its ε; the
 /// result is returned only once recorded. `plan`: the run settings the arms share (their sampler
 /// is ignored), the account and budget.
 pub async fn check<H: Host>(
@@ -31,7 +31,7 @@ pub async fn check<H: Host>(
     host: &mut H,
     rng: &mut SecureRng,
 ) -> Result<CheckOutput, H::Error> {
-    let units = crate::units::units(corpus, &plan.classes);
+    let units = crate::input::units::units(corpus, &plan.classes);
     let corpus: &MatchedCorpus = &units;
     let planned = params.epsilon(&plan.settings);
     // Refused from public inputs before anything is recorded: such a refusal costs nothing.

@@ -3,11 +3,11 @@
 //! before anything private is read or any ε spent. One plan for the CLI and the page: the
 //! planned ε, the budget rule and which terms need vectors are stated here once.
 
-use crate::classes::ClassSet;
+use crate::input::classes::ClassSet;
 use crate::dp::vocabulary::VocabParams;
 use crate::dp::summary::{SummaryDoc, SummaryParams};
 use crate::ledger::{Holder, LedgerBook, LedgerError};
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 use super::{RunError, RunSettings};
 

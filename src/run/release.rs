@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::dp::counts::apportion;
 use crate::dp::summary::DpSummary;
 use crate::dp::vocabulary::PrivateVocabulary;
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 /// Everything needed to generate (more) keyphrase sequences: DP outputs only. Saving and
 /// reloading it lets a curator sample again later at no further privacy cost.

@@ -3,11 +3,11 @@
 //! It holds parameters, the ε ledger and checksums: nothing computed from the private corpus
 //! except DP outputs' sizes that the curator chose (N, sequences per class). Exact document
 //! counts are deliberately left out: they are not differentially private. The classes are the
-//! curator's declared, public set (`crate::classes`), never the labels read from the data.
+//! curator's declared, public set (`crate::input::classes`), never the labels read from the data.
 
 use serde::{Deserialize, Serialize};
 
-use crate::classes::class_name;
+use crate::input::classes::class_name;
 use crate::ledger::{BudgetChange, Ledger, Run, Spend};
 use super::mechanisms::mechanisms;
 use super::RunSettings;
@@ -26,7 +26,7 @@ pub struct PrivacyReport {
     pub generated: String,
     pub method: String,
     pub neighbouring_relation: String,
-    /// "document", or "person (column …)" when the corpus had a person column (`crate::units`).
+    /// "document", or "person (column …)" when the corpus had a person column (`crate::input::units`).
     #[serde(default)]
     pub privacy_unit: String,
     pub guarantee: String,
@@ -110,7 +110,7 @@ impl PrivacyReport {
         ledger: &Ledger,
         vocabulary: Checked,
         model: Checked,
-        classes: &crate::classes::ClassSet,
+        classes: &crate::input::classes::ClassSet,
         sequences: usize,
         signals: &[ClassSignal],
     ) -> PrivacyReport {
@@ -429,11 +429,11 @@ mod tests {
         run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 5.0, params: serde_json::Value::Null, scope: Scope::Partition { label: "<b>".into() } });
         let mut ledger = Ledger::new("fp".into());
         ledger.runs.push(run.clone());
-        let report = |ledger: &Ledger, classes: &crate::classes::ClassSet| {
+        let report = |ledger: &Ledger, classes: &crate::input::classes::ClassSet| {
             let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
             PrivacyReport::new("now".into(), &RunSettings::default(), &run, ledger, v, m, classes, 100, &[])
         };
-        let r = report(&ledger, &crate::classes::ClassSet::declared(&["<b>"], crate::classes::OtherLabels::Drop).unwrap());
+        let r = report(&ledger, &crate::input::classes::ClassSet::declared(&["<b>"], crate::input::classes::OtherLabels::Drop).unwrap());
         assert_eq!(r.epsilon_run, 6.0);
         let html = r.to_html();
         assert!(html.contains("ε = 6.0000") && html.contains("one document"), "{html}");
@@ -442,7 +442,7 @@ mod tests {
         assert!(html.contains("non_dp_checks_on_this_corpus: 0"), "{html}");
         // Utility checks on the corpus are stated, with how many settings they compared.
         ledger.utility_checks.push(crate::ledger::UtilityCheck { id: "u".into(), when: "t".into(), settings_compared: 7 });
-        let r = report(&ledger, &crate::classes::ClassSet::unlabelled());
+        let r = report(&ledger, &crate::input::classes::ClassSet::unlabelled());
         assert_eq!((r.non_dp_checks_on_this_corpus, r.non_dp_settings_compared), (1, 7));
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"non_dp_checks_on_this_corpus\":1") && r.non_dp_checks.contains("comparing 7"), "{json}");
@@ -452,7 +452,7 @@ mod tests {
     fn the_report_says_which_classes_were_ticked_from_the_corpus() {
         let run = Run::new("r".into(), "t".into());
         let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
-        let classes = crate::classes::ClassSet::declared(&["cardio", "pulmo"], crate::classes::OtherLabels::Drop).unwrap();
+        let classes = crate::input::classes::ClassSet::declared(&["cardio", "pulmo"], crate::input::classes::OtherLabels::Drop).unwrap();
         let typed = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v.clone(), m.clone(), &classes, 10, &[]);
         assert!(typed.classes_ticked_from_observed.is_empty() && typed.to_html().contains("none: every declared class was typed"));
         let settings = RunSettings { classes: vec!["cardio".into(), "pulmo".into()], classes_ticked: vec!["pulmo".into()], ..RunSettings::default() };
@@ -469,7 +469,7 @@ mod tests {
         run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 4.0, params: serde_json::Value::Null, scope: Scope::AllDocuments });
         run.spends.push(Spend { stage: "class counts".into(), mechanism: "m".into(), epsilon: 0.1, params: serde_json::Value::Null, scope: Scope::AllDocuments });
         let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
-        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
+        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::input::classes::ClassSet::unlabelled(), 10, &[]);
         assert!((r.epsilon_run - 4.1).abs() < 1e-12, "this run spent ε_kde + ε_counts: {}", r.epsilon_run);
         assert!(r.guarantee.contains("(6.1000)-differentially private"), "{}", r.guarantee);
         assert!(r.guarantee.contains("released by the earlier run r1") && r.guarantee.contains("this run itself spent ε = 4.1000"), "{}", r.guarantee);
@@ -478,7 +478,7 @@ mod tests {
         // Without reuse the guarantee is the run's own ε.
         run.vocabulary_from = None;
         let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
-        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
+        let r = PrivacyReport::new("now".into(), &settings, &run, &Ledger::new("fp".into()), v, m, &crate::input::classes::ClassSet::unlabelled(), 10, &[]);
         assert!(r.guarantee.contains("(4.1000)-differentially private") && !r.guarantee.contains("earlier run"), "{}", r.guarantee);
         assert!((r.epsilon_outputs - 4.1).abs() < 1e-12 && r.vocabulary_from.is_none());
         assert!(r.to_html().contains("This run: ε = 4.1000 (per document: a patient with k documents is protected at k·ε)."));
@@ -488,7 +488,7 @@ mod tests {
     fn the_replay_check_is_added_with_its_counts_and_said_to_be_not_dp() {
         let run = Run::new("r".into(), "t".into());
         let (v, m) = (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
-        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
+        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::input::classes::ClassSet::unlabelled(), 10, &[]);
         let json = serde_json::to_string(&r).unwrap();
         // A run's report says nothing of a check (none was run before generation).
         assert!(!json.contains("replay_check") && !r.to_html().contains("Replay check"));
@@ -507,13 +507,13 @@ mod tests {
         let mut run = Run::new("r".into(), "t".into());
         let checked = || (Checked { name: "medical".into(), sha256: "a".repeat(64) }, Checked { name: "model".into(), sha256: "b".repeat(64) });
         let (v, m) = checked();
-        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
+        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::input::classes::ClassSet::unlabelled(), 10, &[]);
         assert_eq!(r.privacy_unit, "document");
         assert!(r.neighbouring_relation.contains("one document (and its label)") && r.neighbouring_relation.contains("k·ε"));
         assert!(r.to_html().contains("(per document: a patient with k documents is protected at k·ε)."));
         run.person_column = Some("patient_id".into());
         let (v, m) = checked();
-        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::classes::ClassSet::unlabelled(), 10, &[]);
+        let r = PrivacyReport::new("now".into(), &RunSettings::default(), &run, &Ledger::new("fp".into()), v, m, &crate::input::classes::ClassSet::unlabelled(), 10, &[]);
         assert_eq!(r.privacy_unit, "person (column “patient_id”)");
         assert!(r.neighbouring_relation.contains("one person's documents") && !r.neighbouring_relation.contains("k·ε"), "{}", r.neighbouring_relation);
         assert!(r.to_html().contains("(per person)."));

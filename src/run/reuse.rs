@@ -6,11 +6,11 @@
 
 use std::rc::Rc;
 
-use crate::classes::ClassSet;
+use crate::input::classes::ClassSet;
 use crate::dp::vocabulary::{PrivateVocabulary, VocabParams};
 use crate::ledger::LedgerBook;
-use crate::matched::MatchedCorpus;
-use crate::public_vocab::PublicVocabulary;
+use crate::input::matched::MatchedCorpus;
+use crate::input::public_vocab::PublicVocabulary;
 
 /// Everything that shapes a DP vocabulary release: the corpus (its fingerprint), the public list
 /// (its checksum), ε_voc, N, S and the per-class choice, the public class set, and the budget
@@ -24,7 +24,7 @@ pub struct VocabKey {
     params: VocabParams,
     classes: ClassSet,
     account: Option<String>,
-    /// The privacy unit (`crate::units`): a Ṽ drawn per document is not reused by a run per
+    /// The privacy unit (`crate::input::units`): a Ṽ drawn per document is not reused by a run per
     /// person (its guarantee per person would be k·ε_voc), nor the other way.
     person_column: Option<String>,
 }
@@ -81,7 +81,7 @@ pub fn paid(book: &LedgerBook, key: &VocabKey, run_id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::OtherLabels;
+    use crate::input::classes::OtherLabels;
     use crate::ledger::{Run, Scope, Spend};
 
     fn key(eps: f64, account: Option<&str>) -> VocabKey {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::classes::{ClassSet, OtherLabels};
+use crate::input::classes::{ClassSet, OtherLabels};
 use crate::dp::vocabulary::VocabParams;
 use crate::dp::summary::{SummaryParams, KeyphraseSampler};
 
@@ -26,7 +26,7 @@ pub struct RunSettings {
     pub sampler: KeyphraseSampler,
     /// h: kernel bandwidth of the DP-KDEs.
     pub bandwidth: f64,
-    /// The public class set (`crate::classes`): the label values the curator declared.
+    /// The public class set (`crate::input::classes`): the label values the curator declared.
     /// Required when the corpus has a label column; ignored without one.
     #[serde(default)]
     pub classes: Vec<String>,

@@ -11,11 +11,11 @@ use crate::embed::TermEmbeddings;
 use crate::dp::summary::{DpSummary, SummaryDoc, SummaryInputs, SummaryParams};
 use crate::ledger::{Ledger, LedgerBook, Run, Spend};
 use super::Release;
-use crate::matched::MatchedCorpus;
+use crate::input::matched::MatchedCorpus;
 use crate::sample::SequenceOut;
 use crate::sample::signal::{count_sequences, is_noise_dominated, ClassSignal};
 use crate::sample::{Candidates, Sequence};
-use crate::public_vocab::{PublicVocabulary, TermId};
+use crate::input::public_vocab::{PublicVocabulary, TermId};
 
 use super::report::{Checked, PrivacyReport};
 use super::reuse::VocabKey;
@@ -125,7 +125,7 @@ impl Recorder {
         rng.fill(&mut id);
         let mut sketch_key = [0u8; 32];
         rng.fill(&mut sketch_key);
-        let mut run = Run::new(crate::corpus::hex(&id), host.now());
+        let mut run = Run::new(crate::base::hex(&id), host.now());
         run.account = plan.account.clone();
         run.person_column = corpus.persons.as_ref().map(|p| p.column.clone());
         let book = host.ledger().await?;
@@ -360,9 +360,9 @@ impl Sampled {
 /// The whole run: Ṽ → vectors → DP summaries and class counts → sequences → report.
 pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut H, rng: &mut SecureRng) -> Result<RunOutput, H::Error> {
     let RunInputs { corpus, vocab, vocabulary: source } = inputs;
-    // The privacy unit (`crate::units`): with a person column, one unit per person, which every
+    // The privacy unit (`crate::input::units`): with a person column, one unit per person, which every
     // stage below reads as a document; else the corpus itself.
-    let units = crate::units::units(corpus, &plan.classes);
+    let units = crate::input::units::units(corpus, &plan.classes);
     let corpus: &MatchedCorpus = &units;
     let draws = source.draws();
     let mut rec = Recorder::start(plan, corpus, plan.planned_epsilon(draws), host, rng).await?;

@@ -3,12 +3,12 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::classes::ClassSet;
+use crate::input::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::sample::{sample_sized, Candidates};
 use crate::dp::summary::{build, build_from_sums, exact_sums, SummaryDoc, SummaryParams, KeyphraseSampler};
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 fn hash(s: &str) -> String {
     Sha256::digest(s.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect()
@@ -23,7 +23,7 @@ fn golden() -> Vec<(String, String)> {
         emb.insert(i as TermId, v).unwrap();
     }
     let terms: Vec<Vec<TermId>> = (0..60u32).map(|k| (0..(1 + k % 6)).map(|j| (k * 7 + j * 3) % 40).collect()).collect();
-    let classes = ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
+    let classes = ClassSet::declared(&["a", "b", "c"], crate::input::classes::OtherLabels::Drop).unwrap();
     let docs: Vec<SummaryDoc<'_>> = terms.iter().enumerate().map(|(k, t)| SummaryDoc { class: k % 3, terms: t }).collect();
     let cands_ids: Vec<TermId> = (0..40).step_by(2).collect();
     let cands = Candidates::new(&cands_ids, &emb).unwrap();

@@ -22,7 +22,7 @@ use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::hist::{HistKind, DOC_WEIGHT};
 use crate::dp::summary::{DpSummary, SummaryError};
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 /// The noise threshold τ in grid units for ε and rows of `row_len` entries (module docs).
 pub fn threshold(epsilon: f64, row_len: usize) -> f64 {

@@ -41,11 +41,11 @@
 use super::{draw_distinct, draw_one, Candidates, Sequence};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::linalg::{gemm, MatRef};
+use crate::math::linalg::{gemm, MatRef};
 use crate::dp::summary::kde::Features;
 use crate::dp::summary::{DpSummary, SummaryError, KeyphraseSampler};
-use crate::trig::{cos_fast, sin_fast};
-use crate::public_vocab::TermId;
+use crate::math::trig::{cos_fast, sin_fast};
+use crate::input::public_vocab::TermId;
 
 /// Null candidates: random unit vectors, data-independent (a fixed seed), scored beside Ṽ.
 /// Almost no training keyphrase is near a random direction of the embedding space, so their
@@ -385,7 +385,7 @@ pub fn batched_scores(set: &DpSummary, features: &Features, cands: &Candidates, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::ClassSet;
+    use crate::input::classes::ClassSet;
     use crate::sample::tests::{abc, class_docs, clustered};
     use crate::dp::summary::{build, build_with, SummaryDoc, SummaryParams, Noise};
 

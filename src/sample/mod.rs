@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::linalg::MatRef;
+use crate::math::linalg::MatRef;
 use crate::dp::summary::{DpSummary, Member, SummaryError};
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 pub mod hist;
 pub mod kde;
@@ -175,7 +175,7 @@ fn check_inputs(set: &DpSummary, cands: &Candidates, counts: &[usize]) -> Result
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::classes::ClassSet;
+    use crate::input::classes::ClassSet;
     use crate::dp::summary::kde::tests::unit_vectors;
     use crate::dp::summary::{build, KeyphraseSampler, SummaryDoc, SummaryParams};
 
@@ -209,7 +209,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn abc() -> ClassSet {
-        ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap()
+        ClassSet::declared(&["a", "b", "c"], crate::input::classes::OtherLabels::Drop).unwrap()
     }
 
     pub(crate) fn class_docs<'a>(docs: &'a [Vec<TermId>], labels: &[&str]) -> Vec<SummaryDoc<'a>> {

@@ -121,14 +121,14 @@ pub fn signal_rows(r: &RunResult) -> Vec<(String, String, String, String, bool)>
                 0 => c.sequences.to_string(),
                 k => format!("{} ({k} shorter than L)", c.sequences),
             };
-            (crate::classes::class_name(&c.label), format!("{:.1}", c.signal), c.supported_terms.to_string(), seqs, c.noise_dominated)
+            (crate::input::classes::class_name(&c.label), format!("{:.1}", c.signal), c.supported_terms.to_string(), seqs, c.noise_dominated)
         })
         .collect()
 }
 
 /// The noise-dominated classes: (how many, the prompts they would add, their names), if any.
 pub fn noise_classes(r: &RunResult) -> Option<(usize, usize, String)> {
-    let flagged: Vec<String> = r.signals.iter().filter(|c| c.noise_dominated).map(|c| crate::classes::class_name(&c.label)).collect();
+    let flagged: Vec<String> = r.signals.iter().filter(|c| c.noise_dominated).map(|c| crate::input::classes::class_name(&c.label)).collect();
     let prompts = r.sequences.iter().filter(|s| s.noise_dominated).count();
     (!flagged.is_empty()).then(|| (flagged.len(), prompts, flagged.join(", ")))
 }
@@ -259,7 +259,7 @@ pub fn account_status(s: &AccountStatus) -> String {
 /// The warning when the corpus overlaps an earlier corpus of the account (None: no overlap
 /// worth saying).
 pub fn overlap_warning(s: &AccountStatus) -> Option<String> {
-    let own = s.overlaps.first().copied().filter(|&o| o >= crate::overlap::WARN_OVERLAP).map(|worst| {
+    let own = s.overlaps.first().copied().filter(|&o| o >= crate::ledger::overlap::WARN_OVERLAP).map(|worst| {
         format!(
             "This corpus overlaps an earlier corpus of the account “{}” by about {:.0}% of documents. It is not a fresh \
              dataset: its ε adds to the account's total, and the budget covers both.",
@@ -311,7 +311,7 @@ pub fn all_prompts(job: &Job) -> String {
 }
 
 /// What leaves this browser, in two parts (the view shows them in a row): exactly what each
-/// request carries, as `job` builds it (`crate::prompt::PromptSettings::messages`,
+/// request carries, as `job` builds it (`crate::llm::prompt::PromptSettings::messages`,
 /// `crate::llm::LlmSettings::body`). The class name and the document type are named only when
 /// the template or the system message uses them; the API key only when there is one.
 pub fn leaves_summary(job: &Job) -> (String, String) {

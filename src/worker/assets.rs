@@ -10,7 +10,7 @@ use wasm_bindgen_futures::JsFuture;
 use super::control::{at, scope, Stop};
 use super::State;
 use crate::protocol::Stage;
-use crate::public_vocab::{Bundled, PublicVocabulary};
+use crate::input::public_vocab::{Bundled, PublicVocabulary};
 
 /// An asset relative to the page (`models/…`, `vocab/…`), or its in-page copy in the single file.
 pub async fn fetch_bytes(path: &str) -> Result<Vec<u8>, String> {

@@ -30,7 +30,7 @@ use wasm_bindgen_futures::spawn_local;
 use crate::embed::rows::TermBatch;
 use crate::embed::Embed;
 use crate::protocol::Event;
-use crate::public_vocab::{Bundled, PublicVocabulary, TermId};
+use crate::input::public_vocab::{Bundled, PublicVocabulary, TermId};
 
 use super::control::{now_ms, post, scope, sleep, BUSY};
 use super::model::{load_bundled_model, ROWS_PER_MESSAGE};

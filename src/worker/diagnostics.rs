@@ -12,7 +12,7 @@ use super::{helpers_for, helpers_ready, sources, State};
 use crate::dp::SecureRng;
 use crate::embed::Embed;
 use crate::protocol::{BenchFigures, Event, Stage};
-use crate::public_vocab::{Bundled, TermId};
+use crate::input::public_vocab::{Bundled, TermId};
 
 /// Embeds the 20 reference terms shipped with the bundled model and compares with
 /// sentence-transformers' vectors (`models/reference_embeddings.json`).

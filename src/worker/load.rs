@@ -13,10 +13,10 @@ use super::assets::bundled_vocab;
 use super::control::{at, progress, Stop};
 use super::store::Store;
 use super::{files, Loaded, State, KEEP};
-use crate::corpus::{Fields, Format};
-use crate::matched::{MatchedCorpus, MatchingSink};
+use crate::input::corpus::{Fields, Format};
+use crate::input::matched::{MatchedCorpus, MatchingSink};
 use crate::protocol::{limits, CorpusSummary, Event, FileInfo, Stage, VocabChoice};
-use crate::public_vocab::{Matcher, PublicVocabulary};
+use crate::input::public_vocab::{Matcher, PublicVocabulary};
 
 /// Bytes of the first file shown in the preview.
 const PREVIEW_BYTES: f64 = 64.0 * 1024.0;
@@ -36,7 +36,7 @@ pub fn inspect(infos: &[FileInfo], files: &[File]) -> Result<Event, Stop> {
     };
     let format = format_of(&info.name)?;
     let (bytes, complete) = files::head(file, PREVIEW_BYTES).map_err(at(Stage::Read))?;
-    let preview = crate::preview::preview(&bytes, &info.name, format, complete).map_err(at(Stage::Read))?;
+    let preview = crate::input::preview::preview(&bytes, &info.name, format, complete).map_err(at(Stage::Read))?;
     Ok(Event::Inspected(preview))
 }
 
@@ -65,7 +65,7 @@ pub async fn load(
     let mut corpus = read_matched(infos, files, &fields, &vocab, Stage::Read)?;
     let (spent_before, earlier_runs) = match Store::open().await {
         Ok(store) => {
-            // The ledger key and sketches, keyed with this browser's secret (`crate::local_key`).
+            // The ledger key and sketches, keyed with this browser's secret (`crate::ledger::local_key`).
             let local = super::local_key::local_keys(&store).await.map_err(at(Stage::Read))?;
             corpus.key_with(&local);
             // An older version's book is keyed whole with it, and a ledger under the oldest,

@@ -45,12 +45,12 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::spawn_local;
 use web_sys::{File, MessageEvent};
 
-use crate::corpus::Fields;
+use crate::input::corpus::Fields;
 use crate::embed::Embed;
-use crate::matched::MatchedCorpus;
+use crate::input::matched::MatchedCorpus;
 use crate::protocol::{Event, LedgerEvent, Request, Stage};
 use crate::run::reuse::KeptVocabulary;
-use crate::public_vocab::{Bundled, PublicVocabulary};
+use crate::input::public_vocab::{Bundled, PublicVocabulary};
 
 use control::{now_ms, post, scope, sleep, Stop, BUSY, CANCEL};
 use diagnostics::{bench, model_check};
@@ -183,7 +183,7 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
     match req {
         Request::Inspect { files: infos } => inspect(&infos, &files),
         Request::Load { files: infos, text_col, label_col, person_col, vocabulary } => {
-            let fields = crate::corpus::Fields {
+            let fields = crate::input::corpus::Fields {
                 text: text_col.filter(|s| !s.is_empty()),
                 label: label_col.filter(|s| !s.is_empty()),
                 person: person_col.filter(|s| !s.is_empty()),

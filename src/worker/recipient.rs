@@ -19,7 +19,7 @@ use super::model::{ensure_model, Model};
 use super::{helpers_for, State};
 use crate::adapt::task::{self, Documents, Outcome, Task};
 use crate::adapt::{Matrix, TrainParams};
-use crate::corpus::{Fields, Ingest};
+use crate::input::corpus::{Fields, Ingest};
 use crate::embed::Embed;
 use crate::protocol::{limits, DocSet, Event, Stage, TrainResult};
 

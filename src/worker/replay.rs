@@ -8,7 +8,7 @@
 //! in the first read: memory is the index of the generated documents plus one slice of a
 //! file, plus the hashes kept per private document (about 40 to 85 bytes each: see
 //! `crate::replay`). The files must be the corpus that was loaded: the same documents (the fingerprint,
-//! `crate::corpus::corpus_key`), read with the same columns; otherwise the check is refused.
+//! `crate::input::corpus::corpus_key`), read with the same columns; otherwise the check is refused.
 //!
 //! Like the first read, this is one synchronous pass per file: Cancel cannot stop it midway
 //! (the page does not offer Cancel for it; it takes about as long as reading the corpus did).
@@ -21,7 +21,7 @@ use super::control::{at, progress, Stop};
 use super::files::BlobReader;
 use super::load::format_of;
 use super::{Loaded, State};
-use crate::corpus::{self, Ingest};
+use crate::input::corpus::{self, Ingest};
 use crate::protocol::{Event, FileInfo, Stage};
 use crate::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
 
@@ -45,7 +45,7 @@ pub fn check(state: &State, infos: &[FileInfo], files: &[File], documents: Vec<S
         corpus::stream(reader, &info.name, format, fields, None, &mut ingest, &mut |doc| index.add_private(doc.text)).map_err(at(stage))?;
         base += file.size();
     }
-    // The loaded corpus's key is keyed (`crate::local_key`); these files' is not yet.
+    // The loaded corpus's key is keyed (`crate::ledger::local_key`); these files' is not yet.
     let loaded_unkeyed = if loaded.keys.unkeyed.is_empty() { &loaded.fingerprint } else { &loaded.keys.unkeyed };
     if &ingest.fingerprint() != loaded_unkeyed {
         return Err(Stop::Failed(

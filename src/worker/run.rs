@@ -13,12 +13,12 @@ use crate::dp::SecureRng;
 use crate::embed::bundle::VectorFile;
 use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::ledger::{LedgerBook, Spend};
-use crate::matched::MatchedCorpus;
+use crate::input::matched::MatchedCorpus;
 use crate::protocol::{Event, RunResult, RunSettings, Stage};
 use crate::run::report::Checked;
 use crate::run::reuse::{KeptVocabulary, VocabKey};
 use crate::run::{execute, Host, RunError, RunInputs, RunPlan, Vectors, Vocabulary};
-use crate::public_vocab::{Bundled, PublicVocabulary, TermId};
+use crate::input::public_vocab::{Bundled, PublicVocabulary, TermId};
 
 use super::control::{at, checkpoint, iso_now, now_ms, post, progress, seconds_since, Stop};
 use super::helpers::kde_share;

@@ -21,7 +21,7 @@ use crate::embed::bundle::VectorFile;
 use crate::embed::onnx::BUNDLED_MODEL;
 use crate::embed::{Embed, TermEmbeddings};
 use crate::protocol::{Event, Stage};
-use crate::public_vocab::{Bundled, PublicVocabulary, TermId};
+use crate::input::public_vocab::{Bundled, PublicVocabulary, TermId};
 
 use super::assets::fetch_bytes;
 use super::control::{at, now_ms, post, progress, seconds_since, Stop};

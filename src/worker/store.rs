@@ -19,7 +19,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::embed::TermEmbeddings;
 use crate::ledger::LedgerBook;
-use crate::public_vocab::{PublicVocabulary, TermId};
+use crate::input::public_vocab::{PublicVocabulary, TermId};
 
 const DB: &str = "dpkps";
 const EMBEDDINGS: &str = "embeddings";

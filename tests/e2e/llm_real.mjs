@@ -56,7 +56,7 @@ function assertClean(text, what) {
 
 const MAX_TOKENS = 160;
 const DOCS = 4;
-// The app's default prompt (src/prompt.rs): chosen from what this model returned
+// The app's default prompt (src/llm/prompt.rs): chosen from what this model returned
 // (docs/generation.md), with the app's reply check (one more request for a reply that is not
 // prose using its keyphrases).
 const t0 = Date.now();

@@ -50,8 +50,8 @@ test('requests: defaults, the app\'s body, and refusals with their field', () =>
   assert.throws(() => readRequest([], 'm'), (e) => e.status === 400);
 });
 
-test('the bench fills prompts as src/prompt.rs does', () => {
-  // The expectations of src/prompt.rs's own tests.
+test('the bench fills prompts as src/llm/prompt.rs does', () => {
+  // The expectations of src/llm/prompt.rs's own tests.
   const m = messages(APP_DEFAULT, ['heart failure', 'edema', 'heart failure'], 'cardio');
   assert.equal(m.length, 2);
   assert.equal(m[0].content, 'You write realistic, fictional clinical notes in flowing prose: full sentences and paragraphs, never lists. Every person and detail is invented.');

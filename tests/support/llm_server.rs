@@ -258,7 +258,7 @@ mod server {
 
         #[test]
         fn reads_every_keyphrase_of_the_apps_prompt_whole() {
-            let p = dpkps::prompt::PromptSettings::default();
+            let p = dpkps::llm::prompt::PromptSettings::default();
             let keyphrases = vec!["Amino Acids, Peptides, and Proteins".to_string(), "Cough".into(), "Rheumatoid Arthritis".into()];
             let messages = p.messages(&keyphrases, Some("cardiology"));
             let doc = write_document(&json!({ "messages": messages }));

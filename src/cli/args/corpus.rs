@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::classes::ClassSet;
-use crate::corpus::Format;
+use crate::input::classes::ClassSet;
+use crate::input::corpus::Format;
 use crate::cli::error::CliError;
 
 #[derive(Args, Clone)]
@@ -33,7 +33,7 @@ pub(crate) struct CorpusArgs {
     pub(crate) person_col: Option<String>,
 }
 
-/// The public class set (`crate::classes`): required with a label column for every command
+/// The public class set (`crate::input::classes`): required with a label column for every command
 /// that releases something, because a class set read from the data would itself leak.
 #[derive(Args, Clone)]
 pub(crate) struct ClassArgs {
@@ -49,7 +49,7 @@ pub(crate) struct ClassArgs {
     #[arg(long, default_value = "drop")]
     pub(crate) other: String,
     /// The name of the extra class with --other class.
-    #[arg(long, default_value = crate::classes::ClassSet::OTHER)]
+    #[arg(long, default_value = crate::input::classes::ClassSet::OTHER)]
     pub(crate) other_name: String,
 }
 
@@ -76,7 +76,7 @@ impl clap::ValueEnum for Format {
 }
 
 /// The declared classes of a releasing command and the name of the class gathering other
-/// labels, if any (module `crate::classes`; the class set itself is built by the run plan).
+/// labels, if any (module `crate::input::classes`; the class set itself is built by the run plan).
 pub(crate) fn declared_classes(corpus: &CorpusArgs, args: &ClassArgs) -> Result<(Vec<String>, Option<String>), CliError> {
     let labelled = corpus.labelled();
     let names = match (&args.classes, &args.classes_file) {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::corpus::Format;
+use crate::input::corpus::Format;
 
 use super::{bench, evaluate, generate, train, vectors};
 

@@ -1,5 +1,5 @@
 //! `dpkps generate`: a run's keyphrase sequences → prompts (the page's prompt code and
-//! defaults, `crate::prompt`) → an OpenAI-compatible endpoint → the synthetic corpus, with the
+//! defaults, `crate::llm::prompt`) → an OpenAI-compatible endpoint → the synthetic corpus, with the
 //! page's job semantics. The sending loop is the page's own (`crate::llm::generate`: lanes,
 //! attempts with backoff, the audit log written before and after each request, each outcome
 //! saved before it counts); this module is its native side: an HTTP client (`http.rs`), files
@@ -24,7 +24,7 @@ use clap::Args;
 
 use crate::dp::DpError;
 use crate::llm::{AuditEntry, AuditPhase, Clock, Control, Halt, Job, JobStore, LlmError, LlmSettings, Outcome, Reply, Transport};
-use crate::prompt::{parse_examples, PromptSettings};
+use crate::llm::prompt::{parse_examples, PromptSettings};
 use crate::sample::SequenceOut;
 use crate::replay::{ReplayCheck, ReplayParams, ReplaySummary};
 use crate::run::report::PrivacyReport;

@@ -6,7 +6,7 @@
 
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 use super::hist::HistKind;
 use super::params::SummaryParams;

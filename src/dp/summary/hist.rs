@@ -22,7 +22,7 @@
 //!
 //! # The mechanism and its privacy map
 //! Neighbouring relation: add or remove one document (labels from the fixed public class set,
-//! [`crate::classes`]). A document belongs to at most one class and changes only that class's
+//! [`crate::input::classes`]). A document belongs to at most one class and changes only that class's
 //! histogram, by a vector of non-negative weights summing to at most 1. In exact integer
 //! arithmetic (G = 2^GRID_BITS grid units, k = the document's number of distinct Ṽ-terms):
 //! `histogram` adds ⌊G/k⌋ to each of k entries, L1 ≤ k·⌊G/k⌋ ≤ G; `markov` adds ⌊(3G/4)/k⌋ to
@@ -41,7 +41,7 @@ use super::family::{by_class, Family, Layout, Member, SummaryDoc, SummaryError, 
 use super::params::SummaryParams;
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 /// Grid units per document: the L1 sensitivity Δ₁ of one class's histogram.
 pub const DOC_WEIGHT: u64 = 1 << GRID_BITS;
@@ -280,7 +280,7 @@ mod tests {
         trials: usize,
         event: impl Fn(&[i64]) -> K,
     ) -> f64 {
-        use crate::classes::ClassSet;
+        use crate::input::classes::ClassSet;
         use crate::dp::summary::build;
         let emb = TermEmbeddings::new(4);
         let cands = [3u32, 4];

@@ -21,12 +21,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::classes::ClassSet;
+use crate::input::classes::ClassSet;
 use crate::dp::{laplace, DpError, SecureRng};
 use crate::embed::TermEmbeddings;
 use crate::ledger::{Scope, Spend};
-use crate::matched::MatchedCorpus;
-use crate::public_vocab::TermId;
+use crate::input::matched::MatchedCorpus;
+use crate::input::public_vocab::TermId;
 
 mod family;
 pub mod hist;
@@ -84,7 +84,7 @@ pub struct DpSummary {
 
 impl DpSummary {
     pub fn features(&self) -> Result<Features, SummaryError> {
-        let seed = crate::corpus::unhex32(&self.feature_seed).ok_or(SummaryError::BadArtefact("feature_seed"))?;
+        let seed = crate::base::unhex32(&self.feature_seed).ok_or(SummaryError::BadArtefact("feature_seed"))?;
         Ok(Features::generate(self.params.features, self.dim, self.params.blocks(), self.params.bandwidth, seed))
     }
 
@@ -267,7 +267,7 @@ fn release(inputs: SummaryInputs<'_>, seed: [u8; 32], mut noise: Noise<'_>, prec
     let set = DpSummary {
         params: *params,
         dim: emb.dim(),
-        feature_seed: crate::corpus::hex(&seed),
+        feature_seed: crate::base::hex(&seed),
         epsilon_per_member: eps_m,
         classes: out,
         candidates: if family.keeps_candidates() { candidates.to_vec() } else { Vec::new() },
@@ -312,7 +312,7 @@ mod tests {
         let a = vec![0, 1, 2];
         let b = vec![3, 4];
         let docs = [SummaryDoc { class: 0, terms: &a }, SummaryDoc { class: 1, terms: &b }];
-        let classes = ClassSet::declared(&["x", "y"], crate::classes::OtherLabels::Drop).unwrap();
+        let classes = ClassSet::declared(&["x", "y"], crate::input::classes::OtherLabels::Drop).unwrap();
         let params = SummaryParams { epsilon: 6.0, sampler: KeyphraseSampler::IterativeLog, len: 3, features: 64, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::seeded_for_tests(1);
         let (set, spends) = build(SummaryInputs::of(&docs, &classes, &emb, &[], &params), &mut rng).unwrap();

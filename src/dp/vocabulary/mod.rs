@@ -1,7 +1,7 @@
 //! The DP vocabulary (DP-KPS, appendix B.1): which public terms the private corpus uses most.
 //!
 //! 1. Each document contributes its first S DISTINCT matched terms (see
-//!    [`crate::public_vocab::Matcher::first_distinct`]).
+//!    [`crate::input::public_vocab::Matcher::first_distinct`]).
 //! 2. Histogram over the WHOLE public vocabulary: h[v] = number of documents that contribute v.
 //! 3. Discrete Laplace noise of scale S/ε_voc on EVERY entry, zero counts included.
 //! 4. Keep the N entries with the largest noisy counts.
@@ -19,7 +19,7 @@
 //!
 //! # Per class (`per_class`)
 //! A global top-N follows the largest classes: a small class's own keyphrases are drowned.
-//! With the curator's public class set ([`crate::classes`]), the same mechanism runs on each
+//! With the curator's public class set ([`crate::input::classes`]), the same mechanism runs on each
 //! class's histogram separately: h_c[v] = documents of class c that contribute v, noise of
 //! scale S/ε_voc on every entry of every declared class's histogram. A document is in at most
 //! one class and changes only that class's histogram, by at most S distinct entries: each
@@ -48,9 +48,9 @@ use super::noise::Ratio;
 use super::{check_epsilon, DpError, SecureRng};
 use crate::base::ParamError;
 use crate::ledger::{Scope, Spend};
-use crate::classes::ClassSet;
-use crate::matched::MatchedCorpus;
-use crate::public_vocab::{PublicVocabulary, TermId};
+use crate::input::classes::ClassSet;
+use crate::input::matched::MatchedCorpus;
+use crate::input::public_vocab::{PublicVocabulary, TermId};
 use noise::NoisyHistogram;
 pub(crate) use round_robin::round_robin;
 use round_robin::summed_round_robin;

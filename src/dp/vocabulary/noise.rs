@@ -20,7 +20,7 @@ use std::collections::HashMap;
 
 use crate::dp::rng::SecureRng;
 use crate::dp::noise::{bernoulli_laplace_at_least, discrete_laplace, geometric, Ratio};
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 /// A histogram's noisy counts h[v] + Z_v (Z_v discrete Laplace of `scale`, every entry, zeros
 /// included), drawn lazily with the same joint distribution (module docs, "Drawing the noise").

@@ -2,7 +2,7 @@
 //! classes' noisy histograms by round robin.
 
 use crate::dp::rng::SecureRng;
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 use super::noise::NoisyHistogram;
 

@@ -4,7 +4,7 @@
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::public_vocab::{Bundled, PublicVocabulary};
+use crate::input::public_vocab::{Bundled, PublicVocabulary};
 
 #[derive(Clone, Copy)]
 pub enum Check {

@@ -50,7 +50,7 @@ pub fn sequences_csv(r: &RunResult) {
     let _ = w.write_record(["label", "keyphrases", "noise_dominated"]);
     for s in &r.sequences {
         let flag = if s.noise_dominated { "yes" } else { "" };
-        let _ = crate::export::write_record(&mut w, [s.label.clone().unwrap_or_default(), s.keyphrases.join("; "), flag.to_string()]);
+        let _ = crate::llm::export::write_record(&mut w, [s.label.clone().unwrap_or_default(), s.keyphrases.join("; "), flag.to_string()]);
     }
     let bytes = w.into_inner().unwrap_or_default();
     save("dpkps-sequences.csv", "text/csv", &String::from_utf8_lossy(&bytes));

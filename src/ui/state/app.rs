@@ -9,10 +9,10 @@ use web_sys::File;
 use crate::protocol::{
     BenchFigures, CorpusSummary, FieldError, FileInfo, Request, RunResult, RunSettings, Stage, VocabChoice,
 };
-use crate::preview::Preview;
+use crate::input::preview::Preview;
 use crate::ui::engine;
 use crate::ui::io::jobstore;
-use crate::public_vocab::Bundled;
+use crate::input::public_vocab::Bundled;
 
 use super::settings::SettingsFields;
 

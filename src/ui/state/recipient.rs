@@ -18,7 +18,7 @@ use leptos::prelude::*;
 use web_sys::File;
 
 use crate::adapt::{EpochLog, TrainParams};
-use crate::preview::Preview;
+use crate::input::preview::Preview;
 use crate::protocol::{DocSet, Event, FileInfo, Request, Stage, TrainResult};
 use crate::ui::engine;
 

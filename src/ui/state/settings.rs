@@ -23,7 +23,7 @@ pub struct SettingsFields {
     /// "Use …" on its result, cleared by any other choice of sampler (`super::check`).
     pub chosen_by_check: RwSignal<Option<String>>,
     pub bandwidth: RwSignal<String>,
-    /// The public class set (`crate::classes`) as typed or ticked: one class name per line.
+    /// The public class set (`crate::input::classes`) as typed or ticked: one class name per line.
     pub classes: RwSignal<String>,
     /// The labels the curator ticked from the corpus's observed labels (the report says which
     /// declared classes came from there).
@@ -57,7 +57,7 @@ impl SettingsFields {
             classes: RwSignal::new(d.classes.join("\n")),
             ticked: RwSignal::new(Vec::new()),
             gather_other: RwSignal::new(d.other_class.is_some()),
-            other_name: RwSignal::new(d.other_class.clone().unwrap_or_else(|| crate::classes::ClassSet::OTHER.to_string())),
+            other_name: RwSignal::new(d.other_class.clone().unwrap_or_else(|| crate::input::classes::ClassSet::OTHER.to_string())),
             vocab_per_class: RwSignal::new(d.vocab_per_class),
             reuse_vocabulary: RwSignal::new(d.reuse_vocabulary),
             proportional: RwSignal::new(d.eps_counts.is_some()),
@@ -73,7 +73,7 @@ impl SettingsFields {
 
     /// The declared class names, in order (blank lines and `#` comments skipped).
     pub fn class_names(&self) -> Vec<String> {
-        crate::classes::ClassSet::parse_names(&self.classes.get(), false)
+        crate::input::classes::ClassSet::parse_names(&self.classes.get(), false)
     }
 
     /// Whether `label` is a declared class (for the observed labels' tick boxes).

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use crate::protocol::FieldError;
 use crate::ui::state::app;
 
-/// The public class set (`crate::classes`): which label values become classes of the outputs.
+/// The public class set (`crate::input::classes`): which label values become classes of the outputs.
 /// Shown only for a corpus read with a label column; without one the run has a single class.
 #[component]
 pub fn ClassesField(errors: Signal<Vec<FieldError>>) -> impl IntoView {

@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::preview::Preview;
+use crate::input::preview::Preview;
 use crate::ui::state::app;
 
 use super::files_of;

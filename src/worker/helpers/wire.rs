@@ -14,7 +14,7 @@ use wasm_bindgen::JsCast;
 
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{SummaryDoc, SummaryParams};
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 /// First element of a helper request carrying model and tokenizer bytes.
 pub const LOAD: &str = "dpkps-helper-load";
@@ -75,7 +75,7 @@ pub fn sums_request(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbedding
     for &t in &ids {
         vectors.extend_from_slice(emb.get(t).ok_or_else(|| format!("no embedding for term {t}"))?);
     }
-    let meta = serde_json::json!({ "params": params, "seed": crate::corpus::hex(&seed), "classes": classes, "dim": emb.dim() });
+    let meta = serde_json::json!({ "params": params, "seed": crate::base::hex(&seed), "classes": classes, "dim": emb.dim() });
     let msg = js_sys::Array::new();
     msg.push(&SUMS.into());
     msg.push(&JsValue::NULL);
@@ -116,7 +116,7 @@ pub fn read_sums_request(arr: &js_sys::Array) -> Result<SumsRequest, String> {
     let u32s = |i: u32| arr.get(i).dyn_into::<js_sys::Uint32Array>().map(|a| a.to_vec()).map_err(|_| "a malformed request".to_string());
     let (terms, lens, cls, ids) = (u32s(3)?, u32s(4)?, u32s(5)?, u32s(6)?);
     let vectors = arr.get(7).dyn_into::<js_sys::Float32Array>().map(|a| a.to_vec()).map_err(|_| "a malformed request".to_string())?;
-    let seed = crate::corpus::unhex32(&meta.seed).ok_or("a malformed seed")?;
+    let seed = crate::base::unhex32(&meta.seed).ok_or("a malformed seed")?;
     if meta.dim == 0 || vectors.len() != ids.len() * meta.dim || lens.len() != cls.len() || lens.iter().map(|&l| l as usize).sum::<usize>() != terms.len() {
         return Err("a malformed request".into());
     }

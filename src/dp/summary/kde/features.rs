@@ -4,7 +4,7 @@
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use crate::linalg::{gemm, MatRef};
+use crate::math::linalg::{gemm, MatRef};
 
 /// The random features: ω (I × blocks·d, row-major) and β.
 pub struct Features {

@@ -78,7 +78,7 @@
 //! information may pass another I.
 //!
 //! # Classes
-//! The classes are the curator's declared, public set ([`crate::classes`]): every declared
+//! The classes are the curator's declared, public set ([`crate::input::classes`]): every declared
 //! class gets its release, with no documents (noise only) if need be, so the release has the
 //! same shape on neighbouring corpora. A corpus in which no document has a keyphrase gives a
 //! noise-only release, not an error (an error would tell the two cases apart).
@@ -96,7 +96,7 @@ use super::family::{by_class, Family, Layout, Member, SummaryDoc, SummaryError, 
 use super::params::SummaryParams;
 use crate::dp::DpError;
 use crate::embed::TermEmbeddings;
-use crate::public_vocab::TermId;
+use crate::input::public_vocab::TermId;
 
 mod ensemble;
 mod features;

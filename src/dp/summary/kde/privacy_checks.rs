@@ -5,7 +5,7 @@
 //! empirical check, on one feature, would not see every path).
 
 use super::*;
-use crate::classes::ClassSet;
+use crate::input::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::dp::summary::{build_from_sums, build_with, exact_sums, DpSummary, Noise};
 use crate::dp::testing::{frequencies, max_log_ratio};
@@ -45,7 +45,7 @@ fn estimated_loss(seed: u64, mut release: impl FnMut(&[SummaryDoc<'_>], &mut Sec
 #[test]
 fn empirical_privacy_loss_of_the_dp_kde_stays_within_epsilon() {
     // Independent: the mean of f64 cosines (`sums::add_quantised`); the iterative samplers
-    // (one member at L = 1): the f32 path (`sums::add_cos_quantised`, `crate::trig`).
+    // (one member at L = 1): the f32 path (`sums::add_cos_quantised`, `crate::math::trig`).
     for (k, sampler) in [KeyphraseSampler::Independent, KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog].into_iter().enumerate() {
         empirical_check(sampler, 10 * k as u64);
     }

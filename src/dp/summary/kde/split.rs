@@ -112,7 +112,7 @@ mod tests {
     use crate::dp::summary::{exact_sums, SummaryDoc, KeyphraseSampler};
     use super::*;
     use crate::embed::TermEmbeddings;
-    use crate::public_vocab::TermId;
+    use crate::input::public_vocab::TermId;
 
     #[test]
     fn parts_cover_every_document_once() {
@@ -196,7 +196,7 @@ mod tests {
     #[test]
     #[cfg(not(target_arch = "wasm32"))]
     fn the_threaded_build_is_the_same_release() {
-        use crate::classes::ClassSet;
+        use crate::input::classes::ClassSet;
         use crate::dp::summary::{build, build_threaded, SummaryInputs, MIN_DOCS_IN_PARTS};
         use std::future::Future;
         use crate::dp::SecureRng;
@@ -209,7 +209,7 @@ mod tests {
         let lists: Vec<Vec<TermId>> = (0..6_543u32).map(|k| (0..(1 + k % 5)).map(|j| (k * 11 + j * 7) % 30).collect()).collect();
         assert!(lists.len() >= MIN_DOCS_IN_PARTS.max(3 * 2_000));
         let docs: Vec<SummaryDoc<'_>> = lists.iter().enumerate().map(|(i, t)| SummaryDoc { class: i % 3, terms: t }).collect();
-        let classes = ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
+        let classes = ClassSet::declared(&["a", "b", "c"], crate::input::classes::OtherLabels::Drop).unwrap();
         let cands: Vec<TermId> = (0..30).collect();
         for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::Independent, KeyphraseSampler::Histogram] {
             let params = SummaryParams { epsilon: 1.0, sampler, len: 4, features: 16, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };

@@ -22,9 +22,9 @@ use super::{Features, C_BOUND, Q_BOUND};
 use crate::dp::summary::family::{SummaryDoc, GRID_BITS};
 use crate::dp::summary::params::SummaryParams;
 use crate::embed::TermEmbeddings;
-use crate::linalg::MatRef;
-use crate::trig::{cos_fast, round_to_i32};
-use crate::public_vocab::TermId;
+use crate::math::linalg::MatRef;
+use crate::math::trig::{cos_fast, round_to_i32};
+use crate::input::public_vocab::TermId;
 
 /// Memory for rows kept across the whole build (the most frequent (block, term) pairs).
 pub const KEPT_BYTES: usize = 32 << 20;
@@ -399,7 +399,7 @@ mod tests {
                 a.iter_mut().flatten().zip(b.iter().flatten()).for_each(|(x, y)| x.iter_mut().zip(y).for_each(|(x, y)| *x += y));
                 assert_eq!(a, all, "{sampler:?}, split at {split}");
             }
-            let classes = crate::classes::ClassSet::declared(&["a", "b", "c"], crate::classes::OtherLabels::Drop).unwrap();
+            let classes = crate::input::classes::ClassSet::declared(&["a", "b", "c"], crate::input::classes::OtherLabels::Drop).unwrap();
             let mut rng = crate::dp::SecureRng::seeded_for_tests(5);
             let (set, spends) = crate::dp::summary::build_from_sums(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &[], &params), [3; 32], all.clone(), &mut rng).unwrap();
             set.check().unwrap();

@@ -1,7 +1,7 @@
 //! The DP-KDE family's tests, and the unit vectors the other summary and sampling tests build on.
 
 use super::*;
-use crate::classes::ClassSet;
+use crate::input::classes::ClassSet;
 use crate::dp::summary::{build_with, SummaryDoc, SummaryParams, Noise};
 
 #[test]

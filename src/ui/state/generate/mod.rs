@@ -13,7 +13,7 @@ use leptos::prelude::*;
 use std::collections::BTreeMap;
 
 use crate::llm::{Job, LlmError, LlmSettings, Outcome, ReplyForm};
-use crate::prompt::{parse_examples, PromptSettings};
+use crate::llm::prompt::{parse_examples, PromptSettings};
 use crate::protocol::RunResult;
 use crate::sample::SequenceOut;
 

@@ -5,7 +5,7 @@
 //! (MeSH 2017 descriptor names), or the user's own list. Because it is public, the DP
 //! vocabulary mechanism can put noise on every one of its entries (see `dp::vocabulary`).
 //!
-//! Matching: a term occurs in a document where its normalised words (see [`crate::text`])
+//! Matching: a term occurs in a document where its normalised words (see [`crate::input::text`])
 //! appear as whole words, contiguously. Among overlapping occurrences the leftmost wins, and
 //! among those starting at the same word the longest ("heart failure" over "heart").
 //! Occurrences are reported in document order. The matcher is an Aho–Corasick automaton
@@ -18,7 +18,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::text::{normalize, normalize_into, push_normalized};
+use crate::input::text::{normalize, normalize_into, push_normalized};
 
 /// Index of a term in its [`PublicVocabulary`].
 pub type TermId = u32;
@@ -62,8 +62,8 @@ impl Bundled {
     /// worker and the UI's asset check cannot disagree about it.
     pub fn stoplist(self) -> &'static str {
         match self {
-            Bundled::English => include_str!("../www/vocab/stoplist_english.txt"),
-            Bundled::Medical => include_str!("../www/vocab/stoplist_medical.txt"),
+            Bundled::English => include_str!("../../www/vocab/stoplist_english.txt"),
+            Bundled::Medical => include_str!("../../www/vocab/stoplist_medical.txt"),
         }
     }
 }
@@ -99,7 +99,7 @@ impl PublicVocabulary {
     /// Parses a list: one term per line; blank lines and lines starting with `#` are ignored;
     /// terms whose normalised form is empty or already present are dropped.
     pub fn parse(name: &str, bytes: &[u8]) -> Result<PublicVocabulary, VocabError> {
-        let checksum = crate::corpus::hex(&Sha256::digest(bytes));
+        let checksum = crate::base::hex(&Sha256::digest(bytes));
         let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
         let text = std::str::from_utf8(bytes).map_err(|e| VocabError::InvalidUtf8 {
             name: name.to_string(),
@@ -144,7 +144,7 @@ impl PublicVocabulary {
         let mut hash = Sha256::new();
         hash.update(bytes);
         hash.update(stop.as_bytes());
-        v.checksum = crate::corpus::hex(&hash.finalize());
+        v.checksum = crate::base::hex(&hash.finalize());
         if v.terms.is_empty() {
             return Err(VocabError::Empty { name: v.name });
         }

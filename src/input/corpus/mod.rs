@@ -17,8 +17,8 @@
 //! none) for the same documents must not either. It keys the privacy ledger, so that
 //! re-running on the same corpus adds to what was spent; the CLI and the app both take it from
 //! here. It is a function of private data and is only ever stored locally, keyed with this
-//! machine's local secret first (`crate::local_key`); it is never part of a released artefact. The per-document hashes stay in memory ([`CorpusKeys`]); the ledger's
-//! overlap check stores only a small keyed sketch of them (`crate::overlap`).
+//! machine's local secret first (`crate::ledger::local_key`); it is never part of a released artefact. The per-document hashes stay in memory ([`CorpusKeys`]); the ledger's
+//! overlap check stores only a small keyed sketch of them (`crate::ledger::overlap`).
 //!
 //! Ledgers written before this key existed are keyed by the older, order-sensitive hash
 //! ([`CorpusKeys::legacy`], SHA-256 over the texts in order); it is still computed so that such
@@ -29,6 +29,8 @@ use std::io::{BufRead, BufReader, Read};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+
+use crate::base::hex;
 
 pub mod limits;
 
@@ -93,7 +95,7 @@ pub struct Fields {
     /// Column or field holding the class label; `None` for an unlabelled corpus.
     pub label: Option<String>,
     /// Column or field holding the person (patient) a document is about: when set, the privacy
-    /// unit is the person, not the document (`crate::matched::MatchedCorpus::units`), and
+    /// unit is the person, not the document (`crate::input::matched::MatchedCorpus::units`), and
     /// every document needs one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<String>,
@@ -171,7 +173,7 @@ pub enum CorpusError {
 
 /// The keys of a corpus: the ledger key and what the overlap check needs. In memory only. The
 /// ledger key is keyed with this machine's local secret before any ledger sees it
-/// (`crate::local_key`, [`CorpusKeys::keyed`]). `Debug` prints neither the documents' hashes
+/// (`crate::ledger::local_key`, [`CorpusKeys::keyed`]). `Debug` prints neither the documents' hashes
 /// nor the sketch key.
 #[derive(Clone, Default)]
 pub struct CorpusKeys {
@@ -183,7 +185,7 @@ pub struct CorpusKeys {
     /// [`doc_hash`] of every document, in reading order. Never stored.
     pub doc_hashes: Vec<[u8; 32]>,
     /// The unkeyed ledger key, once `fingerprint` is keyed with the local secret
-    /// (`crate::local_key`): only to find a ledger an older version recorded under it.
+    /// (`crate::ledger::local_key`): only to find a ledger an older version recorded under it.
     pub unkeyed: String,
     /// The overlap sketches' key derived from the local secret (None: not keyed yet).
     pub sketch_key: Option<[u8; 32]>,
@@ -299,27 +301,6 @@ impl Ingest {
         };
         Ok((self.stats, keys))
     }
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
-}
-
-/// The 32 bytes that [`hex`] wrote (a seed, a key), or `None` for anything else.
-pub(crate) fn unhex32(hex: &str) -> Option<[u8; 32]> {
-    if hex.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-    }
-    Some(out)
 }
 
 /// serde_json's message without its own "at line 1 column N" (each JSONL line is parsed

@@ -12,8 +12,8 @@ use std::sync::mpsc::{channel, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use super::{person_number, MatchedDoc, MatchingSink};
-use crate::corpus::{self, CorpusError, Fields, Format};
-use crate::public_vocab::{MatchScratch, TermId};
+use crate::input::corpus::{self, CorpusError, Fields, Format};
+use crate::input::public_vocab::{MatchScratch, TermId};
 
 /// How matching is spread over threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,7 @@ impl MatchingSink<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::public_vocab::{Matcher, PublicVocabulary};
+    use crate::input::public_vocab::{Matcher, PublicVocabulary};
 
     #[test]
     fn threaded_matching_gives_the_same_matched_corpus_as_in_line() {

@@ -3,13 +3,13 @@
 //! many notes in several classes).
 
 use super::*;
-use crate::classes::OtherLabels;
-use crate::corpus::{Fields, Format, IngestStats};
+use crate::input::classes::OtherLabels;
+use crate::input::corpus::{Fields, Format, IngestStats};
 use crate::dp::summary::{build, KeyphraseSampler, SummaryParams};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::matched::{MatchingSink, Persons};
-use crate::public_vocab::TermId;
+use crate::input::matched::{MatchingSink, Persons};
+use crate::input::public_vocab::TermId;
 
 fn doc(label: &str, person: u32, terms: &[TermId]) -> MatchedDoc {
     MatchedDoc { label: Some(label.into()), person: Some(person), terms: terms.to_vec() }

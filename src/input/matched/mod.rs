@@ -9,9 +9,9 @@ use std::io::Read;
 
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::{self, CorpusError, Fields, Format, Ingest, IngestStats};
-use crate::classes::ClassSet;
-use crate::public_vocab::{MatchScratch, Matcher, TermId};
+use crate::input::corpus::{self, CorpusError, Fields, Format, Ingest, IngestStats};
+use crate::input::classes::ClassSet;
+use crate::input::public_vocab::{MatchScratch, Matcher, TermId};
 
 #[cfg(not(target_arch = "wasm32"))]
 mod threads;
@@ -38,13 +38,13 @@ pub struct MatchedCorpus {
     pub stats: IngestStats,
     pub fingerprint: String,
     /// The legacy key and the per-document hashes (`corpus::CorpusKeys`; memory only).
-    pub keys: crate::corpus::CorpusKeys,
+    pub keys: crate::input::corpus::CorpusKeys,
     /// How many distinct terms were kept per document.
     pub keep: usize,
     /// Documents in which no vocabulary term was found.
     pub docs_without_terms: u64,
     /// The person column, when the corpus has one, and how many persons it names: the privacy
-    /// unit is then the person (`crate::units`).
+    /// unit is then the person (`crate::input::units`).
     pub persons: Option<Persons>,
 }
 
@@ -143,13 +143,6 @@ fn person_number(persons: &mut std::collections::HashMap<String, u32>, name: &st
 }
 
 impl MatchedCorpus {
-    /// Keys the ledger key and the overlap sketches with this machine's local secret
-    /// (`crate::local_key`): done once a corpus is read, before any ledger sees it.
-    pub fn key_with(&mut self, local: &crate::local_key::LocalKeys) {
-        self.keys = std::mem::take(&mut self.keys).keyed(local);
-        self.fingerprint = self.keys.fingerprint.clone();
-    }
-
     /// Documents per class of the public class set (private: only for a DP mechanism).
     pub fn class_counts(&self, classes: &ClassSet) -> Vec<u64> {
         let mut counts = vec![0u64; classes.len()];

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::{CorpusError, Format};
+use crate::input::corpus::{CorpusError, Format};
 
 /// What the curator sees before choosing columns. Stays in the page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,7 +27,7 @@ pub const CELL_CHARS: usize = 160;
 /// Builds the preview of `prefix`, the first bytes of `file`. `complete`: the prefix is the
 /// whole file (then a broken last record is an error, not a cut).
 pub fn preview(prefix: &[u8], file: &str, format: Format, complete: bool) -> Result<Preview, CorpusError> {
-    if let Some(encoding) = crate::corpus::limits::utf16_bom(prefix) {
+    if let Some(encoding) = crate::input::corpus::limits::utf16_bom(prefix) {
         return Err(CorpusError::NotUtf8Encoding { file: file.to_string(), encoding });
     }
     let prefix = prefix.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(prefix);
@@ -117,7 +117,7 @@ fn jsonl(text: &str, file: &str, complete: bool) -> Result<Table, CorpusError> {
                 return Err(CorpusError::BadJson {
                     file: file.to_string(),
                     line: i as u64 + 1,
-                    message: crate::corpus::json_problem(&e),
+                    message: crate::input::corpus::json_problem(&e),
                 })
             }
         };

@@ -252,7 +252,7 @@ fn a_utf16_file_is_named_as_such() {
             assert!(matches!(e, CorpusError::NotUtf8Encoding { .. }), "{format:?}: {e}");
             assert_eq!(e.to_string(), format!("in: the file is {mark}, not UTF-8; save it as UTF-8 and try again"));
         }
-        let e = crate::preview::preview(bytes, "in", Format::Csv, false).unwrap_err();
+        let e = crate::input::preview::preview(bytes, "in", Format::Csv, false).unwrap_err();
         assert!(e.to_string().contains(mark), "the preview too: {e}");
     }
 }

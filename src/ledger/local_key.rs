@@ -3,11 +3,11 @@
 //!
 //! # Why
 //! Unkeyed, the ledger key of a corpus (SHA-256 over its sorted document hashes,
-//! [`crate::corpus::corpus_key`]) lets whoever holds a ledger test a guess of the whole corpus,
+//! [`crate::input::corpus::corpus_key`]) lets whoever holds a ledger test a guess of the whole corpus,
 //! and with all documents but one known (DP's usual adversary) test, or for low-entropy text
 //! recover, the last one. The overlap sketches were keyed, but with a key stored beside them,
 //! so anyone holding the ledger (or its export) could test a candidate document against them
-//! (`crate::overlap`). Both are now keyed with a secret that never leaves its store:
+//! (`crate::ledger::overlap`). Both are now keyed with a secret that never leaves its store:
 //! - the page: a non-extractable WebCrypto HMAC key in this origin's IndexedDB
 //!   (`worker::local_key`): script can sign with it but never read it, and no export holds it;
 //! - the CLI: 32 random bytes in `<ledger>.key`, created readable by its owner only (0600) and
@@ -33,7 +33,9 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::corpus::{hex, CorpusKeys};
+use crate::base::hex;
+use crate::input::corpus::CorpusKeys;
+use crate::input::matched::MatchedCorpus;
 
 /// The label HMAC'd with the secret to key the ledger's corpus keys.
 pub const CORPUS_LABEL: &[u8] = b"dpkps corpus key v3";
@@ -85,7 +87,7 @@ pub fn hmac_sha256(key: &[u8; 32], msg: &[u8]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
-/// The ledger key of a corpus whose unkeyed key ([`crate::corpus::corpus_key`]) is `unkeyed`.
+/// The ledger key of a corpus whose unkeyed key ([`crate::input::corpus::corpus_key`]) is `unkeyed`.
 pub fn keyed_fingerprint(local: &LocalKeys, unkeyed: &str) -> String {
     let mut h = Sha256::new();
     h.update(b"dpkps corpus v3\0");
@@ -115,6 +117,17 @@ impl CorpusKeys {
 
 }
 
+/// Keying a matched corpus (an inherent impl here, beside the keys, so that the matched
+/// corpus does not import the ledger).
+impl MatchedCorpus {
+    /// Keys the ledger key and the overlap sketches with this machine's local secret
+    /// (this module): done once a corpus is read, before any ledger sees it.
+    pub fn key_with(&mut self, local: &LocalKeys) {
+        self.keys = std::mem::take(&mut self.keys).keyed(local);
+        self.fingerprint = self.keys.fingerprint.clone();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,7 +142,7 @@ mod tests {
     #[test]
     fn the_ledger_key_is_keyed_and_the_older_ones_are_kept() {
         let hashes: Vec<[u8; 32]> = (0u8..5).map(|i| [i; 32]).collect();
-        let plain = CorpusKeys { fingerprint: crate::corpus::corpus_key(&hashes), legacy: "old".into(), doc_hashes: hashes, ..CorpusKeys::default() };
+        let plain = CorpusKeys { fingerprint: crate::input::corpus::corpus_key(&hashes), legacy: "old".into(), doc_hashes: hashes, ..CorpusKeys::default() };
         let a = plain.clone().keyed(&LocalKeys::from_secret(&[1; 32]));
         let b = plain.clone().keyed(&LocalKeys::from_secret(&[2; 32]));
         assert_ne!(a.fingerprint, plain.fingerprint);

@@ -6,7 +6,7 @@
 //!
 //! Per corpus recorded under an account, a bottom-k sketch: the [`SKETCH_K`] = 64 smallest
 //! values of `v(d) = first 64 bits of SHA-256("dpkps overlap v1" ‖ K ‖ SHA-256(d))` over its
-//! documents `d`, where `K` is derived from this machine's local secret (`crate::local_key`: a
+//! documents `d`, where `K` is derived from this machine's local secret (`crate::ledger::local_key`: a
 //! non-extractable WebCrypto key in the page, a 0600 key file for the CLI) and is never stored.
 //! Nothing else about the documents is stored, but the sketch carries a count derived from
 //! private data: the number of distinct documents (exact below 64, about ±12% above, from the
@@ -138,7 +138,7 @@ impl Sketch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::corpus::doc_hash;
+    use crate::input::corpus::doc_hash;
 
     fn docs(range: std::ops::Range<usize>) -> Vec<[u8; 32]> {
         range.map(|i| doc_hash(&format!("document number {i}"))).collect()

@@ -54,8 +54,8 @@
 
 use std::borrow::Cow;
 
-use crate::classes::ClassSet;
-use crate::matched::{MatchedCorpus, MatchedDoc};
+use crate::input::classes::ClassSet;
+use crate::input::matched::{MatchedCorpus, MatchedDoc};
 
 /// The corpus as the mechanisms read it: one unit per person when it has a person column,
 /// else itself (the unit is the document). Keys and fingerprint are the corpus's: the ledger
@@ -173,5 +173,4 @@ impl MatchedCorpus {
 }
 
 #[cfg(test)]
-#[path = "units_tests.rs"]
 mod tests;
