@@ -11,7 +11,7 @@ use super::error::CliError;
 use super::io::{load_vocabulary, peak_rss_kb, read_corpus};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::dp::summary::{self as kde, SummaryDoc, SummaryParams, KeyphraseSampler};
+use crate::dp::summary::{self, SummaryDoc, SummaryParams, KeyphraseSampler};
 use crate::sample::{self, Candidates};
 use crate::input::public_vocab::{Matcher, TermId};
 
@@ -267,15 +267,15 @@ fn bench_kde(
         };
         let params = SummaryParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0, smoothing: 0.0 };
         let t0 = Instant::now();
-        let (set, _) = kde::build(kde::SummaryInputs { docs: &kdocs, classes: &classes, emb: &emb, candidates: &cand_ids, params: &params }, &mut rng).map_err(kde_err)?;
+        let (set, _) = summary::build(summary::SummaryInputs { docs: &kdocs, classes: &classes, emb: &emb, candidates: &cand_ids, params: &params }, &mut rng).map_err(summary_err)?;
         let build = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        let seqs = sample::sample(&set, &cands, n_seqs, &mut rng).map_err(kde_err)?;
+        let seqs = sample::sample(&set, &cands, n_seqs, &mut rng).map_err(summary_err)?;
         let gen_s = t1.elapsed().as_secs_f64();
         assert_eq!(seqs.len(), n_seqs);
         // The signal estimate a run adds to its report (`sample::signal`), timed apart.
         let t_sig = Instant::now();
-        std::hint::black_box(crate::sample::signal::class_signals(&set, &cands).map_err(kde_err)?);
+        std::hint::black_box(crate::sample::signal::class_signals(&set, &cands).map_err(summary_err)?);
         let signal_s = t_sig.elapsed().as_secs_f64();
         println!(
             "  {:<17} KDE build {:>6.2} s ({} member(s)) | generate {:>6.2} s = {:>7.2} ms/sequence | signal {:>5.2} s",
@@ -289,9 +289,9 @@ fn bench_kde(
         if naive_seqs > 0 && matches!(sampler, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog) {
             // The paper's per-candidate scorer on the same features, for a few sequences and
             // a subset of candidates; scaled to all N candidates.
-            let f = set.features().map_err(kde_err)?;
+            let f = set.features().map_err(summary_err)?;
             let sub_ids: Vec<TermId> = cand_ids.iter().copied().take(naive_cands).collect();
-            let sub = Candidates::new(&sub_ids, &emb).map_err(kde_err)?;
+            let sub = Candidates::new(&sub_ids, &emb).map_err(summary_err)?;
             let t2 = Instant::now();
             for s in seqs.iter().take(naive_seqs) {
                 for len in 1..=m {
@@ -318,6 +318,6 @@ fn bench_kde(
     Ok(())
 }
 
-fn kde_err(e: kde::SummaryError) -> CliError {
+fn summary_err(e: summary::SummaryError) -> CliError {
     CliError::Input { path: "benchmark".into(), message: e.to_string() }
 }

@@ -20,7 +20,7 @@ pub enum CliError {
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
-    Kde(#[from] crate::dp::summary::SummaryError),
+    Summary(#[from] crate::dp::summary::SummaryError),
     #[error(transparent)]
     Embed(#[from] crate::embed::EmbedError),
     #[error(transparent)]

@@ -144,7 +144,7 @@ impl Host for CliHost {
     async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), CliError> {
         // The DP-KDE sums on every core: the same release (`build_threaded`).
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        crate::dp::summary::build_threaded(inputs, rng, threads).await.map_err(|e| self.fail(Some(Stage::Kde), e.into()))
+        crate::dp::summary::build_threaded(inputs, rng, threads).await.map_err(|e| self.fail(Some(Stage::Summary), e.into()))
     }
 
     fn vocabulary_recorded(&mut self, pv: &Rc<PrivateVocabulary>, _run_id: &str) {
@@ -326,7 +326,7 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
     if rel.format != Release::FORMAT || rel.vocabulary.public_vocabulary_checksum != public.checksum {
         return Err(CliError::Input { path: release.display().to_string(), message: "is not a dpkps release for this public vocabulary".into() });
     }
-    rel.kde.check()?;
+    rel.summary.check()?;
     let mut embedder = load_model(model)?;
     if embedder.checksum() != rel.model_checksum {
         return Err(CliError::Input {
@@ -334,7 +334,7 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
             message: "the release was built with another embedding model; sample with the same model".into(),
         });
     }
-    let p = &rel.kde.params;
+    let p = &rel.summary.params;
     let emb = if p.needs().candidate_vectors {
         crate::embed::embed_terms(&public, &rel.candidate_ids(), embedder.as_mut(), &mut |_, _| {})?
     } else {

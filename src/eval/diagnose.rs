@@ -168,10 +168,10 @@ impl Evaluation {
                 let vocab = &round.exact_vocab;
                 let train: Vec<usize> = round.split.train.iter().copied().filter(|&i| !self.docs[i].terms.is_empty()).collect();
                 let terms = |i: usize| &self.docs[i].terms[..self.docs[i].terms.len().min(p.len)];
-                let kde_docs: Vec<SummaryDoc<'_>> = train.iter().map(|&i| SummaryDoc { class: self.docs[i].class, terms: terms(i) }).collect();
+                let summary_docs: Vec<SummaryDoc<'_>> = train.iter().map(|&i| SummaryDoc { class: self.docs[i].class, terms: terms(i) }).collect();
                 let mut seed = [0u8; 32];
                 rng.fill(&mut seed);
-                let (set, _) = crate::dp::summary::build_with(SummaryInputs { docs: &kde_docs, classes: &classes, emb, candidates: vocab, params: &params }, seed, Noise::Off)?;
+                let (set, _) = crate::dp::summary::build_with(SummaryInputs { docs: &summary_docs, classes: &classes, emb, candidates: vocab, params: &params }, seed, Noise::Off)?;
                 let features = set.features()?;
                 let cands = Candidates::new(vocab, emb)?;
                 let cand_norm: Vec<f64> =

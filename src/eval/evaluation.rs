@@ -264,7 +264,7 @@ impl Evaluation {
         rng: &mut SecureRng,
     ) -> Result<Sampled, EvalError> {
         let take = params.doc_terms_read();
-        let kde_docs: Vec<SummaryDoc<'_>> = round
+        let summary_docs: Vec<SummaryDoc<'_>> = round
             .split
             .train
             .iter()
@@ -276,7 +276,7 @@ impl Evaluation {
         let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
         // The spends are dropped by `run` (nothing built there is released, module docs) and
         // added up by the DP check (`super::dp_check`).
-        let inputs = SummaryInputs { docs: &kde_docs, classes: &classes, emb, candidates: vocab, params };
+        let inputs = SummaryInputs { docs: &summary_docs, classes: &classes, emb, candidates: vocab, params };
         let (set, mut spends) = if noiseless {
             let mut seed = [0u8; 32];
             rng.fill(&mut seed);

@@ -111,7 +111,7 @@ impl ArmSettings for RunSettings {
     }
 
     fn arm_summary(&self) -> SummaryParams {
-        self.kde_params()
+        self.summary_params()
     }
 
     fn eval_params(&self, task: Task, holdout: f64, seeds: Vec<u64>, samplers: Vec<KeyphraseSampler>) -> EvalParams {

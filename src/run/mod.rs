@@ -50,7 +50,10 @@ pub enum Stage {
     Vocabulary,
     Model,
     Embed,
-    Kde,
+    /// The DP summaries of the classes (any family: histograms or DP-KDEs). Its name on the
+    /// wire and in the page (`data-stage`) stays "kde".
+    #[serde(rename = "kde")]
+    Summary,
     Sample,
     Evaluate,
     /// The replay check of generated documents against the loaded corpus (`crate::replay`).
@@ -62,7 +65,7 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const RUN: [Stage; 5] = [Stage::Vocabulary, Stage::Model, Stage::Embed, Stage::Kde, Stage::Sample];
+    pub const RUN: [Stage; 5] = [Stage::Vocabulary, Stage::Model, Stage::Embed, Stage::Summary, Stage::Sample];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -70,7 +73,7 @@ impl Stage {
             Stage::Vocabulary => "DP vocabulary (ε_voc)",
             Stage::Model => "Load the embedding model",
             Stage::Embed => "Embed terms",
-            Stage::Kde => "DP keyphrase summaries (ε_kde)",
+            Stage::Summary => "DP keyphrase summaries (ε_kde)",
             Stage::Sample => "Sample keyphrase sequences",
             // The DP utility check (ε charged) and the non-DP check on a tuning file both train them.
             Stage::Evaluate => "Train and test classifiers per sampler",

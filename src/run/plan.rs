@@ -31,7 +31,7 @@ impl RunPlan {
             return Err(RunError::Settings(p.message));
         }
         let classes = settings.class_set(labelled).map_err(|e| RunError::Settings(e.message))?;
-        settings.kde_params().check_release_size(settings.top_n, classes.len())?;
+        settings.summary_params().check_release_size(settings.top_n, classes.len())?;
         let account = settings.account_name();
         Ok(RunPlan { settings, classes, account })
     }
@@ -41,7 +41,7 @@ impl RunPlan {
     }
 
     pub fn summary_params(&self) -> SummaryParams {
-        self.settings.kde_params()
+        self.settings.summary_params()
     }
 
     /// Terms to keep per document while matching: enough for S and for what the sampler reads.

@@ -14,8 +14,11 @@ use crate::input::public_vocab::TermId;
 pub struct Release {
     pub format: String,
     pub vocabulary: PrivateVocabulary,
-    pub kde: DpSummary,
-    /// Checksum of the embedding model the KDEs were built with (sampling must use the same).
+    /// The DP summaries of the classes (any family). Stored as "kde", the name release files
+    /// have always had, so that every saved release still reads.
+    #[serde(rename = "kde")]
+    pub summary: DpSummary,
+    /// Checksum of the embedding model the summaries were built with (sampling must use the same).
     pub model_checksum: String,
     /// DP class counts (`dp::counts`), in the classes' order: sequences are sampled in
     /// proportion to them. `None`: the same number for every class.
@@ -34,7 +37,7 @@ impl Release {
     /// Sequences per class for `per_class` on average: in proportion to the DP class counts
     /// when the release has them (at least one each), else `per_class` each.
     pub fn sizes(&self, per_class: usize) -> Vec<usize> {
-        let k = self.kde.classes.len();
+        let k = self.summary.classes.len();
         match &self.class_counts {
             Some(c) if c.len() == k => apportion(per_class * k, c, 1),
             _ => vec![per_class; k],

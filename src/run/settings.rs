@@ -139,7 +139,7 @@ impl RunSettings {
         VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class: self.vocab_per_class }
     }
 
-    pub fn kde_params(&self) -> SummaryParams {
+    pub fn summary_params(&self) -> SummaryParams {
         SummaryParams {
             epsilon: self.eps_kde,
             sampler: self.sampler,
@@ -165,7 +165,7 @@ impl RunSettings {
 
     /// Terms kept per document while matching: enough for S and for what the sampler reads.
     pub fn keep(&self) -> usize {
-        self.terms_per_doc.max(self.kde_params().doc_terms_read())
+        self.terms_per_doc.max(self.summary_params().doc_terms_read())
     }
 
     /// Every problem, one per field, in the words the core uses. `vocab_len`: size of the
@@ -185,7 +185,7 @@ impl RunSettings {
             let field = if e.name.starts_with("N ") { "top_n" } else { "terms_per_doc" };
             out.push(FieldError { field, message: e.to_string() });
         }
-        let kp = SummaryParams { epsilon: 1.0, ..self.kde_params() };
+        let kp = SummaryParams { epsilon: 1.0, ..self.summary_params() };
         if let Err(e) = kp.validate() {
             let field = if e.name.starts_with("I ") {
                 "features"
@@ -199,7 +199,7 @@ impl RunSettings {
             out.push(FieldError { field, message: e.to_string() });
         }
         if out.is_empty() {
-            if let Err(e) = self.kde_params().noise_scale() {
+            if let Err(e) = self.summary_params().noise_scale() {
                 out.push(FieldError { field: "eps_kde", message: format!("ε_kde is too small for these I and L: {e}") });
             }
         }

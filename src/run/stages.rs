@@ -47,7 +47,7 @@ pub trait Host {
     /// The DP summaries (ε_kde) of `docs`: [`crate::dp::summary::build`], which a host may share among
     /// helper workers (the exact sums of parts add up to the same integers: the same release).
     async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), Self::Error> {
-        crate::dp::summary::build(inputs, rng).map_err(|e| self.fail(Some(Stage::Kde), e.into()))
+        crate::dp::summary::build(inputs, rng).map_err(|e| self.fail(Some(Stage::Summary), e.into()))
     }
     /// Ṽ was drawn and its ε_voc is on record under run `run_id`: a host may keep it for later
     /// runs (the page does: `reuse`), even if this run fails later.
@@ -261,7 +261,7 @@ pub async fn vocabulary<H: Host>(
 }
 
 /// Stage 3: the DP summaries of every declared class (ε_kde) over `docs` (the class set's
-/// documents as the sampler reads them, [`MatchedCorpus::kde_docs`]) and the DP class counts
+/// documents as the sampler reads them, [`MatchedCorpus::summary_docs`]) and the DP class counts
 /// (ε_counts), both recorded before they are returned, bundled with Ṽ as a [`Release`].
 #[allow(clippy::too_many_arguments)]
 pub async fn summaries<H: Host>(
@@ -274,34 +274,34 @@ pub async fn summaries<H: Host>(
     host: &mut H,
     rng: &mut SecureRng,
 ) -> Result<Release, H::Error> {
-    host.stage_started(Stage::Kde);
+    host.stage_started(Stage::Summary);
     host.checkpoint().await?;
     let params: SummaryParams = plan.summary_params();
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
     let inputs = SummaryInputs { docs, classes: &plan.classes, emb: &vectors.emb, candidates: &released, params: &params };
-    let (kde, spends) = host.summaries(inputs, rng).await?;
+    let (summary, spends) = host.summaries(inputs, rng).await?;
     rec.run.spends.extend(spends);
     // DP class counts: sequences per class in proportion, on record with the summaries.
     let class_counts = match plan.settings.eps_counts {
         Some(eps) => {
             let (noisy, spend) = crate::dp::counts::noisy_class_counts(&corpus.class_counts(&plan.classes), eps, rng)
-                .map_err(|e| host.fail(Some(Stage::Kde), e.into()))?;
+                .map_err(|e| host.fail(Some(Stage::Summary), e.into()))?;
             rec.run.spends.push(spend);
             Some(noisy)
         }
         None => None,
     };
-    rec.commit(plan, corpus, Stage::Kde, host).await?;
-    let mut note = format!("{} class(es), {} sampler", kde.classes.len(), params.sampler.name());
+    rec.commit(plan, corpus, Stage::Summary, host).await?;
+    let mut note = format!("{} class(es), {} sampler", summary.classes.len(), params.sampler.name());
     if let Some(own) = params.sampler.family().note(&params) {
         note = format!("{note}, {own}");
     }
-    host.stage_done(Stage::Kde, note);
+    host.stage_done(Stage::Summary, note);
     host.checkpoint().await?;
     Ok(Release {
         format: Release::FORMAT.into(),
         vocabulary: pv.clone(),
-        kde,
+        summary,
         model_checksum: vectors.model.sha256.clone(),
         class_counts,
     })
@@ -315,9 +315,9 @@ pub async fn summaries<H: Host>(
 /// the noise-dominated classes out of generation unless the curator includes them.
 pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, rng: &mut SecureRng) -> Result<Sampled, RunError> {
     let ids = release.candidate_ids();
-    let p = &release.kde.params;
-    let cands = if p.needs().candidate_vectors { Candidates::new(&ids, emb)? } else { Candidates::without_vectors(&ids, release.kde.dim) };
-    let (sequences, mut signals) = crate::sample::sample_with_signals(&release.kde, &cands, &release.sizes(per_class), rng)?;
+    let p = &release.summary.params;
+    let cands = if p.needs().candidate_vectors { Candidates::new(&ids, emb)? } else { Candidates::without_vectors(&ids, release.summary.dim) };
+    let (sequences, mut signals) = crate::sample::sample_with_signals(&release.summary, &cands, &release.sizes(per_class), rng)?;
     count_sequences(&mut signals, &sequences, p.len);
     Ok(Sampled { sequences, signals })
 }
@@ -375,7 +375,7 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
 
     // Vectors: what the summary mechanism reads of the documents, and Ṽ's if sampling does.
     let released: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
-    let docs = corpus.kde_docs(plan.summary_params().doc_terms_read(), &plan.classes);
+    let docs = corpus.summary_docs(plan.summary_params().doc_terms_read(), &plan.classes);
     let ids = plan.vector_ids(&docs, &released);
     host.stage_started(Stage::Embed);
     let vectors = host.vectors(vocab, &ids, &released).await?;

@@ -81,7 +81,7 @@ struct State {
     helpers: Option<Pool>,
     /// Bare helper workers (no model) sharing the DP-KDE build (`kde_share`), started by the
     /// first run of a DP-KDE sampler and kept.
-    kde_helpers: Option<Pool>,
+    summary_helpers: Option<Pool>,
     vocabs: HashMap<Bundled, Rc<PublicVocabulary>>,
     /// Bundled vectors per bundled list, fetched on first use (public data; see `sources`).
     vectors: HashMap<Bundled, Option<Rc<crate::embed::bundle::VectorFile>>>,
@@ -168,7 +168,7 @@ fn on_message(ev: MessageEvent) {
 /// it through the browser's debugging protocol). Sizes only, nothing else of the corpus.
 fn publish_memory() {
     let helpers: Vec<u64> = STATE
-        .with(|s| s.try_borrow().ok().map(|s| s.helpers.iter().chain(s.kde_helpers.iter()).flat_map(Pool::memory).collect()))
+        .with(|s| s.try_borrow().ok().map(|s| s.helpers.iter().chain(s.summary_helpers.iter()).flat_map(Pool::memory).collect()))
         .unwrap_or_default();
     let figures = js_sys::Object::new();
     let list: js_sys::Array = helpers.iter().map(|&b| JsValue::from_f64(b as f64)).collect();

@@ -35,7 +35,7 @@ struct WorkerHost<'s> {
     helpers: &'s mut Option<Pool>,
     vectors: &'s mut HashMap<Bundled, Option<Rc<VectorFile>>>,
     live: &'s mut Option<LiveCache>,
-    kde_helpers: &'s mut Option<Pool>,
+    summary_helpers: &'s mut Option<Pool>,
     /// Where a Ṽ this run draws is kept, and under which key.
     kept: &'s mut Option<KeptVocabulary>,
     key: VocabKey,
@@ -46,7 +46,7 @@ struct WorkerHost<'s> {
     from_cache: usize,
     fresh: usize,
     /// How the DP-KDE sums were shared, for the stage's note.
-    kde_note: String,
+    summary_note: String,
 }
 
 impl Host for WorkerHost<'_> {
@@ -65,7 +65,7 @@ impl Host for WorkerHost<'_> {
     }
 
     fn stage_done(&mut self, stage: Stage, note: String) {
-        let note = if stage == Stage::Kde { note + &std::mem::take(&mut self.kde_note) } else { note };
+        let note = if stage == Stage::Summary { note + &std::mem::take(&mut self.summary_note) } else { note };
         post(&Event::StageDone { stage, seconds: seconds_since(self.stage_start), note });
     }
 
@@ -100,9 +100,9 @@ impl Host for WorkerHost<'_> {
 
     async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), Stop> {
         let mut shared = kde_share::Shared::default();
-        let out = kde_share::build(inputs, self.kde_helpers.as_mut(), rng, &mut shared).await;
+        let out = kde_share::build(inputs, self.summary_helpers.as_mut(), rng, &mut shared).await;
         if shared.parts > 1 {
-            self.kde_note = format!(" (sums in {} parts, {} by helper workers)", shared.parts, shared.by_helpers);
+            self.summary_note = format!(" (sums in {} parts, {} by helper workers)", shared.parts, shared.by_helpers);
         }
         out
     }
@@ -130,7 +130,7 @@ struct Started<'s> {
 /// settings the plan refuses, more terms kept per document (`keep`) than matching kept
 /// ([`KEEP`]), or no ledger to record in (`nothing`: what was then not done).
 async fn start<'s>(state: &'s mut State, settings: &RunSettings, keep: impl FnOnce(&RunPlan) -> usize, nothing: &str) -> Result<Started<'s>, Stop> {
-    let State { loaded, model, helpers, vectors, live, kde_helpers, released_vocab, .. } = state;
+    let State { loaded, model, helpers, vectors, live, summary_helpers, released_vocab, .. } = state;
     let Some(Loaded { corpus, vocab, labelled, .. }) = loaded.as_ref() else {
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
@@ -146,14 +146,14 @@ async fn start<'s>(state: &'s mut State, settings: &RunSettings, keep: impl FnOn
         helpers,
         vectors,
         live,
-        kde_helpers,
+        summary_helpers,
         kept: released_vocab,
         key,
         clock: now_ms(),
         stage_start: now_ms(),
         from_cache: 0,
         fresh: 0,
-        kde_note: String::new(),
+        summary_note: String::new(),
     };
     Ok(Started { corpus, vocab, plan, host })
 }
@@ -162,8 +162,8 @@ async fn start<'s>(state: &'s mut State, settings: &RunSettings, keep: impl FnOn
 pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     // Started now, so that they are ready by the DP-KDE stage (`kde_share`): the DP-KDE sums,
     // which read the documents' term vectors, are the work worth sharing.
-    if state.kde_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.kde_params().needs().document_term_vectors {
-        state.kde_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
+    if state.summary_helpers.as_ref().is_none_or(|p| p.alive() == 0) && settings.summary_params().needs().document_term_vectors {
+        state.summary_helpers = Pool::start_bare(pool::helpers_for_this_machine()).ok();
     }
     let Started { corpus, vocab, plan, mut host } = start(state, settings, RunPlan::keep, "nothing was run").await?;
     let book = host.store.ledger().await.map_err(|e| Stop::Failed(None, e))?;

@@ -281,7 +281,7 @@ fn release(inputs: SummaryInputs<'_>, seed: [u8; 32], mut noise: Noise<'_>, prec
 impl MatchedCorpus {
     /// The documents as the DP summaries see them: class (by the public class set; dropped
     /// documents are left out) and first `len` terms.
-    pub fn kde_docs(&self, len: usize, classes: &ClassSet) -> Vec<SummaryDoc<'_>> {
+    pub fn summary_docs(&self, len: usize, classes: &ClassSet) -> Vec<SummaryDoc<'_>> {
         self.docs
             .iter()
             .filter_map(|d| {

@@ -73,7 +73,7 @@ fn a_person_of_no_declared_class_keeps_all_their_documents_and_is_dropped_per_cl
     let c = corpus(vec![doc("zz", 0, &[1]), doc("yy", 0, &[2])]);
     let u = units(&c, &abc());
     assert_eq!(u.docs, vec![doc("zz", 0, &[1, 2])]);
-    assert!(u.kde_docs(4, &abc()).is_empty());
+    assert!(u.summary_docs(4, &abc()).is_empty());
     // The corpus-wide vocabulary still counts the unit, once.
     assert_eq!(u.histogram(20, 4).documents(), 1);
 }
@@ -209,12 +209,12 @@ fn person_loss(eps: f64, what: Mechanism, reading: Reading, seed: u64) -> f64 {
             twin.label = Some("b".into());
             u.docs.push(twin);
         }
-        let kde_docs = u.kde_docs(4, &classes);
+        let summary_docs = u.summary_docs(4, &classes);
         let counts = u.class_counts(&classes);
         crate::dp::testing::frequencies(TRIALS, || match what {
             // Term 3's weight in classes a and b, in documents, rounded and clipped.
             Mechanism::Histogram => {
-                let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kde_docs, &classes, &emb, &cands, &params), &mut rng).unwrap();
+                let (set, _) = build(crate::dp::summary::SummaryInputs::of(&summary_docs, &classes, &emb, &cands, &params), &mut rng).unwrap();
                 let w = |c: usize| ((set.classes[c].sums[0][0] as f64 / grid).round() as i64).clamp(-1, 3);
                 (w(0), w(1))
             }

@@ -48,7 +48,7 @@ impl PartRunner for Helpers<'_> {
     type Error = Stop;
 
     fn error(e: SummaryError) -> Stop {
-        at(Stage::Kde)(e)
+        at(Stage::Summary)(e)
     }
 
     fn parts(&mut self, _docs: usize) -> usize {
@@ -69,7 +69,7 @@ impl PartRunner for Helpers<'_> {
             }
         }
         let t0 = now_ms();
-        let here = work.sums(split.ranges()[0].clone()).map_err(at(Stage::Kde))?;
+        let here = work.sums(split.ranges()[0].clone()).map_err(at(Stage::Summary))?;
         split.add(0, here);
         let here_ms = now_ms() - t0;
         let waited = now_ms();
