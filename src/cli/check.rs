@@ -17,7 +17,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<(), CliError> {
     let CheckArgs { inputs, classes, ledger, compare, holdout, eps_select, out } = args;
     let declared = declared_classes(&inputs.corpus, &classes)?;
     let public = super::io::load_vocabulary(&inputs.vocab.vocabulary)?;
-    let settings = run_settings(inputs.dp.params(), &inputs.kde, declared, &ledger)?;
+    let settings = run_settings(inputs.dp.params(), &inputs.summary, declared, &ledger)?;
     let plan = RunPlan::new(settings, inputs.corpus.labelled(), public.len())?;
     let mut params = CheckParams::every_sampler(&plan.settings, plan.classes.len());
     if let Some(list) = compare {

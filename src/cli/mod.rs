@@ -86,8 +86,8 @@ fn run(command: Command) -> Result<(), CliError> {
             eprintln!("wrote the private vocabulary ({} terms) to {}", vocabulary.terms.len(), out.display());
             Ok(())
         }
-        Command::Sequences { corpus, classes, vocab, private_vocab, kde, model, ledger, out, release } => {
-            run::sequences(&corpus, &classes, &vocab, &private_vocab, &kde, &model, &ledger, &out, release.as_deref())
+        Command::Sequences { corpus, classes, vocab, private_vocab, summary, model, ledger, out, release } => {
+            run::sequences(&corpus, &classes, &vocab, &private_vocab, &summary, &model, &ledger, &out, release.as_deref())
         }
         Command::Sample { release, vocab, model, per_class, out } => run::sample(&release, &vocab, &model, per_class, &out),
         Command::Pipeline { inputs, classes, ledger, out_dir } => run::pipeline(&inputs, &classes, &ledger, &out_dir),

@@ -32,7 +32,7 @@ use super::args::ledger::LedgerArgs;
 
 use super::args::model::ModelArgs;
 
-use super::args::summary::KdeArgs;
+use super::args::summary::SummaryArgs;
 
 use super::args::vocab::{VocabArgs, VocabDpArgs};
 use super::io::{load_model, load_vocabulary, now_utc, print_stats, read_corpus, read_json, write_file, write_json, write_private_json};
@@ -239,7 +239,7 @@ pub(crate) fn sequences(
     classes: &ClassArgs,
     vocab: &VocabArgs,
     private_vocab: &Path,
-    kde: &KdeArgs,
+    summary: &SummaryArgs,
     model: &ModelArgs,
     ledger: &LedgerArgs,
     out: &Path,
@@ -253,7 +253,7 @@ pub(crate) fn sequences(
             message: format!("was selected from another public vocabulary than {:?}", public.name),
         });
     }
-    let settings = run_settings(pv.params, kde, declared_classes(corpus, classes)?, ledger)?;
+    let settings = run_settings(pv.params, summary, declared_classes(corpus, classes)?, ledger)?;
     let plan = RunPlan::new(settings, corpus.labelled(), public.len())?;
     let mc = read_matched(corpus, &public, plan.keep(), &plan.classes, ledger)?;
     let mut rng = SecureRng::from_os()?;
@@ -283,7 +283,7 @@ pub(crate) fn pipeline(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &Le
 pub(crate) fn pipeline_plan(inputs: &PipelineInputs, classes: &ClassArgs, ledger: &LedgerArgs) -> Result<(RunPlan, PublicVocabulary), CliError> {
     let declared = declared_classes(&inputs.corpus, classes)?;
     let public = load_vocabulary(&inputs.vocab.vocabulary)?;
-    let settings = run_settings(inputs.dp.params(), &inputs.kde, declared, ledger)?;
+    let settings = run_settings(inputs.dp.params(), &inputs.summary, declared, ledger)?;
     Ok((RunPlan::new(settings, inputs.corpus.labelled(), public.len())?, public))
 }
 

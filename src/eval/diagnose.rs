@@ -162,7 +162,7 @@ impl Evaluation {
         let mut results = Vec::new();
         let classes = ClassSet::declared(&self.classes, OtherLabels::Drop)?;
         for &sampler in p.samplers.iter().filter(|s| matches!(s, KeyphraseSampler::IterativeLinear | KeyphraseSampler::IterativeLog)) {
-            let params = p.kde_params(sampler, true);
+            let params = p.summary_params(sampler, true);
             let mut acc: Vec<Acc> = (0..p.len).map(|_| Acc::default()).collect();
             for round in &self.rounds {
                 let vocab = &round.exact_vocab;

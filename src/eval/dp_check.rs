@@ -235,7 +235,7 @@ impl DpCheck {
         let mut flagged = Vec::with_capacity(self.check.samplers.len());
         for (a, &sampler) in self.check.samplers.iter().enumerate() {
             progress(sampler.name(), a, self.check.samplers.len());
-            let params = p.kde_params(sampler, false);
+            let params = p.summary_params(sampler, false);
             let vocab = super::evaluation::dp_arm_vocab(round, sampler);
             let sampled = ev.sample_arm(round, vocab, &params, false, emb, rng)?;
             self.spends.extend(sampled.spends);

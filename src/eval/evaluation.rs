@@ -178,7 +178,7 @@ impl Evaluation {
                 }
                 let arm = format!("{}-{}", if noiseless { "nodp" } else { "dp" }, sampler.name());
                 let largest = self.rounds.iter().map(|r| arm_vocab(r, sampler, noiseless).len()).max().unwrap_or(0);
-                match p.kde_params(sampler, noiseless).check_release_size(largest, self.classes.len()) {
+                match p.summary_params(sampler, noiseless).check_release_size(largest, self.classes.len()) {
                     Ok(()) => arms.push((arm, sampler, noiseless)),
                     Err(e @ SummaryError::TooLarge { .. }) => refused.push(RefusedArm { arm, reason: e.to_string() }),
                     Err(e) => return Err(e.into()),
@@ -217,7 +217,7 @@ impl Evaluation {
             for (arm, sampler, noiseless) in &arms {
                 let (sampler, noiseless) = (*sampler, *noiseless);
                 progress(&format!("seed {}: {arm}", round.seed), done, total);
-                let params = p.kde_params(sampler, noiseless);
+                let params = p.summary_params(sampler, noiseless);
                 let sampled = self.sample_arm(round, arm_vocab(round, sampler, noiseless), &params, noiseless, kde_emb, rng)?;
                 if sampled.train.is_empty() {
                     // Every class noise-dominated: generation would send nothing, so there is

@@ -118,20 +118,20 @@ impl EvalParams {
         self.vocab.validate(public_len)?;
         // The KDE parameters (ε_kde, L, I, M, bandwidth h) are judged by the pipeline's own check.
         for &sampler in &self.samplers {
-            self.kde_params(sampler, false).validate()?;
+            self.summary_params(sampler, false).validate()?;
         }
         Ok(())
     }
 
     /// Terms per document the matched corpus must have kept.
     pub fn keep(&self) -> usize {
-        let read = self.samplers.iter().map(|&s| self.kde_params(s, false).doc_terms_read()).max().unwrap_or(0);
+        let read = self.samplers.iter().map(|&s| self.summary_params(s, false).doc_terms_read()).max().unwrap_or(0);
         self.len.max(self.kde_terms_per_doc).max(self.vocab.terms_per_doc).max(read)
     }
 
     /// The KDE parameters of one arm: I as given, else the pipeline's data-independent
     /// default (DP arms) or [`NODP_FEATURES`] (noiseless arms).
-    pub(super) fn kde_params(&self, sampler: KeyphraseSampler, noiseless: bool) -> SummaryParams {
+    pub(super) fn summary_params(&self, sampler: KeyphraseSampler, noiseless: bool) -> SummaryParams {
         let features = self.features.unwrap_or(if noiseless { NODP_FEATURES } else { SummaryParams::DEFAULT_FEATURES });
         SummaryParams {
             epsilon: self.eps_kde,

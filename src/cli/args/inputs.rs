@@ -8,7 +8,7 @@ use clap::Args;
 use super::corpus::{ClassArgs, CorpusArgs};
 use super::ledger::LedgerArgs;
 use super::model::ModelArgs;
-use super::summary::{sampler_list, KdeArgs, SamplerList};
+use super::summary::{sampler_list, SummaryArgs, SamplerList};
 use super::vocab::{VocabArgs, VocabDpArgs};
 use crate::cli::error::CliError;
 use crate::dp::vocabulary::VocabParams;
@@ -24,7 +24,7 @@ pub(crate) struct PipelineInputs {
     #[command(flatten)]
     pub(crate) dp: VocabDpArgs,
     #[command(flatten)]
-    pub(crate) kde: KdeArgs,
+    pub(crate) summary: SummaryArgs,
     #[command(flatten)]
     pub(crate) model: ModelArgs,
 }
@@ -33,36 +33,36 @@ pub(crate) struct PipelineInputs {
 /// a given Ṽ was released with), the summary and sampling options, the classes and the ledger's.
 pub(crate) fn run_settings(
     vp: VocabParams,
-    kde: &KdeArgs,
+    summary: &SummaryArgs,
     classes: (Vec<String>, Option<String>),
     ledger: &LedgerArgs,
 ) -> Result<RunSettings, CliError> {
-    let sampler = kde.sampler.one()?;
+    let sampler = summary.sampler.one()?;
     ledger.check_account()?;
     let (classes, other_class) = classes;
     Ok(RunSettings {
         eps_voc: vp.epsilon,
-        eps_kde: kde.eps_kde,
+        eps_kde: summary.eps_kde,
         terms_per_doc: vp.terms_per_doc,
         top_n: vp.top_n,
-        len: kde.len,
-        features: kde.features,
-        per_class: kde.per_class,
+        len: summary.len,
+        features: summary.features,
+        per_class: summary.per_class,
         sampler,
-        bandwidth: kde.bandwidth,
+        bandwidth: summary.bandwidth,
         classes,
         other_class,
         vocab_per_class: vp.per_class,
         reuse_vocabulary: false,
-        smoothing: kde.smoothing,
-        eps_counts: kde.eps_counts.0,
+        smoothing: summary.smoothing,
+        eps_counts: summary.eps_counts.0,
         account: ledger.account.clone(),
         budget: ledger.budget,
         raise_budget: ledger.raise_budget,
         // The CLI's classes are typed (--classes, --classes-file), never ticked from the data.
         classes_ticked: Vec::new(),
-        kde_terms_per_doc: Some(kde.kde_terms_per_doc),
-        chosen_by_check: kde.from_check.clone(),
+        kde_terms_per_doc: Some(summary.kde_terms_per_doc),
+        chosen_by_check: summary.from_check.clone(),
     })
 }
 

@@ -22,7 +22,7 @@ use corpus::{ClassArgs, CorpusArgs};
 use inputs::{CheckArgs, PipelineInputs};
 use ledger::LedgerArgs;
 use model::ModelArgs;
-use summary::KdeArgs;
+use summary::SummaryArgs;
 use vocab::{VocabArgs, VocabDpArgs};
 
 #[derive(Parser)]
@@ -84,7 +84,7 @@ pub(super) enum Command {
         #[arg(long)]
         private_vocab: PathBuf,
         #[command(flatten)]
-        kde: KdeArgs,
+        summary: SummaryArgs,
         #[command(flatten)]
         model: ModelArgs,
         #[command(flatten)]

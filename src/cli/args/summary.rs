@@ -1,4 +1,4 @@
-//! The DP summary's options (`KdeArgs`: ε, the sampler, its parameters) and the value parsers
+//! The DP summary's options (`SummaryArgs`: ε, the sampler, its parameters) and the value parsers
 //! of the sampler lists and of `--eps-counts`.
 
 use clap::Args;
@@ -7,7 +7,7 @@ use crate::cli::error::CliError;
 use crate::dp::summary::KeyphraseSampler;
 
 #[derive(Args, Clone)]
-pub(crate) struct KdeArgs {
+pub(crate) struct SummaryArgs {
     /// ε for the DP-KDEs (each class gets it: classes are disjoint).
     #[arg(long)]
     pub(crate) eps_kde: f64,
