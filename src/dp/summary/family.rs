@@ -43,7 +43,7 @@ pub enum SummaryError {
     TooNew(u32),
 }
 
-/// One document as the KDE sees it: its class (index in the [`ClassSet`]) and its keyphrases
+/// One document as a summary sees it: its class (index in the [`crate::input::classes::ClassSet`]) and its keyphrases
 /// in order. Documents that the class set drops are not passed at all.
 #[derive(Debug, Clone, Copy)]
 pub struct SummaryDoc<'a> {
