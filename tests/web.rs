@@ -87,7 +87,7 @@ fn kde_and_samplers_run_in_the_browser() {
     use dpkps::embed::TermEmbeddings;
     use dpkps::classes::{ClassSet, OtherLabels};
     use dpkps::dp::summary::kde::Features;
-    use dpkps::dp::summary::{build, SummaryDoc, SummaryParams, KeyphraseSampler};
+    use dpkps::dp::summary::{build, KeyphraseSampler, SummaryDoc, SummaryInputs, SummaryParams};
     use dpkps::sample::{batched_scores, naive_scores, sample, Candidates};
     let dim = 16;
     let mut emb = TermEmbeddings::new(dim);
@@ -101,7 +101,7 @@ fn kde_and_samplers_run_in_the_browser() {
     for sampler in KeyphraseSampler::ALL {
         let params = SummaryParams { epsilon: 5.0, sampler, len: 3, features: 128, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let mut rng = SecureRng::from_os().unwrap();
-        let (set, spends) = build(&docs, &classes, &emb, &cands.ids, &params, &mut rng).unwrap();
+        let (set, spends) = build(SummaryInputs { docs: &docs, classes: &classes, emb: &emb, candidates: &cands.ids, params: &params }, &mut rng).unwrap();
         assert_eq!(spends.len(), 2 * params.ensemble().members());
         if sampler.hist_kind().is_some() {
             let seqs = sample(&set, &cands, 4, &mut rng).unwrap();

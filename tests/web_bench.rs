@@ -6,7 +6,7 @@
 use dpkps::dp::SecureRng;
 use dpkps::embed::TermEmbeddings;
 use dpkps::dp::summary::kde::Features;
-use dpkps::dp::summary::{build, SummaryDoc, SummaryParams, KeyphraseSampler};
+use dpkps::dp::summary::{build, KeyphraseSampler, SummaryDoc, SummaryInputs, SummaryParams};
 use dpkps::sample::{sample, Candidates};
 use wasm_bindgen_test::*;
 
@@ -36,7 +36,7 @@ fn bench_kde_generation_wasm() {
     for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::IterativeLog, KeyphraseSampler::Independent] {
         let params = SummaryParams { epsilon: 10.0, sampler, len: m, features, terms_per_doc: m, bandwidth: 1.0, smoothing: 0.0 };
         let t0 = now_ms();
-        let (set, _) = build(&docs, &classes, &emb, &cand_ids, &params, &mut rng).unwrap();
+        let (set, _) = build(SummaryInputs { docs: &docs, classes: &classes, emb: &emb, candidates: &cand_ids, params: &params }, &mut rng).unwrap();
         let t1 = now_ms();
         let seqs = sample(&set, &cands, n_seqs, &mut rng).unwrap();
         let t2 = now_ms();
