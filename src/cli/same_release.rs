@@ -191,6 +191,10 @@ fn the_cli_and_the_page_release_the_same_bytes() {
         assert!(cli_release == page_release, "{sampler}: the releases differ");
         assert_eq!(cli_seqs, page_seqs, "{sampler}: the sequences differ");
         assert_eq!(cli_seqs.lines().count(), 60, "{sampler}: 20 per class on average");
+        // The summaries are stored under "kde", the name every saved release has: renaming the
+        // field in the code must not rename it in the file.
+        let stored: serde_json::Value = serde_json::from_str(&page_release).expect("the release is JSON");
+        assert!(stored.get("kde").is_some() && stored.get("summary").is_none(), "{sampler}: the summaries' stored name");
         // Another seed gives another release: the comparison is not vacuous.
         let (other, _) = page_path(&json, 8);
         assert!(other != page_release, "{sampler}: the seed must matter");
