@@ -533,3 +533,6 @@ pub fn trained_line(r: &crate::protocol::TrainResult) -> String {
 pub fn fixed3(x: f64) -> String {
     format!("{x:.3}")
 }
+
+#[cfg(test)]
+mod tests;
