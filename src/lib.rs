@@ -38,9 +38,10 @@ pub mod cli;
 #[cfg(target_arch = "wasm32")]
 pub mod inpage;
 
-/// The app's UI thread (Leptos). Built with `ui` and without `embed`, so that the UI never
-/// carries the model and the worker never carries the UI.
-#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
+/// The app's UI thread (Leptos). Its Leptos shell is built for wasm32 with the `ui` feature
+/// and without `embed` only, so that the UI never carries the model and the worker never
+/// carries the UI; its plain parts (`ui::text`, `ui::chart`, `ui::form`: sentences, the loss
+/// curve, the settings form's parsing) compile on every target and are tested natively.
 pub mod ui;
 
 /// The app's Web Worker: every long or private computation runs there.

@@ -43,3 +43,36 @@ pub fn loss_chart(curve: &[(String, EpochLog)]) -> LossChart {
         .collect();
     LossChart { lines, y_max, epochs }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(epoch: usize, class_loss: f64) -> EpochLog {
+        EpochLog { epoch, class_loss, coral_loss: 0.0 }
+    }
+
+    #[test]
+    fn each_model_gets_one_line_on_shared_axes() {
+        let curve = vec![
+            ("coral".to_string(), log(1, 2.0)),
+            ("plain".to_string(), log(1, 1.0)),
+            ("coral".to_string(), log(2, 1.0)),
+            ("plain".to_string(), log(2, f64::NAN)),
+            ("coral".to_string(), log(3, 0.0)),
+        ];
+        let c = loss_chart(&curve);
+        assert_eq!((c.y_max, c.epochs), (2.0, 3));
+        assert_eq!(c.lines[0], ("coral".to_string(), "M0.0,0.0 L240.0,80.0 L480.0,160.0".to_string()));
+        // A loss that is not a number is left out of its line.
+        assert_eq!(c.lines[1], ("plain".to_string(), "M0.0,80.0".to_string()));
+    }
+
+    #[test]
+    fn an_empty_or_one_epoch_curve_draws_without_dividing_by_zero() {
+        let empty = loss_chart(&[]);
+        assert!(empty.lines.is_empty() && empty.epochs == 0 && empty.y_max > 0.0);
+        let one = loss_chart(&[("plain".to_string(), log(1, 0.0))]);
+        assert_eq!(one.lines[0].1, "M0.0,160.0");
+    }
+}

@@ -1,43 +1,65 @@
 //! The browser app: a thin Leptos (CSR) shell. The work happens in the Web Worker
-//! (`crate::worker`), reached through [`engine`].
+//! (`crate::worker`), reached through `engine`.
 //!
-//! - [`state`]: types holding signals, with methods: the corpus and the run ([`state::app`]),
-//!   the budget account and ledger ([`state::ledger`]), the LLM step ([`state::generate`]),
-//!   the second mode, "Use a synthetic corpus" ([`state::recipient`]).
-//! - [`views`]: small components that read those signals and call their methods.
+//! Only the plain parts compile on every target (and are tested natively): [`text`], [`chart`]
+//! and [`form`] take and return plain values, with no web types and no Leptos. The rest is
+//! built for the page's UI thread alone (wasm32, without `embed`).
+//!
+//! - `state`: types holding signals, with methods: the corpus and the run (`state::app`),
+//!   the budget account and ledger (`state::ledger`), the LLM step (`state::generate`),
+//!   the second mode, "Use a synthetic corpus" (`state::recipient`).
+//! - `views`: small components that read those signals and call their methods.
 //! - [`text`]: the sentences the views show, as plain functions of plain values; [`chart`]: the
-//!   loss curve's SVG paths, likewise.
-//! - [`io`]: the browser's storage, downloads, Web Locks and HTTP, without signals.
+//!   loss curve's SVG paths, likewise; [`form`]: the settings form's parsing into `RunSettings`.
+//! - `io`: the browser's storage, downloads, Web Locks and HTTP, without signals.
 //!
-//! Dependencies go one way: views → state → io, engine; text is read by both views and state.
+//! Dependencies go one way: views → state → io, engine; text, chart and form (which import
+//! nothing else of `ui`) are read by views, state and io.
 
-mod chart;
+pub mod chart;
+pub mod form;
+pub mod text;
+
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
 mod engine;
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
 mod io;
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
 mod state;
-mod text;
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
 mod views;
 
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
 use leptos::prelude::*;
 
-use state::app::AppState;
-use state::generate::GenState;
-use state::recipient::RecipientState;
-use views::intro::{ErrorBanner, Steps};
-use views::ledger::LedgerPanel;
-use views::llm::{Generate, ResumeBanner};
-use views::model::{BenchPanel, Bundled, ModelPanel};
-use views::recipient::{ModeSwitch, Recipient};
-use views::{columns::Columns, privacy::Privacy, progress::Progress, results::Results, summary::Summary, upload::Upload, utility::{DpCheckResult, Utility}};
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
+use state::{app::AppState, generate::GenState, recipient::RecipientState};
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
+use views::{
+    columns::Columns,
+    intro::{ErrorBanner, Steps},
+    ledger::LedgerPanel,
+    llm::{Generate, ResumeBanner},
+    model::{BenchPanel, Bundled, ModelPanel},
+    privacy::Privacy,
+    progress::Progress,
+    recipient::{ModeSwitch, Recipient},
+    results::Results,
+    summary::Summary,
+    upload::Upload,
+    utility::{DpCheckResult, Utility},
+};
 
-pub use state::settings::MAX_TERMS;
+pub use form::MAX_TERMS;
 
 /// Mounts the app on `<body>`.
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
 pub fn mount() {
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(App);
 }
 
+#[cfg(all(target_arch = "wasm32", feature = "ui", not(feature = "embed")))]
 #[component]
 fn App() -> impl IntoView {
     let app = AppState::new();

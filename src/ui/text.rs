@@ -1,13 +1,24 @@
 //! The sentences and figures the page shows, built from plain values: no signals, no DOM, so
-//! that the views only place them. (The `ui` module is built for wasm32 only; these functions
-//! take and return plain data so that they could move to a native-tested module unchanged.)
+//! that the views only place them. Plain Rust: compiled on every target and tested natively
+//! (the rest of `ui` is built for wasm32 only).
 
 use crate::eval::{ArmReport, EvalReport};
 use crate::llm::Job;
 use crate::protocol::{AccountStatus, CorpusSummary, RunResult};
 use crate::replay::{DocReplay, ReplayParams};
 
-use super::io::assets::group_thousands;
+/// 12345 → "12,345".
+pub fn group_thousands(n: impl ToString) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
 
 /// A file size: "12.3 kB" or "1.2 MB".
 pub fn kilobytes(n: u64) -> String {
@@ -522,3 +533,6 @@ pub fn trained_line(r: &crate::protocol::TrainResult) -> String {
 pub fn fixed3(x: f64) -> String {
     format!("{x:.3}")
 }
+
+#[cfg(test)]
+mod tests;

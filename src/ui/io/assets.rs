@@ -5,6 +5,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::input::public_vocab::{Bundled, PublicVocabulary};
+use crate::ui::text::group_thousands;
 
 #[derive(Clone, Copy)]
 pub enum Check {
@@ -100,19 +101,6 @@ fn parse(asset: BundledAsset, bytes: &[u8]) -> Result<String, String> {
             Ok(format!("ready, {}", megabytes(bytes.len() as f64)))
         }
     }
-}
-
-/// 12345 → "12,345".
-pub fn group_thousands(n: impl ToString) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 async fn fetch(path: &str, method: &str) -> Result<web_sys::Response, String> {

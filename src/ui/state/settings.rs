@@ -1,12 +1,10 @@
-//! The settings form: the raw text of every field, as typed, and its parsing into
-//! `RunSettings` with every field's error.
+//! The settings form's signals: the raw text of every field, as typed. Their parsing into
+//! `RunSettings` with every field's error is plain code in `crate::ui::form`.
 
 use leptos::prelude::*;
 
 use crate::protocol::{FieldError, RunSettings};
-
-/// Largest S and L accepted by the app (the worker keeps this many terms per document).
-pub const MAX_TERMS: usize = 64;
+use crate::ui::form::{self, SettingsForm};
 
 /// The raw text of every settings field, as typed.
 #[derive(Clone, Copy)]
@@ -43,25 +41,26 @@ pub struct SettingsFields {
 
 impl SettingsFields {
     pub(super) fn new(d: &RunSettings) -> Self {
+        let f = SettingsForm::new(d);
         SettingsFields {
-            eps_voc: RwSignal::new(d.eps_voc.to_string()),
-            eps_kde: RwSignal::new(d.eps_kde.to_string()),
-            terms_per_doc: RwSignal::new(d.terms_per_doc.to_string()),
-            top_n: RwSignal::new(d.top_n.to_string()),
-            len: RwSignal::new(d.len.to_string()),
-            features: RwSignal::new(d.features.to_string()),
-            per_class: RwSignal::new(d.per_class.to_string()),
-            sampler: RwSignal::new(d.sampler.name().to_string()),
-            chosen_by_check: RwSignal::new(d.chosen_by_check.clone()),
-            bandwidth: RwSignal::new(d.bandwidth.to_string()),
-            classes: RwSignal::new(d.classes.join("\n")),
-            ticked: RwSignal::new(Vec::new()),
-            gather_other: RwSignal::new(d.other_class.is_some()),
-            other_name: RwSignal::new(d.other_class.clone().unwrap_or_else(|| crate::input::classes::ClassSet::OTHER.to_string())),
-            vocab_per_class: RwSignal::new(d.vocab_per_class),
-            reuse_vocabulary: RwSignal::new(d.reuse_vocabulary),
-            proportional: RwSignal::new(d.eps_counts.is_some()),
-            labelled: RwSignal::new(false),
+            eps_voc: RwSignal::new(f.eps_voc),
+            eps_kde: RwSignal::new(f.eps_kde),
+            terms_per_doc: RwSignal::new(f.terms_per_doc),
+            top_n: RwSignal::new(f.top_n),
+            len: RwSignal::new(f.len),
+            features: RwSignal::new(f.features),
+            per_class: RwSignal::new(f.per_class),
+            sampler: RwSignal::new(f.sampler),
+            chosen_by_check: RwSignal::new(f.chosen_by_check),
+            bandwidth: RwSignal::new(f.bandwidth),
+            classes: RwSignal::new(f.classes),
+            ticked: RwSignal::new(f.ticked),
+            gather_other: RwSignal::new(f.gather_other),
+            other_name: RwSignal::new(f.other_name),
+            vocab_per_class: RwSignal::new(f.vocab_per_class),
+            reuse_vocabulary: RwSignal::new(f.reuse_vocabulary),
+            proportional: RwSignal::new(f.proportional),
+            labelled: RwSignal::new(f.labelled),
         }
     }
 
@@ -73,7 +72,7 @@ impl SettingsFields {
 
     /// The declared class names, in order (blank lines and `#` comments skipped).
     pub fn class_names(&self) -> Vec<String> {
-        crate::input::classes::ClassSet::parse_names(&self.classes.get(), false)
+        form::class_names(&self.classes.get())
     }
 
     /// Whether `label` is a declared class (for the observed labels' tick boxes).
@@ -114,63 +113,35 @@ impl SettingsFields {
 
     /// One sentence on what the chosen sampler keeps.
     pub fn sampler_description(&self) -> &'static str {
-        crate::dp::summary::KeyphraseSampler::parse(&self.sampler.get()).unwrap_or(crate::dp::summary::SummaryParams::DEFAULT_SAMPLER).describe()
+        form::sampler(&self.sampler.get()).describe()
     }
 
-    /// The settings, or every field that is wrong with why.
-    pub fn parse(&self, vocab_len: Option<usize>) -> Result<RunSettings, Vec<FieldError>> {
-        let mut errs = Vec::new();
-        let float = |field: &'static str, s: RwSignal<String>, errs: &mut Vec<FieldError>| -> f64 {
-            s.get().trim().parse::<f64>().unwrap_or_else(|_| {
-                errs.push(FieldError { field, message: format!("{:?} is not a number", s.get()) });
-                1.0
-            })
-        };
-        let int = |field: &'static str, s: RwSignal<String>, errs: &mut Vec<FieldError>| -> usize {
-            s.get().trim().parse::<usize>().unwrap_or_else(|_| {
-                errs.push(FieldError { field, message: format!("{:?} is not a whole number", s.get()) });
-                1
-            })
-        };
-        let sampler = crate::dp::summary::KeyphraseSampler::parse(&self.sampler.get()).unwrap_or(crate::dp::summary::SummaryParams::DEFAULT_SAMPLER);
-        let s = RunSettings {
-            eps_voc: float("eps_voc", self.eps_voc, &mut errs),
-            eps_kde: float("eps_kde", self.eps_kde, &mut errs),
-            terms_per_doc: int("terms_per_doc", self.terms_per_doc, &mut errs),
-            top_n: int("top_n", self.top_n, &mut errs),
-            len: int("len", self.len, &mut errs),
-            features: int("features", self.features, &mut errs),
-            per_class: int("per_class", self.per_class, &mut errs),
-            sampler,
-            bandwidth: float("bandwidth", self.bandwidth, &mut errs),
-            classes_ticked: {
-                let ticked = self.ticked.get();
-                self.class_names().into_iter().filter(|n| ticked.contains(n)).collect()
-            },
-            classes: self.class_names(),
-            other_class: self.gather_other.get().then(|| self.other_name.get()),
+    /// The form's values now (read tracked, so a memo or effect follows every field).
+    pub fn values(&self) -> SettingsForm {
+        SettingsForm {
+            eps_voc: self.eps_voc.get(),
+            eps_kde: self.eps_kde.get(),
+            terms_per_doc: self.terms_per_doc.get(),
+            top_n: self.top_n.get(),
+            len: self.len.get(),
+            features: self.features.get(),
+            per_class: self.per_class.get(),
+            sampler: self.sampler.get(),
+            chosen_by_check: self.chosen_by_check.get(),
+            bandwidth: self.bandwidth.get(),
+            classes: self.classes.get(),
+            ticked: self.ticked.get(),
+            gather_other: self.gather_other.get(),
+            other_name: self.other_name.get(),
             vocab_per_class: self.vocab_per_class.get(),
             reuse_vocabulary: self.reuse_vocabulary.get(),
-            eps_counts: self.proportional.get().then_some(RunSettings::DEFAULT_EPS_COUNTS),
-            chosen_by_check: self.chosen_by_check.get(),
-            ..RunSettings::default()
-        };
-        for e in s.check(vocab_len) {
-            if !errs.iter().any(|x| x.field == e.field) {
-                errs.push(e);
-            }
+            proportional: self.proportional.get(),
+            labelled: self.labelled.get(),
         }
-        // The worker refuses a labelled run without a valid declared class set: say so here.
-        if let Err(e) = s.class_set(self.labelled.get()) {
-            errs.push(e);
-        }
-        if s.terms_per_doc > MAX_TERMS && !errs.iter().any(|x| x.field == "terms_per_doc") {
-            errs.push(FieldError { field: "terms_per_doc", message: format!("S must be at most {} in the app", MAX_TERMS) });
-        }
-        if errs.is_empty() {
-            Ok(s)
-        } else {
-            Err(errs)
-        }
+    }
+
+    /// The settings, or every field that is wrong with why (`SettingsForm::parse`).
+    pub fn parse(&self, vocab_len: Option<usize>) -> Result<RunSettings, Vec<FieldError>> {
+        self.values().parse(vocab_len)
     }
 }

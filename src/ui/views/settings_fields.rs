@@ -3,8 +3,8 @@
 
 use leptos::prelude::*;
 
-use crate::dp::summary::KeyphraseSampler;
 use crate::protocol::FieldError;
+use crate::ui::form;
 use crate::ui::state::app;
 
 /// A number, as typed, with its error from the parsed settings.
@@ -38,10 +38,9 @@ pub fn SamplerField() -> impl IntoView {
         <label class="field">
             <span class="name">"Sampler"</span>
             <select id="sampler" on:change=move |ev| f.choose_sampler(event_target_value(&ev))>
-                {KeyphraseSampler::ALL
+                {form::sampler_names()
                     .into_iter()
-                    .map(|s| {
-                        let name = s.name();
+                    .map(|name| {
                         view! { <option value=name selected=move || f.sampler.get() == name>{name}</option> }
                     })
                     .collect_view()}
