@@ -7,7 +7,7 @@ use crate::input::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::sample::{draw, Candidates, Signals};
-use crate::dp::summary::{build, build_from_sums, exact_sums, SummaryDoc, SummaryParams, KeyphraseSampler};
+use crate::dp::summary::{build, SummaryDoc, SummaryParams, KeyphraseSampler};
 use crate::input::public_vocab::TermId;
 
 fn hash(s: &str) -> String {
@@ -41,9 +41,9 @@ fn golden() -> Vec<(String, String)> {
             out.push((format!("{}{}", sampler.name(), if smoothing > 0.0 { "+smoothing" } else { "" }), hash(&text)));
             if sampler.hist_kind().is_none() {
                 let seed = [5u8; 32];
-                let sums = exact_sums(&docs, classes.len(), &emb, &params, seed).unwrap();
                 let mut rng = SecureRng::seeded_for_tests(99);
-                let (set, spends) = build_from_sums(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &cands_ids, &params), seed, sums, &mut rng).unwrap();
+                let inputs = crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &cands_ids, &params);
+                let (set, spends) = crate::dp::summary::parts::build_split_for_tests(inputs, seed, 3, &mut rng).unwrap();
                 let text = format!("{}\n{}", serde_json::to_string(&set).unwrap(), serde_json::to_string(&spends).unwrap());
                 out.push((format!("{}+from-sums", sampler.name()), hash(&text)));
             }
