@@ -7,7 +7,7 @@ use dpkps::dp::SecureRng;
 use dpkps::embed::TermEmbeddings;
 use dpkps::dp::summary::kde::Features;
 use dpkps::dp::summary::{build, KeyphraseSampler, SummaryDoc, SummaryInputs, SummaryParams};
-use dpkps::sample::{sample, Candidates};
+use dpkps::sample::{draw, Candidates, Signals};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -39,7 +39,7 @@ fn bench_kde_generation_wasm() {
         let inputs = SummaryInputs { docs: &docs, classes: &classes, emb: &emb, candidates: &cand_ids, params: &params };
         let (set, _) = build(inputs, &mut rng).unwrap();
         let t1 = now_ms();
-        let seqs = sample(&set, &cands, n_seqs, &mut rng).unwrap();
+        let seqs = draw(&set, &cands, &[n_seqs], &mut rng, Signals::Skip).unwrap().sequences;
         let t2 = now_ms();
         assert_eq!(seqs.len(), n_seqs);
         console_log!(

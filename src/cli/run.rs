@@ -20,13 +20,13 @@ use crate::input::matched::MatchedCorpus;
 use crate::run::Release;
 use crate::run::report::Checked;
 use crate::sample::signal::ClassSignal;
-use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
+use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, Stage, Vectors, Vocabulary};
 use crate::sample::Sequence;
 use crate::input::public_vocab::{Matcher, PublicVocabulary, TermId};
 
 use super::args::corpus::{declared_classes, ClassArgs, CorpusArgs};
 
-use super::args::inputs::{run_settings, PipelineInputs};
+use super::args::inputs::{run_settings, vocab_settings, PipelineInputs};
 
 use super::args::ledger::LedgerArgs;
 
@@ -205,19 +205,7 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
     ledger.check_account()?;
     let public = load_vocabulary(&vocab.vocabulary)?;
     let vp = dp.params();
-    let (names, other_class) = declared_classes(corpus, classes)?;
-    let settings = RunSettings {
-        eps_voc: vp.epsilon,
-        top_n: vp.top_n,
-        terms_per_doc: vp.terms_per_doc,
-        vocab_per_class: vp.per_class,
-        classes: names,
-        other_class,
-        account: ledger.account.clone(),
-        budget: ledger.budget,
-        raise_budget: ledger.raise_budget,
-        ..RunSettings::default()
-    };
+    let settings = vocab_settings(vp, declared_classes(corpus, classes)?, ledger);
     // Validated before reading anything large.
     let plan = RunPlan::new(settings, corpus.labelled(), public.len())?;
     let mc = read_matched(corpus, &public, vp.terms_per_doc, &plan.classes, ledger)?;

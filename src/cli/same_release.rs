@@ -96,23 +96,11 @@ impl Host for PageHost {
         Ok(Vectors { emb, model: Checked { name: "hash".into(), sha256: "hash-model".into() }, note: String::new() })
     }
     async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), RunError> {
-        let SummaryInputs { docs, classes, emb, params, .. } = inputs;
-        if !params.sampler.family().splits() {
+        if !inputs.params.sampler.family().splits() {
             return Ok(crate::dp::summary::build(inputs, rng)?);
         }
         let seed = crate::dp::summary::draw_seed(rng);
-        let mut total: Option<Vec<Vec<Vec<i64>>>> = None;
-        for part in docs.chunks(docs.len().div_ceil(3).max(1)) {
-            let sums = crate::dp::summary::exact_sums(part, classes.len(), emb, params, seed)?;
-            total = Some(match total {
-                None => sums,
-                Some(mut t) => {
-                    t.iter_mut().flatten().zip(sums.iter().flatten()).for_each(|(a, b)| a.iter_mut().zip(b).for_each(|(x, y)| *x += y));
-                    t
-                }
-            });
-        }
-        Ok(crate::dp::summary::build_from_sums(inputs, seed, total.unwrap_or_default(), rng)?)
+        Ok(crate::dp::summary::parts::build_split_for_tests(inputs, seed, 3, rng)?)
     }
     fn now(&self) -> String {
         "now".into()

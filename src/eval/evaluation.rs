@@ -16,7 +16,7 @@ use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{SummaryDoc, SummaryError, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
 use crate::input::matched::MatchedCorpus;
-use crate::sample::Candidates;
+use crate::sample::{Candidates, Drawn, Signals};
 use crate::input::public_vocab::{PublicVocabulary, TermId};
 
 /// A document of the task: its class and first matched terms.
@@ -303,11 +303,8 @@ impl Evaluation {
         };
         // Noise-dominated classes, as the run flags them; a noiseless release has no noise to
         // be dominated by.
-        let (seqs, signals) = if noiseless {
-            (crate::sample::sample_sized(&set, &cands, &sizes, rng)?, Vec::new())
-        } else {
-            crate::sample::sample_with_signals(&set, &cands, &sizes, rng)?
-        };
+        let signals = if noiseless { Signals::Skip } else { Signals::Estimate };
+        let Drawn { sequences: seqs, signals } = crate::sample::draw(&set, &cands, &sizes, rng, signals)?;
         let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
         let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::input::classes::class_name(&c.label)).collect();
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();

@@ -14,7 +14,7 @@ use super::Release;
 use crate::input::matched::MatchedCorpus;
 use crate::sample::SequenceOut;
 use crate::sample::signal::{count_sequences, is_noise_dominated, ClassSignal};
-use crate::sample::{Candidates, Sequence};
+use crate::sample::{Candidates, Drawn, Sequence, Signals};
 use crate::input::public_vocab::{PublicVocabulary, TermId};
 
 use super::report::{Checked, PrivacyReport};
@@ -317,7 +317,7 @@ pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, rng: &m
     let ids = release.candidate_ids();
     let p = &release.summary.params;
     let cands = if p.needs().candidate_vectors { Candidates::new(&ids, emb)? } else { Candidates::without_vectors(&ids, release.summary.dim) };
-    let (sequences, mut signals) = crate::sample::sample_with_signals(&release.summary, &cands, &release.sizes(per_class), rng)?;
+    let Drawn { sequences, mut signals } = crate::sample::draw(&release.summary, &cands, &release.sizes(per_class), rng, Signals::Estimate)?;
     count_sequences(&mut signals, &sequences, p.len);
     Ok(Sampled { sequences, signals })
 }

@@ -6,8 +6,8 @@ use sha2::{Digest, Sha256};
 use crate::input::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::sample::{sample_sized, Candidates};
-use crate::dp::summary::{build, build_from_sums, exact_sums, SummaryDoc, SummaryParams, KeyphraseSampler};
+use crate::sample::{draw, Candidates, Signals};
+use crate::dp::summary::{build, SummaryDoc, SummaryParams, KeyphraseSampler};
 use crate::input::public_vocab::TermId;
 
 fn hash(s: &str) -> String {
@@ -36,14 +36,14 @@ fn golden() -> Vec<(String, String)> {
             let params = SummaryParams { epsilon: 3.0, sampler, len: 4, features: 64, terms_per_doc: 3, bandwidth: 0.3, smoothing };
             let mut rng = SecureRng::seeded_for_tests(1234);
             let (set, spends) = build(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &cands_ids, &params), &mut rng).unwrap();
-            let seqs = sample_sized(&set, &cands, &[3, 2, 4], &mut rng).unwrap();
+            let seqs = draw(&set, &cands, &[3, 2, 4], &mut rng, Signals::Skip).unwrap().sequences;
             let text = format!("{}\n{}\n{}", serde_json::to_string(&set).unwrap(), serde_json::to_string(&spends).unwrap(), serde_json::to_string(&seqs).unwrap());
             out.push((format!("{}{}", sampler.name(), if smoothing > 0.0 { "+smoothing" } else { "" }), hash(&text)));
             if sampler.hist_kind().is_none() {
                 let seed = [5u8; 32];
-                let sums = exact_sums(&docs, classes.len(), &emb, &params, seed).unwrap();
                 let mut rng = SecureRng::seeded_for_tests(99);
-                let (set, spends) = build_from_sums(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &cands_ids, &params), seed, sums, &mut rng).unwrap();
+                let inputs = crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &cands_ids, &params);
+                let (set, spends) = crate::dp::summary::parts::build_split_for_tests(inputs, seed, 3, &mut rng).unwrap();
                 let text = format!("{}\n{}", serde_json::to_string(&set).unwrap(), serde_json::to_string(&spends).unwrap());
                 out.push((format!("{}+from-sums", sampler.name()), hash(&text)));
             }

@@ -3,8 +3,8 @@
 //!
 //! One file per family of the release (`crate::dp::summary`): [`kde`] samples from the DP-KDEs
 //! (independent and iterative draws, the noise floor, batched scoring), [`hist`] from the
-//! histograms (threshold, smoothing, unigram and Markov draws). One dispatch (`draw`, behind
-//! [`sample_sized`] and [`sample_with_signals`]) picks the file by the release's family member.
+//! histograms (threshold, smoothing, unigram and Markov draws). One dispatch ([`draw`]) picks the
+//! file by the release's family member.
 
 use serde::{Deserialize, Serialize};
 
@@ -127,28 +127,32 @@ pub(crate) fn draw_one(weights: &[f64], rng: &mut SecureRng) -> Option<usize> {
     weights.iter().rposition(|&x| x > 0.0)
 }
 
-/// Samples `per_class` sequences for every class of `set`.
-pub fn sample(set: &DpSummary, cands: &Candidates, per_class: usize, rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
-    sample_sized(set, cands, &vec![per_class; set.classes.len()], rng)
+/// Whether [`draw`] also estimates every class's signal ([`signal::class_signals`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signals {
+    /// No estimate: [`Drawn::signals`] is empty.
+    Skip,
+    /// One estimate per class, in the release's class order.
+    Estimate,
 }
 
-/// Samples `counts[c]` sequences for class c of `set` (e.g. in proportion to DP class counts,
-/// `dp::counts::apportion`).
-pub fn sample_sized(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
-    Ok(draw(set, cands, counts, rng, false)?.0)
+/// What [`draw`] returns: the sequences, class by class, and (with [`Signals::Estimate`]) every
+/// class's signal estimate.
+#[derive(Debug, Clone)]
+pub struct Drawn {
+    pub sequences: Vec<Sequence>,
+    pub signals: Vec<signal::ClassSignal>,
 }
 
-/// [`sample_sized`] and every class's signal estimate ([`signal::class_signals`]).
-pub fn sample_with_signals(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<(Vec<Sequence>, Vec<signal::ClassSignal>), SummaryError> {
-    draw(set, cands, counts, rng, true)
-}
-
+/// Samples `counts[c]` sequences for class c of `set` (the same number for every class:
+/// `vec![n; set.classes.len()]`; in proportion to DP class counts: `dp::counts::apportion`).
+///
 /// The one dispatch from a release to the code that samples it: on the family member of its
 /// sampler ([`Member`]), so that a new family is pointed at here by the compiler and a new
-/// sampler of a family is sampled by its family's file. With `signals`, every class's signal
-/// estimate too (none otherwise); the iterative DP-KDEs hand it the first-keyphrase scores they
+/// sampler of a family is sampled by its family's file. With [`Signals::Estimate`], every
+/// class's signal estimate too; the iterative DP-KDEs hand it the first-keyphrase scores they
 /// computed anyway. The estimate reads no randomness: the sequences are the same either way.
-fn draw(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng, signals: bool) -> Result<(Vec<Sequence>, Vec<signal::ClassSignal>), SummaryError> {
+pub fn draw(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng, signals: Signals) -> Result<Drawn, SummaryError> {
     check_inputs(set, cands, counts)?;
     let (sequences, first) = match set.params.sampler.family().member() {
         Member::Histogram(kind) => (hist::sample_histograms(set, kind, cands, counts, rng)?, None),
@@ -158,8 +162,11 @@ fn draw(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureR
         }
         Member::RandomFeatures(_) => (kde::sample_independent(set, cands, counts, rng)?, None),
     };
-    let signals = if signals { signal::class_signals_from(set, cands, first)? } else { Vec::new() };
-    Ok((sequences, signals))
+    let signals = match signals {
+        Signals::Estimate => signal::class_signals_from(set, cands, first)?,
+        Signals::Skip => Vec::new(),
+    };
+    Ok(Drawn { sequences, signals })
 }
 
 /// What every sampler needs: a release that checks, candidates of its dimension, a count per
@@ -226,7 +233,7 @@ pub(crate) mod tests {
             let params = SummaryParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(6);
             let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
-            let seqs = sample(&set, &cands, 100, &mut rng).unwrap();
+            let seqs = draw(&set, &cands, &[100; 3], &mut rng, Signals::Skip).unwrap().sequences;
             assert_eq!(seqs.len(), 300);
             let mut own = 0usize;
             for s in &seqs {

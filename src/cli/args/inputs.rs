@@ -29,8 +29,30 @@ pub(crate) struct PipelineInputs {
     pub(crate) model: ModelArgs,
 }
 
-/// The run settings of a releasing command: the vocabulary's parameters (the options', or those
-/// a given Ṽ was released with), the summary and sampling options, the classes and the ledger's.
+/// The run settings every command that records a run reads from its flags: the vocabulary's
+/// parameters (the options', or those a given Ṽ was released with), the classes and the
+/// ledger's; the rest the defaults. `dpkps vocab` runs on these alone; [`run_settings`] adds
+/// the summary and sampling options. The caller checks the account (`LedgerArgs::check_account`).
+pub(crate) fn vocab_settings(vp: VocabParams, classes: (Vec<String>, Option<String>), ledger: &LedgerArgs) -> RunSettings {
+    let (classes, other_class) = classes;
+    RunSettings {
+        eps_voc: vp.epsilon,
+        terms_per_doc: vp.terms_per_doc,
+        top_n: vp.top_n,
+        vocab_per_class: vp.per_class,
+        classes,
+        other_class,
+        account: ledger.account.clone(),
+        budget: ledger.budget,
+        raise_budget: ledger.raise_budget,
+        // The CLI's classes are typed (--classes, --classes-file), never ticked from the data.
+        classes_ticked: Vec::new(),
+        ..RunSettings::default()
+    }
+}
+
+/// The run settings of a releasing command: [`vocab_settings`], the summary and sampling
+/// options, and a vocabulary released by this run (never one reused from the ledger).
 pub(crate) fn run_settings(
     vp: VocabParams,
     summary: &SummaryArgs,
@@ -39,30 +61,19 @@ pub(crate) fn run_settings(
 ) -> Result<RunSettings, CliError> {
     let sampler = summary.sampler.one()?;
     ledger.check_account()?;
-    let (classes, other_class) = classes;
     Ok(RunSettings {
-        eps_voc: vp.epsilon,
         eps_kde: summary.eps_kde,
-        terms_per_doc: vp.terms_per_doc,
-        top_n: vp.top_n,
         len: summary.len,
         features: summary.features,
         per_class: summary.per_class,
         sampler,
         bandwidth: summary.bandwidth,
-        classes,
-        other_class,
-        vocab_per_class: vp.per_class,
         reuse_vocabulary: false,
         smoothing: summary.smoothing,
         eps_counts: summary.eps_counts.0,
-        account: ledger.account.clone(),
-        budget: ledger.budget,
-        raise_budget: ledger.raise_budget,
-        // The CLI's classes are typed (--classes, --classes-file), never ticked from the data.
-        classes_ticked: Vec::new(),
         kde_terms_per_doc: Some(summary.kde_terms_per_doc),
         chosen_by_check: summary.from_check.clone(),
+        ..vocab_settings(vp, classes, ledger)
     })
 }
 

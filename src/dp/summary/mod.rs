@@ -177,10 +177,10 @@ pub fn draw_seed(rng: &mut SecureRng) -> [u8; 32] {
 /// class (index in the class set, `classes` of them) and member, for the features of `seed`.
 /// Exact integers: the sums of a split of the documents add up to those of all of them, bit for
 /// bit, so the work can be shared ([`parts`]) and the release stays the same.
-/// `pub(crate)`, like [`Noise`]: noiseless private sums must not leave the crate's DP API.
-/// (A helper worker computes its part with it: [`parts`] and `worker::helpers::serve`.)
+/// Private to `dp::summary`: noiseless private sums leave it only as a part of a split build
+/// ([`parts`]: `PartWork::sums`, and `parts::compute_part` for a helper worker).
 #[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
-pub(crate) fn exact_sums(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &SummaryParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, SummaryError> {
+fn exact_sums(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &SummaryParams, seed: [u8; 32]) -> Result<Vec<Vec<Vec<i64>>>, SummaryError> {
     params.validate().map_err(DpError::from)?;
     let family = params.sampler.family();
     if !family.splits() {
@@ -195,11 +195,11 @@ pub(crate) fn exact_sums(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbe
 
 /// [`build`] for a family whose sums split, with the exact sums of all of `inputs.docs` already
 /// computed ([`exact_sums`], in parts, added up: [`parts`]) for the features of `seed`
-/// ([`draw_seed`]). `pub(crate)`: it attaches the ε spends to whatever sums it is given (twice
-/// the exact sums would be released at half the noise they need), so only the crate's own
-/// callers may.
+/// ([`draw_seed`]). Private to `dp::summary`: it attaches the ε spends to whatever sums it is
+/// given (twice the exact sums would be released at half the noise they need), so only the
+/// parts driver ([`parts::build_in_parts`]; `parts::build_split_for_tests`) calls it.
 #[cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
-pub(crate) fn build_from_sums(inputs: SummaryInputs<'_>, seed: [u8; 32], sums: Vec<Vec<Vec<i64>>>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+fn build_from_sums(inputs: SummaryInputs<'_>, seed: [u8; 32], sums: Vec<Vec<Vec<i64>>>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
     let params = inputs.params;
     let members = params.ensemble().members();
     let family = params.sampler.family();
@@ -371,7 +371,7 @@ mod tests {
             let back: DpSummary = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
             assert_eq!(back, set);
             back.check().unwrap();
-            assert_eq!(crate::sample::sample(&back, &cands, 2, &mut rng).unwrap().len(), 2, "{sampler:?}");
+            assert_eq!(crate::sample::draw(&back, &cands, &[2], &mut rng, crate::sample::Signals::Skip).unwrap().sequences.len(), 2, "{sampler:?}");
             for old_kernel in [None, Some(1)] {
                 let mut json = serde_json::to_value(&set).unwrap();
                 let obj = json.as_object_mut().unwrap();
@@ -385,7 +385,7 @@ mod tests {
                         let e = old.check().unwrap_err();
                         assert!(matches!(e, SummaryError::Outdated("markov")), "{old_kernel:?}: {e}");
                         assert!(e.to_string().contains("earlier version"), "{e}");
-                        assert!(crate::sample::sample(&old, &cands, 2, &mut rng).is_err(), "sampling must refuse it too");
+                        assert!(crate::sample::draw(&old, &cands, &[2], &mut rng, crate::sample::Signals::Skip).is_err(), "sampling must refuse it too");
                     }
                     _ => old.check().unwrap(),
                 }

@@ -12,6 +12,11 @@
 //! Which builds are split is decided here alone: a family whose sums split
 //! ([`super::Family::splits`]), at least [`MIN_DOCS_IN_PARTS`] documents, and a runner that can
 //! take at least one part besides this one.
+//!
+//! The raw sums (`super::exact_sums`) and the builder that adds the noise to a total
+//! (`super::build_from_sums`) are private to `dp::summary`: outside it, a part is computed with
+//! [`PartWork::sums`] (a [`PartRunner`]) or [`compute_part`] (a helper worker, sent its part),
+//! and only [`build_in_parts`] turns a total into a release.
 
 // The page's UI thread (wasm32 without `embed`) builds no summaries.
 #![cfg_attr(all(target_arch = "wasm32", not(feature = "embed")), allow(dead_code))]
@@ -19,8 +24,9 @@
 use std::ops::Range;
 
 use super::kde::split::{SplitSums, Sums};
-use super::{build, build_from_sums, draw_seed, exact_sums, DpSummary, SummaryError, SummaryInputs};
+use super::{build, build_from_sums, draw_seed, exact_sums, DpSummary, SummaryDoc, SummaryError, SummaryInputs, SummaryParams};
 use crate::dp::SecureRng;
+use crate::embed::TermEmbeddings;
 use crate::ledger::Spend;
 
 /// Fewer documents are summarised in one part: a thread's or a helper's start, its own random
@@ -41,6 +47,17 @@ impl PartWork<'_> {
         let i = self.inputs;
         exact_sums(&i.docs[range], i.classes.len(), i.emb, i.params, self.seed)
     }
+}
+
+/// A helper worker's part of a split build (`worker::helpers::serve`, sent the part by
+/// `worker::helpers::kde_share`): the exact sums of `docs` (of `classes` classes) for the
+/// features of `seed`, flattened (class, member, feature; exact integers in f64) as
+/// [`SplitSums::reply`] adds them. No noise: the worker that asked draws it, once, over all
+/// the parts ([`build_in_parts`]).
+#[cfg_attr(not(all(target_arch = "wasm32", feature = "embed")), allow(dead_code))]
+pub(crate) fn compute_part(docs: &[SummaryDoc<'_>], classes: usize, emb: &TermEmbeddings, params: &SummaryParams, seed: [u8; 32]) -> Result<Vec<f64>, SummaryError> {
+    let sums = exact_sums(docs, classes, emb, params, seed)?;
+    Ok(sums.iter().flatten().flatten().map(|&v| v as f64).collect())
 }
 
 /// Where the parts of a split build are computed.
@@ -69,6 +86,16 @@ pub(crate) async fn build_in_parts<R: PartRunner>(inputs: SummaryInputs<'_>, rng
     runner.run(work, &mut split).await?;
     let total = split.finish(|range| work.sums(range)).map_err(R::error)?;
     build_from_sums(inputs, seed, total, rng).map_err(R::error)
+}
+
+/// The split build for tests, whatever the number of documents: the exact sums of
+/// `inputs.docs` for the features of `seed`, computed here in `parts` parts and added up, then
+/// the noise from `rng`, as [`build_in_parts`] draws it after its `draw_seed(rng)`.
+#[cfg(test)]
+pub(crate) fn build_split_for_tests(inputs: SummaryInputs<'_>, seed: [u8; 32], parts: usize, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
+    let work = PartWork { inputs, seed };
+    let total = SplitSums::new(inputs.docs.len(), parts, inputs.classes.len(), inputs.params).finish(|range| work.sums(range))?;
+    build_from_sums(inputs, seed, total, rng)
 }
 
 /// Parts on native threads: every part on its own thread. Each holds its own random features

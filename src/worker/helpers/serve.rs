@@ -11,7 +11,7 @@ use super::wasm_memory_bytes;
 use super::wire::{read_sums_request, EMBED, EMBEDDED, FAILED, LOAD, LOADED, SUMMED, SUMS};
 use crate::embed::onnx::OnnxEmbedder;
 use crate::embed::Embed;
-use crate::dp::summary::{self, SummaryDoc};
+use crate::dp::summary::{parts, SummaryDoc};
 
 thread_local! {
     /// The model, when this worker is a helper.
@@ -101,6 +101,5 @@ fn sums(arr: &js_sys::Array) -> Result<Vec<f64>, String> {
         docs.push(SummaryDoc { class: c as usize, terms: &req.terms[at..at + l as usize] });
         at += l as usize;
     }
-    let sums = summary::exact_sums(&docs, req.classes, &req.emb, &req.params, req.seed).map_err(|e| e.to_string())?;
-    Ok(sums.iter().flatten().flatten().map(|&v| v as f64).collect())
+    parts::compute_part(&docs, req.classes, &req.emb, &req.params, req.seed).map_err(|e| e.to_string())
 }

@@ -139,7 +139,8 @@ mod tests {
         let docs: Vec<SummaryDoc<'_>> = lists.iter().enumerate().map(|(i, t)| SummaryDoc { class: i % 3, terms: t }).collect();
         let params = SummaryParams { epsilon: 1.0, sampler: KeyphraseSampler::IterativeLog, len: 4, features: 16, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
         let sums = |r: Range<usize>| exact_sums(&docs[r], 3, &emb, &params, [7; 32]);
-        let flat = |s: &Sums| s.iter().flatten().flatten().map(|&v| v as f64).collect::<Vec<f64>>();
+        // A helper's reply: its part as `worker::helpers::serve` computes it.
+        let flat = |r: Range<usize>| crate::dp::summary::parts::compute_part(&docs[r], 3, &emb, &params, [7; 32]).unwrap();
         let all = sums(0..docs.len()).unwrap();
 
         // Six parts: 0 here; 1 a helper's reply, then the same reply again; 2 a helper that
@@ -152,16 +153,16 @@ mod tests {
         }
         assert!(split.add(0, sums(r[0].clone()).unwrap()));
         assert!(!split.add(0, sums(r[0].clone()).unwrap()), "part 0 twice");
-        assert!(!split.reply(3, Some(&flat(&sums(r[1].clone()).unwrap()))), "a request of an earlier run");
-        assert!(split.reply(10, Some(&flat(&sums(r[1].clone()).unwrap()))));
+        assert!(!split.reply(3, Some(&flat(r[1].clone()))), "a request of an earlier run");
+        assert!(split.reply(10, Some(&flat(r[1].clone()))));
         assert!(split.add(4, sums(r[4].clone()).unwrap()));
-        assert!(!split.reply(13, Some(&flat(&sums(r[4].clone()).unwrap()))), "a part already computed here");
-        assert!(!split.reply(10, Some(&flat(&sums(r[1].clone()).unwrap()))), "the same reply twice");
+        assert!(!split.reply(13, Some(&flat(r[4].clone()))), "a part already computed here");
+        assert!(!split.reply(10, Some(&flat(r[1].clone()))), "the same reply twice");
         assert!(!split.reply(11, None), "a failed helper");
         assert!(split.waiting());
         split.give_up();
         assert!(!split.waiting());
-        assert!(!split.reply(12, Some(&flat(&sums(r[3].clone()).unwrap()))), "a reply after giving up");
+        assert!(!split.reply(12, Some(&flat(r[3].clone()))), "a reply after giving up");
         let mut computed = Vec::new();
         let total = split
             .finish(|range| {
@@ -176,9 +177,9 @@ mod tests {
         let mut split = SplitSums::new(docs.len(), 2, 3, &params);
         split.sent(1, 1);
         split.sent(0, 2);
-        let part1 = flat(&sums(split.ranges()[1].clone()).unwrap());
+        let part1 = flat(split.ranges()[1].clone());
         assert!(!split.reply(1, Some(&part1[1..])));
-        let mut halves = flat(&sums(split.ranges()[0].clone()).unwrap());
+        let mut halves = flat(split.ranges()[0].clone());
         halves[0] += 0.5;
         assert!(!split.reply(2, Some(&halves)));
         let mut computed = 0;
