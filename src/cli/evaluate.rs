@@ -1,4 +1,5 @@
-//! `dpkps evaluate`: the utility evaluation of issue 7 (core in [`crate::eval`]).
+//! `dpkps evaluate`: the utility evaluation without an LLM, as DP-KPS's appendix C measures it
+//! (core in [`crate::eval`]).
 //!
 //! Reads the corpus, shapes the task, holds out a stratified part, runs the DP pipeline on
 //! the rest once per seed and sampler, and prints accuracy and macro-F1 per arm. With
@@ -297,7 +298,7 @@ fn print_table(r: &EvalReport) {
         "arm", "view", "accuracy", "macro-F1", "acc/np", "F1/np", "n_train", "n_test", "I"
     );
     // The ratios to the `nonprivate` arm in the same view: the share of the non-private
-    // utility an arm keeps (issue 13's measure).
+    // utility an arm keeps, the measure the samplers are compared by.
     let np = |view: &str| r.arms.iter().find(|a| a.arm == "nonprivate" && a.view == view);
     for a in &r.arms {
         let i = a.runs.first().and_then(|x| x.features).map_or("-".to_string(), |i| i.to_string());

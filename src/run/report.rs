@@ -56,7 +56,7 @@ pub struct PrivacyReport {
     pub class_rule: String,
     /// The declared classes the curator ticked from the labels observed in the corpus (the
     /// page), rather than typing them from a public list: which labels occur is private, so the
-    /// class set is then public only by the curator's word (issue 25, item 4).
+    /// class set is then public only by the curator's word.
     #[serde(default)]
     pub classes_ticked_from_observed: Vec<String>,
     pub sequences: usize,

@@ -57,7 +57,7 @@ pub struct RunSettings {
     #[serde(default)]
     pub budget: Option<f64>,
     /// The declared classes the curator ticked from the corpus's observed labels (the page):
-    /// the report says so, since which labels occur is private (issue 25, item 4).
+    /// the report says so, since which labels occur is private.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes_ticked: Vec<String>,
     /// The curator confirms that `budget` may raise the stored one (recorded in the ledger).
@@ -98,7 +98,7 @@ impl Default for RunSettings {
             bandwidth: SummaryParams::DEFAULT_BANDWIDTH,
             classes: Vec::new(),
             other_class: None,
-            // One global Ṽ (issue 22): it kept more than a per-class Ṽ on every task measured, on
+            // One global Ṽ: it kept more than a per-class Ṽ on every task measured, on
             // MTSamples (all 40 classes, the 5 largest balanced, two-class) and on three
             // balanced outside corpora (docs/utility.md, "The vocabulary's scope").
             vocab_per_class: false,

@@ -57,7 +57,7 @@ fn golden() -> Vec<(String, String)> {
 
 /// Recorded at 299c5f0, before `kde.rs`/`hist.rs` became `summary/` (and `sample.rs` `sample/`);
 /// the sampled sequences (not the releases: the `+from-sums` and class-count hashes, and markov's,
-/// whose draws already avoided repeats here, kept their values) changed with issue 22, when the
+/// whose draws already avoided repeats here, kept their values) changed when the
 /// samplers stopped repeating a keyphrase within a sequence.
 const GOLDEN: &[(&str, &str)] = &[
     ("histogram", "0e7e0559d3c9417e"),

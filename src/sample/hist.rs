@@ -10,7 +10,7 @@
 //!   applied to the noisy histogram instead of through the noise.
 //! - Markov back-off: p(w | v) ∝ max(T̃[v, w] − τ, 0) + α·u(w), with u row 0 clipped the same
 //!   way and normalised, and α = 4 documents; a chain never repeats a keyphrase and ends where no
-//!   other has positive probability. Why row 0 is a unigram with most of the weight (issue 13): with
+//!   other has positive probability. Why row 0 is a unigram with most of the weight: with
 //!   the weight spread over M transitions and a START row, a transition needed ⌈τ·M⌉ documents
 //!   to clear τ and the back-off (T's column sums, N + 1 noisy entries each) a threshold of
 //!   √(N+1)·ln N/ε, over 200 documents per term at ε = 10, N = 1000: chains wandered among a

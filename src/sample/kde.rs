@@ -3,7 +3,7 @@
 //!
 //! - independent: score every candidate w once, p(w) ∝ max(score − floor, 0); L draws
 //!   without replacement (the paper draws i.i.d.; a repeated keyphrase only repeats a word in
-//!   the prompt, issue 22);
+//!   the prompt, and an LLM given one writes worse);
 //! - iterative (linear or logarithmic ensemble): at step ℓ, score every candidate w as the
 //!   next keyphrase of each sequence's prefix with the member that covers length ℓ; the
 //!   prefix's own keyphrases are excluded, and a sequence ends where no other candidate has

@@ -87,7 +87,7 @@ impl Candidates {
 
 /// Draws up to `len` distinct indices, each with probability ∝ its weight among those not yet
 /// drawn (sampling without replacement; weights non-negative). Stops early when no undrawn
-/// index has weight left: a keyphrase is never repeated within a sequence (issue 22: an LLM
+/// index has weight left: a keyphrase is never repeated within a sequence (an LLM
 /// asked to write from "Diet · Diet · Diet" writes junk), so a class whose release supports
 /// fewer than `len` terms gets shorter sequences. Post-processing of the release's weights.
 pub(crate) fn draw_distinct(weights: &[f64], len: usize, rng: &mut SecureRng) -> Vec<usize> {

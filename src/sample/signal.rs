@@ -1,5 +1,5 @@
 //! How far each class's released summary stands above what the DP noise alone would give
-//! (issue 22): a class whose release is noise-dominated would seed prompts with terms the noise
+//! a class whose release is noise-dominated would seed prompts with terms the noise
 //! picked, so by default it is not generated.
 //!
 //! Everything here reads the release (its sums, ε and parameters, all DP outputs or public) and

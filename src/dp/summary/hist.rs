@@ -1,5 +1,5 @@
 //! The histogram family of the ε_kde release: DP keyphrase histograms over Ṽ, the low-noise
-//! alternative to the DP-KDEs (issue 13).
+//! alternative to the DP-KDEs (why: below).
 //!
 //! The DP-KDE with I random features has L1 sensitivity √2·I, so each of its scores carries
 //! noise of order √(2I)/ε: with a few hundred documents per class, about the size of a
