@@ -137,3 +137,81 @@ impl PartRunner for Threads {
 pub async fn build_threaded(inputs: SummaryInputs<'_>, rng: &mut SecureRng, threads: usize) -> Result<(DpSummary, Vec<Spend>), SummaryError> {
     build_in_parts(inputs, rng, &mut Threads(threads)).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dp::summary::KeyphraseSampler;
+    use crate::input::classes::{ClassSet, OtherLabels};
+    use crate::input::public_vocab::TermId;
+
+    /// The page's runner without the browser: parts sent to "helpers" that reply with
+    /// [`compute_part`]'s flat sums, one helper failing, then giving up on the rest, so that
+    /// [`build_in_parts`] computes the failed part itself.
+    struct FakeHelpers {
+        parts: usize,
+        accepted: usize,
+    }
+
+    impl PartRunner for FakeHelpers {
+        type Error = SummaryError;
+
+        fn error(e: SummaryError) -> SummaryError {
+            e
+        }
+
+        fn parts(&mut self, _docs: usize) -> usize {
+            self.parts
+        }
+
+        async fn run(&mut self, work: PartWork<'_>, split: &mut SplitSums) -> Result<(), SummaryError> {
+            let i = work.inputs;
+            for p in 1..self.parts {
+                split.sent(p, p as u64);
+            }
+            for p in 1..self.parts {
+                let reply = if p == 2 {
+                    None
+                } else {
+                    let r = split.ranges()[p].clone();
+                    Some(compute_part(&i.docs[r], i.classes.len(), i.emb, i.params, work.seed)?)
+                };
+                self.accepted += usize::from(split.reply(p as u64, reply.as_deref()));
+            }
+            split.give_up();
+            Ok(())
+        }
+    }
+
+    /// Helpers' replies, a failed helper and the parts computed here give the release the
+    /// one-part build gives for the same generator, bit for bit.
+    #[test]
+    fn a_build_shared_with_helpers_is_the_same_release() {
+        use std::future::Future;
+        let dim = 8;
+        let mut emb = TermEmbeddings::new(dim);
+        for t in 0..30u32 {
+            let v: Vec<f32> = (0..dim).map(|j| ((t as usize * 7 + j * 3) % 11) as f32 - 5.0).collect();
+            emb.insert(t, &v).unwrap();
+        }
+        let lists: Vec<Vec<TermId>> = (0..MIN_DOCS_IN_PARTS as u32 + 321).map(|k| (0..(1 + k % 5)).map(|j| (k * 11 + j * 7) % 30).collect()).collect();
+        let docs: Vec<SummaryDoc<'_>> = lists.iter().enumerate().map(|(i, t)| SummaryDoc { class: i % 3, terms: t }).collect();
+        let classes = ClassSet::declared(&["a", "b", "c"], OtherLabels::Drop).unwrap();
+        let cands: Vec<TermId> = (0..30).collect();
+        for sampler in [KeyphraseSampler::IterativeLinear, KeyphraseSampler::Independent] {
+            let params = SummaryParams { epsilon: 1.0, sampler, len: 4, features: 16, terms_per_doc: 3, bandwidth: 1.0, smoothing: 0.0 };
+            let inputs = SummaryInputs { docs: &docs, classes: &classes, emb: &emb, candidates: &cands, params: &params };
+            let one = build(inputs, &mut SecureRng::seeded_for_tests(9)).unwrap();
+            let mut helpers = FakeHelpers { parts: 4, accepted: 0 };
+            let mut rng = SecureRng::seeded_for_tests(9);
+            let shared = {
+                let built = std::pin::pin!(build_in_parts(inputs, &mut rng, &mut helpers));
+                let std::task::Poll::Ready(shared) = built.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) else { panic!("the fake helpers waited") };
+                shared.unwrap()
+            };
+            assert_eq!(helpers.accepted, 2, "{sampler:?}: the two helpers' replies were added");
+            assert_eq!(serde_json::to_string(&shared.0).unwrap(), serde_json::to_string(&one.0).unwrap(), "{sampler:?}");
+            assert_eq!(shared.1, one.1);
+        }
+    }
+}
