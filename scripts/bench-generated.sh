@@ -101,8 +101,10 @@ for arm in dp nodp; do
     template=$template_name
     [[ $name == noname ]] && template=$template_noname
     g0=$SECONDS
+    # MTSamples is a public corpus: its evaluate-exported sequences (noiseless, or DP with no
+    # ε recorded) may go to the local server, which --unrecorded-sequences acknowledges.
     "$bin" generate --sequences "$out/sequences/$arm-histogram-seed$seed.jsonl" --endpoint "$endpoint" --model "$model" \
-      --concurrency 1 --max-tokens "$max_tokens" --timeout "$timeout" --template "$template" --out-dir "$set_dir" 2>"$set_dir.log" || { tail -5 "$set_dir.log" >&2; exit 1; }
+      --unrecorded-sequences --concurrency 1 --max-tokens "$max_tokens" --timeout "$timeout" --template "$template" --out-dir "$set_dir" 2>"$set_dir.log" || { tail -5 "$set_dir.log" >&2; exit 1; }
     sent=$(grep -c '"phase":"sending"' "$set_dir/audit.jsonl" || true)
     echo "$arm-$name: $(tail -1 "$set_dir.log" | sed 's/ to .*//'); $sent prompts sent; $((SECONDS - g0)) s"
     sets+=(--synthetic "$arm-$name=$set_dir/synthetic.jsonl")

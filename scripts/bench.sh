@@ -75,7 +75,7 @@ PY
     /usr/bin/time -f "    wall %e s, peak resident memory %M kB" target/release/dpkps pipeline --corpus "$dir/notes.csv" \
       --text-col transcription --label-col medical_specialty --classes-file "$dir/classes.txt" \
       --vocabulary "$vocab" --eps-voc 2 --eps-kde 4 --sampler "$sampler" --len 10 --per-class 50 \
-      --ledger "$dir/ledger-$sampler.json" --budget 100 --out-dir "$dir/run-$sampler" 2>&1 | sed 's/^/    /'
+      --ledger "$dir/ledger-$sampler.json" --account bench --budget 100 --out-dir "$dir/run-$sampler" 2>&1 | sed 's/^/    /'
   done
   exit
 fi

@@ -11,8 +11,10 @@ fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
+/// The binary with a budget account from the environment ($DPKPS_ACCOUNT; every command that
+/// records a run requires one), unless the test gives --account.
 fn dpkps(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).env("DPKPS_ACCOUNT", "tests").output().unwrap()
 }
 
 fn stderr(o: &Output) -> String {
@@ -52,7 +54,7 @@ fn vocab_writes_a_dp_vocabulary_and_the_ledger_adds_up() {
     // A budget comes before the first run on a corpus (issue 25): refused without one.
     let o = dpkps(&args);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("this corpus has no budget yet") && !std::path::Path::new(&out).exists(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the budget account “tests” has no budget yet") && !std::path::Path::new(&out).exists(), "{}", stderr(&o));
     let mut args = args.to_vec();
     args.extend(["--budget", "10"]);
     let o = dpkps(&args);
@@ -78,7 +80,7 @@ fn vocab_writes_a_dp_vocabulary_and_the_ledger_adds_up() {
     over.extend(["--budget", "4"]);
     let o = dpkps(&over);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("above the budget of 4.0000"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("under the budget account “tests” to 4.5000, above its budget of 4.0000"), "{}", stderr(&o));
     // A raise of the stored budget (10) needs --raise-budget, and is then recorded.
     let mut raise = stored.clone();
     raise.extend(["--budget", "20"]);
@@ -89,7 +91,8 @@ fn vocab_writes_a_dp_vocabulary_and_the_ledger_adds_up() {
     let o = dpkps(&raise);
     assert!(o.status.success(), "{}", stderr(&o));
     let book: serde_json::Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
-    let l = book["ledgers"].as_object().unwrap().values().next().unwrap();
+    // Held by the account (every command that records a run names one: $DPKPS_ACCOUNT here).
+    let l = &book["accounts"]["tests"];
     assert_eq!(l["budget"], 20.0);
     let changes: Vec<(serde_json::Value, f64)> = l["budget_changes"].as_array().unwrap().iter().map(|c| (c["old"].clone(), c["new"].as_f64().unwrap())).collect();
     assert_eq!(changes, [(serde_json::Value::Null, 10.0), (serde_json::json!(10.0), 20.0)], "{l}");
@@ -372,7 +375,11 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
         let null = std::fs::metadata("/dev/null").unwrap().file_type();
         assert!(null.is_char_device(), "/dev/null is no longer a device: {null:?}");
     }
+    // Every command that records a run requires an account: none is refused before anything is read.
     let o = vocab(&reordered, &["--budget", "10"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--account"), "{}", stderr(&o));
+    let o = vocab(&reordered, &["--account", "clinic"]);
     assert!(stderr(&o).contains("this corpus has spent ε = 1.0000 before"), "{}", stderr(&o));
     // Under the account: the overlap is flagged, and the account's budget (2.5, stored) refuses
     // a third ε = 1 although this extract's own key has spent nothing.
@@ -381,9 +388,9 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
     assert!(err.contains("overlaps an earlier corpus of the account “clinic”"), "{err}");
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("above its budget of 2.5000"), "{err}");
-    // Under another account, or none, the overlapping corpus of “clinic” still counts: its
-    // people carry that ε too.
-    for extra in [&["--account", "research", "--budget", "2.5"][..], &["--budget", "2.5"]] {
+    // Under another account the overlapping corpus of “clinic” still counts: its people carry
+    // that ε too.
+    for extra in [&["--account", "research", "--budget", "2.5"][..], &["--account", "third", "--budget", "2.5"]] {
         let o = vocab(&later, extra);
         let err = stderr(&o);
         assert!(err.contains("overlaps a corpus of the account “clinic”"), "{extra:?}: {err}");
@@ -391,13 +398,13 @@ fn reordered_rows_keep_the_key_and_an_account_budget_spans_extracts() {
         assert!(err.contains("would bring the total ε") && err.contains("to 3.0000"), "{extra:?}: {err}");
     }
     // With room in its own budget it is still refused: clinic's budget covers these documents.
-    let o = vocab(&later, &["--budget", "3"]);
+    let o = vocab(&later, &["--account", "fourth", "--budget", "3"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("under the budget account “clinic” to 3.0000"), "{}", stderr(&o));
     // Once clinic's budget is raised (confirmed, recorded) there is room in both: it runs.
     let o = vocab(&first, &["--account", "clinic", "--budget", "4", "--raise-budget"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = vocab(&later, &["--budget", "5"]);
+    let o = vocab(&later, &["--account", "fifth", "--budget", "5"]);
     assert!(o.status.success(), "{}", stderr(&o));
 
     // The corpus keys and sketches are keyed with the ledger's local secret (issue 25, item 5):

@@ -147,6 +147,12 @@ fn synthetic_texts_are_scored_next_to_real_texts() {
         let path = export.join(format!("dp-independent-seed{seed}.jsonl"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let seqs: Vec<dpkps::sample::SequenceOut> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        // Each line says it is no recorded release: DP, its ε in no ledger (`generate` refuses
+        // it unless acknowledged, and then sends it only to this machine).
+        for l in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            assert_eq!((&v["dp"], &v["epsilon_recorded"]), (&serde_json::json!(true), &serde_json::json!(false)), "{l}");
+        }
         // 20 per class on average, apportioned by the DP class counts; noise-dominated classes left out.
         assert!(!seqs.is_empty() && seqs.len() <= 3 * 20, "{}: {}", path.display(), seqs.len());
         assert!(seqs.iter().all(|s| !s.keyphrases.is_empty() && ["Cardio", "Derm", "Pulmo"].contains(&s.label.as_deref().unwrap_or(""))));
@@ -193,4 +199,49 @@ fn bad_inputs_get_clear_errors() {
     let o = dpkps(&dir, &args);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("the class \"Derm\" has only 3 document(s)"), "{}", stderr(&o));
+}
+
+/// Tuning on a file that shares documents with a recorded corpus is tuning on that corpus: the
+/// check is recorded on it too, and a later run on an extract overlapping it says so.
+#[test]
+fn a_tuning_file_that_overlaps_a_recorded_corpus_is_counted_there() {
+    let dir = tmpdir("tuning");
+    let c = corpus(&dir, [16, 12, 8]);
+    let ledger = dir.join("ledger.json").display().to_string();
+    let text = std::fs::read_to_string(&c).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let write = |name: &str, rows: &[&str]| {
+        let p = dir.join(name);
+        std::fs::write(&p, format!("{}\n{}\n", lines[0], rows.join("\n"))).unwrap();
+        p.display().to_string()
+    };
+    // Last month's extract, recorded under an account (and so sketched); this month's shares
+    // 30 of its 36 notes.
+    let last = write("last.csv", &lines[1..]);
+    let this = write("this.csv", &[&lines[7..37], &["37,\"Patient seen for Cough.\",Pulmo"][..]].concat());
+    let vocab = ["vocab", "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Derm", "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "10"];
+    let mut a = vec!["vocab", "--corpus", &last];
+    a.extend_from_slice(&vocab[1..]);
+    a.extend(["--account", "clinic", "--budget", "50", "--out", "/dev/null", "--ledger", &ledger]);
+    let o = dpkps(&dir, &a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Tuning on this month's extract (not DP): recorded on it and on last month's.
+    let mut a = base(&this);
+    a.extend(["--sampler", "independent", "--include-noise-classes"]);
+    let o = dpkps(&dir, &a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("this file overlaps a corpus of the account “clinic” by about"), "{}", stderr(&o));
+    let book: serde_json::Value = serde_json::from_slice(&std::fs::read(&ledger).unwrap()).unwrap();
+    let with_checks = book["ledgers"].as_object().unwrap().values().filter(|l| l["utility_checks"].as_array().is_some_and(|c| c.len() == 1)).count();
+    assert_eq!(with_checks, 2, "the check is on both corpora: {book}");
+    // A run on last month's extract counts it.
+    let out = dir.join("run");
+    let mut a = vec!["pipeline", "--corpus", &last];
+    a.extend_from_slice(&vocab[1..]);
+    a.extend(["--account", "clinic", "--eps-kde", "2", "--features", "256", "--len", "3", "--per-class", "2"]);
+    a.extend(["--ledger", &ledger, "--out-dir", out.to_str().unwrap()]);
+    let o = dpkps(&dir, &a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("privacy-report.json")).unwrap()).unwrap();
+    assert_eq!(report["non_dp_checks_on_this_corpus"], 1, "{report}");
 }

@@ -235,7 +235,7 @@ fn run_folder(dir: &Path, n: usize) -> String {
 
 fn dpkps(args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_dpkps"));
-    c.args(args).env_remove("DPKPS_LLM_KEY").env_remove("http_proxy").env_remove("HTTP_PROXY").env_remove("ALL_PROXY").env_remove("all_proxy");
+    c.args(args).env("DPKPS_ACCOUNT", "tests").env_remove("DPKPS_LLM_KEY").env_remove("http_proxy").env_remove("HTTP_PROXY").env_remove("ALL_PROXY").env_remove("all_proxy");
     c
 }
 
@@ -632,4 +632,44 @@ fn the_key_comes_from_the_environment_only_and_the_pages_checks_apply() {
     let o = generate(&run, "http://127.0.0.1:9/v1", &out, &["--attempts", "1"]).output().unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("nothing answered at http://127.0.0.1:9/v1/chat/completions"), "{}", stderr(&o));
+}
+
+#[test]
+fn sequences_that_are_no_recorded_release_go_only_acknowledged_and_only_to_this_machine() {
+    let dir = tmpdir("unrecorded");
+    let run = run_folder(&dir, 2);
+    // A file of sequences as `dpkps evaluate --export-sequences` writes them: noiseless lines.
+    let file = dir.join("nodp.jsonl");
+    let line = |i: usize| serde_json::json!({ "label": "Cardio", "keyphrases": [format!("kp{i}x")], "dp": false, "epsilon_recorded": false }).to_string();
+    std::fs::write(&file, format!("{}\n{}\n", line(0), line(1))).unwrap();
+    let file = file.display().to_string();
+    let with_file = |url: &str, out: &Path, extra: &[&str]| {
+        let mut args = vec!["generate", "--sequences", &file, "--endpoint", url, "--model", "test-model", "--out-dir", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        dpkps(&args).output().unwrap()
+    };
+    let server = Server::start();
+    let out = dir.join("out");
+    // Not acknowledged: refused before anything is written or sent, even to this machine.
+    let o = with_file(&server.url, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds 2 sequences that are not a recorded DP release") && stderr(&o).contains("--unrecorded-sequences"), "{}", stderr(&o));
+    // Acknowledged, but to an endpoint elsewhere: refused.
+    let o = with_file("https://api.example.org/v1", &out, &["--unrecorded-sequences"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("only to an endpoint on this machine") && stderr(&o).contains("https://api.example.org is not"), "{}", stderr(&o));
+    assert!(!out.exists() && server.seen().is_empty(), "nothing written or sent for a refused job");
+    // A run's folder whose lines say they are no recorded release: refused the same way.
+    let seqs = std::path::Path::new(&run).join("sequences.jsonl");
+    let clean = std::fs::read_to_string(&seqs).unwrap();
+    std::fs::write(&seqs, format!("{clean}{}\n", line(9))).unwrap();
+    let o = generate(&run, "https://api.example.org/v1", &out, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds 1 sequences marked as not a recorded DP release"), "{}", stderr(&o));
+    std::fs::write(&seqs, clean).unwrap();
+    // Acknowledged and to this machine: sent, with a note saying what they are.
+    let o = with_file(&server.url, &out, &["--unrecorded-sequences"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("as --unrecorded-sequences acknowledges"), "{}", stderr(&o));
+    assert_eq!(server.counts().len(), 2);
 }

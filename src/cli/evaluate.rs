@@ -33,6 +33,7 @@ use crate::dp::SecureRng;
 use crate::eval::classifier::SoftmaxParams;
 use crate::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task};
 use crate::sample::SequenceOut;
+use super::sequence_file::SequenceLine;
 use crate::input::public_vocab::Matcher;
 
 /// Sequences per class for the sampler arms unless `--per-class` says otherwise: enough
@@ -180,17 +181,23 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
         eprint!("\r\x1b[Kembedding terms: {done}/{total}");
     })?;
     eprintln!(" ({:.1} s)", t1.elapsed().as_secs_f64());
+    // The arms' sequences, kept here and written only once the check is in the ledger. Each
+    // line says it is no recorded release (`super::sequence_file`): `generate` refuses them
+    // unless acknowledged and sent to this machine.
+    let mut exports: Vec<(PathBuf, String)> = Vec::new();
     let mut export = |arm: ArmSequences<'_>| -> Result<(), crate::eval::EvalError> {
         let Some(dir) = &args.export_sequences else { return Ok(()) };
         let path = dir.join(format!("{}-seed{}.jsonl", arm.arm, arm.seed));
         let mut text = String::new();
         for (terms, class) in arm.sequences {
             let keyphrases: Vec<String> = terms.iter().map(|&t| public.term(t).to_string()).collect();
-            let line = SequenceOut { label: arm.classes.get(*class).cloned(), keyphrases, noise_dominated: false };
-            text.push_str(&serde_json::to_string(&line).unwrap_or_default());
+            let sequence = SequenceOut { label: arm.classes.get(*class).cloned(), keyphrases, noise_dominated: false };
+            let line = SequenceLine::unrecorded(sequence, arm.noiseless);
+            text.push_str(&serde_json::to_string(&line).map_err(|e| crate::eval::EvalError::Export(e.to_string()))?);
             text.push('\n');
         }
-        super::io::write_private(&path, text.as_bytes()).map_err(|e| crate::eval::EvalError::Export(e.to_string()))
+        exports.push((path, text));
+        Ok(())
     };
     let mut report = ev.run_with(&emb, &mut rng, &mut progress, &mut export)?;
     eprintln!();
@@ -218,6 +225,16 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     }
 
     record_check(args.ledger.clone(), mc, &report)?;
+    for (path, text) in &exports {
+        super::io::write_private(path, text.as_bytes()).map_err(|e| crate::eval::EvalError::Export(e.to_string()))?;
+    }
+    if let Some(dir) = &args.export_sequences {
+        eprintln!(
+            "wrote {} files of sequences to {} (owner only; not a recorded release: `generate` sends them only with --unrecorded-sequences, to this machine)",
+            exports.len(),
+            dir.display()
+        );
+    }
     print_table(&report);
     if let Some(d) = &diagnosis {
         print_diagnosis(d);
@@ -426,8 +443,23 @@ fn record_check(ledger: Option<PathBuf>, mut mc: crate::input::matched::MatchedC
     let mut id = [0u8; 8];
     SecureRng::from_os()?.fill(&mut id);
     let check = crate::ledger::UtilityCheck { id: crate::base::hex(&id), when: super::io::now_utc(), settings_compared: arms.len() };
-    file.book.record_check(&mc.fingerprint, check);
+    file.book.record_check(&mc.fingerprint, check.clone());
+    // Tuning on a file that shares documents or persons with a recorded corpus (last month's
+    // extract, the corpus itself under another name) is tuning on that corpus too: the check
+    // is recorded there as well, and the reports of runs on it, or on any corpus overlapping
+    // this file, count it (`LedgerBook::checks_touching`).
+    let overlapping = file.book.overlapping(&mc.keys);
+    for (_, fp, _) in &overlapping {
+        file.book.record_check(fp, check.clone());
+    }
     file.save()?;
     eprintln!("recorded in the privacy ledger {} as a non-DP check on this corpus ({} settings compared; no ε)", path.display(), arms.len());
+    for (account, _, overlap) in &overlapping {
+        eprintln!(
+            "this file overlaps a corpus of the account “{account}” by about {:.0}%: the check is recorded on that corpus too, and its runs' reports will say so \
+             (tune on public data, or on data that shares no patient with the corpus)",
+            overlap * 100.0
+        );
+    }
     Ok(())
 }

@@ -19,6 +19,7 @@ mod ledger_file;
 mod local_key;
 mod replay;
 mod run;
+mod sequence_file;
 #[cfg(test)]
 mod same_release;
 mod train;
@@ -34,7 +35,7 @@ use crate::input::public_vocab::Matcher;
 use args::{Cli, Command};
 use error::CliError;
 use args::corpus::CorpusArgs;
-use io::{ledger_path, load_vocabulary, print_stats, read_corpus, write_json, write_private, write_private_json};
+use io::{load_vocabulary, print_stats, read_corpus, write_json, write_private, write_private_json};
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -92,7 +93,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Sample { release, vocab, model, per_class, out } => run::sample(&release, &vocab, &model, per_class, &out),
         Command::Pipeline { inputs, classes, ledger, out_dir } => run::pipeline(&inputs, &classes, &ledger, &out_dir),
         Command::Ledger { ledger, corpus, format, text_col, label_col, export, with_sketches } => {
-            let path = ledger_path(&ledger);
+            let path = ledger_file::ledger_path_of(ledger);
             let mut book = ledger_file::read(&path)?;
             // Shown (and exported) keyed, as the next run will store it.
             let local = local_key::load(&path)?;

@@ -120,7 +120,7 @@ fn cli_path(dir: &std::path::Path, flags: &[&str], seed: u64) -> (String, String
     std::fs::write(&corpus, corpus_csv()).expect("corpus");
     std::fs::write(dir.join("terms.txt"), TERMS.join("\n")).expect("list");
     let mut args = vec!["dpkps".to_string(), "pipeline".into(), "--corpus".into(), corpus.display().to_string()];
-    args.extend(["--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Ortho", "--budget", "100"].map(String::from));
+    args.extend(["--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Ortho", "--budget", "100", "--account", "clinic"].map(String::from));
     args.extend(["--vocabulary".to_string(), dir.join("terms.txt").display().to_string()]);
     args.extend(["--ledger".to_string(), dir.join("ledger.json").display().to_string(), "--out-dir".into(), dir.join("out").display().to_string()]);
     args.extend(flags.iter().map(|s| s.to_string()));
@@ -169,7 +169,7 @@ fn page_path(settings_json: &str, seed: u64) -> (String, String) {
 fn the_cli_and_the_page_release_the_same_bytes() {
     // The page's defaults but N = 8 (the list has 12 terms); the CLI given the same values.
     let page = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":8,"len":10,"features":2048,"per_class":20,
-        "sampler":"SAMPLER","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":0.1,"vocab_per_class":false,"budget":100.0}"#;
+        "sampler":"SAMPLER","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":0.1,"vocab_per_class":false,"budget":100.0,"account":"clinic"}"#;
     for (sampler, features) in [("histogram", "2048"), ("independent", "256"), ("iterative-linear", "128")] {
         let flags = ["--eps-voc", "2", "--eps-kde", "4", "--top-n", "8", "--per-class", "20", "--sampler", sampler, "--features", features];
         let dir = tmpdir(sampler);
@@ -203,7 +203,7 @@ fn the_cli_writes_the_privacy_report_the_page_writes() {
     assert!(html.contains("This run: ε = 4.1000"), "{html}");
     // The budget it was held to, and its history (the first run set it).
     assert_eq!(report.budget, Some(100.0));
-    assert!(html.contains("<h2>Budget</h2><p>This run was held to the budget of this corpus: ε = 100") && html.contains("Its history: set to 100 at "), "{html}");
+    assert!(html.contains("<h2>Budget</h2><p>This run was held to the budget of the budget account “clinic”: ε = 100") && html.contains("Its history: set to 100 at "), "{html}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -30,6 +30,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use crate::ledger::overlap::Sketch;
 
 mod budget;
 mod check;
@@ -204,6 +205,11 @@ pub struct AccountCorpus {
     /// Empty when the ledger was exported without sketches ([`LedgerBook::for_export`]).
     #[serde(default)]
     pub sketch: crate::ledger::overlap::Sketch,
+    /// The same over the corpus's distinct person ids (`corpus::person_hash`), when it was read
+    /// with a person column: two extracts with new notes of the same patients overlap here
+    /// although no document is in both. Absent otherwise (and in ledgers of older versions).
+    #[serde(default, skip_serializing_if = "crate::ledger::overlap::Sketch::is_empty")]
+    pub persons: crate::ledger::overlap::Sketch,
 }
 
 /// What an import added.
@@ -376,8 +382,10 @@ impl LedgerBook {
     /// [`Self::set_budget`], under its rules.)
     pub fn note_corpus(&mut self, account: &str, keys: &crate::input::corpus::CorpusKeys, new_key: impl FnOnce() -> [u8; 32]) {
         let acc = self.accounts.entry(account.to_string()).or_default();
-        // Recorded already (an entry an export left without its sketch is sketched again).
-        if acc.corpora.iter().any(|c| c.fingerprint == keys.fingerprint && !c.sketch.values.is_empty()) {
+        // Recorded already (an entry an export left without its sketch is sketched again, and
+        // one recorded without persons, when the corpus is now read with a person column).
+        let persons_known = |c: &AccountCorpus| keys.person_hashes.is_empty() || !c.persons.is_empty();
+        if acc.corpora.iter().any(|c| c.fingerprint == keys.fingerprint && !c.sketch.values.is_empty() && persons_known(c)) {
             return;
         }
         acc.corpora.retain(|c| c.fingerprint != keys.fingerprint);
@@ -392,6 +400,7 @@ impl LedgerBook {
             fingerprint: keys.fingerprint.clone(),
             key: stored,
             sketch: crate::ledger::overlap::Sketch::of(&key, &keys.doc_hashes),
+            persons: crate::ledger::overlap::Sketch::of(&key, &keys.person_hashes),
         });
     }
 
@@ -404,6 +413,7 @@ impl LedgerBook {
             for c in book.accounts.values_mut().flat_map(|a| a.corpora.iter_mut()) {
                 c.key.clear();
                 c.sketch = crate::ledger::overlap::Sketch::default();
+                c.persons = crate::ledger::overlap::Sketch::default();
             }
         }
         book
@@ -423,7 +433,10 @@ impl LedgerBook {
 
     /// [`Self::overlaps`], with this corpus's sketch under each key computed once in `sketches`
     /// (one pass over its documents per key, however many accounts are compared).
-    pub(super) fn overlaps_cached(&self, account: &str, keys: &crate::input::corpus::CorpusKeys, sketches: &mut Vec<([u8; 32], crate::ledger::overlap::Sketch)>) -> Vec<(String, f64)> {
+    /// The corpora of `account` that overlap the corpus with `keys`: the larger of the
+    /// documents' overlap and, where both were read with a person column, the persons'.
+    /// `sketches` caches this corpus's sketches (documents, persons) per key.
+    pub(super) fn overlaps_cached(&self, account: &str, keys: &crate::input::corpus::CorpusKeys, sketches: &mut Vec<([u8; 32], (Sketch, Sketch))>) -> Vec<(String, f64)> {
         let Some(acc) = self.accounts.get(account) else { return Vec::new() };
         let mut out: Vec<(String, f64)> = acc
             .corpora
@@ -432,15 +445,16 @@ impl LedgerBook {
             .filter_map(|c| {
                 // The local secret's key, or an older sketch's own.
                 let key = if c.key.is_empty() { keys.sketch_key? } else { crate::base::unhex32(&c.key)? };
-                let mine = match sketches.iter().find(|(k, _)| *k == key) {
+                let (docs, persons) = match sketches.iter().find(|(k, _)| *k == key) {
                     Some((_, s)) => s.clone(),
                     None => {
-                        let s = crate::ledger::overlap::Sketch::of(&key, &keys.doc_hashes);
+                        let s = (Sketch::of(&key, &keys.doc_hashes), Sketch::of(&key, &keys.person_hashes));
                         sketches.push((key, s.clone()));
                         s
                     }
                 };
-                Some((c.fingerprint.clone(), mine.overlap(&c.sketch)))
+                let by_persons = if persons.is_empty() || c.persons.is_empty() { 0.0 } else { persons.overlap(&c.persons) };
+                Some((c.fingerprint.clone(), docs.overlap(&c.sketch).max(by_persons)))
             })
             .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -491,6 +505,20 @@ impl LedgerBook {
     }
 
     /// Records a non-DP utility check on a corpus.
+    /// The non-DP checks that touched the corpus `fingerprint`: those recorded on it, then
+    /// (the count returned beside) those recorded only on a corpus in `overlapping`, each once.
+    pub fn checks_touching(&self, fingerprint: &str, overlapping: &[String]) -> (Vec<UtilityCheck>, usize) {
+        let mut checks = self.ledgers.get(fingerprint).map(|l| l.utility_checks.clone()).unwrap_or_default();
+        let own = checks.len();
+        for c in overlapping.iter().filter(|fp| fp.as_str() != fingerprint).filter_map(|fp| self.ledgers.get(fp)).flat_map(|l| &l.utility_checks) {
+            if !checks.iter().any(|k| k.id == c.id) {
+                checks.push(c.clone());
+            }
+        }
+        let from_overlapping = checks.len() - own;
+        (checks, from_overlapping)
+    }
+
     pub fn record_check(&mut self, fingerprint: &str, check: UtilityCheck) {
         let l = self.ledgers.entry(fingerprint.to_string()).or_insert_with(|| Ledger::new(fingerprint.to_string()));
         if !l.utility_checks.iter().any(|c| c.id == check.id) {

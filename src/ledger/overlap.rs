@@ -26,6 +26,13 @@
 //!   those sketches are still compared under it, and still reveal the above to any holder.
 //!   An export without sketches drops them and their keys.
 //!
+//! A corpus read with a person column has a second sketch of the same kind over its distinct
+//! person ids (`corpus::person_hash` in place of the document hash): two extracts holding new
+//! notes of the same patients share no document but overlap there, and the larger of the two
+//! estimates counts. With `K` it confirms a person id as the document sketch confirms a
+//! document, and ids are easier to enumerate than texts (a medical record number has few
+//! digits): the same reason the ledger and its secret stay on the machine.
+//!
 //! So the ledger stays on the machine of the corpus, and the secret never leaves it; DP covers
 //! only the releases. The check protects the far likelier failure: spending the budget twice on
 //! nearly the same data. The sketch is never part of a release, report or prompt. A design that
@@ -91,6 +98,11 @@ impl Sketch {
         let mut values = heap.into_vec();
         values.sort_unstable();
         Sketch { values }
+    }
+
+    /// No values: nothing was sketched (no person column), or the export dropped it.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
     }
 
     /// Whether the sketch holds every (distinct) document of its corpus.

@@ -361,6 +361,51 @@ mod budgets {
         assert!(book.check_spend(research, "B", &fps, 5.0, 10.0).is_err(), "6 spent on the people of A, plus 5, is over 10");
         assert!(book.check_spend(Holder::Corpus("B"), "B", &fps, 4.0, 10.0).is_ok());
     }
+
+    #[test]
+    fn new_notes_of_the_same_persons_overlap_through_the_persons_sketch() {
+        use crate::input::corpus::{doc_hash, person_hash, CorpusKeys};
+        // Two extracts with no document in common: January's notes and February's, mostly of the
+        // same 300 patients.
+        let keys = |fp: &str, docs: std::ops::Range<u32>, persons: std::ops::Range<u32>| {
+            let mut person_hashes: Vec<[u8; 32]> = persons.map(|p| person_hash(&format!("MRN{p:06}"))).collect();
+            person_hashes.sort_unstable();
+            CorpusKeys {
+                fingerprint: fp.into(),
+                doc_hashes: docs.map(|i| doc_hash(&format!("note {i}"))).collect(),
+                person_hashes,
+                ..CorpusKeys::default()
+            }
+        };
+        let mut book = LedgerBook::default();
+        book.extend_run("JAN", &run("jan", 4.0, Some("wards")));
+        book.note_corpus("wards", &keys("JAN", 0..900, 0..300), || [7; 32]);
+        let stored = &book.accounts["wards"].corpora[0];
+        assert!(!stored.persons.is_empty() && !stored.sketch.is_empty());
+        let feb = keys("FEB", 900..1800, 30..330);
+        let over = book.overlapping(&feb);
+        assert_eq!(over.iter().map(|(a, fp, _)| (a.as_str(), fp.as_str())).collect::<Vec<_>>(), [("wards", "JAN")], "{over:?}");
+        assert!(over[0].2 > 0.6, "90% of the persons are shared: {over:?}");
+        // Without person ids on one side only the documents count, and they are disjoint.
+        let feb_docs_only = CorpusKeys { person_hashes: Vec::new(), ..feb.clone() };
+        assert!(book.overlapping(&feb_docs_only).is_empty());
+        // New patients only: no overlap.
+        assert!(book.overlapping(&keys("MAR", 1800..2700, 5000..5300)).is_empty());
+        // An export without sketches drops the persons' too; a ledger without them still reads.
+        let exported = book.for_export(false);
+        assert!(exported.accounts["wards"].corpora[0].persons.is_empty());
+        let text = serde_json::to_string(&exported).unwrap();
+        assert!(!text.contains("\"persons\""), "no empty persons sketch is written");
+        let read: LedgerBook = serde_json::from_str(&text).unwrap();
+        assert!(read.accounts["wards"].corpora[0].persons.is_empty());
+        // Read again with the person column, the corpus recorded without it is sketched again.
+        let mut book = LedgerBook::default();
+        book.note_corpus("wards", &CorpusKeys { person_hashes: Vec::new(), ..keys("JAN", 0..900, 0..300) }, || [7; 32]);
+        assert!(book.accounts["wards"].corpora[0].persons.is_empty());
+        book.note_corpus("wards", &keys("JAN", 0..900, 0..300), || [7; 32]);
+        assert_eq!(book.accounts["wards"].corpora.len(), 1);
+        assert!(!book.accounts["wards"].corpora[0].persons.is_empty());
+    }
 }
 
 /// The local secret's keys (`crate::ledger::local_key`): sketches keyed with it store no key, compare

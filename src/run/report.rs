@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::input::classes::class_name;
-use crate::ledger::{BudgetChange, Ledger, Run, Spend};
+use crate::ledger::{BudgetChange, Ledger, Run, Spend, UtilityCheck};
 use super::mechanisms::mechanisms;
 use super::RunSettings;
 use crate::replay::ReplaySummary;
@@ -119,7 +119,7 @@ impl PrivacyReport {
         let reused_epsilon = if run.vocabulary_from.is_some() { settings.reusable_epsilon() } else { 0.0 };
         // Each mechanism's clause, in the registry's order (`super::mechanisms`).
         let clauses: Vec<String> = mechanisms().filter_map(|m| (m.epsilon)(settings).map(|e| (m.words)(settings, run, e))).collect();
-        PrivacyReport {
+        let mut report = PrivacyReport {
             format: Self::FORMAT.into(),
             generated,
             method: "DP-KPS: differentially private keyphrase prompt seeding (Nagesh, Chen, Mishra & Wagner, 2024)".into(),
@@ -153,17 +153,9 @@ impl PrivacyReport {
             not_included: "Exact counts of documents, classes or matched terms are not in this report: they are not \
                 differentially private. Class names are the curator's declared, public set."
                 .into(),
-            non_dp_checks_on_this_corpus: ledger.utility_checks.len(),
-            non_dp_settings_compared: ledger.settings_compared(),
-            non_dp_checks: match ledger.utility_checks.len() {
-                0 => "No non-DP utility check was run on this corpus in this browser.".into(),
-                n => format!(
-                    "A non-DP utility check was run on this corpus {n} time(s), comparing {} setting(s) on the private \
-                     documents. Settings chosen from those figures depend on the data outside the ε above: the \
-                     guarantee holds for each run, but the choice of settings is not covered by it.",
-                    ledger.settings_compared()
-                ),
-            },
+            non_dp_checks_on_this_corpus: 0,
+            non_dp_settings_compared: 0,
+            non_dp_checks: String::new(),
             account: run.account.clone(),
             budget: None,
             budget_changes: Vec::new(),
@@ -171,7 +163,30 @@ impl PrivacyReport {
             class_signals: signals.to_vec(),
             noise_dominated: signals.iter().filter(|s| s.noise_dominated).map(|s| class_name(&s.label)).collect(),
             replay_check: None,
-        }
+        };
+        report.count_checks(&ledger.utility_checks, 0);
+        report
+    }
+
+    /// States the non-DP utility checks that touched this corpus: `checks`, of which the last
+    /// `from_overlapping` were recorded on corpora that overlap it (a tuning file sharing its
+    /// documents or persons, `crate::ledger::LedgerBook::checks_touching`).
+    pub fn count_checks(&mut self, checks: &[UtilityCheck], from_overlapping: usize) {
+        let compared: usize = checks.iter().map(|c| c.settings_compared).sum();
+        self.non_dp_checks_on_this_corpus = checks.len();
+        self.non_dp_settings_compared = compared;
+        let overlapping = match from_overlapping {
+            0 => String::new(),
+            k => format!(" ({k} of them on a file that shares documents or persons with it)"),
+        };
+        self.non_dp_checks = match checks.len() {
+            0 => "No non-DP utility check was run on this corpus in this browser.".into(),
+            n => format!(
+                "A non-DP utility check was run on this corpus {n} time(s){overlapping}, comparing {compared} setting(s) on \
+                 the private documents. Settings chosen from those figures depend on the data outside the ε above: the \
+                 guarantee holds for each run, but the choice of settings is not covered by it."
+            ),
+        };
     }
 
     /// The report `json` (a run's, as written) with the replay check of the generated

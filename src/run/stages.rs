@@ -402,6 +402,10 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
         sequences.len(),
         &signals,
     );
+    // The non-DP checks on this corpus, and on any file that overlaps it (a tuning file that
+    // shares its documents or persons: `dpkps evaluate` records its check on both).
+    let (checks, from_overlapping) = book.checks_touching(&corpus.fingerprint, &overlapping(&book, corpus));
+    report.count_checks(&checks, from_overlapping);
     let holder = plan.holder(&corpus.fingerprint);
     report.budget = book.stored_budget(holder);
     report.budget_changes = book.budget_changes(holder).to_vec();

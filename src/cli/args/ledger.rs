@@ -20,10 +20,11 @@ pub(crate) struct LedgerArgs {
     /// and shown in the privacy report).
     #[arg(long, requires = "budget")]
     pub(crate) raise_budget: bool,
-    /// Budget account (the dataset's name): runs are recorded under it, --budget caps all
-    /// that is spent under it whatever extract is read, and a corpus overlapping an earlier
-    /// one of the account by 20% or more is warned about (the app does the same).
-    #[arg(long)]
+    /// Budget account (the dataset's name), required: runs are recorded under it, --budget
+    /// caps all that is spent under it whatever extract is read, and the corpus is sketched
+    /// under it, so that a later extract overlapping it by 20% or more, under any account, is
+    /// held to its budget too (the app does the same, under its own default account).
+    #[arg(long, env = "DPKPS_ACCOUNT", required = true)]
     pub(crate) account: Option<String>,
 }
 

@@ -125,8 +125,9 @@ pub(super) enum Command {
     },
     /// Show the privacy ledger (all corpora, or the one given with --corpus).
     Ledger {
-        #[command(flatten)]
-        ledger: LedgerArgs,
+        /// Privacy ledger file [default: $DPKPS_LEDGER, else ~/.local/share/dpkps/ledger.json].
+        #[arg(long)]
+        ledger: Option<PathBuf>,
         /// Show only the ledger of this corpus (same reading options as the other commands).
         #[arg(long)]
         corpus: Vec<PathBuf>,

@@ -31,6 +31,7 @@ use crate::run::report::PrivacyReport;
 
 use crate::cli::args::corpus::CorpusArgs;
 use crate::cli::error::CliError;
+use crate::cli::sequence_file::{check_sendable, SequenceLine, Source};
 use error::{GenerateError, KEY_VAR};
 use http::HttpClient;
 use store::{OutDir, JOB};
@@ -47,9 +48,14 @@ pub(crate) struct GenerateArgs {
     /// Instead of --run: a file of keyphrase sequences in the form of a run's sequences.jsonl
     /// (e.g. `dpkps evaluate --export-sequences`, for the train-on-synthetic benchmark). No
     /// privacy report comes with them, and none is written: such a corpus is not a run's
-    /// release.
+    /// release. Sent only with --unrecorded-sequences, to an endpoint on this machine.
     #[arg(long, value_name = "FILE")]
     sequences: Option<PathBuf>,
+    /// Acknowledges that the sequences are not a recorded run's DP release (--sequences, or
+    /// lines marked "dp": false or "epsilon_recorded": false): for a public corpus or a
+    /// benchmark. They are then sent only to an endpoint on this machine.
+    #[arg(long)]
+    unrecorded_sequences: bool,
     /// The endpoint's base URL, as the page's Endpoint field takes it, e.g.
     /// http://127.0.0.1:8000/v1 (…/chat/completions is appended). No credentials in it: the key
     /// comes from $DPKPS_LLM_KEY.
@@ -211,10 +217,21 @@ fn api_key() -> Result<Option<String>, CliError> {
     }
 }
 
-/// The keyphrase sequences to generate from, and the privacy report of the run they come
-/// from (as written, and read): a run's folder (`--run`), or a file of sequences without a
-/// report (`--sequences`; the report text is then empty).
-fn read_input(args: &GenerateArgs) -> Result<(Vec<SequenceOut>, String, Option<PrivacyReport>), CliError> {
+/// What a generation job is built from: the keyphrase sequences, and the privacy report of the
+/// run they come from (as written, and read).
+struct Input {
+    sequences: Vec<SequenceOut>,
+    report_text: String,
+    report: Option<PrivacyReport>,
+    /// Where the sequences come from, and how many lines say they are no recorded release.
+    source: Source,
+    marked: usize,
+    path: String,
+}
+
+/// The job's input: a run's folder (`--run`), or a file of sequences without a report
+/// (`--sequences`; the report text is then empty).
+fn read_input(args: &GenerateArgs) -> Result<Input, CliError> {
     let read = |path: PathBuf| {
         std::fs::read_to_string(&path).map(|t| (t, path.display().to_string())).map_err(|e| CliError::Input {
             path: path.display().to_string(),
@@ -229,20 +246,23 @@ fn read_input(args: &GenerateArgs) -> Result<(Vec<SequenceOut>, String, Option<P
         }
     };
     let (text, path) = read(file)?;
-    let mut sequences = Vec::new();
+    let (mut sequences, mut marked) = (Vec::new(), 0);
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let s: SequenceOut = serde_json::from_str(line)
+        let s: SequenceLine = serde_json::from_str(line)
             .map_err(|e| CliError::Input { path: path.clone(), message: format!("line {}: not a keyphrase sequence: {e}", n + 1) })?;
-        sequences.push(s);
+        marked += usize::from(s.is_marked_unrecorded());
+        sequences.push(s.sequence);
     }
     if sequences.is_empty() {
         return Err(CliError::Input { path, message: "holds no keyphrase sequence: nothing to generate".into() });
     }
-    let Some(dir) = dir else { return Ok((sequences, String::new(), None)) };
-    let (report_text, path) = read(dir.join("privacy-report.json"))?;
+    let Some(dir) = dir else {
+        return Ok(Input { sequences, report_text: String::new(), report: None, source: Source::File, marked, path });
+    };
+    let (report_text, report_path) = read(dir.join("privacy-report.json"))?;
     let report: PrivacyReport = serde_json::from_str(&report_text)
-        .map_err(|e| CliError::Input { path, message: format!("is not a dpkps privacy report: {e}") })?;
-    Ok((sequences, report_text, Some(report)))
+        .map_err(|e| CliError::Input { path: report_path, message: format!("is not a dpkps privacy report: {e}") })?;
+    Ok(Input { sequences, report_text, report: Some(report), source: Source::Run, marked, path })
 }
 
 fn now_iso() -> String {
@@ -340,7 +360,11 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
         args.replay.params().check().map_err(|e| CliError::Input { path: "--replay-*".into(), message: e.to_string() })?;
         crate::cli::replay::probe_corpus(corpus)?;
     }
-    let (all, report_text, report) = read_input(&args)?;
+    let Input { sequences: all, report_text, report, source, marked, path } = read_input(&args)?;
+    // Refused before anything is sent (a dry run sends nothing).
+    if !args.dry_run {
+        check_sendable(source, marked, args.unrecorded_sequences, &llm, &path)?;
+    }
     let sequences = SequenceOut::to_generate(&all, args.include_noise_classes);
     if sequences.len() < all.len() {
         eprintln!(

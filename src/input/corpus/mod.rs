@@ -189,12 +189,25 @@ pub struct CorpusKeys {
     pub unkeyed: String,
     /// The overlap sketches' key derived from the local secret (None: not keyed yet).
     pub sketch_key: Option<[u8; 32]>,
+    /// [`person_hash`] of every distinct person, sorted (empty without a person column), for
+    /// the persons' overlap sketch: new notes of the same patients link two extracts. Never
+    /// stored.
+    pub person_hashes: Vec<[u8; 32]>,
 }
 
 impl std::fmt::Debug for CorpusKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CorpusKeys").field("fingerprint", &self.fingerprint).field("documents", &self.doc_hashes.len()).finish_non_exhaustive()
     }
+}
+
+/// SHA-256 of one person's id (trimmed, as the person column is read; domain-separated from
+/// [`doc_hash`], so that a person id and a document of the same text never collide).
+pub fn person_hash(id: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"dpkps person v1\0");
+    h.update(id.as_bytes());
+    h.finalize().into()
 }
 
 /// SHA-256 of one document's text (domain-separated).
@@ -228,6 +241,7 @@ pub struct Ingest {
     /// The legacy, order-sensitive hash (see the module docs).
     hasher: Sha256,
     doc_hashes: Vec<[u8; 32]>,
+    person_hashes: std::collections::BTreeSet<[u8; 32]>,
     label_field_set: bool,
 }
 
@@ -235,7 +249,14 @@ impl Ingest {
     pub fn new(label_field_set: bool) -> Self {
         let mut hasher = Sha256::new();
         hasher.update(b"dpkps corpus v1\0");
-        Ingest { stats: IngestStats::default(), limits: Limits::default(), hasher, doc_hashes: Vec::new(), label_field_set }
+        Ingest {
+            stats: IngestStats::default(),
+            limits: Limits::default(),
+            hasher,
+            doc_hashes: Vec::new(),
+            person_hashes: Default::default(),
+            label_field_set,
+        }
     }
 
     /// The same with other caps (tests).
@@ -265,7 +286,11 @@ impl Ingest {
         self.hasher.update((text.len() as u64).to_le_bytes());
         self.hasher.update(text.as_bytes());
         self.doc_hashes.push(doc_hash(text));
-        Ok(Some(DocRef { text, label, person: person.map(str::trim).filter(|p| !p.is_empty()) }))
+        let person = person.map(str::trim).filter(|p| !p.is_empty());
+        if let Some(p) = person {
+            self.person_hashes.insert(person_hash(p));
+        }
+        Ok(Some(DocRef { text, label, person }))
     }
 
     /// The error for a document past [`Limits::documents`], at `line` of `file`.
@@ -298,6 +323,7 @@ impl Ingest {
             doc_hashes: self.doc_hashes,
             unkeyed: String::new(),
             sketch_key: None,
+            person_hashes: self.person_hashes.into_iter().collect(),
         };
         Ok((self.stats, keys))
     }
