@@ -67,9 +67,28 @@ def read_allowlist(path):
                     raise CspError(
                         f"{path}:{n}: {entry!r} is not an endpoint origin; write scheme://host[:port], e.g. "
                         "https://llm.example.org or http://10.0.0.5:8000 (no path, no bare *)")
+                if m.group("host").startswith("*.") and too_wide(m.group("host")[2:]):
+                    raise CspError(
+                        f"{path}:{n}: {entry!r}: a wildcard on a public suffix allows nearly any host; name the "
+                        "organisation's domain after *. (e.g. https://*.corp.example.org)")
                 if src not in out:
                     out.append(src)
     return out
+
+
+# Second-level labels under a two-letter country code that registries sell names under
+# (co.uk, com.au, ac.jp, …): `*.co.uk` is as wide as `*.com`. Not the whole Public Suffix
+# List (the script has no dependencies), but the forms met in practice.
+_SELLER_LABELS = {"co", "com", "net", "org", "gov", "ac", "edu", "ne", "or", "go", "gob", "nic", "ltd", "plc", "sch", "nhs", "mil"}
+
+
+def too_wide(domain):
+    """Whether `*.domain` spans a public suffix: a bare top-level label (`*.com`), or a
+    registry's second level under a country code (`*.co.uk`)."""
+    labels = domain.split(".")
+    if len(labels) < 2:
+        return True
+    return len(labels) == 2 and len(labels[1]) == 2 and labels[0] in _SELLER_LABELS
 
 
 def policy(allowed, header=False):

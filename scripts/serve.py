@@ -37,6 +37,7 @@ import ipaddress
 import os
 import socket
 import sys
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import csp  # noqa: E402  (scripts/csp.py)
@@ -160,16 +161,21 @@ def handler(root, policy, prefix="/", hosts=None, timeout=30):
 
         def send_head(self):
             path = self.translate_path(self.path)
-            real = os.path.realpath(path)
-            if real != real_root and not real.startswith(real_root + os.sep):
+            inside = lambda p: (lambda r: r == real_root or r.startswith(real_root + os.sep))(os.path.realpath(p))
+            # The file actually opened is checked too: for a folder the standard library opens
+            # its index.html, which may be a link out of the served folder.
+            index = os.path.join(path, "index.html")
+            if not inside(path) or (os.path.isdir(path) and os.path.exists(index) and not inside(index)):
                 self.send_error(404, "not found")
                 return None
             url_path = self.path.split("?", 1)[0].split("#", 1)[0]
             if os.path.isdir(path) and not url_path.endswith("/"):
                 # The folder's URL with its slash, as a path under the prefix (the standard
-                # library's redirect would drop the prefix and keep a `//host` start).
+                # library's redirect would drop the prefix and keep a `//host` start), with any
+                # byte a browser could read as another host (`\`) percent-encoded.
                 self.send_response(301)
-                self.send_header("Location", prefix + url_path.lstrip("/") + "/")
+                location = urllib.parse.quote(prefix + url_path.lstrip("/") + "/", safe="/%-._~!$&'()*+,;=:@")
+                self.send_header("Location", location)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return None

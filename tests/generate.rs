@@ -31,6 +31,8 @@ enum Fault {
     Huge(usize),
     /// 307 to this URL.
     Redirect(String),
+    /// This status with this body, as the server wrote it (bytes a terminal may act on).
+    Body(u16, String),
     /// 429 with `Retry-After` as an HTTP date this many seconds ahead.
     TooManyUntil(u64),
     /// Answers well, with these words in the note (a private document's, replayed).
@@ -149,6 +151,7 @@ fn handle(mut stream: TcpStream, state: &Mutex<State>) {
             reply(200, "", &serde_json::json!({ "choices": [{ "message": { "role": "assistant", "content": text } }] }).to_string())
         }
         Some(Fault::Redirect(to)) => reply(307, &format!("Location: {to}\r\n"), ""),
+        Some(Fault::Body(code, body)) => reply(code, "", &body),
         Some(Fault::TooManyUntil(s)) => {
             let date = http_date(std::time::SystemTime::now() + Duration::from_secs(s));
             reply(429, &format!("Retry-After: {date}\r\n"), r#"{"error":"slow down"}"#)
@@ -285,6 +288,12 @@ fn every_document_is_generated_with_lanes_and_retries_into_the_pages_formats() {
     // A reply that is not a document is asked for once more, at once.
     assert!(err.contains("document #4, attempt 1: the reply is the keyphrases given back as a list: asked once more"), "{err}");
     assert!(err.contains("(8 documents: 8 prose)"), "{err}");
+    // The logs hold every reply, flagged replays of private text included: owner only.
+    #[cfg(unix)]
+    for log in ["outcomes.jsonl", "audit.jsonl"] {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(out.join(log)).unwrap().permissions().mode() & 0o777, 0o600, "{log}");
+    }
 
     // Three in flight at once; each document sent once, plus once per injected fault.
     assert_eq!(server.state.lock().unwrap().max_in_flight, 3);
@@ -672,4 +681,38 @@ fn sequences_that_are_no_recorded_release_go_only_acknowledged_and_only_to_this_
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("as --unrecorded-sequences acknowledges"), "{}", stderr(&o));
     assert_eq!(server.counts().len(), 2);
+}
+
+#[test]
+fn no_proxy_for_this_machine_no_resolver_for_localhost_names_and_no_raw_control_bytes() {
+    let dir = tmpdir("proxy");
+    let run = run_folder(&dir, 2);
+    let server = Server::start();
+    // A proxy in the environment: a keyed request to this machine over http:// must not go
+    // through it (it would carry the key and the prompts off the machine in clear).
+    let proxy = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let proxy_url = format!("http://{}", proxy.local_addr().unwrap());
+    proxy.set_nonblocking(true).unwrap();
+    let out = dir.join("out");
+    let mut cmd = generate(&run, &server.url, &out, &["--timeout", "5", "--attempts", "1"]);
+    cmd.env("DPKPS_LLM_KEY", KEY);
+    for var in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"] {
+        cmd.env(var, &proxy_url);
+    }
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(proxy.accept().is_err(), "the proxy was asked");
+    assert!(server.seen().iter().all(|s| s.authorization.as_deref() == Some(&format!("Bearer {KEY}")[..])));
+    // `*.localhost` would be looked up by the system's resolver: refused before anything is sent.
+    let o = generate(&run, "http://llm.localhost:8080/v1", &dir.join("out2"), &[]).env("DPKPS_LLM_KEY", KEY).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("resolves *.localhost names"), "{}", stderr(&o));
+    // An error body with terminal escapes (retitle, clear screen, a link) is printed escaped.
+    let server = Server::start();
+    server.fault(0, &[Fault::Body(400, "\u{1b}]0;PWNED\u{7}\u{1b}[2J\u{1b}]8;;http://evil.example/\u{7}".into())]);
+    let o = generate(&run_folder(&dir.join("esc"), 1), &server.url, &dir.join("out3"), &["--attempts", "1"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "raw control bytes on the terminal: {err:?}");
+    assert!(err.contains("\\u{1b}]0;PWNED"), "{err}");
 }

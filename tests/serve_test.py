@@ -19,6 +19,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
 import serve  # noqa: E402  (scripts/serve.py)
+import csp  # noqa: E402  (scripts/csp.py)
 
 PREFIX = "/tools/dpkps/"
 
@@ -145,6 +146,27 @@ class ServeTest(unittest.TestCase):
         self.assertIn(" 404 ", s.get(PREFIX + "up/secret.txt")[0])
         self.assertIn(" 200 ", s.get(PREFIX + "index.html")[0])
         self.assertIn(" 200 ", s.get(PREFIX)[0])
+
+    def test_a_wildcard_on_a_public_suffix_is_refused(self):
+        path = os.path.join(self.tmp.name, "allowed.txt")
+        for entry in ["https://*.com", "https://*.co.uk", "https://*.a", "http://*.com.au:*"]:
+            with open(path, "w") as f:
+                f.write(entry + "\n")
+            with self.assertRaises(csp.CspError, msg=entry):
+                csp.read_allowlist(path)
+        with open(path, "w") as f:
+            f.write("https://*.corp.example.org\nhttps://*.example.com\nhttps://*.nhs.uk.example\nhttp://10.0.0.5:8000\n")
+        self.assertEqual(len(csp.read_allowlist(path)), 4)
+
+    def test_a_linked_index_out_of_the_folder_is_not_served(self):
+        os.makedirs(os.path.join(self.root, "sub"))
+        os.symlink(os.path.join(self.tmp.name, "secret.txt"), os.path.join(self.root, "sub", "index.html"))
+        s = self.serve()
+        self.assertIn(" 404 ", s.get(PREFIX + "sub/")[0])
+        # A raw backslash in a folder's redirect is percent-encoded (`/\evil.example` is another host).
+        os.makedirs(os.path.join(self.root, "a\\b"))
+        status, headers = s.raw(f"GET {PREFIX}a\\b HTTP/1.1\r\nHost: 127.0.0.1:{s.port}\r\nConnection: close\r\n\r\n")
+        self.assertEqual((status.split()[1], headers.get("location")), ("301", PREFIX + "a%5Cb/"))
 
     def test_every_answer_carries_the_policy(self):
         s = self.serve()

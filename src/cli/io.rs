@@ -155,6 +155,13 @@ pub(crate) fn ledger_path(args: &LedgerArgs) -> PathBuf {
     home.join(".local/share/dpkps/ledger.json")
 }
 
+/// `text` with its control characters (all but newline and tab) written as `\u{…}` escapes,
+/// for a terminal: error text may hold bytes an endpoint chose (an HTTP body), and raw escape
+/// sequences would retitle the window, clear the screen or plant links.
+pub(crate) fn terminal_safe(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+}
+
 pub(crate) fn json_text<T: Serialize>(value: &T) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
     text.push('\n');
@@ -196,7 +203,11 @@ pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
 /// (as root, `/dev/null` would then hold this output and feed it to every later reader).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8], private: bool) -> Result<(), CliError> {
     let err = |source| CliError::Write { path: path.display().to_string(), source };
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+    // Written into directly only when it is a device named under /dev (`--out /dev/null`,
+    // `/dev/stdout`, itself a link): anything else that is not a regular file, a symbolic link
+    // planted at an output name to a FIFO or device above all, is replaced by the new file
+    // rather than written through (its 0600 and its exclusive creation would be bypassed).
+    if path.starts_with("/dev") && std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
         let mut f = OpenOptions::new().write(true).open(path).map_err(err)?;
         return f.write_all(bytes).and_then(|()| f.flush()).map_err(err);
     }
@@ -310,4 +321,39 @@ mod tests {
 pub(crate) fn peak_rss_kb() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod safety_tests {
+    #[test]
+    fn control_characters_reach_the_terminal_escaped() {
+        let body = "bad request \u{1b}]0;PWNED\u{7}\u{1b}[2J\r\nline two\tend";
+        let safe = super::terminal_safe(body);
+        assert_eq!(safe, "bad request \\u{1b}]0;PWNED\\u{7}\\u{1b}[2J\\u{d}\nline two\tend");
+        assert!(!safe.chars().any(|c| c.is_control() && c != '\n' && c != '\t'));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_link_to_a_fifo_is_replaced_not_written_through() {
+        let dir = std::env::temp_dir().join(format!("dpkps-io-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path; mkfifo reads it only.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0);
+        let out = dir.join("run.json");
+        std::os::unix::fs::symlink(&fifo, &out).unwrap();
+        // Written through, this would block on the FIFO (no reader) or hand it the bytes.
+        super::write_atomic(&out, b"private", true).unwrap();
+        let meta = std::fs::symlink_metadata(&out).unwrap();
+        assert!(meta.is_file(), "the link is replaced by a regular file");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(std::fs::read(&out).unwrap(), b"private");
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO is untouched");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

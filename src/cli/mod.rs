@@ -42,7 +42,7 @@ pub fn main() -> ExitCode {
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", io::terminal_safe(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }
@@ -123,7 +123,7 @@ fn run(command: Command) -> Result<(), CliError> {
             println!("ledger: {}", path.display());
             for fp in fingerprints {
                 let l = book.ledger(&fp);
-                println!("corpus {}…: {} run(s), total ε = {:.4}", &fp[..12.min(fp.len())], l.runs.len(), l.total_epsilon());
+                println!("corpus {}…: {} run(s), total ε = {:.4}", fp.chars().take(12).collect::<String>(), l.runs.len(), l.total_epsilon());
                 for (stage, eps) in l.epsilon_by_stage() {
                     println!("  {stage}: ε = {eps:.4}");
                 }

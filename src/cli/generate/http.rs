@@ -12,7 +12,9 @@
 //! - a Retry-After is read as seconds or as an HTTP date ([`crate::llm::retry_after_s`]).
 //!
 //! Proxies are taken from the environment (`HTTPS_PROXY`, `NO_PROXY`, …) as other
-//! command-line tools do.
+//! command-line tools do, except for an endpoint on this machine: the key may go to one over
+//! plain `http://` (`LlmSettings::check_key`), which a proxy would carry off the machine in
+//! clear, so such a request never goes through a proxy.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,9 +33,14 @@ pub(super) struct HttpClient {
 }
 
 impl HttpClient {
-    /// `max_bytes`: the most read of one reply (`LlmSettings::reply_cap`).
-    pub(super) fn new(key: Option<String>, timeout_s: f64, max_bytes: usize) -> HttpClient {
-        let config = ureq::Agent::config_builder()
+    /// `max_bytes`: the most read of one reply (`LlmSettings::reply_cap`); `loopback`: the
+    /// endpoint is on this machine (no proxy then).
+    pub(super) fn new(key: Option<String>, timeout_s: f64, max_bytes: usize, loopback: bool) -> HttpClient {
+        let mut config = ureq::Agent::config_builder();
+        if loopback {
+            config = config.proxy(None);
+        }
+        let config = config
             .timeout_global(Some(Duration::from_secs_f64(timeout_s)))
             .http_status_as_error(false)
             .max_redirects(0)

@@ -347,6 +347,20 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     let llm = args.llm_settings();
     llm.check()?;
     llm.check_key(key.as_deref().unwrap_or(""))?;
+    // The page counts `*.localhost` as this machine (browsers pin it to loopback); this command
+    // would ask the system's resolver, which may answer with any address: the key and the
+    // prompts would then leave in clear over `http://`. Only localhost, 127/8 and [::1] here.
+    let url = llm.endpoint_url()?;
+    if url.host.ends_with(".localhost") {
+        return Err(CliError::Input {
+            path: "--endpoint".into(),
+            message: format!(
+                "{}: the command resolves *.localhost names through the system's resolver, which may send them off this machine; \
+                 use localhost, 127.0.0.1 or [::1]",
+                url.origin()
+            ),
+        });
+    }
     let prompts = args.prompt_settings()?;
     if let Some(corpus) = &args.replay_corpus {
         if corpus.corpus.is_empty() {
@@ -407,7 +421,7 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     );
     let session = Session {
         dir: &dir,
-        client: HttpClient::new(key, job.llm.timeout_s, job.llm.reply_cap()),
+        client: HttpClient::new(key, job.llm.timeout_s, job.llm.reply_cap(), job.llm.endpoint_url()?.is_loopback()),
         job: RefCell::new(job.clone()),
         stop: Arc::new(AtomicBool::new(false)),
         halted: RefCell::new(None),
@@ -504,7 +518,7 @@ impl JobStore for Session<'_> {
 
     async fn audit(&self, entry: &AuditEntry) -> Result<(), std::io::Error> {
         if let (AuditPhase::Response, Some(e)) = (entry.phase, &entry.error) {
-            eprintln!("document #{}, attempt {}: {e}", entry.index + 1, entry.attempt);
+            eprintln!("document #{}, attempt {}: {}", entry.index + 1, entry.attempt, crate::cli::io::terminal_safe(e));
         }
         self.dir.append_audit(entry)
     }
@@ -521,6 +535,7 @@ impl JobStore for Session<'_> {
         };
         let id = job.id.clone();
         job.record(&id, index, outcome);
+        let what = crate::cli::io::terminal_safe(&what);
         eprintln!("document #{}: {what} [{} of {} done, {} failed]", index + 1, job.done(), job.items.len(), job.failed());
     }
 }

@@ -73,7 +73,8 @@ impl OutDir {
         }
         let append = |name: &str| {
             let p = dir.join(name);
-            open_kept(&p, OpenOptions::new().read(true).append(true).create(true), false).map_err(werr(&p))
+            // 0600: replies the replay check flags (private text repeated) stay in both logs.
+            open_kept(&p, OpenOptions::new().read(true).append(true).create(true), true).map_err(werr(&p))
         };
         Ok(OutDir { dir: dir.to_path_buf(), outcomes: RefCell::new(append(OUTCOMES)?), audit: RefCell::new(append(AUDIT)?), _lock: lock })
     }
