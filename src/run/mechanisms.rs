@@ -51,7 +51,7 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
         SpendStage::ClassCounts => Mechanism {
             stage,
             field: "eps_counts",
-            epsilon: |s| s.eps_counts,
+            epsilon: |s| s.counts_epsilon(),
             reusable: false,
             words: class_counts_words,
         },
@@ -102,7 +102,9 @@ mod tests {
     /// The settings with `field` set to `value`, through the field's serialized name (the
     /// registry names fields as strings: this is what ties them to the struct).
     fn with_field(field: &str, value: f64) -> RunSettings {
-        let mut json = serde_json::to_value(RunSettings::default()).expect("settings serialize");
+        // Two classes: the class counts are spent only where there is more than one.
+        let two = RunSettings { classes: vec!["a".into(), "b".into()], ..RunSettings::default() };
+        let mut json = serde_json::to_value(two).expect("settings serialize");
         let obj = json.as_object_mut().expect("settings are an object");
         assert!(obj.contains_key(field), "the registry names {field:?}, which RunSettings does not have");
         obj.insert(field.to_string(), value.into());
@@ -132,6 +134,13 @@ mod tests {
         }
         let off = RunSettings { eps_counts: None, ..RunSettings::default() };
         assert_eq!(off.epsilon(), off.eps_voc + off.eps_kde);
+        // One class (or none declared: an unlabelled corpus): nothing to apportion, nothing spent.
+        for (classes, other) in [(vec![], None), (vec!["a".to_string()], None), (vec![], Some("rest".to_string()))] {
+            let one = RunSettings { eps_counts: Some(0.1), classes, other_class: other, ..RunSettings::default() };
+            assert_eq!((one.counts_epsilon(), one.epsilon()), (None, one.eps_voc + one.eps_kde));
+        }
+        let two = RunSettings { eps_counts: Some(0.1), classes: vec!["a".into()], other_class: Some("rest".into()), ..RunSettings::default() };
+        assert_eq!(two.counts_epsilon(), Some(0.1));
     }
 
     /// The guarantee's clauses as the report wrote them before the registry (kept here as the
@@ -175,7 +184,8 @@ mod tests {
         reused.vocabulary_from = Some("a".into());
         for sampler in crate::dp::summary::KeyphraseSampler::ALL {
             for (per_class, counts) in [(false, Some(0.1)), (true, None), (false, Some(2.5))] {
-                let s = RunSettings { sampler, vocab_per_class: per_class, eps_counts: counts, eps_voc: 1.5, ..RunSettings::default() };
+                let classes = vec!["a".to_string(), "b".to_string()];
+                let s = RunSettings { sampler, vocab_per_class: per_class, eps_counts: counts, eps_voc: 1.5, classes, ..RunSettings::default() };
                 for run in [Run::new("a".into(), "now".into()), reused.clone()] {
                     let now: Vec<String> = mechanisms().filter_map(|m| (m.epsilon)(&s).map(|e| (m.words)(&s, &run, e))).collect();
                     assert_eq!(now.join(" plus "), clauses_before(&s, &run));

@@ -304,7 +304,7 @@ impl PrivacyReport {
             row("N (private vocabulary size)", s.top_n.to_string()),
             row("L (keyphrases per sequence)", s.len.to_string()),
             row("I (random features)", s.features.to_string()),
-            row("Sequences per class", match s.eps_counts {
+            row("Sequences per class", match s.counts_epsilon() {
                 Some(e) => format!("{} on average, in proportion to DP class counts (ε = {e})", s.per_class),
                 None => s.per_class.to_string(),
             }),

@@ -272,6 +272,14 @@ impl RunSettings {
 
     /// ε this run will spend: the sum over the registered mechanisms ([`super::mechanisms`]):
     /// ε_voc + ε_kde (+ ε of the class counts) (sequential composition; classes in parallel).
+    /// ε of the DP class counts as a run spends it: `None` when off, and when the run has a
+    /// single class (declared, with the other class, or an unlabelled corpus), where counts
+    /// would apportion nothing: a noisy total bought for no use.
+    pub fn counts_epsilon(&self) -> Option<f64> {
+        let classes = self.classes.len() + usize::from(self.other_class.is_some());
+        self.eps_counts.filter(|_| classes > 1)
+    }
+
     pub fn epsilon(&self) -> f64 {
         super::mechanisms::mechanisms().filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
     }

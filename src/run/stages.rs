@@ -282,7 +282,7 @@ pub async fn summaries<H: Host>(
     let (summary, spends) = host.summaries(inputs, rng).await?;
     rec.run.spends.extend(spends);
     // DP class counts: sequences per class in proportion, on record with the summaries.
-    let class_counts = match plan.settings.eps_counts {
+    let class_counts = match plan.settings.counts_epsilon() {
         Some(eps) => {
             let (noisy, spend) = crate::dp::counts::noisy_class_counts(&corpus.class_counts(&plan.classes), eps, rng)
                 .map_err(|e| host.fail(Some(Stage::Summary), e.into()))?;
