@@ -468,6 +468,18 @@ fn sequences_reads_a_given_vocabulary_only_where_its_epsilon_is_on_record() {
     assert!(!std::path::Path::new(&out1).exists());
     let o = dpkps(&["ledger", "--ledger", &other]);
     assert!(!String::from_utf8_lossy(&o.stdout).contains("run(s)"), "{}", String::from_utf8_lossy(&o.stdout));
+    // The same file edited (a term picked by hand, `released_by` removed): not the release
+    // the ledger paid for, so refused although a run here paid as much ε_voc.
+    let released = std::fs::read_to_string(&v).unwrap();
+    let mut edited: serde_json::Value = serde_json::from_str(&released).unwrap();
+    edited["terms"][0]["noisy_count"] = serde_json::json!(edited["terms"][0]["noisy_count"].as_i64().unwrap() + 50);
+    edited.as_object_mut().unwrap().remove("released_by");
+    std::fs::write(&v, edited.to_string()).unwrap();
+    let o = seq(&ledger, &out1);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("for this private vocabulary of this corpus") && stderr(&o).contains("edited after its release"), "{}", stderr(&o));
+    assert!(!std::path::Path::new(&out1).exists());
+    std::fs::write(&v, released).unwrap();
     // The ledger that paid for it: the run names the paying run; the report counts its ε_voc.
     let out2 = dir.join("s2.jsonl");
     let o = seq(&ledger, out2.to_str().unwrap());

@@ -126,6 +126,19 @@ impl Run {
     /// Whether this run is on record as having paid for a private vocabulary of ε ≥ `epsilon`
     /// under `account`, with the privacy unit `person_column` (the person column, or `None`:
     /// the document): what a later run that reuses its Ṽ relies on.
+    /// Whether this run released the private vocabulary of digest `digest`
+    /// (`PrivateVocabulary::released_digest`, recorded in its vocabulary spends): `false` when
+    /// it recorded another; `true` also for a run of an older version, which recorded none.
+    pub fn released_vocabulary(&self, digest: &str) -> bool {
+        let recorded: Vec<&str> = self
+            .spends
+            .iter()
+            .filter(|s| s.stage == SpendStage::Vocabulary.name())
+            .filter_map(|s| s.params.get("released_sha256").and_then(|v| v.as_str()))
+            .collect();
+        recorded.is_empty() || recorded.contains(&digest)
+    }
+
     pub fn paid_for_vocabulary(&self, epsilon: f64, account: Option<&str>, person_column: Option<&str>) -> bool {
         self.account.as_deref() == account
             && self.person_column.as_deref() == person_column

@@ -199,6 +199,8 @@ pub async fn vocabulary<H: Host>(
         Vocabulary::Given(pv) => {
             let book = host.ledger().await?;
             let (eps, account) = (pv.params.epsilon, plan.account.as_deref());
+            // What the file holds must be what the paying run released (its digest is on record).
+            let digest = pv.released_digest();
             let unit_of = |column: Option<&str>| column.map_or("per document".to_string(), |c| format!("per person (column “{c}”)"));
             // The run that released it, when the file says (it must be on record, with this
             // unit); an older file names none: any run that paid enough, per document only.
@@ -225,11 +227,11 @@ pub async fn vocabulary<H: Host>(
                 .runs
                 .iter()
                 .rev()
-                .find(|r| named.is_none_or(|id| r.id == id) && r.paid_for_vocabulary(eps, account, unit))
+                .find(|r| named.is_none_or(|id| r.id == id) && r.paid_for_vocabulary(eps, account, unit) && r.released_vocabulary(&digest))
                 .map(|r| r.id.clone());
             let Some(from) = paying else {
                 let e = RunError::Refused(format!(
-                    "no run in this ledger paid ε_voc = {eps} for a private vocabulary of this corpus{}: select it with `dpkps vocab` on the same corpus, ledger and account (else its ε_voc would go uncounted)",
+                    "no run in this ledger paid ε_voc = {eps} for this private vocabulary of this corpus{} (a file edited after its release is not the release): select it with `dpkps vocab` on the same corpus, ledger and account (else its ε_voc would go uncounted)",
                     account.map(|a| format!(" under the account “{a}”")).unwrap_or_default()
                 ));
                 return Err(host.fail(Some(Stage::Vocabulary), e));

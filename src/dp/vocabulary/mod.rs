@@ -43,6 +43,7 @@ mod noise;
 mod round_robin;
 
 use serde::{Deserialize, Serialize};
+use sha2::Digest;
 
 use super::noise::Ratio;
 use super::{check_epsilon, DpError, SecureRng};
@@ -196,6 +197,16 @@ impl PrivateVocabulary {
             released_by: None,
         }
     }
+
+    /// SHA-256 of what was released (the public list's checksum, the parameters, the terms and
+    /// their noisy counts, the threshold), recorded in the release's spend: a Ṽ given to a later
+    /// run (`dpkps sequences --private-vocab`) must be the one that run's ledger entry paid
+    /// for, not a file edited after (its terms picked by hand, its `released_by` removed).
+    pub fn released_digest(&self) -> String {
+        let what = (&self.public_vocabulary, &self.public_vocabulary_checksum, &self.params, &self.terms, &self.clearing_threshold);
+        let text = serde_json::to_string(&what).unwrap_or_default();
+        crate::base::hex(&sha2::Sha256::digest(text.as_bytes()))
+    }
 }
 
 /// 1/α: noise alone is expected to clear at most N/10 terms (`dp::candidates`, "Rule").
@@ -244,8 +255,11 @@ pub fn select_vocabulary(
         .into_iter()
         .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(noisy_count) })
         .collect();
-    let spend = vocabulary_spend("discrete Laplace on the term histogram, top-N", params, scale, vocab, false).scope(Scope::AllDocuments);
-    Ok((PrivateVocabulary::new(vocab, params, terms, 1), spend))
+    let pv = PrivateVocabulary::new(vocab, params, terms, 1);
+    let spend = vocabulary_spend("discrete Laplace on the term histogram, top-N", params, scale, vocab, false)
+        .param("released_sha256", pv.released_digest())
+        .scope(Scope::AllDocuments);
+    Ok((pv, spend))
 }
 
 /// The per-class mechanism (module docs, "Per class"): one histogram per class of the public
@@ -269,14 +283,17 @@ pub fn select_vocabulary_by_class(
         .into_iter()
         .map(|(id, noisy_count, best)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(best) })
         .collect();
+    let pv = PrivateVocabulary::new(vocab, params, terms, hists.len());
+    let digest = pv.released_digest();
     let spends = class_names
         .iter()
         .map(|name| {
             vocabulary_spend("discrete Laplace on each class's term histogram, round-robin top-N", params, scale, vocab, true)
+                .param("released_sha256", digest.as_str())
                 .scope(Scope::Partition { label: name.to_string() })
         })
         .collect();
-    Ok((PrivateVocabulary::new(vocab, params, terms, hists.len()), spends))
+    Ok((pv, spends))
 }
 
 /// The ledger entry of a vocabulary release (`dp::laplace`'s builder; the scope is the caller's).
