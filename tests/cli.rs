@@ -626,4 +626,14 @@ fn a_dp_utility_check_is_paid_for_and_a_run_chosen_by_it_says_so() {
     let html = std::fs::read_to_string(run.join("privacy-report.html")).unwrap();
     assert!(html.contains(&format!("was chosen by the DP utility check {id}")) && html.contains("ε = 17.0000"), "{html}");
     assert!(total().contains("2 run(s), total ε = 17.0000"), "{}", total());
+    // A run that takes the check's choice without naming it: its report says a check is on record.
+    let quiet = dir.join("quiet");
+    let mut a = vec!["pipeline", "--sampler", &chosen, "--out-dir", quiet.to_str().unwrap()];
+    a.extend_from_slice(&common);
+    let o = dpkps(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(quiet.join("privacy-report.json")).unwrap()).unwrap();
+    assert_eq!(report["dp_checks_on_this_corpus"], 1, "{report}");
+    let html = std::fs::read_to_string(quiet.join("privacy-report.html")).unwrap();
+    assert!(html.contains("The run names no DP utility check, but 1 DP utility check(s) are on record for this corpus"), "{html}");
 }

@@ -84,6 +84,11 @@ pub struct PrivacyReport {
     /// recorded with it; the outputs together with that choice are covered by the sum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings_chosen_by: Option<super::chosen::ChosenBy>,
+    /// The DP utility checks on record for this corpus when the run began (each paid for in the
+    /// ledger): a run may use what one found without naming it, and the reader should know one
+    /// was run.
+    #[serde(default)]
+    pub dp_checks_on_this_corpus: usize,
     /// Per class, how far its release stands above the DP noise alone (post-processing of the
     /// release, `crate::sample::signal`), its sequences and those shorter than L.
     #[serde(default)]
@@ -160,6 +165,11 @@ impl PrivacyReport {
             budget: None,
             budget_changes: Vec::new(),
             settings_chosen_by: None,
+            dp_checks_on_this_corpus: ledger
+                .runs
+                .iter()
+                .filter(|r| r.id != run.id && r.spends.iter().any(|s| s.stage == crate::ledger::SpendStage::UtilityCheck.name()))
+                .count(),
             class_signals: signals.to_vec(),
             noise_dominated: signals.iter().filter(|s| s.noise_dominated).map(|s| class_name(&s.label)).collect(),
             replay_check: None,
@@ -273,7 +283,14 @@ impl PrivacyReport {
                 c.epsilon,
                 self.epsilon_outputs + c.epsilon
             ),
-            None => "Not chosen by a DP utility check (see the non-DP checks below for any other tuning on this corpus).".into(),
+            None => match self.dp_checks_on_this_corpus {
+                0 => "Not chosen by a DP utility check (see the non-DP checks below for any other tuning on this corpus).".into(),
+                n => format!(
+                    "The run names no DP utility check, but {n} DP utility check(s) are on record for this corpus (each paid \
+                     for and counted in the corpus total): settings taken from one without naming it are covered by the \
+                     corpus total, not by this run's ε alone (see the non-DP checks below for any other tuning)."
+                ),
+            },
         }
     }
 
