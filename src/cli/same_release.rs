@@ -204,6 +204,9 @@ fn the_cli_writes_the_privacy_report_the_page_writes() {
     // The budget it was held to, and its history (the first run set it).
     assert_eq!(report.budget, Some(100.0));
     assert!(html.contains("<h2>Budget</h2><p>This run was held to the budget of the budget account “clinic”: ε = 100") && html.contains("Its history: set to 100 at "), "{html}");
+    // What counts against that budget, this run included (the account's runs, overlaps too).
+    assert_eq!(report.epsilon_budget_total, Some(report.epsilon_run));
+    assert!(html.contains("Spent against it, this run included: ε = 4.1000."), "{html}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -80,6 +80,11 @@ pub struct PrivacyReport {
     pub budget: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budget_changes: Vec<BudgetChange>,
+    /// ε that counts against that budget, this run included: every run under the account, on
+    /// this corpus and on any corpus that overlaps it (`LedgerBook::spent_for`), which
+    /// `epsilon_corpus_total` (this corpus key only) leaves out. None in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epsilon_budget_total: Option<f64>,
     /// The DP utility check that chose the run's sampler (`crate::run::check`): its ε is
     /// recorded with it; the outputs together with that choice are covered by the sum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -164,6 +169,7 @@ impl PrivacyReport {
             account: run.account.clone(),
             budget: None,
             budget_changes: Vec::new(),
+            epsilon_budget_total: None,
             settings_chosen_by: None,
             dp_checks_on_this_corpus: ledger
                 .runs
@@ -300,13 +306,17 @@ impl PrivacyReport {
             None => "this corpus".into(),
         };
         let Some(b) = self.budget else { return format!("No budget was on record for {whose}.") };
+        let spent = match self.epsilon_budget_total {
+            Some(e) => format!(" Spent against it, this run included: ε = {e:.4}."),
+            None => String::new(),
+        };
         let history = match self.budget_changes.len() {
             0 => " It was set before its changes were recorded.".to_string(),
             _ => format!(" Its history: {}.", self.budget_changes.iter().map(BudgetChange::describe).collect::<Vec<_>>().join("; ")),
         };
         format!(
             "This run was held to the budget of {whose}: ε = {b}, which counts every run under it and on any corpus that \
-             overlaps this one, and to every other budget set on these documents.{history}"
+             overlaps this one, and to every other budget set on these documents.{spent}{history}"
         )
     }
 

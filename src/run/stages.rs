@@ -406,10 +406,12 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     );
     // The non-DP checks on this corpus, and on any file that overlaps it (a tuning file that
     // shares its documents or persons: `dpkps evaluate` records its check on both).
-    let (checks, from_overlapping) = book.checks_touching(&corpus.fingerprint, &overlapping(&book, corpus));
+    let over = overlapping(&book, corpus);
+    let (checks, from_overlapping) = book.checks_touching(&corpus.fingerprint, &over);
     report.count_checks(&checks, from_overlapping);
     let holder = plan.holder(&corpus.fingerprint);
     report.budget = book.stored_budget(holder);
+    report.epsilon_budget_total = Some(book.spent_for(holder, &corpus.fingerprint, &over));
     report.budget_changes = book.budget_changes(holder).to_vec();
     report.settings_chosen_by = chosen_by;
     Ok(RunOutput { run: rec.run, vocabulary: pv, release, sequences, signals, ledger, report })
