@@ -255,7 +255,12 @@ impl Ledger {
             match self.runs.iter_mut().find(|r| r.id == run.id) {
                 Some(r) if holds_all(&r.spends, &run.spends) => {}
                 Some(r) if holds_all(&run.spends, &r.spends) => {
-                    *r = run.clone();
+                    // The spends grow; what the run was (its account, unit, reused Ṽ) is this
+                    // ledger's record, never the import's: a differing one is a conflict.
+                    if (&r.account, &r.person_column, &r.vocabulary_from) != (&run.account, &run.person_column, &run.vocabulary_from) {
+                        out.conflicts += 1;
+                    }
+                    r.spends = run.spends.clone();
                     out.runs_extended += 1;
                 }
                 Some(r) => {

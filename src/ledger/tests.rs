@@ -105,6 +105,22 @@ mod accounts {
     }
 
     #[test]
+    fn an_import_that_extends_a_run_keeps_what_the_run_was_here() {
+        let mut here = LedgerBook::default();
+        here.extend_run("fp", &run("a", 1.0, Some("clinic")));
+        // The imported record holds every spend and one more, but names another account and unit.
+        let mut a = run("a", 1.0, Some("elsewhere"));
+        a.person_column = Some("patient".into());
+        a.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 2.0, params: serde_json::Value::Null, scope: Scope::AllDocuments });
+        let mut there = LedgerBook::default();
+        there.extend_run("fp", &a);
+        let got = here.merge(&there);
+        assert_eq!((got.runs_extended, got.conflicts), (1, 1));
+        let kept = &here.ledger("fp").runs[0];
+        assert_eq!((kept.account.as_deref(), kept.person_column.as_deref(), kept.epsilon()), (Some("clinic"), None, 3.0));
+    }
+
+    #[test]
     fn a_run_that_reused_a_vocabulary_travels_and_adds_only_its_own_spends() {
         let mut here = LedgerBook::default();
         here.extend_run("fp", &run("a", 2.0, Some("clinic")));
