@@ -227,3 +227,39 @@ fn write_outputs(dir: &Path, out: &crate::run::vote::VoteOutput, candidates: &[C
     eprintln!("wrote kept.jsonl ({} documents), vote-report.json and run.json to {}", kept.len(), dir.display());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::embed::onnx::OnnxEmbedder;
+    use crate::embed::Embed;
+
+    fn bundled(f: &str) -> Vec<u8> {
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(f)).expect("bundled model")
+    }
+
+    /// What the vote's proof needs of the private vectors: `dpkps select` embeds each document
+    /// alone (`super::super::embedders`), so its vector is the same bits whatever the other
+    /// documents are. A batch laid out by length (`crate::embed::sort_for_batching`, as
+    /// `crate::adapt::task::batches` does for a batch size above 1) pads a text to its longest
+    /// batch-mate: the test prints how far that moves its vector (it did move, in the low bits,
+    /// on the machine this was written on), which is why the vote never batches documents.
+    #[test]
+    fn a_document_embedded_alone_has_the_same_vector_whatever_the_others() {
+        let (model, tok) = (bundled(crate::embed::onnx::BUNDLED_MODEL), bundled("tokenizer.json"));
+        let mut m = OnnxEmbedder::from_bytes(&model, &tok).unwrap();
+        let a = "Chest pain on exertion, relieved by rest.";
+        let long = "The patient reports intermittent chest pain radiating to the left arm, with sweating and shortness of breath, for three weeks.";
+        let short = "Knee pain after a fall.";
+        let alone = m.embed(&[a]).unwrap().remove(0);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        for (name, mate) in [("a longer", long), ("a shorter", short)] {
+            let batched = m.embed(&[a, mate]).unwrap().remove(0);
+            let diff = alone.iter().zip(&batched).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+            println!("in a batch with {name} document: {} (largest change {diff:e})", if bits(&batched) == bits(&alone) { "the same bits" } else { "other bits" });
+        }
+        let texts: Vec<String> = [long, a, short].iter().map(|s| s.to_string()).collect();
+        let mut e = super::super::embedders::Embedders::new(model, tok, 2).unwrap();
+        let got = e.embed("documents", &texts).unwrap();
+        assert_eq!(bits(&got.data[got.cols..2 * got.cols]), bits(&alone), "a document embedded alone, whatever else is embedded");
+    }
+}
