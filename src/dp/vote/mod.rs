@@ -53,7 +53,9 @@
 //!   probability 1 − q x is out and the outputs have the same law; with probability q it is in
 //!   and the ε-DP bound holds. So P[M(D ∪ {x}) ∈ S] ≤ (1 − q)·P[M(D) ∈ S] + q·e^ε·P[M(D) ∈ S],
 //!   i.e. the ratio is at most 1 + q(e^ε − 1); the other direction, P[M(D) ∈ S] ≥
-//!   ((1 − q) + q·e^−ε)·…, gives a ratio at most 1/(1 − q(1 − e^−ε)) ≤ 1 + q(e^ε − 1). So the
+//!   ((1 − q) + q·e^−ε)·…, gives a ratio at most 1/(1 − q(1 − e^−ε)) ≤ 1 + q(e^ε − 1) (their
+//!   product is 1 + q(1 − q)(1 − e^−ε)(e^ε − 1) ≥ 1: with a = 1 − e^−ε and b = e^ε − 1 = a·e^ε,
+//!   (1 − qa)(1 + qb) = 1 + q(b − a) − q²ab = 1 + q(1 − q)ab, as b − a = ab). So the
 //!   vote is ε′-DP with ε′ = ln(1 + q(e^ε − 1)) (Balle, Barthe and Gaboardi 2018, Poisson
 //!   subsampling under add/remove), which the ledger charges ([`VoteParams::charged_epsilon`]),
 //!   while the noise stays at scale 1/ε.
