@@ -116,6 +116,10 @@ pub enum Bench {
         #[command(flatten)]
         model: super::args::model::ModelArgs,
     },
+    /// The DP vote over generated candidates: its time at 5,000 private units × 1,000
+    /// candidates (synthetic unit vectors), which candidates each keep rule keeps, and the
+    /// embedding time per document (`super::bench_vote`).
+    Vote(super::bench_vote::VoteBenchArgs),
     /// Time and memory to embed and train at a given size (the corpus's notes repeated).
     Train {
         #[command(flatten)]
@@ -217,6 +221,7 @@ pub fn run(which: Bench) -> Result<(), CliError> {
         Bench::Train { corpus, labelled, unlabelled, random_vectors, params, model } => {
             super::bench_adapt::scale(&corpus, labelled, unlabelled, random_vectors, &params, &model)
         }
+        Bench::Vote(args) => super::bench_vote::run(args),
         Bench::Replay { corpus, synthetic, words, include, synthetic_jsonl } => {
             super::bench_replay::run(&corpus, synthetic, words, include, synthetic_jsonl.as_deref())
         }

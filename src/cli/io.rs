@@ -33,7 +33,7 @@ pub(crate) fn load_embedders(args: &ModelArgs) -> Result<super::embedders::Embed
 }
 
 /// The ONNX model's and the tokenizer's bytes: the given files, or the bundled ones.
-fn model_bytes(args: &ModelArgs) -> Result<(Vec<u8>, Vec<u8>), CliError> {
+pub(crate) fn model_bytes(args: &ModelArgs) -> Result<(Vec<u8>, Vec<u8>), CliError> {
     let bundled = |f: &str| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models")).join(f);
     let model = args.model.clone().unwrap_or_else(|| bundled(crate::embed::onnx::BUNDLED_MODEL));
     let tok = args.tokenizer.clone().unwrap_or_else(|| bundled("tokenizer.json"));

@@ -8,6 +8,7 @@ pub(crate) mod args;
 mod bench;
 mod bench_adapt;
 mod bench_replay;
+mod bench_vote;
 mod check;
 mod embedders;
 pub(crate) mod error;
@@ -22,6 +23,7 @@ mod run;
 mod sequence_file;
 #[cfg(test)]
 mod same_release;
+mod select;
 mod train;
 mod vectors;
 
@@ -133,6 +135,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Evaluate(args) => evaluate::run(args),
         Command::Check(args) => check::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::Select(args) => select::run(args),
         Command::Train(args) => train::run(args),
         Command::Predict(args) => train::predict(args),
         Command::EmbedVocab(args) => vectors::run(args),

@@ -29,6 +29,7 @@ pub(crate) mod testing;
 pub mod noise;
 pub mod summary;
 pub mod vocabulary;
+pub mod vote;
 
 pub use rng::SecureRng;
 

@@ -30,7 +30,8 @@ pub struct Mechanism {
 }
 
 /// What `stage` costs a release run; `None` for a stage only a run of its own spends (the DP
-/// utility check, `super::check`, whose ε follows from the settings it compares). Exhaustive,
+/// utility check, `super::check`, whose ε follows from the settings it compares; the vote,
+/// `super::vote`). Exhaustive,
 /// so that a new stage is a compile error here until it is registered.
 pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
     Some(match stage {
@@ -55,7 +56,9 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
             reusable: false,
             words: class_counts_words,
         },
-        SpendStage::UtilityCheck => return None,
+        // Runs of their own: the DP utility check, the DP vote over generated candidates
+        // (`super::vote`, after generation; its ε is the vote's, not a release run's).
+        SpendStage::UtilityCheck | SpendStage::Selection => return None,
     })
 }
 

@@ -30,6 +30,7 @@ pub mod report;
 pub mod reuse;
 mod settings;
 mod stages;
+pub mod vote;
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,8 @@ pub enum Stage {
     Documents,
     /// The recipient's mode: training the classifier, epoch by epoch.
     Train,
+    /// The DP vote over generated candidates (`vote`), a run of its own.
+    Vote,
 }
 
 impl Stage {
@@ -80,6 +83,7 @@ impl Stage {
             Stage::Replay => "Check the generated documents for replayed private text (not DP)",
             Stage::Documents => "Read and embed the documents",
             Stage::Train => "Train the classifier (no ε: nothing is released)",
+            Stage::Vote => "DP vote over the generated candidates (ε_select)",
         }
     }
 }

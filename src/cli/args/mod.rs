@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 
 use crate::input::corpus::Format;
 
-use super::{bench, evaluate, generate, train, vectors};
+use super::{bench, evaluate, generate, select, train, vectors};
 
 pub(crate) mod corpus;
 pub(crate) mod inputs;
@@ -162,6 +162,11 @@ pub(super) enum Command {
     /// resumes the job: every document is generated once. The API key, if the endpoint needs
     /// one, is read from the environment variable DPKPS_LLM_KEY, never from a flag.
     Generate(generate::GenerateArgs),
+    /// The DP vote over generated candidates (ε_select): each private unit (document, or person
+    /// with --person-col) votes for its nearest candidate of its class; the noisy votes choose
+    /// the documents kept. Writes kept.jsonl, vote-report.json and run.json to --out-dir, and
+    /// records the vote in the ledger (stage "selection") before anything is drawn.
+    Select(select::SelectArgs),
     /// The recipient's side: train a classifier on a synthetic corpus, adapted to your own
     /// unlabelled documents with Deep CORAL; writes the model, predictions for the unlabelled
     /// documents and a report (scores on a labelled test set when one is given).

@@ -54,6 +54,9 @@
 
 use std::borrow::Cow;
 
+mod members;
+pub use members::{members, Member};
+
 use crate::input::classes::ClassSet;
 use crate::input::matched::{MatchedCorpus, MatchedDoc};
 

@@ -1,0 +1,265 @@
+//! `dpkps select`: the DP vote over generated candidates (`crate::run::vote`, mechanism and
+//! proof in `crate::dp::vote`), after `dpkps generate`. The private corpus's units vote for
+//! their nearest candidate of their class; the noisy votes choose the documents kept, which are
+//! written with a report of what the release says (DP outputs only) and recorded in the ledger
+//! as a run of its own (stage "selection") before anything is drawn.
+//!
+//! Candidates per kept document (c) are a public setting: generate k × c per class (`dpkps
+//! pipeline --per-class K×C`, or `dpkps sample --per-class K×C` from a saved release, then
+//! `dpkps generate`) and keep one per c (`--candidates-per-kept C`) or k per class (`--keep K`).
+//!
+//! Every text is embedded alone by the bundled model (`super::embedders`, one model call per
+//! document on every core): a vector is then a function of its own text, as the vote's proof
+//! needs; the private vectors stay in memory.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use sha2::{Digest, Sha256};
+
+use super::args::corpus::{declared_classes, ClassArgs, CorpusArgs};
+use super::args::ledger::LedgerArgs;
+use super::args::model::ModelArgs;
+use super::error::CliError;
+use super::io::{inputs, load_embedders, print_stats, read_corpus, write_file, write_json, write_private_json};
+use super::run::{block_on, CliHost, Model};
+use crate::dp::vote::{Candidates, KeepMode, VoteParams};
+use crate::dp::SecureRng;
+use crate::input::corpus::{Fields, Ingest};
+use crate::input::matched::MatchedCorpus;
+use crate::ledger::Run;
+use crate::run::vote::{KeepRule, VoteInputs, VoteSettings};
+use crate::run::{RunError, RunSettings};
+
+#[derive(Args)]
+pub(crate) struct SelectArgs {
+    #[command(flatten)]
+    corpus: CorpusArgs,
+    #[command(flatten)]
+    classes: ClassArgs,
+    #[command(flatten)]
+    ledger: LedgerArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    /// The candidates: the folder `dpkps generate --out-dir` wrote (its synthetic.jsonl), or a
+    /// JSONL file of such lines ("text" and "label"). They must be DP outputs (documents
+    /// generated from DP keyphrase sequences): they are public to the vote.
+    #[arg(long)]
+    generated: PathBuf,
+    /// The run that released the candidates' keyphrase sequences (`dpkps pipeline --out-dir`):
+    /// its id (run.json) is recorded with the vote, tying it to its candidates' run.
+    #[arg(long)]
+    run: Option<PathBuf>,
+    /// ε of the vote's noise (discrete Laplace of scale 1/ε on every candidate's vote count).
+    #[arg(long)]
+    eps_select: f64,
+    /// Candidates kept per class.
+    #[arg(long, required_unless_present = "candidates_per_kept", conflicts_with = "candidates_per_kept")]
+    keep: Option<usize>,
+    /// One candidate kept per this many of its class (the candidates generated per kept document).
+    #[arg(long)]
+    candidates_per_kept: Option<usize>,
+    /// How the kept candidates are chosen from the noisy votes: the k best, or k drawn in
+    /// proportion to the clipped noisy votes.
+    #[arg(long, value_parser = keep_mode, default_value = "top")]
+    keep_mode: KeepMode,
+    /// The share of units (documents, or persons with --person-col) that vote, each by its own
+    /// coin: below 1 only they are embedded, and the ledger charges ln(1 + q(e^ε − 1)) < ε.
+    #[arg(long, default_value_t = 1.0)]
+    sample_rate: f64,
+    /// The output folder: kept.jsonl (the kept candidates' lines as they were), vote-report.json
+    /// (DP outputs and settings) and run.json (the vote's ledger entry: keep it private).
+    #[arg(long)]
+    out_dir: PathBuf,
+}
+
+fn keep_mode(s: &str) -> Result<KeepMode, String> {
+    KeepMode::ALL.into_iter().find(|m| m.name() == s.trim()).ok_or_else(|| format!("{s:?}: use top or proportional"))
+}
+
+/// One candidate as read: its line (written back as it was if kept), class and text.
+struct Candidate {
+    line: String,
+    class: usize,
+    text: String,
+}
+
+/// The candidates of `generated` (a folder's synthetic.jsonl, or the file), with their
+/// declared class (`classes`); candidates of no declared class are counted and left out.
+fn read_candidates(generated: &Path, classes: &crate::input::classes::ClassSet) -> Result<(Vec<Candidate>, usize, String), CliError> {
+    let file = if generated.is_dir() { generated.join("synthetic.jsonl") } else { generated.to_path_buf() };
+    let bad = |message: String| CliError::Input { path: file.display().to_string(), message };
+    let text = std::fs::read_to_string(&file).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let (mut out, mut other) = (Vec::new(), 0);
+    let mut hash = Sha256::new();
+    for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| bad(format!("line {}: not JSON: {e}", n + 1)))?;
+        let Some(doc) = v.get("text").and_then(|t| t.as_str()).filter(|t| !t.trim().is_empty()) else {
+            return Err(bad(format!("line {}: no \"text\" to vote on", n + 1)));
+        };
+        let label = v.get("label").and_then(|l| l.as_str());
+        hash.update(label.unwrap_or("").as_bytes());
+        hash.update([0]);
+        hash.update(doc.as_bytes());
+        hash.update([b'\n']);
+        match classes.assign(label) {
+            Some(class) => out.push(Candidate { line: line.to_string(), class, text: doc.to_string() }),
+            None => other += 1,
+        }
+    }
+    if out.is_empty() {
+        return Err(bad("holds no candidate of a declared class: nothing to vote on".into()));
+    }
+    Ok((out, other, crate::base::hex(&hash.finalize())))
+}
+
+/// The corpus's texts, in the order `read_corpus` numbers its documents (a second pass over
+/// the same files, as the replay check reads them again).
+fn read_texts(corpus: &CorpusArgs, expected: usize) -> Result<Vec<String>, CliError> {
+    let fields = Fields { text: corpus.text_col.clone(), label: corpus.label_col.clone(), person: corpus.person_col.clone() };
+    let mut ingest = Ingest::new(corpus.labelled());
+    let mut texts = Vec::with_capacity(expected);
+    for input in inputs(corpus)? {
+        let name = input.path.display().to_string();
+        let file = std::fs::File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
+        crate::input::corpus::stream(std::io::BufReader::new(file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest, &mut |d| {
+            texts.push(d.text.to_string())
+        })?;
+    }
+    if texts.len() != expected {
+        return Err(CliError::Input { path: "--corpus".into(), message: "the files changed while they were read: read them again".into() });
+    }
+    Ok(texts)
+}
+
+/// The corpus with its keys keyed by the ledger's secret (no matching: the vote reads texts).
+fn read_keyed(corpus: &CorpusArgs, ledger: &LedgerArgs, classes: &crate::input::classes::ClassSet) -> Result<MatchedCorpus, CliError> {
+    let mut mc = read_corpus(corpus, None, 0)?;
+    let path = super::io::ledger_path(ledger);
+    mc.key_with(&super::local_key::for_ledger(&path, &super::ledger_file::read(&path)?)?);
+    print_stats(&mc);
+    if let Some(u) = crate::input::units::unit_stats(&mc, classes) {
+        eprintln!("privacy unit: the person; {} persons, {} document(s) of their other classes are not read", u.persons, u.documents_left_out);
+    }
+    Ok(mc)
+}
+
+pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
+    args.ledger.check_account()?;
+    let (classes, other_class) = declared_classes(&args.corpus, &args.classes)?;
+    let settings = RunSettings {
+        classes,
+        other_class,
+        account: args.ledger.account.clone(),
+        budget: args.ledger.budget,
+        raise_budget: args.ledger.raise_budget,
+        classes_ticked: Vec::new(),
+        ..RunSettings::default()
+    };
+    let plan = crate::run::vote::plan(settings, args.corpus.labelled())?;
+    let params = VoteParams { epsilon: args.eps_select, sample_rate: args.sample_rate };
+    params.check().map_err(|e| CliError::Input { path: "--eps-select, --sample-rate".into(), message: e.to_string() })?;
+    let keep = match (args.keep, args.candidates_per_kept) {
+        (Some(k), _) => KeepRule::PerClass(k),
+        (None, Some(c)) => KeepRule::CandidatesPerKept(c),
+        (None, None) => return Err(CliError::Input { path: "--keep".into(), message: "give --keep K or --candidates-per-kept C".into() }),
+    };
+    let vote_settings = VoteSettings { params, keep, mode: args.keep_mode };
+    let (candidates, other, sha) = read_candidates(&args.generated, &plan.classes)?;
+    if other > 0 {
+        eprintln!("left out {other} candidate(s) of no declared class");
+    }
+    let from_run = match &args.run {
+        Some(dir) => Some(super::io::read_json::<Run>(&dir.join("run.json"))?.id),
+        None => None,
+    };
+    std::fs::create_dir_all(&args.out_dir).map_err(|e| CliError::Write { path: args.out_dir.display().to_string(), source: e })?;
+    let mc = read_keyed(&args.corpus, &args.ledger, &plan.classes)?;
+    let texts = read_texts(&args.corpus, mc.docs.len())?;
+    let mut embedders = load_embedders(&args.model)?;
+    let cand_texts: Vec<String> = candidates.iter().map(|c| c.text.clone()).collect();
+    let cand_vectors = embedders.embed("candidates", &cand_texts)?;
+    let mut per_class: Vec<Vec<Vec<f32>>> = vec![Vec::new(); plan.classes.len()];
+    // Index within its class → position in the file, for writing the kept ones.
+    let mut position: Vec<Vec<usize>> = vec![Vec::new(); plan.classes.len()];
+    for (i, c) in candidates.iter().enumerate() {
+        per_class[c.class].push(cand_vectors.data[i * cand_vectors.cols..(i + 1) * cand_vectors.cols].to_vec());
+        position[c.class].push(i);
+    }
+    let cands = Candidates::new(cand_vectors.cols, &per_class).map_err(|e| CliError::Input { path: args.generated.display().to_string(), message: e.to_string() })?;
+    let candidates_from = serde_json::json!({ "sha256": sha, "run": from_run, "model": embedders.checksum() });
+    let mut host = CliHost::open(&args.ledger, &mc, params.charged_epsilon(), Model::None, None)?;
+    let mut rng = SecureRng::from_os()?;
+    let mut embed = |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> {
+        let mine: Vec<String> = docs.iter().map(|&i| texts[i].clone()).collect();
+        let m = embedders.embed("private documents", &mine).map_err(|e| RunError::Refused(e.to_string()))?;
+        Ok(m.data.chunks_exact(m.cols.max(1)).map(<[f32]>::to_vec).collect())
+    };
+    let inputs = VoteInputs { corpus: &mc, candidates: &cands, candidates_from: candidates_from.clone() };
+    let out = block_on(crate::run::vote::vote(&plan, inputs, &vote_settings, &mut embed, &mut host, &mut rng))?;
+    drop(host);
+    write_outputs(&args.out_dir, &out, &candidates, &position, candidates_from)
+}
+
+/// kept.jsonl, vote-report.json and run.json, and a line per class on stderr.
+fn write_outputs(dir: &Path, out: &crate::run::vote::VoteOutput, candidates: &[Candidate], position: &[Vec<usize>], from: serde_json::Value) -> Result<(), CliError> {
+    let mut kept: Vec<usize> = out.report.classes.iter().enumerate().flat_map(|(c, o)| o.kept.iter().map(move |&j| position[c][j])).collect();
+    kept.sort_unstable();
+    let mut lines = String::new();
+    for i in &kept {
+        lines.push_str(&candidates[*i].line);
+        lines.push('\n');
+    }
+    write_file(&dir.join("kept.jsonl"), lines.as_bytes())?;
+    write_json(&dir.join("vote-report.json"), &serde_json::json!({ "vote": out.report, "candidates_from": from, "kept": kept.len() }))?;
+    write_private_json(&dir.join("run.json"), &out.run)?;
+    println!("DP vote {} (ε = {}, charged ε′ = {:.4}; noise scale {:.3} on each count):", out.report.run, out.report.epsilon, out.report.epsilon_charged, out.report.noise_scale);
+    for c in &out.report.classes {
+        println!(
+            "  {:<24} {} candidates, {} kept, capturing {} of the noisy votes; {} drew none",
+            c.label,
+            c.candidates,
+            c.kept.len(),
+            c.share_captured.map_or("none".to_string(), |s| format!("{:.0}%", 100.0 * s)),
+            c.drew_none.len()
+        );
+    }
+    eprintln!("wrote kept.jsonl ({} documents), vote-report.json and run.json to {}", kept.len(), dir.display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::embed::onnx::OnnxEmbedder;
+    use crate::embed::Embed;
+
+    fn bundled(f: &str) -> Vec<u8> {
+        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(f)).expect("bundled model")
+    }
+
+    /// What the vote's proof needs of the private vectors: `dpkps select` embeds each document
+    /// alone (`super::super::embedders`), so its vector is the same bits whatever the other
+    /// documents are. A batch laid out by length (`crate::embed::sort_for_batching`, as
+    /// `crate::adapt::task::batches` does for a batch size above 1) pads a text to its longest
+    /// batch-mate: the test prints how far that moves its vector (it did move, in the low bits,
+    /// on the machine this was written on), which is why the vote never batches documents.
+    #[test]
+    fn a_document_embedded_alone_has_the_same_vector_whatever_the_others() {
+        let (model, tok) = (bundled(crate::embed::onnx::BUNDLED_MODEL), bundled("tokenizer.json"));
+        let mut m = OnnxEmbedder::from_bytes(&model, &tok).unwrap();
+        let a = "Chest pain on exertion, relieved by rest.";
+        let long = "The patient reports intermittent chest pain radiating to the left arm, with sweating and shortness of breath, for three weeks.";
+        let short = "Knee pain after a fall.";
+        let alone = m.embed(&[a]).unwrap().remove(0);
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        for (name, mate) in [("a longer", long), ("a shorter", short)] {
+            let batched = m.embed(&[a, mate]).unwrap().remove(0);
+            let diff = alone.iter().zip(&batched).map(|(x, y)| (x - y).abs()).fold(0f32, f32::max);
+            println!("in a batch with {name} document: {} (largest change {diff:e})", if bits(&batched) == bits(&alone) { "the same bits" } else { "other bits" });
+        }
+        let texts: Vec<String> = [long, a, short].iter().map(|s| s.to_string()).collect();
+        let mut e = super::super::embedders::Embedders::new(model, tok, 2).unwrap();
+        let got = e.embed("documents", &texts).unwrap();
+        assert_eq!(bits(&got.data[got.cols..2 * got.cols]), bits(&alone), "a document embedded alone, whatever else is embedded");
+    }
+}

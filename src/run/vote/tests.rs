@@ -1,0 +1,159 @@
+//! The vote as a run, over an in-memory host: its ε on record before anything is embedded or
+//! drawn, held to the budget (a refusal embeds nothing), the unit recorded, and a release that
+//! says per class what was kept.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use super::*;
+use crate::dp::summary::{DpSummary, SummaryInputs};
+use crate::input::corpus::IngestStats;
+use crate::input::matched::{MatchedDoc, Persons};
+use crate::input::public_vocab::{PublicVocabulary, TermId};
+use crate::ledger::{LedgerBook, SpendStage, Spend};
+use crate::run::Vectors;
+
+struct Memory {
+    book: Rc<RefCell<LedgerBook>>,
+}
+
+impl Host for Memory {
+    type Error = RunError;
+    fn fail(&self, _: Option<Stage>, e: RunError) -> RunError {
+        e
+    }
+    fn stage_started(&mut self, _: Stage) {}
+    fn stage_done(&mut self, _: Stage, _: String) {}
+    async fn checkpoint(&mut self) -> Result<(), RunError> {
+        Ok(())
+    }
+    async fn ledger(&mut self) -> Result<LedgerBook, RunError> {
+        Ok(self.book.borrow().clone())
+    }
+    async fn commit(&mut self, _: Stage, change: &mut dyn FnMut(&mut LedgerBook) -> Result<(), RunError>) -> Result<(), RunError> {
+        let mut b = self.book.borrow().clone();
+        change(&mut b)?;
+        *self.book.borrow_mut() = b;
+        Ok(())
+    }
+    async fn vectors(&mut self, _: &PublicVocabulary, _: &[TermId], _: &[TermId]) -> Result<Vectors, RunError> {
+        Err(RunError::Settings("no term vectors in a vote".into()))
+    }
+    async fn summaries(&mut self, _: SummaryInputs<'_>, _: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), RunError> {
+        Err(RunError::Settings("no summaries in a vote".into()))
+    }
+    fn now(&self) -> String {
+        "now".into()
+    }
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(v) => v,
+        std::task::Poll::Pending => panic!("the in-memory host never waits"),
+    }
+}
+
+/// 40 documents of classes a and b (and two of no declared class), persons of two notes each
+/// when `persons`.
+fn corpus(persons: bool) -> MatchedCorpus {
+    let docs = (0..42)
+        .map(|i| MatchedDoc { label: Some(if i >= 40 { "zz" } else if i % 2 == 0 { "a" } else { "b" }.into()), person: persons.then_some((i / 4) as u32), terms: vec![] })
+        .collect();
+    MatchedCorpus {
+        docs,
+        stats: IngestStats::default(),
+        fingerprint: "fp".into(),
+        keys: Default::default(),
+        keep: 4,
+        docs_without_terms: 0,
+        persons: persons.then(|| Persons { column: "patient".into(), count: 11 }),
+    }
+}
+
+fn settings(budget: f64) -> RunSettings {
+    RunSettings { classes: vec!["a".into(), "b".into()], budget: Some(budget), ..RunSettings::default() }
+}
+
+/// Document i's vector: class a's lean to axis 0, b's to axis 1 (a function of i alone).
+fn doc_vector(i: usize) -> Vec<f32> {
+    if i % 2 == 0 { vec![1.0, 0.1 * (i % 3) as f32, 0.0] } else { vec![0.0, 1.0, 0.1 * (i % 5) as f32] }
+}
+
+fn candidates() -> Candidates {
+    let a = vec![vec![1.0, 0.0, 0.0], vec![0.0, 0.0, 1.0], vec![0.7, 0.7, 0.0], vec![-1.0, 0.0, 0.0]];
+    let b = vec![vec![0.0, 1.0, 0.0], vec![0.0, -1.0, 0.0]];
+    Candidates::new(3, &[a, b]).unwrap()
+}
+
+#[test]
+fn the_vote_is_on_record_before_anything_is_embedded_and_keeps_per_class() {
+    for persons in [false, true] {
+        let book = Rc::new(RefCell::new(LedgerBook::default()));
+        let mut host = Memory { book: book.clone() };
+        let plan = plan(settings(10.0), true).unwrap();
+        let vs = VoteSettings { params: VoteParams { epsilon: 5.0, sample_rate: 1.0 }, keep: KeepRule::PerClass(2), mode: KeepMode::Top };
+        let c = corpus(persons);
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let (seen2, book2) = (seen.clone(), book.clone());
+        let mut embed = move |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> {
+            // The spends are committed before any document is embedded.
+            let recorded = book2.borrow().ledger("fp").runs.iter().flat_map(|r| r.spends.iter()).filter(|s| s.is(SpendStage::Selection)).count();
+            assert_eq!(recorded, 2, "one selection spend per class on record first");
+            seen2.borrow_mut().extend_from_slice(docs);
+            Ok(docs.iter().map(|&i| doc_vector(i)).collect())
+        };
+        let mut rng = SecureRng::seeded_for_tests(5);
+        let inputs = VoteInputs { corpus: &c, candidates: &candidates(), candidates_from: serde_json::json!({"sha256": "c"}) };
+        let out = block_on(vote(&plan, inputs, &vs, &mut embed, &mut host, &mut rng)).unwrap();
+        // Documents of no declared class are never embedded; a person (two notes in a, two in
+        // b: the tie goes to a, their earliest) is read in class a only.
+        let want: Vec<usize> = (0..40).filter(|i| !persons || i % 2 == 0).collect();
+        assert_eq!(*seen.borrow(), want);
+        let r = &out.report;
+        assert_eq!(r.classes.iter().map(|c| (c.label.as_str(), c.candidates, c.kept.len())).collect::<Vec<_>>(), [("a", 4, 2), ("b", 2, 2)]);
+        // At ε = 5 the votes show: class a's documents are nearest candidate 0, b's candidate 0.
+        assert!(r.classes[0].kept.contains(&0) && r.classes[0].noisy_votes[0] > 5, "{:?}", r.classes[0]);
+        assert_eq!((r.epsilon_charged, out.run.epsilon()), (5.0, 5.0));
+        assert_eq!(out.run.person_column.as_deref(), persons.then_some("patient"));
+        assert_eq!(r.privacy_unit, if persons { "person (column “patient”)" } else { "document" });
+        let text = serde_json::to_string(r).unwrap();
+        assert!(text.contains("noisy_votes") && text.contains("share_captured") && text.contains("drew_none"));
+        assert_eq!(book.borrow().ledger("fp").total_epsilon(), 5.0);
+    }
+}
+
+#[test]
+fn a_vote_over_budget_is_refused_before_anything_is_embedded_and_subsampling_charges_less() {
+    let book = Rc::new(RefCell::new(LedgerBook::default()));
+    let mut host = Memory { book: book.clone() };
+    let c = corpus(false);
+    let calls = Rc::new(RefCell::new(0usize));
+    let calls2 = calls.clone();
+    let mut embed = move |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> {
+        *calls2.borrow_mut() += 1;
+        Ok(docs.iter().map(|&i| doc_vector(i)).collect())
+    };
+    let mut rng = SecureRng::seeded_for_tests(6);
+    let cands = candidates();
+    let over = VoteSettings { params: VoteParams { epsilon: 3.0, sample_rate: 1.0 }, keep: KeepRule::CandidatesPerKept(2), mode: KeepMode::Proportional };
+    let inputs = || VoteInputs { corpus: &c, candidates: &cands, candidates_from: serde_json::Value::Null };
+    let refused = block_on(vote(&plan(settings(2.0), true).unwrap(), inputs(), &over, &mut embed, &mut host, &mut rng));
+    assert!(refused.is_err());
+    assert_eq!((*calls.borrow(), book.borrow().ledger("fp").total_epsilon()), (0, 0.0));
+    // The same ε with q = 0.2 fits: ε′ = ln(1 + 0.2(e³ − 1)) ≈ 1.63.
+    let sub = VoteSettings { params: VoteParams { epsilon: 3.0, sample_rate: 0.2 }, ..over };
+    let out = block_on(vote(&plan(settings(2.0), true).unwrap(), inputs(), &sub, &mut embed, &mut host, &mut rng)).unwrap();
+    assert!((out.run.epsilon() - sub.params.charged_epsilon()).abs() < 1e-12 && out.run.epsilon() < 1.7);
+    // One kept per two candidates: a keeps 2, b keeps 1.
+    assert_eq!(out.report.classes.iter().map(|c| c.kept.len()).collect::<Vec<_>>(), [2, 1]);
+    assert!(out.report.mechanism.contains("Poisson subsampling"));
+    // Bad settings are refused before anything is recorded.
+    let bad = VoteSettings { keep: KeepRule::PerClass(0), ..sub.clone() };
+    assert!(block_on(vote(&plan(settings(9.0), true).unwrap(), inputs(), &bad, &mut embed, &mut host, &mut rng)).is_err());
+    let wrong = Candidates::new(3, &[vec![vec![1.0, 0.0, 0.0]]]).unwrap();
+    let three = VoteInputs { corpus: &c, candidates: &wrong, candidates_from: serde_json::Value::Null };
+    assert!(block_on(vote(&plan(settings(9.0), true).unwrap(), three, &sub, &mut embed, &mut host, &mut rng)).is_err());
+    assert_eq!(book.borrow().ledger("fp").runs.len(), 1);
+}
