@@ -1,5 +1,5 @@
 //! `dpkps select`, the DP vote over generated candidates, through the binary: what it writes,
-//! what the ledger records (stage "selection", before anything is drawn), the person unit, the
+//! what the ledger records (stage "vote", before anything is drawn), the person unit, the
 //! subsampled vote's smaller charge, and a refusal over budget that writes nothing.
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -16,7 +16,7 @@ fn tmpdir(name: &str) -> PathBuf {
 }
 
 fn dpkps(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).env("DPKPS_ACCOUNT", "tests").output().unwrap()
 }
 
 fn stderr(o: &Output) -> String {
@@ -76,7 +76,7 @@ fn selection_spends(ledger: &str) -> Vec<Value> {
     let mut out = Vec::new();
     for l in book["ledgers"].as_object().unwrap().values() {
         for r in l["runs"].as_array().unwrap() {
-            out.extend(r["spends"].as_array().unwrap().iter().filter(|s| s["stage"] == "selection").cloned());
+            out.extend(r["spends"].as_array().unwrap().iter().filter(|s| s["stage"] == "vote").cloned());
         }
     }
     out

@@ -2,7 +2,7 @@
 //! proof in `crate::dp::vote`), after `dpkps generate`. The private corpus's units vote for
 //! their nearest candidate of their class; the noisy votes choose the documents kept, which are
 //! written with a report of what the release says (DP outputs only) and recorded in the ledger
-//! as a run of its own (stage "selection") before anything is drawn.
+//! as a run of its own (stage "vote") before anything is drawn.
 //!
 //! Candidates per kept document (c) are a public setting: generate k × c per class (`dpkps
 //! pipeline --per-class K×C`, or `dpkps sample --per-class K×C` from a saved release, then

@@ -45,7 +45,7 @@ spend_stages! {
     UtilityCheck = "utility check",
     /// The DP vote over generated candidates (`crate::dp::vote`), a run of its own after
     /// generation (`crate::run::vote`).
-    Selection = "selection",
+    Vote = "vote",
 }
 
 impl SpendStage {
@@ -68,7 +68,7 @@ mod tests {
     #[test]
     fn stage_names_are_the_ones_stored_ledgers_hold() {
         let names: Vec<&str> = SpendStage::ALL.iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["vocabulary", "kde", "class counts", "utility check", "selection"]);
+        assert_eq!(names, ["vocabulary", "kde", "class counts", "utility check", "vote"]);
         for &s in SpendStage::ALL {
             assert_eq!(SpendStage::from_name(s.name()), Some(s));
         }

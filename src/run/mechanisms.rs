@@ -58,7 +58,7 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
         },
         // Runs of their own: the DP utility check, the DP vote over generated candidates
         // (`super::vote`, after generation; its ε is the vote's, not a release run's).
-        SpendStage::UtilityCheck | SpendStage::Selection => return None,
+        SpendStage::UtilityCheck | SpendStage::Vote => return None,
     })
 }
 

@@ -5,7 +5,7 @@
 //!
 //! **A run of its own, after generation.** It is recorded in the ledger like the DP utility
 //! check: a [`Run`] under the private corpus's fingerprint (the corpus whose units vote) and the
-//! account, with the privacy unit, and one spend of the stage "selection" per declared class
+//! account, with the privacy unit, and one spend of the stage "vote" per declared class
 //! (the classes compose in parallel: the run costs ε′, `VoteParams::charged_epsilon`). Each
 //! spend names what it voted on (`candidates_from`: a SHA-256 of the candidates' labels and
 //! texts in order, and the run that released their keyphrase sequences when the front end

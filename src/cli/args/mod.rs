@@ -165,7 +165,7 @@ pub(super) enum Command {
     /// The DP vote over generated candidates (ε_select): each private unit (document, or person
     /// with --person-col) votes for its nearest candidate of its class; the noisy votes choose
     /// the documents kept. Writes kept.jsonl, vote-report.json and run.json to --out-dir, and
-    /// records the vote in the ledger (stage "selection") before anything is drawn.
+    /// records the vote in the ledger (stage "vote") before anything is drawn.
     Select(select::SelectArgs),
     /// The recipient's side: train a classifier on a synthetic corpus, adapted to your own
     /// unlabelled documents with Deep CORAL; writes the model, predictions for the unlabelled

@@ -258,7 +258,7 @@ pub fn spends(params: &VoteParams, labels: &[&str], candidates: &[usize], link: 
         .iter()
         .zip(candidates)
         .map(|(label, &count)| {
-            laplace::spend(SpendStage::Selection, "DP vote over generated candidates: discrete Laplace on the nearest-candidate histogram", params.charged_epsilon())
+            laplace::spend(SpendStage::Vote, "DP vote over generated candidates: discrete Laplace on the nearest-candidate histogram", params.charged_epsilon())
                 .param("l1_sensitivity", 1)
                 .param("noise_scale", scale)
                 .param("epsilon_noise", params.epsilon)

@@ -102,7 +102,7 @@ fn the_spends_are_one_per_class_at_the_charged_epsilon_on_its_partition() {
     let link = serde_json::json!({"sha256": "x"});
     let s = spends(&params, &["a", "b"], &[4, 0], &link);
     assert_eq!(s.len(), 2);
-    assert!(s.iter().all(|s| s.is(SpendStage::Selection) && s.epsilon == params.charged_epsilon()));
+    assert!(s.iter().all(|s| s.is(SpendStage::Vote) && s.epsilon == params.charged_epsilon()));
     assert_eq!(s[1].scope, Scope::Partition { label: "b".into() });
     let mut run = crate::ledger::Run::new("r".into(), "t".into());
     run.spends = s;

@@ -99,7 +99,7 @@ fn the_vote_is_on_record_before_anything_is_embedded_and_keeps_per_class() {
         let (seen2, book2) = (seen.clone(), book.clone());
         let mut embed = move |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> {
             // The spends are committed before any document is embedded.
-            let recorded = book2.borrow().ledger("fp").runs.iter().flat_map(|r| r.spends.iter()).filter(|s| s.is(SpendStage::Selection)).count();
+            let recorded = book2.borrow().ledger("fp").runs.iter().flat_map(|r| r.spends.iter()).filter(|s| s.is(SpendStage::Vote)).count();
             assert_eq!(recorded, 2, "one selection spend per class on record first");
             seen2.borrow_mut().extend_from_slice(docs);
             Ok(docs.iter().map(|&i| doc_vector(i)).collect())
