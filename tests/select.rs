@@ -71,7 +71,7 @@ fn select(c: &str, gen: &str, ledger: &str, out: &Path, extra: &[&str]) -> Outpu
     dpkps(&args)
 }
 
-fn selection_spends(ledger: &str) -> Vec<Value> {
+fn vote_spends(ledger: &str) -> Vec<Value> {
     let book: Value = serde_json::from_slice(&std::fs::read(ledger).unwrap()).unwrap();
     let mut out = Vec::new();
     for l in book["ledgers"].as_object().unwrap().values() {
@@ -113,12 +113,12 @@ fn select_keeps_the_candidates_the_private_notes_vote_for_and_records_the_vote()
     }
     assert_eq!(report["vote"]["privacy_unit"], "document");
     assert_eq!(report["candidates_from"]["sha256"].as_str().unwrap().len(), 64);
-    let spends = selection_spends(&ledger);
+    let spends = vote_spends(&ledger);
     assert_eq!(spends.len(), 3, "one spend per class, in parallel");
     assert!(spends.iter().all(|s| s["epsilon"] == 4.0 && s["scope"]["kind"] == "partition"));
     let o = dpkps(&["ledger", "--ledger", &ledger]);
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("selection: ε = 4.0000") && text.contains("total ε = 4.0000"), "{text}");
+    assert!(text.contains("vote: ε = 4.0000") && text.contains("total ε = 4.0000"), "{text}");
 
     // Per person, a random half voting: charged ln(1 + ½(e⁴ − 1)) ≈ 3.33, not 4.
     let out2 = dir.join("out2");
