@@ -21,6 +21,7 @@ mod local_key;
 mod replay;
 mod run;
 mod sequence_file;
+mod term;
 #[cfg(test)]
 mod same_release;
 mod select;
@@ -44,7 +45,7 @@ pub fn main() -> ExitCode {
     match run(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", io::terminal_safe(&e.to_string()));
+            eprintln!("error: {}", term::terminal_safe(&e.to_string()));
             ExitCode::from(e.exit_code())
         }
     }

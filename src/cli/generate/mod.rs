@@ -518,7 +518,7 @@ impl JobStore for Session<'_> {
 
     async fn audit(&self, entry: &AuditEntry) -> Result<(), std::io::Error> {
         if let (AuditPhase::Response, Some(e)) = (entry.phase, &entry.error) {
-            eprintln!("document #{}, attempt {}: {}", entry.index + 1, entry.attempt, crate::cli::io::terminal_safe(e));
+            eprintln!("document #{}, attempt {}: {}", entry.index + 1, entry.attempt, crate::cli::term::terminal_safe(e));
         }
         self.dir.append_audit(entry)
     }
@@ -535,7 +535,7 @@ impl JobStore for Session<'_> {
         };
         let id = job.id.clone();
         job.record(&id, index, outcome);
-        let what = crate::cli::io::terminal_safe(&what);
+        let what = crate::cli::term::terminal_safe(&what);
         eprintln!("document #{}: {what} [{} of {} done, {} failed]", index + 1, job.done(), job.items.len(), job.failed());
     }
 }
