@@ -146,7 +146,7 @@ fn synthetic_texts_are_scored_next_to_real_texts() {
     for seed in [0, 1] {
         let path = export.join(format!("dp-independent-seed{seed}.jsonl"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let seqs: Vec<dpkps::sample::SequenceOut> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let seqs: Vec<dpkps_core::sample::SequenceOut> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         // 20 per class on average, apportioned by the DP class counts; noise-dominated classes left out.
         assert!(!seqs.is_empty() && seqs.len() <= 3 * 20, "{}: {}", path.display(), seqs.len());
         assert!(seqs.iter().all(|s| !s.keyphrases.is_empty() && ["Cardio", "Derm", "Pulmo"].contains(&s.label.as_deref().unwrap_or(""))));
