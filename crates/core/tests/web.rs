@@ -1,5 +1,5 @@
 //! The pipeline core, compiled to wasm32 and run in headless Chromium
-//! (`cargo test --target wasm32-unknown-unknown --test web`; wasm-bindgen-test-runner drives
+//! (`cargo test --target wasm32-unknown-unknown -p dpkps-core --test web`; wasm-bindgen-test-runner drives
 //! chromedriver). These check that the same core behaves the same in the browser, and that
 //! the browser's secure random source is what feeds the DP noise.
 #![cfg(target_arch = "wasm32")]

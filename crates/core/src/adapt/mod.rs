@@ -3,16 +3,16 @@
 //! Deep CORAL (Sun & Saenko 2016).
 //!
 //! Documents become sentence embeddings (the bundled model, `crate::embed`), a three-layer
-//! network classifies them ([`net`]), and training minimises, over minibatches of D_A paired
+//! network classifies them (`dpkps_adapt`'s `net`), and training minimises, over minibatches of D_A paired
 //! with minibatches of D_B,
 //!
 //! ```text
 //! cross-entropy(D_A batch) + λ · ℓ_CORAL(logits of the D_A batch, logits of the D_B batch)
 //! ```
 //!
-//! ([`coral`]; [`CoralOn`] puts the term on the hidden features instead); λ = 0 is the plain
+//! (`dpkps_adapt::coral_loss`; [`CoralOn`] puts the term on the hidden features instead); λ = 0 is the plain
 //! classifier. Gradients come from candle's reverse-mode
-//! automatic differentiation and Adam (AdamW) updates the weights ([`train`]).
+//! automatic differentiation and Adam (AdamW) updates the weights (`dpkps_adapt::train`).
 //!
 //! # Privacy
 //! Nothing here is a DP mechanism and nothing here spends ε. The synthetic corpus is a DP
