@@ -58,8 +58,10 @@ python3 tests/setup_test.py
 
 lap "native tests: cargo test (the workspace's native crates; the wasm track builds beside it)"
 cargo test --locked
-# The end-to-end tests' LLM server (tests/e2e/harness.mjs): cargo test builds its unit tests only.
-cargo build --locked -p dpkps-llm-test-server
+# The end-to-end tests' LLM server (crates/llm-test-server, for tests/e2e/harness.mjs): cargo
+# test builds only its unit tests. Every native crate, as cargo test selected them: the same
+# features, so nothing is compiled again but the binaries.
+cargo build --locked
 lap "native tests passed; waiting for the wasm track (setup, release binaries, wasm32 tests' build)"
 await wasm
 
