@@ -88,7 +88,7 @@ if [[ -z $endpoint ]]; then
 fi
 echo "==> generating with $model at $endpoint"
 
-# src/llm/prompt.rs's DEFAULT_TEMPLATE, and the same without the class name (the paper's prompt
+# crates/core/src/llm/prompt.rs's DEFAULT_TEMPLATE, and the same without the class name (the paper's prompt
 # leaves it out).
 template_name='Keyphrases (separated by semicolons): {keyphrases}.
 

@@ -83,7 +83,7 @@ if [[ ${1:-} == --wasm ]]; then
   scripts/setup.sh >/dev/null
   [[ -f dist/index.html ]] || trunk build --release --config Trunk.toml
   node tests/e2e/bench.mjs
-  WASM_BINDGEN_TEST_TIMEOUT=1200 cargo test --release --target wasm32-unknown-unknown --no-default-features --test web_bench -- --include-ignored --nocapture
+  WASM_BINDGEN_TEST_TIMEOUT=1200 cargo test --release --target wasm32-unknown-unknown -p dpkps-core --test web_bench -- --include-ignored --nocapture
   exit
 fi
 cargo build --release --locked

@@ -9,7 +9,7 @@ and DIR/vocab (the ONNX model, tokenizer, reference embeddings, bundled vocabula
 licences that travel with them); the stop lists are compiled into the worker. The bundled term
 vectors (DIR/vectors, 30 MB that hardly compress) are left out unless --with-vectors: without
 them the worker embeds the matched terms with the model, as it does for any list it has no
-vectors for (src/worker/sources.rs); the file stays at about half the size.
+vectors for (crates/worker/src/sources.rs); the file stays at about half the size.
 
 The LLM endpoints the file may call are fixed when it is written, since a file opened from
 disk has no neighbour to read a list from: DIR/allowed-endpoints.txt (www/allowed-endpoints.txt
@@ -22,7 +22,7 @@ How it runs: each file is a data block (<script type="application/x-dpkps-asset"
 executed), base64 of its gzip when that is smaller. One inline module, allowed by its sha256 in
 the page's Content-Security-Policy, turns them into Blobs (gunzipped by DecompressionStream when
 first asked for), starts the UI from a blob: module, and defines two globals the app looks for
-(src/inpage.rs):
+(crates/inpage/src/lib.rs):
 `dpkpsAssets` (asset path -> Promise of a Blob) and `dpkpsStartWorker()` (a new Web Worker
 booted from an in-page source). The worker cannot read the page's blob: URLs (a file:// page
 has an opaque origin), so the page posts it what it needs: its glue, its compiled wasm module

@@ -39,16 +39,16 @@ bg llm scripts/local-llm.sh install
 
 # The wasm track: the tools (trunk and wasm-bindgen-cli are built from crates.io on a new
 # machine; the wasm32 std), then the app's two release binaries, built exactly as trunk builds
-# them (index.html: profile wasm-release, the UI with `ui` and without `embed`) so that trunk's
-# own cargo calls below find them done, then the wasm32 tests' build: the core without the
-# embedding model under the wasm-test profile (Cargo.toml: nothing optimised; the tests run in
-# under a second, and the build is about four times quicker than with optimised dependencies).
-# The native build needs none of the tools, so it starts at once beside it.
+# them (index.html: each member's manifest, profile wasm-release) so that trunk's own cargo
+# calls below find them done, then the wasm32 tests' build: the core alone (crates/core: no
+# Leptos, no tract, no candle) under the wasm-test profile (Cargo.toml: nothing optimised; the
+# tests run in under a second, and the build is about four times quicker than with optimised
+# dependencies). The native build needs none of the tools, so it starts at once beside it.
 wasm_track() {
   scripts/setup.sh
-  cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --no-default-features --features ui --bin dpkps-web
-  cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --bin dpkps-worker
-  cargo test --locked --target wasm32-unknown-unknown --no-default-features --test web --profile wasm-test --no-run
+  cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/web/Cargo.toml --bin dpkps-web
+  cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/worker/Cargo.toml --bin dpkps-worker
+  cargo test --locked --target wasm32-unknown-unknown -p dpkps-core --test web --profile wasm-test --no-run
 }
 bg wasm wasm_track
 
@@ -56,8 +56,12 @@ lap "scripts: the static server (tests/serve_test.py) and the pinned tool instal
 python3 tests/serve_test.py
 python3 tests/setup_test.py
 
-lap "native tests: cargo test (the wasm track builds beside it)"
+lap "native tests: cargo test (the workspace's native crates; the wasm track builds beside it)"
 cargo test --locked
+# The end-to-end tests' LLM server (crates/llm-test-server, for tests/e2e/harness.mjs): cargo
+# test builds only its unit tests. Every native crate, as cargo test selected them: the same
+# features, so nothing is compiled again but the binaries.
+cargo build --locked
 lap "native tests passed; waiting for the wasm track (setup, release binaries, wasm32 tests' build)"
 await wasm
 
@@ -69,7 +73,7 @@ lap "wasm32 tests in headless Chromium: cargo test --target wasm32-unknown-unkno
 # tract is compiled for wasm32 once, by the release build: the embedder is tested in the
 # browser through the app's worker (tests/e2e/app.mjs: reference-vector check).
 WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-300} \
-  cargo test --locked --target wasm32-unknown-unknown --no-default-features --test web --profile wasm-test
+  cargo test --locked --target wasm32-unknown-unknown -p dpkps-core --test web --profile wasm-test
 
 lap "end-to-end browser tests"
 node tests/e2e/smoke.mjs

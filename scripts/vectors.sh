@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bundled vectors (src/embed/bundle.rs): int8 embeddings of the bundled vocabularies,
+# The bundled vectors (crates/core/src/embed/bundle.rs): int8 embeddings of the bundled vocabularies,
 # computed natively by `dpkps embed-vocab` with the app's model, so that the page reads them
 # instead of running the model. They depend only on public inputs, listed below; the result is
 # cached in target/vectors/<hash of the inputs>/, so a warm run costs nothing.
@@ -19,7 +19,7 @@ ENGLISH_HEAD=50000
 inputs=(models/all-MiniLM-L6-v2.int8w.onnx models/tokenizer.json
         www/vocab/medical_mesh2017.txt www/vocab/stoplist_medical.txt
         www/vocab/english_glove6b.txt www/vocab/stoplist_english.txt
-        src/embed/*.rs src/cli/vectors.rs src/input/public_vocab.rs src/input/text.rs Cargo.lock scripts/vectors.sh)
+        crates/core/src/embed/*.rs crates/embed/src/*.rs src/cli/vectors.rs crates/core/src/input/public_vocab.rs crates/core/src/input/text.rs Cargo.lock scripts/vectors.sh)
 key=$({ sha256sum "${inputs[@]}"; echo "english head $ENGLISH_HEAD"; } | sha256sum | cut -c1-16)
 cache=target/vectors/$key
 mkdir -p target/vectors
@@ -30,7 +30,7 @@ if [[ ! -f $cache/SHA256SUMS ]]; then
   bin=${DPKPS_BIN:-}
   if [[ -z $bin ]]; then
     cargo build --locked --bin dpkps >&2
-    bin=target/debug/dpkps
+    bin=${CARGO_TARGET_DIR:-target}/debug/dpkps
   fi
   rm -rf "$cache.tmp"
   mkdir -p "$cache.tmp"

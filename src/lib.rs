@@ -1,49 +1,5 @@
-//! dpkps: differentially private synthetic text by keyphrase prompt seeding (DP-KPS).
-//!
-//! The pipeline core in this crate is plain Rust with no web types: it is compiled natively
-//! (the `dpkps` CLI, tests, benchmarks) and to wasm32 (the browser app). Each stage takes a
-//! typed artefact and returns the next one; every differentially private stage also returns
-//! the ε it spent, which the [`ledger`] adds up. See ARCHITECTURE.md for the data flow.
-//!
-//! Neighbouring relation, for every mechanism in this crate: two corpora are neighbours when
-//! one is obtained from the other by adding or removing ONE document (with its label); labels
-//! come from a fixed public set of classes declared before the run ([`input::classes`]), so the
-//! classes of a release never depend on the data. Every sensitivity stated next to a mechanism
-//! is derived from that relation.
+//! `dpkps`, the native command-line tool: the CLI's library ([`cli`]), which the `dpkps` binary
+//! starts. The pipeline lives in `dpkps_core`, the embedding model in `dpkps_embed`, the
+//! recipient's classifier in `dpkps_adapt`.
 
-pub mod adapt;
-pub mod base;
-pub mod dp;
-pub mod embed;
-pub mod eval;
-pub mod input;
-pub mod ledger;
-pub mod llm;
-pub mod math;
-pub mod replay;
-pub mod run;
-pub mod sample;
-
-/// The messages between the page's UI thread and its worker (`ui/`, `worker/`), and the
-/// shapes the CLI prints too. It stays at the top, beside the front ends, rather than in a
-/// folder of the core: only the front ends (`ui/`, `worker/`, `cli/`) import it, and it
-/// imports the core's types, never the other way.
-pub mod protocol;
-
-#[cfg(all(not(target_arch = "wasm32"), feature = "embed"))]
 pub mod cli;
-
-/// Assets and worker scripts from beside the page or from inside it (the single-file build):
-/// shared by the two wasm front ends, so it stays at the top beside them and `protocol`.
-#[cfg(target_arch = "wasm32")]
-pub mod inpage;
-
-/// The app's UI thread (Leptos). Its Leptos shell is built for wasm32 with the `ui` feature
-/// and without `embed` only, so that the UI never carries the model and the worker never
-/// carries the UI; its plain parts (`ui::text`, `ui::chart`, `ui::form`: sentences, the loss
-/// curve, the settings form's parsing) compile on every target and are tested natively.
-pub mod ui;
-
-/// The app's Web Worker: every long or private computation runs there.
-#[cfg(all(target_arch = "wasm32", feature = "embed"))]
-pub mod worker;

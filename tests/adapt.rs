@@ -10,17 +10,17 @@
 //!
 //! Then `dpkps train` and `dpkps predict` on a few notes of tests/fixtures/mtsamples_shift.csv:
 //! the files they write.
-#![cfg(all(not(target_arch = "wasm32"), feature = "embed"))]
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use dpkps::adapt::score::score;
-use dpkps::adapt::shift_task::ShiftTask;
-use dpkps::adapt::task::embed_texts;
-use dpkps::adapt::{train, Classifier, Matrix, TrainParams};
-use dpkps::embed::onnx::OnnxEmbedder;
-use dpkps::embed::Embed;
+use dpkps_adapt::score::score;
+use dpkps_adapt::shift_task::ShiftTask;
+use dpkps_adapt::task::embed_texts;
+use dpkps_adapt::{train, Classifier, Matrix, TrainParams};
+use dpkps_embed::onnx::OnnxEmbedder;
+use dpkps_core::embed::Embed;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

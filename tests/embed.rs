@@ -1,9 +1,9 @@
 //! The bundled sentence model, run natively by tract: parity with sentence-transformers and
-//! defined behaviour on bad input. (The same core runs in wasm; see tests/web.rs.)
+//! defined behaviour on bad input. (The same core runs in wasm; see crates/core/tests/web.rs.)
 #![cfg(not(target_arch = "wasm32"))]
 
-use dpkps::embed::onnx::OnnxEmbedder;
-use dpkps::embed::Embed;
+use dpkps_embed::onnx::OnnxEmbedder;
+use dpkps_core::embed::Embed;
 
 fn embedder() -> OnnxEmbedder {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/");
@@ -91,18 +91,18 @@ fn batches_group_texts_by_token_count_not_bytes() {
     assert_eq!(chemical.len(), phrase.len());
     assert!(e.batch_key(chemical) > e.batch_key(phrase));
     let mut texts = vec![chemical, "cough", phrase];
-    dpkps::embed::sort_for_batching(&e, &mut texts, |t| *t);
+    dpkps_core::embed::sort_for_batching(&e, &mut texts, |t| *t);
     assert_eq!(texts, ["cough", phrase, chemical]);
 }
 
 /// A term's vector depends on the term alone, bit for bit, whatever else the private corpus
-/// makes the run embed (`dpkps::embed::rows`): the mechanisms' proofs treat a vector as a
+/// makes the run embed (`dpkps_core::embed::rows`): the mechanisms' proofs treat a vector as a
 /// function of its public term. Terms are embedded in batches of fixed width, each at its home
 /// row among terms of its token count; alone, a term's batch-mates are copies of itself.
 #[test]
 fn a_terms_vector_does_not_depend_on_the_terms_embedded_with_it() {
-    use dpkps::embed::rows::{batch_texts, embed_rows, term_batches, TERM_BATCH};
-    use dpkps::input::public_vocab::{Bundled, PublicVocabulary};
+    use dpkps_core::embed::rows::{batch_texts, embed_rows, term_batches, TERM_BATCH};
+    use dpkps_core::input::public_vocab::{Bundled, PublicVocabulary};
     let list = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/www/vocab/medical_mesh2017.txt")).unwrap();
     let vocab = PublicVocabulary::parse_bundled(Bundled::Medical, &list).unwrap();
     let mut e = embedder();
@@ -114,10 +114,10 @@ fn a_terms_vector_does_not_depend_on_the_terms_embedded_with_it() {
     by_len.sort_by_key(|&t| std::cmp::Reverse(e.batch_key(vocab.term(t))));
     assert!(e.batch_key(vocab.term(by_len[0])) > 32);
     probe.extend(&by_len[..6]);
-    let alone: Vec<_> = probe.iter().map(|&t| dpkps::embed::embed_terms(&vocab, &[t], &mut e, &mut |_, _| {}).unwrap()).collect();
+    let alone: Vec<_> = probe.iter().map(|&t| dpkps_core::embed::embed_terms(&vocab, &[t], &mut e, &mut |_, _| {}).unwrap()).collect();
     // The same terms among 400 others of every length (and the long ones among each other).
     let crowd: Vec<u32> = probe.iter().copied().chain(by_len[6..40].iter().copied()).chain((0..400u32).map(|k| k * 97 % vocab.len() as u32)).collect();
-    let with = dpkps::embed::embed_terms(&vocab, &crowd, &mut e, &mut |_, _| {}).unwrap();
+    let with = dpkps_core::embed::embed_terms(&vocab, &crowd, &mut e, &mut |_, _| {}).unwrap();
     // The test is worth something only if probes share batches with other terms.
     let mut sorted = crowd.clone();
     sorted.sort_unstable();

@@ -146,7 +146,7 @@ fn synthetic_texts_are_scored_next_to_real_texts() {
     for seed in [0, 1] {
         let path = export.join(format!("dp-independent-seed{seed}.jsonl"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let seqs: Vec<dpkps::sample::SequenceOut> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let seqs: Vec<dpkps_core::sample::SequenceOut> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         // Each line says it is no recorded release: DP, its ε in no ledger (`generate` refuses
         // it unless acknowledged, and then sends it only to this machine).
         for l in text.lines() {

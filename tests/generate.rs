@@ -12,7 +12,7 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use dpkps::llm::{Job, Outcome, OutcomeRecord};
+use dpkps_core::llm::{Job, Outcome, OutcomeRecord};
 use serde_json::Value;
 
 const KEY: &str = "sk-test-0123456789abcdef";

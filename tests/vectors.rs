@@ -4,15 +4,15 @@
 //! through the worker (tests/e2e/app.mjs, "Check the bundled model").
 //!
 //! The first run generates the vectors (a few minutes; then cached by a hash of the inputs).
-#![cfg(all(not(target_arch = "wasm32"), feature = "embed"))]
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use dpkps::embed::bundle::{cosine, VectorFile};
-use dpkps::embed::onnx::OnnxEmbedder;
-use dpkps::embed::Embed;
-use dpkps::input::public_vocab::{Bundled, PublicVocabulary};
+use dpkps_core::embed::bundle::{cosine, VectorFile};
+use dpkps_embed::onnx::OnnxEmbedder;
+use dpkps_core::embed::Embed;
+use dpkps_core::input::public_vocab::{Bundled, PublicVocabulary};
 use sha2::{Digest, Sha256};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");

@@ -9,11 +9,11 @@ use super::args::corpus::CorpusArgs;
 use super::error::CliError;
 
 use super::io::{load_vocabulary, peak_rss_kb, read_corpus};
-use crate::dp::SecureRng;
-use crate::embed::TermEmbeddings;
-use crate::dp::summary::{self, SummaryDoc, SummaryParams, KeyphraseSampler};
-use crate::sample::{self, Candidates};
-use crate::input::public_vocab::{Matcher, TermId};
+use dpkps_core::dp::SecureRng;
+use dpkps_core::embed::TermEmbeddings;
+use dpkps_core::dp::summary::{self, SummaryDoc, SummaryParams, KeyphraseSampler};
+use dpkps_core::sample::{self, Candidates};
+use dpkps_core::input::public_vocab::{Matcher, TermId};
 
 #[derive(Subcommand)]
 pub enum Bench {
@@ -69,7 +69,7 @@ pub enum Bench {
         #[arg(long, default_value_t = 25)]
         naive_candidates: usize,
     },
-    /// The replay check (`crate::replay`): some notes of the corpus, cut to their first words,
+    /// The replay check (`dpkps_core::replay`): some notes of the corpus, cut to their first words,
     /// play the synthetic documents and are checked against the others (or, with --include,
     /// against all of them). Time, memory, and how many are flagged at each threshold.
     Replay {
@@ -185,7 +185,7 @@ pub fn run(which: Bench) -> Result<(), CliError> {
             let vocab = load_vocabulary("medical")?;
             let mut texts: Vec<&str> = vocab.terms.iter().take(terms).map(String::as_str).collect();
             // Batched as the pipeline batches them: similar lengths together (less padding).
-            crate::embed::sort_for_batching(model.as_ref(), &mut texts, |t| *t);
+            dpkps_core::embed::sort_for_batching(model.as_ref(), &mut texts, |t| *t);
             println!(
                 "benchmark: sentence embeddings, bundled all-MiniLM-L6-v2 (tract, one thread), {} MeSH terms, sorted by token count",
                 texts.len()
@@ -202,9 +202,9 @@ pub fn run(which: Bench) -> Result<(), CliError> {
                 println!("  batch {batch:>2}: {:>6.1} terms/s ({:.2} s)", texts.len() as f64 / secs, secs);
             }
             // The path runs take (`embed::embed_terms`): term batches, each term at its home row.
-            let ids: Vec<crate::input::public_vocab::TermId> = (0..texts.len() as crate::input::public_vocab::TermId).collect();
+            let ids: Vec<dpkps_core::input::public_vocab::TermId> = (0..texts.len() as dpkps_core::input::public_vocab::TermId).collect();
             let t = Instant::now();
-            crate::embed::embed_terms(&vocab, &ids, model.as_mut(), &mut |_, _| {})?;
+            dpkps_core::embed::embed_terms(&vocab, &ids, model.as_mut(), &mut |_, _| {})?;
             let secs = t.elapsed().as_secs_f64();
             println!("  term batches of {} (the runs' path): {:>6.1} terms/s ({:.2} s)", model.term_width(), ids.len() as f64 / secs, secs);
             if let Some(kb) = peak_rss_kb() {
@@ -244,7 +244,7 @@ fn bench_kde(
     // Synthetic vocabulary of unit vectors; documents draw M distinct terms from it.
     let vocab = (4 * n_cands).max(2000);
     let mut emb = TermEmbeddings::new(dim);
-    for (t, e) in crate::dp::summary::kde::Features::synthetic_unit_vectors(vocab, dim, 7).iter().enumerate() {
+    for (t, e) in dpkps_core::dp::summary::kde::Features::synthetic_unit_vectors(vocab, dim, 7).iter().enumerate() {
         emb.insert(t as TermId, e).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
     }
     let doc_terms: Vec<Vec<TermId>> = (0..n_docs)
@@ -260,7 +260,7 @@ fn bench_kde(
         })
         .collect();
     let kdocs: Vec<SummaryDoc<'_>> = doc_terms.iter().map(|t| SummaryDoc { class: 0, terms: t }).collect();
-    let classes = crate::input::classes::ClassSet::unlabelled();
+    let classes = dpkps_core::input::classes::ClassSet::unlabelled();
     let cand_ids: Vec<TermId> = (0..n_cands as TermId).collect();
     let cands = Candidates::new(&cand_ids, &emb).map_err(|e| CliError::Input { path: "synthetic".into(), message: e.to_string() })?;
     println!(
@@ -280,7 +280,7 @@ fn bench_kde(
         assert_eq!(seqs.len(), n_seqs);
         // The signal estimate a run adds to its report (`sample::signal`), timed apart.
         let t_sig = Instant::now();
-        std::hint::black_box(crate::sample::signal::class_signals(&set, &cands).map_err(summary_err)?);
+        std::hint::black_box(dpkps_core::sample::signal::class_signals(&set, &cands).map_err(summary_err)?);
         let signal_s = t_sig.elapsed().as_secs_f64();
         println!(
             "  {:<17} KDE build {:>6.2} s ({} member(s)) | generate {:>6.2} s = {:>7.2} ms/sequence | signal {:>5.2} s",

@@ -1,5 +1,5 @@
 //! `dpkps bench adapt` and `dpkps bench train`: figures for the recipient's classifier
-//! (`crate::adapt`).
+//! (`dpkps_adapt`).
 //!
 //! `adapt` builds a domain-shift task from a labelled corpus (MTSamples): per class, half the
 //! notes as they are (the labelled source), a quarter rewritten by `adapt::shift` (the
@@ -22,10 +22,10 @@ use super::args::corpus::CorpusArgs;
 use super::args::model::ModelArgs;
 use super::error::CliError;
 use super::io::{load_embedders, peak_rss_kb};
-use crate::adapt::score::score;
-use crate::adapt::shift_task::{Sample, ShiftTask, SETS};
-use crate::adapt::{shift, shuffle, train, Matrix, TrainParams};
-use crate::eval::metrics::spread;
+use dpkps_adapt::score::score;
+use dpkps_adapt::shift_task::{Sample, ShiftTask, SETS};
+use dpkps_adapt::{shift, shuffle, train, Matrix, TrainParams};
+use dpkps_core::eval::metrics::spread;
 
 /// The corpus's labelled documents grouped by label (empty texts and labels left out).
 fn by_class(corpus: &CorpusArgs) -> Result<BTreeMap<String, Vec<String>>, CliError> {
@@ -152,7 +152,7 @@ pub(crate) fn adapt(
     };
     let (x, u, ts, tp) = (&task.labelled, &task.unlabelled, &task.test_shifted, &task.test_as_is);
     let (y, truth) = (&task.labelled_class, &task.test_class);
-    let accuracy_on = |m: &crate::adapt::Classifier, t: &Matrix| -> Result<(f64, f64), CliError> {
+    let accuracy_on = |m: &dpkps_adapt::Classifier, t: &Matrix| -> Result<(f64, f64), CliError> {
         let pred: Vec<usize> = m.predict(t).map_err(adapt_err)?.iter().map(|p| p.class).collect();
         let s = score(truth, &pred, names.len());
         Ok((s.accuracy, s.macro_f1))
@@ -257,6 +257,6 @@ pub(crate) fn scale(corpus: &CorpusArgs, labelled: usize, unlabelled: usize, ran
     Ok(())
 }
 
-fn adapt_err(e: crate::adapt::AdaptError) -> CliError {
+fn adapt_err(e: dpkps_adapt::AdaptError) -> CliError {
     CliError::Input { path: "training".into(), message: e.to_string() }
 }

@@ -16,8 +16,8 @@ use std::io::BufReader;
 use std::path::Path;
 use std::time::Instant;
 
-use crate::input::corpus::{self, doc_hash, Fields, Ingest};
-use crate::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
+use dpkps_core::input::corpus::{self, doc_hash, Fields, Ingest};
+use dpkps_core::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
 
 use super::args::corpus::CorpusArgs;
 
@@ -135,7 +135,7 @@ pub(super) fn run(args: &CorpusArgs, synthetic: usize, words: usize, include: bo
             let t = Instant::now();
             let check = ReplayCheck::run(docs.clone(), texts.iter().map(String::as_str), params).map_err(|e| CliError::Input { path: "bench".into(), message: e.to_string() })?;
             let secs = t.elapsed().as_secs_f64();
-            let share = |f: &dyn Fn(&crate::replay::DocReplay) -> bool| 100.0 * check.docs.iter().filter(|d| f(d)).count() as f64 / check.docs.len().max(1) as f64;
+            let share = |f: &dyn Fn(&dpkps_core::replay::DocReplay) -> bool| 100.0 * check.docs.iter().filter(|d| f(d)).count() as f64 / check.docs.len().max(1) as f64;
             let rare = share(&|d| d.rare_ngrams > 0);
             let runs: Vec<String> = [8usize, 12, 16, 24]
                 .iter()

@@ -1,4 +1,4 @@
-//! `dpkps bench vote`: the DP vote over generated candidates (`crate::dp::vote`), timed and
+//! `dpkps bench vote`: the DP vote over generated candidates (`dpkps_core::dp::vote`), timed and
 //! measured on synthetic vectors, and the embedding of a document, timed with the bundled model.
 //!
 //! 1. **The vote**: `units` private unit vectors × `candidates` candidates (random unit
@@ -21,8 +21,8 @@ use clap::Args;
 
 use super::args::corpus::CorpusArgs;
 use super::error::CliError;
-use crate::dp::vote::{self, Candidates, KeepMode, UnitVector};
-use crate::dp::SecureRng;
+use dpkps_core::dp::vote::{self, Candidates, KeepMode, UnitVector};
+use dpkps_core::dp::SecureRng;
 
 #[derive(Args)]
 // The corpus is optional here (made-up notes without it).
@@ -184,13 +184,13 @@ fn keep_rules(args: &VoteBenchArgs, rng: &mut SecureRng) -> Result<(), CliError>
 fn embedding(args: &VoteBenchArgs) -> Result<(), CliError> {
     let texts: Vec<String> = match &args.corpus {
         Some(c) if !c.corpus.is_empty() => {
-            let fields = crate::input::corpus::Fields { text: c.text_col.clone(), label: c.label_col.clone(), person: None };
-            let mut ingest = crate::input::corpus::Ingest::new(c.labelled());
+            let fields = dpkps_core::input::corpus::Fields { text: c.text_col.clone(), label: c.label_col.clone(), person: None };
+            let mut ingest = dpkps_core::input::corpus::Ingest::new(c.labelled());
             let mut out = Vec::new();
             for input in super::io::inputs(c)? {
                 let name = input.path.display().to_string();
                 let file = std::fs::File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
-                crate::input::corpus::stream(std::io::BufReader::new(file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest, &mut |d| {
+                dpkps_core::input::corpus::stream(std::io::BufReader::new(file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest, &mut |d| {
                     if out.len() < args.docs {
                         out.push(d.text.to_string())
                     }

@@ -1,4 +1,4 @@
-//! `dpkps check`: the DP utility check (`crate::run::check`), recorded in the ledger like a
+//! `dpkps check`: the DP utility check (`dpkps_core::run::check`), recorded in the ledger like a
 //! run. It compares the keyphrase samplers under the given settings and prints their noisy
 //! accuracies and the one it chose; `dpkps pipeline --sampler S --from-check ID` then runs with
 //! it, and the run's privacy report says the sampler was chosen by that check.
@@ -9,9 +9,9 @@ use super::args::inputs::{run_settings, CheckArgs};
 use super::io::write_json;
 use super::run::{block_on, read_matched, CliHost, Model};
 use super::error::CliError;
-use crate::dp::SecureRng;
-use crate::eval::dp_check::CheckParams;
-use crate::run::{self, RunPlan};
+use dpkps_core::dp::SecureRng;
+use dpkps_core::eval::dp_check::CheckParams;
+use dpkps_core::run::{self, RunPlan};
 
 pub(crate) fn run(args: CheckArgs) -> Result<(), CliError> {
     let CheckArgs { inputs, classes, ledger, compare, holdout, eps_select, out } = args;

@@ -15,10 +15,10 @@ use std::sync::mpsc::channel;
 use std::time::Instant;
 
 use super::error::CliError;
-use crate::adapt::task;
-use crate::adapt::Matrix;
-use crate::embed::onnx::OnnxEmbedder;
-use crate::embed::{Embed, EmbedError};
+use dpkps_adapt::task;
+use dpkps_adapt::Matrix;
+use dpkps_embed::onnx::OnnxEmbedder;
+use dpkps_core::embed::{Embed, EmbedError};
 
 /// Documents per model call (module docs: one).
 const BATCH: usize = 1;
@@ -116,7 +116,7 @@ mod tests {
 
     #[test]
     fn every_thread_count_gives_the_same_matrix_as_one_model() {
-        let (model, tok) = (bundled(crate::embed::onnx::BUNDLED_MODEL), bundled("tokenizer.json"));
+        let (model, tok) = (bundled(dpkps_embed::onnx::BUNDLED_MODEL), bundled("tokenizer.json"));
         // Texts of many lengths, more of them than threads.
         let texts: Vec<String> = (0..70).map(|k| format!("note {k}: {}", "the patient reports chest pain and shortness of breath. ".repeat(1 + k % 7))).collect();
         let mut one = OnnxEmbedder::from_bytes(&model, &tok).unwrap();

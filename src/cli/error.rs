@@ -1,10 +1,10 @@
 //! The CLI's error type: every error a command can end with, in plain words, and its exit
 //! code. A leaf, so that every command's module imports it without importing `super`.
 
-use crate::input::corpus::CorpusError;
-use crate::dp::DpError;
-use crate::ledger::LedgerError;
-use crate::input::public_vocab::VocabError;
+use dpkps_core::input::corpus::CorpusError;
+use dpkps_core::dp::DpError;
+use dpkps_core::ledger::LedgerError;
+use dpkps_core::input::public_vocab::VocabError;
 
 use super::generate::error::GenerateError;
 
@@ -20,19 +20,19 @@ pub enum CliError {
     #[error(transparent)]
     Ledger(#[from] LedgerError),
     #[error(transparent)]
-    Summary(#[from] crate::dp::summary::SummaryError),
+    Summary(#[from] dpkps_core::dp::summary::SummaryError),
     #[error(transparent)]
-    Embed(#[from] crate::embed::EmbedError),
+    Embed(#[from] dpkps_core::embed::EmbedError),
     #[error(transparent)]
-    Eval(#[from] crate::eval::EvalError),
+    Eval(#[from] dpkps_core::eval::EvalError),
     #[error(transparent)]
-    Run(crate::run::RunError),
+    Run(dpkps_core::run::RunError),
     #[error("{path}: {message}")]
     Input { path: String, message: String },
     #[error("could not write {path}: {source}")]
     Write { path: String, source: std::io::Error },
     #[error(transparent)]
-    Llm(#[from] crate::llm::LlmError),
+    Llm(#[from] dpkps_core::llm::LlmError),
     #[error(transparent)]
     Generate(#[from] GenerateError),
     #[error("could not lock the privacy ledger {path} (its lock file, {path}.lock, keeps two runs from losing each other's spend): {source}")]

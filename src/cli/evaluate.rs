@@ -1,5 +1,5 @@
 //! `dpkps evaluate`: the utility evaluation without an LLM, as DP-KPS's appendix C measures it
-//! (core in [`crate::eval`]).
+//! (core in [`dpkps_core::eval`]).
 //!
 //! Reads the corpus, shapes the task, holds out a stratified part, runs the DP pipeline on
 //! the rest once per seed and sampler, and prints accuracy and macro-F1 per arm. With
@@ -27,14 +27,14 @@ use super::args::inputs::PipelineInputs;
 use super::error::CliError;
 
 use super::io::{inputs, load_model, load_vocabulary, print_stats, read_corpus, write_private_json};
-use crate::input::corpus::{self, Fields, Format, Ingest};
-use crate::dp::candidates::CandidateRule;
-use crate::dp::SecureRng;
-use crate::eval::classifier::SoftmaxParams;
-use crate::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task};
-use crate::sample::SequenceOut;
+use dpkps_core::input::corpus::{self, Fields, Format, Ingest};
+use dpkps_core::dp::candidates::CandidateRule;
+use dpkps_core::dp::SecureRng;
+use dpkps_core::eval::classifier::SoftmaxParams;
+use dpkps_core::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task};
+use dpkps_core::sample::SequenceOut;
 use super::sequence_file::SequenceLine;
-use crate::input::public_vocab::Matcher;
+use dpkps_core::input::public_vocab::Matcher;
 
 /// Sequences per class for the sampler arms unless `--per-class` says otherwise: enough
 /// training examples for the classifier, cheap enough to sample (see the README).
@@ -113,9 +113,9 @@ pub(crate) struct EvaluateArgs {
     candidates: String,
 }
 
-/// `--sampler`'s help here: the names from [`crate::dp::summary::KeyphraseSampler::ALL`].
+/// `--sampler`'s help here: the names from [`dpkps_core::dp::summary::KeyphraseSampler::ALL`].
 fn sampler_help() -> String {
-    let names: Vec<&str> = crate::dp::summary::KeyphraseSampler::ALL.iter().map(|s| s.name()).collect();
+    let names: Vec<&str> = dpkps_core::dp::summary::KeyphraseSampler::ALL.iter().map(|s| s.name()).collect();
     format!("Samplers to evaluate: \"all\", or a comma-separated list of {}", names.join(", "))
 }
 
@@ -154,7 +154,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     };
     let public = load_vocabulary(&args.inputs.vocab.vocabulary)?;
     // Check everything that does not need the data before reading it.
-    params.validate(public.len()).map_err(crate::eval::EvalError::from)?;
+    params.validate(public.len()).map_err(dpkps_core::eval::EvalError::from)?;
     let matcher = Matcher::new(&public)?;
     let mc = read_corpus(&args.inputs.corpus, Some(&matcher), params.keep())?;
     print_stats(&mc);
@@ -177,7 +177,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     let mut embedder = load_model(&args.inputs.model)?;
     let ids = ev.terms_to_embed();
     let t1 = Instant::now();
-    let emb = crate::embed::embed_terms(&public, &ids, embedder.as_mut(), &mut |done, total| {
+    let emb = dpkps_core::embed::embed_terms(&public, &ids, embedder.as_mut(), &mut |done, total| {
         eprint!("\r\x1b[Kembedding terms: {done}/{total}");
     })?;
     eprintln!(" ({:.1} s)", t1.elapsed().as_secs_f64());
@@ -185,7 +185,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     // line says it is no recorded release (`super::sequence_file`): `generate` refuses them
     // unless acknowledged and sent to this machine.
     let mut exports: Vec<(PathBuf, String)> = Vec::new();
-    let mut export = |arm: ArmSequences<'_>| -> Result<(), crate::eval::EvalError> {
+    let mut export = |arm: ArmSequences<'_>| -> Result<(), dpkps_core::eval::EvalError> {
         let Some(dir) = &args.export_sequences else { return Ok(()) };
         let path = dir.join(format!("{}-seed{}.jsonl", arm.arm, arm.seed));
         let mut text = String::new();
@@ -193,7 +193,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
             let keyphrases: Vec<String> = terms.iter().map(|&t| public.term(t).to_string()).collect();
             let sequence = SequenceOut { label: arm.classes.get(*class).cloned(), keyphrases, noise_dominated: false };
             let line = SequenceLine::unrecorded(sequence, arm.noiseless);
-            text.push_str(&serde_json::to_string(&line).map_err(|e| crate::eval::EvalError::Export(e.to_string()))?);
+            text.push_str(&serde_json::to_string(&line).map_err(|e| dpkps_core::eval::EvalError::Export(e.to_string()))?);
             text.push('\n');
         }
         exports.push((path, text));
@@ -226,7 +226,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
 
     record_check(args.ledger.clone(), mc, &report)?;
     for (path, text) in &exports {
-        super::io::write_private(path, text.as_bytes()).map_err(|e| crate::eval::EvalError::Export(e.to_string()))?;
+        super::io::write_private(path, text.as_bytes()).map_err(|e| dpkps_core::eval::EvalError::Export(e.to_string()))?;
     }
     if let Some(dir) = &args.export_sequences {
         eprintln!(
@@ -257,8 +257,8 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The iterative samplers' diagnosis (`crate::eval::diagnose`) on stdout.
-fn print_diagnosis(d: &crate::eval::diagnose::Diagnosis) {
+/// The iterative samplers' diagnosis (`dpkps_core::eval::diagnose`) on stdout.
+fn print_diagnosis(d: &dpkps_core::eval::diagnose::Diagnosis) {
     println!("\ndiagnosis (noiseless; TV: total variation; signal/error: largest exact score over the rms random-feature error):");
     println!("{:<17} {:>3} {:>10} {:>10} {:>10} {:>12} {:>9} {:>9}", "sampler", "ℓ", "TV(s,ex)", "TV(ex,U)", "TV(s,U)", "signal/err", "positive", "eff.docs");
     for s in &d.steps {
@@ -417,7 +417,7 @@ fn document_texts(args: &CorpusArgs, indices: &[usize]) -> Result<Vec<String>, C
 }
 
 /// Sentence embeddings of whole texts (the model truncates long ones), 16 at a time.
-fn embed_texts(model: &mut dyn crate::embed::Embed, texts: &[String], what: &str) -> Result<Vec<Vec<f32>>, CliError> {
+fn embed_texts(model: &mut dyn dpkps_core::embed::Embed, texts: &[String], what: &str) -> Result<Vec<Vec<f32>>, CliError> {
     let mut out = Vec::with_capacity(texts.len());
     for chunk in texts.chunks(16) {
         let refs: Vec<&str> = chunk.iter().map(String::as_str).collect();
@@ -430,7 +430,7 @@ fn embed_texts(model: &mut dyn crate::embed::Embed, texts: &[String], what: &str
 
 /// Records the evaluation in the ledger as a non-DP check on `mc` (keyed with the ledger's local
 /// secret, as a run's corpus is), under the ledger's lock.
-fn record_check(ledger: Option<PathBuf>, mut mc: crate::input::matched::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
+fn record_check(ledger: Option<PathBuf>, mut mc: dpkps_core::input::matched::MatchedCorpus, report: &EvalReport) -> Result<(), CliError> {
     let path = super::ledger_file::ledger_path_of(ledger);
     let mut file = super::ledger_file::LedgerFile::open(&path)?;
     let local = super::local_key::for_ledger(&path, &file.book)?;
@@ -442,7 +442,7 @@ fn record_check(ledger: Option<PathBuf>, mut mc: crate::input::matched::MatchedC
     arms.dedup();
     let mut id = [0u8; 8];
     SecureRng::from_os()?.fill(&mut id);
-    let check = crate::ledger::UtilityCheck { id: crate::base::hex(&id), when: super::io::now_utc(), settings_compared: arms.len() };
+    let check = dpkps_core::ledger::UtilityCheck { id: dpkps_core::base::hex(&id), when: super::io::now_utc(), settings_compared: arms.len() };
     file.book.record_check(&mc.fingerprint, check.clone());
     // Tuning on a file that shares documents or persons with a recorded corpus (last month's
     // extract, the corpus itself under another name) is tuning on that corpus too: the check

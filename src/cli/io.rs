@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::input::corpus::{Fields, Format};
-use crate::input::matched::{MatchedCorpus, MatchingSink, Threads};
-use crate::input::public_vocab::{Bundled, Matcher, PublicVocabulary};
+use dpkps_core::input::corpus::{Fields, Format};
+use dpkps_core::input::matched::{MatchedCorpus, MatchingSink, Threads};
+use dpkps_core::input::public_vocab::{Bundled, Matcher, PublicVocabulary};
 
 use super::args::corpus::CorpusArgs;
 
@@ -20,9 +20,9 @@ use super::error::CliError;
 pub(crate) use super::kept::open_kept;
 
 /// The embedding model: the bundled one unless the user names another.
-pub(crate) fn load_model(args: &ModelArgs) -> Result<Box<dyn crate::embed::Embed>, CliError> {
+pub(crate) fn load_model(args: &ModelArgs) -> Result<Box<dyn dpkps_core::embed::Embed>, CliError> {
     let (model, tok) = model_bytes(args)?;
-    Ok(Box::new(crate::embed::onnx::OnnxEmbedder::from_bytes(&model, &tok)?))
+    Ok(Box::new(dpkps_embed::onnx::OnnxEmbedder::from_bytes(&model, &tok)?))
 }
 
 /// The model as [`load_model`] finds it, one instance per core for the recipient's documents.
@@ -35,7 +35,7 @@ pub(crate) fn load_embedders(args: &ModelArgs) -> Result<super::embedders::Embed
 /// The ONNX model's and the tokenizer's bytes: the given files, or the bundled ones.
 pub(crate) fn model_bytes(args: &ModelArgs) -> Result<(Vec<u8>, Vec<u8>), CliError> {
     let bundled = |f: &str| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/models")).join(f);
-    let model = args.model.clone().unwrap_or_else(|| bundled(crate::embed::onnx::BUNDLED_MODEL));
+    let model = args.model.clone().unwrap_or_else(|| bundled(dpkps_embed::onnx::BUNDLED_MODEL));
     let tok = args.tokenizer.clone().unwrap_or_else(|| bundled("tokenizer.json"));
     let read = |p: &Path| std::fs::read(p).map_err(|e| CliError::Input { path: p.display().to_string(), message: format!("cannot read: {e}") });
     Ok((read(&model)?, read(&tok)?))
@@ -233,7 +233,7 @@ fn create_temp(path: &Path, private: bool) -> std::io::Result<(PathBuf, File)> {
     for _ in 0..16 {
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(|e| std::io::Error::other(format!("no random name for a temporary file: {e}")))?;
-        let tmp = path.with_file_name(format!("{name}.{}.tmp~", crate::base::hex(&random)));
+        let tmp = path.with_file_name(format!("{name}.{}.tmp~", dpkps_core::base::hex(&random)));
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]

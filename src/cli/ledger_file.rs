@@ -25,7 +25,7 @@ use super::args::ledger::LedgerArgs;
 use super::kept::open_kept;
 use super::error::CliError;
 use super::io::write_private;
-use crate::ledger::LedgerBook;
+use dpkps_core::ledger::LedgerBook;
 
 /// The ledger of one run, locked until it is dropped.
 pub(super) struct LedgerFile {
@@ -101,7 +101,7 @@ pub(crate) fn ledger_path_of(given: Option<std::path::PathBuf>) -> std::path::Pa
 
 /// The privacy ledger as read without its lock, to look at (not to spend): the file `given`,
 /// else where every command finds it (`--ledger`'s default).
-pub(crate) fn read_ledger(given: Option<&std::path::Path>) -> (std::path::PathBuf, Result<crate::ledger::LedgerBook, CliError>) {
+pub(crate) fn read_ledger(given: Option<&std::path::Path>) -> (std::path::PathBuf, Result<dpkps_core::ledger::LedgerBook, CliError>) {
     let path = ledger_path_of(given.map(std::path::Path::to_path_buf));
     let book = read(&path);
     (path, book)
@@ -110,7 +110,7 @@ pub(crate) fn read_ledger(given: Option<&std::path::Path>) -> (std::path::PathBu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ledger::Run;
+    use dpkps_core::ledger::Run;
 
     fn temp_dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("dpkps-ledger-file-{name}-{}", std::process::id()));

@@ -1,4 +1,4 @@
-//! The CLI's local secret: `<ledger>.key`, beside the ledger file (`crate::ledger::local_key` says what
+//! The CLI's local secret: `<ledger>.key`, beside the ledger file (`dpkps_core::ledger::local_key` says what
 //! it keys, and why).
 //!
 //! 32 random bytes from the operating system, written once as hex, readable and writable by
@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use super::kept::open_kept;
 use super::error::CliError;
-use crate::base::{hex, unhex32};
-use crate::ledger::local_key::LocalKeys;
+use dpkps_core::base::{hex, unhex32};
+use dpkps_core::ledger::local_key::LocalKeys;
 
 /// `ledger.json` → `ledger.json.key`.
 pub(crate) fn key_path(ledger: &Path) -> PathBuf {
@@ -31,7 +31,7 @@ pub(crate) fn key_path(ledger: &Path) -> PathBuf {
 /// which must be the one that keyed the book; made on first use only while the book is keyed
 /// by none (a new ledger, or an older version's). A missing or other key file for a keyed book
 /// is refused: a new key would name every corpus anew, and their spends would stop counting.
-pub(crate) fn for_ledger(ledger: &Path, book: &crate::ledger::LedgerBook) -> Result<LocalKeys, CliError> {
+pub(crate) fn for_ledger(ledger: &Path, book: &dpkps_core::ledger::LedgerBook) -> Result<LocalKeys, CliError> {
     let path = key_path(ledger);
     let refused = |message: String| CliError::Input { path: path.display().to_string(), message };
     match (load(ledger)?, &book.key_check) {

@@ -33,7 +33,7 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use crate::input::public_vocab::Matcher;
+use dpkps_core::input::public_vocab::Matcher;
 
 use args::{Cli, Command};
 use error::CliError;

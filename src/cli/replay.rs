@@ -1,9 +1,9 @@
-//! The replay check on the command line (`crate::replay`): the private corpus files streamed
+//! The replay check on the command line (`dpkps_core::replay`): the private corpus files streamed
 //! once through the index of the synthetic documents, as the page's worker streams the files
 //! it was given. Used by `dpkps generate --corpus` and `dpkps bench replay`.
 //!
 //! Privacy: the texts are read one document at a time and not kept; what comes back is
-//! per synthetic document (see `crate::replay`). Its spans are private text: callers print
+//! per synthetic document (see `dpkps_core::replay`). Its spans are private text: callers print
 //! counts only.
 
 use std::cell::Cell;
@@ -11,9 +11,9 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
-use crate::input::corpus::{self, Fields, Format, Ingest};
-use crate::ledger::Run;
-use crate::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
+use dpkps_core::input::corpus::{self, Fields, Format, Ingest};
+use dpkps_core::ledger::Run;
+use dpkps_core::replay::{ReplayCheck, ReplayIndex, ReplayParams, SyntheticDoc};
 
 use super::args::corpus::CorpusArgs;
 
@@ -22,7 +22,7 @@ use super::error::CliError;
 use super::io::inputs;
 
 /// What the pass read: for the curator's terminal only (exact counts, not DP), and the corpus
-/// keys (`crate::input::corpus::CorpusKeys`), to compare with the run's ledger entry.
+/// keys (`dpkps_core::input::corpus::CorpusKeys`), to compare with the run's ledger entry.
 pub(crate) struct PassFigures {
     pub(crate) documents: u64,
     pub(crate) fingerprint: String,
@@ -113,8 +113,8 @@ pub(crate) fn tell_corpus_of_run(run_dir: &Path, ledger: Option<&Path>, figures:
             return;
         }
     };
-    // The ledger names corpora by the key its local secret gives (`crate::ledger::local_key`).
-    let keyed = super::local_key::load(ledger).ok().flatten().map(|k| crate::ledger::local_key::keyed_fingerprint(&k, &figures.fingerprint));
+    // The ledger names corpora by the key its local secret gives (`dpkps_core::ledger::local_key`).
+    let keyed = super::local_key::load(ledger).ok().flatten().map(|k| dpkps_core::ledger::local_key::keyed_fingerprint(&k, &figures.fingerprint));
     match book.ledgers.values().find(|l| l.runs.iter().any(|r| r.id == run.id)) {
         None => eprintln!(
             "note: run {} is not in the ledger {} (give the ledger the run was recorded in with --ledger): whether \

@@ -1,5 +1,5 @@
 //! The releasing commands (`vocab`, `sequences`, `pipeline`) and `sample`: each builds a
-//! [`RunPlan`] from its options and drives the core's run stages (`crate::run`) over
+//! [`RunPlan`] from its options and drives the core's run stages (`dpkps_core::run`) over
 //! [`CliHost`], the native side of what differs from the browser: the model loaded from disk,
 //! the ledger file locked for the whole run, progress on stderr.
 
@@ -10,19 +10,19 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
-use crate::dp::vocabulary::PrivateVocabulary;
-use crate::dp::{DpError, SecureRng};
-use crate::embed::{Embed, TermEmbeddings};
-use crate::dp::summary::{DpSummary, SummaryInputs};
-use crate::ledger::{LedgerBook, Spend};
-use crate::input::classes::ClassSet;
-use crate::input::matched::MatchedCorpus;
-use crate::run::Release;
-use crate::run::report::Checked;
-use crate::sample::signal::ClassSignal;
-use crate::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, Stage, Vectors, Vocabulary};
-use crate::sample::Sequence;
-use crate::input::public_vocab::{Matcher, PublicVocabulary, TermId};
+use dpkps_core::dp::vocabulary::PrivateVocabulary;
+use dpkps_core::dp::{DpError, SecureRng};
+use dpkps_core::embed::{Embed, TermEmbeddings};
+use dpkps_core::dp::summary::{DpSummary, SummaryInputs};
+use dpkps_core::ledger::{LedgerBook, Spend};
+use dpkps_core::input::classes::ClassSet;
+use dpkps_core::input::matched::MatchedCorpus;
+use dpkps_core::run::Release;
+use dpkps_core::run::report::Checked;
+use dpkps_core::sample::signal::ClassSignal;
+use dpkps_core::run::{self, Host, Recorder, RunError, RunInputs, RunOutput, RunPlan, Stage, Vectors, Vocabulary};
+use dpkps_core::sample::Sequence;
+use dpkps_core::input::public_vocab::{Matcher, PublicVocabulary, TermId};
 
 use super::args::corpus::{declared_classes, ClassArgs, CorpusArgs};
 
@@ -132,7 +132,7 @@ impl Host for CliHost {
             return Err(CliError::Input { path: "--model".into(), message: "this command loads no embedding model".into() });
         };
         // In term batches whose every row is a function of its own term (`embed::rows`).
-        let emb = crate::embed::embed_terms(vocab, ids, model.as_mut(), &mut |done, total| {
+        let emb = dpkps_core::embed::embed_terms(vocab, ids, model.as_mut(), &mut |done, total| {
             eprint!("\rembedding terms: {done}/{total}");
         })?;
         if !ids.is_empty() {
@@ -144,7 +144,7 @@ impl Host for CliHost {
     async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), CliError> {
         // The DP-KDE sums on every core: the same release (`build_threaded`).
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        crate::dp::summary::build_threaded(inputs, rng, threads).await.map_err(|e| self.fail(Some(Stage::Summary), e.into()))
+        dpkps_core::dp::summary::build_threaded(inputs, rng, threads).await.map_err(|e| self.fail(Some(Stage::Summary), e.into()))
     }
 
     fn vocabulary_recorded(&mut self, pv: &Rc<PrivateVocabulary>, _run_id: &str) {
@@ -176,13 +176,13 @@ pub(crate) fn block_on<F: Future>(f: F) -> F::Output {
 pub(crate) fn model_name(args: &ModelArgs) -> String {
     match &args.model {
         Some(p) => p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned()),
-        None => crate::embed::onnx::BUNDLED_MODEL_NAME.to_string(),
+        None => dpkps_embed::onnx::BUNDLED_MODEL_NAME.to_string(),
     }
 }
 
 /// Reads and matches the corpus, keeping what the plan's stages read, its keys keyed with the
 /// secret of the ledger it will be recorded in (`super::local_key`); with a person column,
-/// says what the privacy unit does to it under `classes` (`crate::input::units`).
+/// says what the privacy unit does to it under `classes` (`dpkps_core::input::units`).
 pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep: usize, classes: &ClassSet, ledger: &LedgerArgs) -> Result<MatchedCorpus, CliError> {
     let started = std::time::Instant::now();
     let matcher = Matcher::new(public)?;
@@ -191,7 +191,7 @@ pub(crate) fn read_matched(corpus: &CorpusArgs, public: &PublicVocabulary, keep:
     mc.key_with(&super::local_key::for_ledger(&path, &super::ledger_file::read(&path)?)?);
     print_stats(&mc);
     eprintln!("read and matched in {:.1} s", started.elapsed().as_secs_f64());
-    if let Some(u) = crate::input::units::unit_stats(&mc, classes) {
+    if let Some(u) = dpkps_core::input::units::unit_stats(&mc, classes) {
         eprintln!(
             "privacy unit: the person; {} persons (at most {} documents each), {} with documents in several classes: {} document(s) of their other classes are not read",
             u.persons, u.most_documents, u.in_several_classes, u.documents_left_out
@@ -209,8 +209,8 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
     // Validated before reading anything large.
     let plan = RunPlan::new(settings, corpus.labelled(), public.len())?;
     let mc = read_matched(corpus, &public, vp.terms_per_doc, &plan.classes, ledger)?;
-    // The privacy unit, as in every run (`crate::input::units`).
-    let mc = crate::input::units::units(&mc, &plan.classes).into_owned();
+    // The privacy unit, as in every run (`dpkps_core::input::units`).
+    let mc = dpkps_core::input::units::units(&mc, &plan.classes).into_owned();
     let mut host = CliHost::open(ledger, &mc, vp.epsilon, Model::None, None)?;
     let mut rng = SecureRng::from_os()?;
     block_on(async {
@@ -324,7 +324,7 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
     }
     let p = &rel.summary.params;
     let emb = if p.needs().candidate_vectors {
-        crate::embed::embed_terms(&public, &rel.candidate_ids(), embedder.as_mut(), &mut |_, _| {})?
+        dpkps_core::embed::embed_terms(&public, &rel.candidate_ids(), embedder.as_mut(), &mut |_, _| {})?
     } else {
         TermEmbeddings::new(embedder.dim())
     };
@@ -334,9 +334,9 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
     write_sequences(out, &sampled.sequences, &sampled.signals, &public)
 }
 
-/// The sequences as JSONL, one [`crate::sample::SequenceOut`] per line (`label`,
+/// The sequences as JSONL, one [`dpkps_core::sample::SequenceOut`] per line (`label`,
 /// `keyphrases`, and `"noise_dominated": true` on those of a class whose release is
-/// noise-dominated, `crate::sample::signal`, which generation leaves out unless asked).
+/// noise-dominated, `dpkps_core::sample::signal`, which generation leaves out unless asked).
 fn write_sequences(out: &Path, seqs: &[Sequence], signals: &[ClassSignal], public: &PublicVocabulary) -> Result<(), CliError> {
     write_file(out, sequences_jsonl(seqs, signals, public).as_bytes())?;
     eprintln!("wrote {} keyphrase sequences to {}", seqs.len(), out.display());

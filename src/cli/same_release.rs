@@ -6,15 +6,15 @@
 
 use clap::Parser;
 
-use crate::input::corpus::{Fields, Format};
-use crate::dp::SecureRng;
-use crate::embed::{Embed, EmbedError};
-use crate::dp::summary::{DpSummary, SummaryInputs};
-use crate::ledger::{LedgerBook, Spend};
-use crate::input::matched::{MatchedCorpus, MatchingSink};
-use crate::run::report::Checked;
-use crate::run::{self, Host, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
-use crate::input::public_vocab::{Matcher, PublicVocabulary, TermId};
+use dpkps_core::input::corpus::{Fields, Format};
+use dpkps_core::dp::SecureRng;
+use dpkps_core::embed::{Embed, EmbedError};
+use dpkps_core::dp::summary::{DpSummary, SummaryInputs};
+use dpkps_core::ledger::{LedgerBook, Spend};
+use dpkps_core::input::matched::{MatchedCorpus, MatchingSink};
+use dpkps_core::run::report::Checked;
+use dpkps_core::run::{self, Host, RunError, RunInputs, RunOutput, RunPlan, RunSettings, Stage, Vectors, Vocabulary};
+use dpkps_core::input::public_vocab::{Matcher, PublicVocabulary, TermId};
 
 use super::args::{Cli, Command};
 use super::run::{pipeline_plan, read_matched, run_whole, write_pipeline, Model};
@@ -92,15 +92,15 @@ impl Host for PageHost {
         if self.fail_vectors {
             return Err(RunError::Settings("the model did not load".into()));
         }
-        let emb = crate::embed::embed_terms(vocab, ids, &mut self.model, &mut |_, _| {}).map_err(|e| RunError::Settings(e.to_string()))?;
+        let emb = dpkps_core::embed::embed_terms(vocab, ids, &mut self.model, &mut |_, _| {}).map_err(|e| RunError::Settings(e.to_string()))?;
         Ok(Vectors { emb, model: Checked { name: "hash".into(), sha256: "hash-model".into() }, note: String::new() })
     }
     async fn summaries(&mut self, inputs: SummaryInputs<'_>, rng: &mut SecureRng) -> Result<(DpSummary, Vec<Spend>), RunError> {
-        if !inputs.params.sampler.family().splits() {
-            return Ok(crate::dp::summary::build(inputs, rng)?);
+        if !inputs.params.sampler.splits() {
+            return Ok(dpkps_core::dp::summary::build(inputs, rng)?);
         }
-        let seed = crate::dp::summary::draw_seed(rng);
-        Ok(crate::dp::summary::parts::build_split_for_tests(inputs, seed, 3, rng)?)
+        let seed = dpkps_core::dp::summary::draw_seed(rng);
+        Ok(dpkps_core::dp::summary::parts::build_split_for_tests(inputs, seed, 3, rng)?)
     }
     fn now(&self) -> String {
         "now".into()
@@ -195,7 +195,7 @@ fn the_cli_writes_the_privacy_report_the_page_writes() {
     let dir = tmpdir("report");
     let _ = cli_path(&dir, &["--eps-voc", "1", "--eps-kde", "3", "--top-n", "8"], 3);
     let text = std::fs::read_to_string(dir.join("out/privacy-report.json")).expect("report");
-    let report: crate::run::report::PrivacyReport = serde_json::from_str(&text).expect("a privacy report");
+    let report: dpkps_core::run::report::PrivacyReport = serde_json::from_str(&text).expect("a privacy report");
     assert!((report.epsilon_run - 4.1).abs() < 1e-12, "{}", report.epsilon_run);
     assert_eq!(report.classes, vec!["Cardio", "Pulmo", "Ortho"]);
     assert_eq!(report.spends.iter().map(|s| s.stage.as_str()).collect::<std::collections::BTreeSet<_>>().len(), 3);
@@ -215,11 +215,11 @@ fn the_cli_writes_the_privacy_report_the_page_writes() {
 /// whole ε and chooses nothing; one that ends replaces that entry in place (counted once).
 #[test]
 fn a_dp_check_is_recorded_before_it_draws_and_once_when_it_ends() {
-    use crate::eval::dp_check::CheckParams;
+    use dpkps_core::eval::dp_check::CheckParams;
     let json = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":8,"len":4,"features":2048,"per_class":20,
         "sampler":"histogram","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":null,"vocab_per_class":false,"budget":100.0}"#;
     let (plan, public, mc) = page_inputs(json);
-    let params = || CheckParams { samplers: vec![crate::dp::summary::KeyphraseSampler::Histogram, crate::dp::summary::KeyphraseSampler::Markov], holdout: 0.2, eps_select: None };
+    let params = || CheckParams { samplers: vec![dpkps_core::dp::summary::KeyphraseSampler::Histogram, dpkps_core::dp::summary::KeyphraseSampler::Markov], holdout: 0.2, eps_select: None };
     let mut rng = SecureRng::seeded_for_tests(4);
     let mut host = PageHost { book: LedgerBook::default(), model: HashModel, fail_vectors: true };
     let failed = super::run::block_on(run::check::check(&plan, &mc, &public, params(), &mut host, &mut rng));
@@ -237,8 +237,59 @@ fn a_dp_check_is_recorded_before_it_draws_and_once_when_it_ends() {
     // Refused from public inputs (a Markov release too large for N = 8 and three classes would
     // not be, so: a repeated sampler), before anything is recorded: no cost.
     let mut bad = params();
-    bad.samplers.push(crate::dp::summary::KeyphraseSampler::Histogram);
+    bad.samplers.push(dpkps_core::dp::summary::KeyphraseSampler::Histogram);
     let refused = super::run::block_on(run::check::check(&plan, &mc, &public, bad, &mut host, &mut rng));
     assert!(refused.is_err_and(|e| e.to_string().contains("must not repeat a sampler")));
     assert_eq!(host.book.ledger(&mc.fingerprint).runs.len(), 2, "nothing recorded for a refused check");
+}
+
+/// `SecureRng::seeded_for_tests` and `build_split_for_tests` exist outside the core's unit
+/// tests only with the core's feature `seeded-rng-for-tests`, for this file: no other code of
+/// the workspace outside the core names them, and only a dev-dependency enables the feature.
+#[test]
+fn seeded_rng_stays_in_tests() {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("a source folder").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "crates"] {
+        walk(&root.join(dir), &mut files);
+    }
+    let core = root.join("crates/core/src");
+    let this = root.join(file!());
+    let names: Vec<_> = files
+        .iter()
+        .filter(|f| !f.starts_with(&core) && **f != this)
+        .filter(|f| std::fs::read_to_string(f).is_ok_and(|t| t.contains("seeded_for_tests") || t.contains("build_split_for_tests")))
+        .collect();
+    assert!(files.len() > 100, "the sources were not found: {}", root.display());
+    assert!(names.is_empty(), "a seeded generator outside the core's tests: {names:?}");
+    // The feature that exposes it: only in a dev-dependency table (never in a binary anyone runs).
+    let manifests: Vec<_> = files
+        .iter()
+        .filter_map(|f| f.parent())
+        .map(|d| d.join("Cargo.toml"))
+        .chain([root.join("Cargo.toml")])
+        .chain(std::fs::read_dir(root.join("crates")).expect("crates").flatten().map(|e| e.path().join("Cargo.toml")))
+        .filter(|m| m.is_file())
+        .collect();
+    for m in manifests {
+        let text = std::fs::read_to_string(&m).expect("a manifest");
+        let mut table = String::new();
+        for line in text.lines() {
+            if line.trim_start().starts_with('[') {
+                table = line.trim().to_string();
+            } else if line.contains("\"seeded-rng-for-tests\"") && !line.trim_start().starts_with('#') {
+                assert!(table.ends_with("dev-dependencies]"), "{}: the seeded generator enabled in {table}", m.display());
+            }
+        }
+    }
 }

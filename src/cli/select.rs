@@ -1,5 +1,5 @@
-//! `dpkps select`: the DP vote over generated candidates (`crate::run::vote`, mechanism and
-//! proof in `crate::dp::vote`), after `dpkps generate`. The private corpus's units vote for
+//! `dpkps select`: the DP vote over generated candidates (`dpkps_core::run::vote`, mechanism and
+//! proof in `dpkps_core::dp::vote`), after `dpkps generate`. The private corpus's units vote for
 //! their nearest candidate of their class; the noisy votes choose the documents kept, which are
 //! written with a report of what the release says (DP outputs only) and recorded in the ledger
 //! as a run of its own (stage "vote") before anything is drawn.
@@ -23,13 +23,13 @@ use super::args::model::ModelArgs;
 use super::error::CliError;
 use super::io::{inputs, load_embedders, print_stats, read_corpus, write_file, write_json, write_private_json};
 use super::run::{block_on, CliHost, Model};
-use crate::dp::vote::{Candidates, KeepMode, VoteParams};
-use crate::dp::SecureRng;
-use crate::input::corpus::{Fields, Ingest};
-use crate::input::matched::MatchedCorpus;
-use crate::ledger::Run;
-use crate::run::vote::{KeepRule, VoteInputs, VoteSettings};
-use crate::run::{RunError, RunSettings};
+use dpkps_core::dp::vote::{Candidates, KeepMode, VoteParams};
+use dpkps_core::dp::SecureRng;
+use dpkps_core::input::corpus::{Fields, Ingest};
+use dpkps_core::input::matched::MatchedCorpus;
+use dpkps_core::ledger::Run;
+use dpkps_core::run::vote::{KeepRule, VoteInputs, VoteSettings};
+use dpkps_core::run::{RunError, RunSettings};
 
 #[derive(Args)]
 pub(crate) struct SelectArgs {
@@ -86,7 +86,7 @@ struct Candidate {
 
 /// The candidates of `generated` (a folder's synthetic.jsonl, or the file), with their
 /// declared class (`classes`); candidates of no declared class are counted and left out.
-fn read_candidates(generated: &Path, classes: &crate::input::classes::ClassSet) -> Result<(Vec<Candidate>, usize, String), CliError> {
+fn read_candidates(generated: &Path, classes: &dpkps_core::input::classes::ClassSet) -> Result<(Vec<Candidate>, usize, String), CliError> {
     let file = if generated.is_dir() { generated.join("synthetic.jsonl") } else { generated.to_path_buf() };
     let bad = |message: String| CliError::Input { path: file.display().to_string(), message };
     let text = std::fs::read_to_string(&file).map_err(|e| bad(format!("cannot read: {e}")))?;
@@ -110,7 +110,7 @@ fn read_candidates(generated: &Path, classes: &crate::input::classes::ClassSet) 
     if out.is_empty() {
         return Err(bad("holds no candidate of a declared class: nothing to vote on".into()));
     }
-    Ok((out, other, crate::base::hex(&hash.finalize())))
+    Ok((out, other, dpkps_core::base::hex(&hash.finalize())))
 }
 
 /// The corpus's texts, in the order `read_corpus` numbers its documents (a second pass over
@@ -122,7 +122,7 @@ fn read_texts(corpus: &CorpusArgs, expected: usize) -> Result<Vec<String>, CliEr
     for input in inputs(corpus)? {
         let name = input.path.display().to_string();
         let file = std::fs::File::open(&input.path).map_err(|e| CliError::Input { path: name.clone(), message: format!("cannot open: {e}") })?;
-        crate::input::corpus::stream(std::io::BufReader::new(file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest, &mut |d| {
+        dpkps_core::input::corpus::stream(std::io::BufReader::new(file), &name, input.format, &fields, input.txt_label.as_deref(), &mut ingest, &mut |d| {
             texts.push(d.text.to_string())
         })?;
     }
@@ -133,12 +133,12 @@ fn read_texts(corpus: &CorpusArgs, expected: usize) -> Result<Vec<String>, CliEr
 }
 
 /// The corpus with its keys keyed by the ledger's secret (no matching: the vote reads texts).
-fn read_keyed(corpus: &CorpusArgs, ledger: &LedgerArgs, classes: &crate::input::classes::ClassSet) -> Result<MatchedCorpus, CliError> {
+fn read_keyed(corpus: &CorpusArgs, ledger: &LedgerArgs, classes: &dpkps_core::input::classes::ClassSet) -> Result<MatchedCorpus, CliError> {
     let mut mc = read_corpus(corpus, None, 0)?;
     let path = super::io::ledger_path(ledger);
     mc.key_with(&super::local_key::for_ledger(&path, &super::ledger_file::read(&path)?)?);
     print_stats(&mc);
-    if let Some(u) = crate::input::units::unit_stats(&mc, classes) {
+    if let Some(u) = dpkps_core::input::units::unit_stats(&mc, classes) {
         eprintln!("privacy unit: the person; {} persons, {} document(s) of their other classes are not read", u.persons, u.documents_left_out);
     }
     Ok(mc)
@@ -156,7 +156,7 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
         classes_ticked: Vec::new(),
         ..RunSettings::default()
     };
-    let plan = crate::run::vote::plan(settings, args.corpus.labelled())?;
+    let plan = dpkps_core::run::vote::plan(settings, args.corpus.labelled())?;
     let params = VoteParams { epsilon: args.eps_select, sample_rate: args.sample_rate };
     params.check().map_err(|e| CliError::Input { path: "--eps-select, --sample-rate".into(), message: e.to_string() })?;
     let keep = match (args.keep, args.candidates_per_kept) {
@@ -196,13 +196,13 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
         Ok(m.data.chunks_exact(m.cols.max(1)).map(<[f32]>::to_vec).collect())
     };
     let inputs = VoteInputs { corpus: &mc, candidates: &cands, candidates_from: candidates_from.clone() };
-    let out = block_on(crate::run::vote::vote(&plan, inputs, &vote_settings, &mut embed, &mut host, &mut rng))?;
+    let out = block_on(dpkps_core::run::vote::vote(&plan, inputs, &vote_settings, &mut embed, &mut host, &mut rng))?;
     drop(host);
     write_outputs(&args.out_dir, &out, &candidates, &position, candidates_from)
 }
 
 /// kept.jsonl, vote-report.json and run.json, and a line per class on stderr.
-fn write_outputs(dir: &Path, out: &crate::run::vote::VoteOutput, candidates: &[Candidate], position: &[Vec<usize>], from: serde_json::Value) -> Result<(), CliError> {
+fn write_outputs(dir: &Path, out: &dpkps_core::run::vote::VoteOutput, candidates: &[Candidate], position: &[Vec<usize>], from: serde_json::Value) -> Result<(), CliError> {
     let mut kept: Vec<usize> = out.report.classes.iter().enumerate().flat_map(|(c, o)| o.kept.iter().map(move |&j| position[c][j])).collect();
     kept.sort_unstable();
     let mut lines = String::new();
@@ -230,8 +230,8 @@ fn write_outputs(dir: &Path, out: &crate::run::vote::VoteOutput, candidates: &[C
 
 #[cfg(test)]
 mod tests {
-    use crate::embed::onnx::OnnxEmbedder;
-    use crate::embed::Embed;
+    use dpkps_embed::onnx::OnnxEmbedder;
+    use dpkps_core::embed::Embed;
 
     fn bundled(f: &str) -> Vec<u8> {
         std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(f)).expect("bundled model")
@@ -239,13 +239,13 @@ mod tests {
 
     /// What the vote's proof needs of the private vectors: `dpkps select` embeds each document
     /// alone (`super::super::embedders`), so its vector is the same bits whatever the other
-    /// documents are. A batch laid out by length (`crate::embed::sort_for_batching`, as
-    /// `crate::adapt::task::batches` does for a batch size above 1) pads a text to its longest
+    /// documents are. A batch laid out by length (`dpkps_core::embed::sort_for_batching`, as
+    /// `dpkps_adapt::task::batches` does for a batch size above 1) pads a text to its longest
     /// batch-mate: the test prints how far that moves its vector (it did move, in the low bits,
     /// on the machine this was written on), which is why the vote never batches documents.
     #[test]
     fn a_document_embedded_alone_has_the_same_vector_whatever_the_others() {
-        let (model, tok) = (bundled(crate::embed::onnx::BUNDLED_MODEL), bundled("tokenizer.json"));
+        let (model, tok) = (bundled(dpkps_embed::onnx::BUNDLED_MODEL), bundled("tokenizer.json"));
         let mut m = OnnxEmbedder::from_bytes(&model, &tok).unwrap();
         let a = "Chest pain on exertion, relieved by rest.";
         let long = "The patient reports intermittent chest pain radiating to the left arm, with sweating and shortness of breath, for three weeks.";

@@ -13,8 +13,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cli::error::CliError;
-use crate::llm::LlmSettings;
-use crate::sample::SequenceOut;
+use dpkps_core::llm::LlmSettings;
+use dpkps_core::sample::SequenceOut;
 
 /// One line of a sequences file: the sequence and, for sequences that are not a run's
 /// release, what they are.

@@ -1,4 +1,4 @@
-//! `dpkps train` and `dpkps predict`: the recipient's side (core in [`crate::adapt`]).
+//! `dpkps train` and `dpkps predict`: the recipient's side (core in [`dpkps_adapt`]).
 //!
 //! `train` reads a labelled synthetic corpus, the recipient's own unlabelled documents and
 //! optionally a labelled test set, embeds them with the bundled sentence model, trains the
@@ -25,9 +25,9 @@ use super::args::model::ModelArgs;
 use super::error::CliError;
 
 use super::io::{inputs, load_embedders, peak_rss_kb, write_private};
-use crate::adapt::task::{self, Counts, Documents, TrainedSummary, Which};
-use crate::adapt::{Classifier, CoralOn, Prediction, TrainParams};
-use crate::input::corpus::{Fields, Format, Ingest};
+use dpkps_adapt::task::{self, Counts, Documents, TrainedSummary, Which};
+use dpkps_adapt::{Classifier, CoralOn, Prediction, TrainParams};
+use dpkps_core::input::corpus::{Fields, Format, Ingest};
 
 #[derive(Args)]
 pub(crate) struct TrainArgs {

@@ -9,10 +9,10 @@ use clap::Args;
 use sha2::{Digest, Sha256};
 
 use super::error::CliError;
-use crate::embed::bundle;
-use crate::embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
-use crate::embed::Embed;
-use crate::input::public_vocab::Bundled;
+use dpkps_core::embed::bundle;
+use dpkps_embed::onnx::{OnnxEmbedder, BUNDLED_MODEL};
+use dpkps_core::embed::Embed;
+use dpkps_core::input::public_vocab::Bundled;
 
 #[derive(Args)]
 pub struct EmbedVocabArgs {
@@ -53,7 +53,7 @@ pub fn run(args: EmbedVocabArgs) -> Result<(), CliError> {
     })?;
     let secs = t0.elapsed().as_secs_f64();
     eprintln!();
-    let (bytes, worst) = bundle::encode(&crate::base::hex(&Sha256::digest(&model)), &vocab, &vectors)?;
+    let (bytes, worst) = bundle::encode(&dpkps_core::base::hex(&Sha256::digest(&model)), &vocab, &vectors)?;
     super::io::write_atomic(&args.out, &bytes, false)?;
     println!(
         "{}: {head} of {} terms in {secs:.1} s ({:.0} terms/s, {threads} thread(s)); {:.1} MB; lowest cosine after int8: {worst:.5}",

@@ -634,7 +634,7 @@ await runTests([
     // both lists, in the worker and its helpers.
     const v = text.match(/Bundled vectors: (\d+) random terms, lowest cosine similarity ([\d.]+)/);
     assert(v && Number(v[1]) >= 64 && Number(v[2]) >= 0.995, `bundled vectors: ${text}`);
-    // The load-time probe of term batches (src/embed/rows.rs) passes in this browser's wasm:
+    // The load-time probe of term batches (crates/core/src/embed/rows.rs) passes in this browser's wasm:
     // short terms go 8 to a model call.
     assert(/Short terms are embedded 8 a model call/.test(text), `term batches: ${text}`);
     // With a spare core the worker starts helper workers (worker/pool.rs); the check sends the
@@ -655,7 +655,7 @@ await runTests([
     await shot('5-wrong-model');
     assert(problems.length === 0, problems.join('\n'));
   }],
-  // The privacy ledger (src/worker/store.rs): budget, export/import, two tabs.
+  // The privacy ledger (crates/worker/src/store.rs): budget, export/import, two tabs.
   ['ledger: a run over the account budget is refused at the Run button', async () => {
     const p = await ledgerPage(browser);
     await p.fill('#budget', '0.5');

@@ -142,13 +142,14 @@ export function cardioPulmonaryRows(n) {
 }
 
 /**
- * Starts the local OpenAI-compatible test server (built by `cargo test` as
- * target/debug/dpkps-llm-test-server); resolves to { url, origin, control, requests, close }.
+ * Starts the local OpenAI-compatible test server (crates/llm-test-server, built by
+ * scripts/test.sh as target/debug/dpkps-llm-test-server, or under $CARGO_TARGET_DIR);
+ * resolves to { url, origin, control, requests, close }.
  */
 export async function startLlmServer() {
   const { spawn } = await import('node:child_process');
-  const bin = path.join(ROOT, 'target', 'debug', 'dpkps-llm-test-server');
-  assert(fs.existsSync(bin), `${bin} is missing: run \`cargo test\` (or cargo build --bin dpkps-llm-test-server) first`);
+  const bin = path.join(process.env.CARGO_TARGET_DIR ?? path.join(ROOT, 'target'), 'debug', 'dpkps-llm-test-server');
+  assert(fs.existsSync(bin), `${bin} is missing: run \`cargo build -p dpkps-llm-test-server\` first`);
   const child = spawn(bin, ['--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const base = await new Promise((resolve, reject) => {
     let out = '';

@@ -56,7 +56,7 @@ function assertClean(text, what) {
 
 const MAX_TOKENS = 160;
 const DOCS = 4;
-// The app's default prompt (src/llm/prompt.rs): chosen from what this model returned
+// The app's default prompt (crates/core/src/llm/prompt.rs): chosen from what this model returned
 // (docs/generation.md), with the app's reply check (one more request for a reply that is not
 // prose using its keyphrases).
 const t0 = Date.now();
@@ -117,7 +117,7 @@ await runTests([
     const kinds = corpus.map((d) => classify(d.text, d.keyphrases));
     console.log(`     ${DOCS} documents in ${secs.toFixed(1)} s (${(secs / DOCS).toFixed(1)} s each): ${kinds.map((c) => `${c.kind}, ${c.words} words, ${c.used}/${c.distinct} keyphrases`).join('; ')}`);
     for (const [i, d] of corpus.entries()) {
-      // The app's check (Rust, src/llm/check.rs) and the benchmarks' (tests/llm/reply.mjs) agree.
+      // The app's check (Rust, crates/core/src/llm/check.rs) and the benchmarks' (tests/llm/reply.mjs) agree.
       assert(d.form === kinds[i].kind && d.keyphrases_used === kinds[i].used, `document ${i}: the app says ${d.form} using ${d.keyphrases_used}, reply.mjs ${kinds[i].kind} using ${kinds[i].used}`);
       assert(d.text.trim().length > 0 && d.keyphrases.length > 0, `empty document: ${JSON.stringify(d)}`);
       assert(kinds[i].kind !== 'list' && kinds[i].kind !== 'refusal', `document ${i} is a ${kinds[i].kind}: ${JSON.stringify(d.text)}`);

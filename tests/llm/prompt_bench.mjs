@@ -15,7 +15,7 @@
 // "text"}], as the app's few-shot field gives them), "lowercase" (true, an experiment: the
 // keyphrases sent in lower case) and "body" (more request fields, an experiment: e.g.
 // {"frequency_penalty": 0.5}), or of the strings "app default" and "old default"; without it, the app's defaults
-// (src/llm/prompt.rs). The messages are built as src/llm/prompt.rs builds them: the system message,
+// (crates/core/src/llm/prompt.rs). The messages are built as crates/core/src/llm/prompt.rs builds them: the system message,
 // the few-shot pairs, then the template, with {keyphrases} (each keyphrase once, in order, joined by "; "),
 // {doc_type} and {label} replaced in one pass. Each request sends the app's body (model,
 // messages, temperature, max_tokens, stream false) and a seed (the sequence's index), so
@@ -27,8 +27,8 @@ import { classify } from './reply.mjs';
 
 const MODEL_ID = JSON.parse(fs.readFileSync(new URL('./model.json', import.meta.url), 'utf8')).id;
 
-/** src/llm/prompt.rs: DEFAULT_SYSTEM, DEFAULT_TEMPLATE, the default document type; and the
- * default frequency_penalty the app sends (src/llm/settings.rs). Without the app's one retry
+/** crates/core/src/llm/prompt.rs: DEFAULT_SYSTEM, DEFAULT_TEMPLATE, the default document type; and the
+ * default frequency_penalty the app sends (crates/core/src/llm/settings.rs). Without the app's one retry
  * of a reply that fails its check (that is `dpkps generate`'s to measure). */
 export const APP_DEFAULT = {
   name: 'app default',
@@ -46,7 +46,7 @@ export const OLD_DEFAULT = {
   template: 'Write a realistic {doc_type} ({label}). It must mention each of these keyphrases (separated by semicolons), in any order: {keyphrases}.\nWrite only the document.',
 };
 
-/** One pass over `text`, as src/llm/prompt.rs `substitute`: what a value brings in is not scanned again. */
+/** One pass over `text`, as crates/core/src/llm/prompt.rs `substitute`: what a value brings in is not scanned again. */
 export function substitute(text, values) {
   let out = '';
   let rest = text;
@@ -67,7 +67,7 @@ export function substitute(text, values) {
   return out + rest;
 }
 
-/** The messages of one request, as src/llm/prompt.rs `PromptSettings::messages`: system, few-shot pairs, the request. */
+/** The messages of one request, as crates/core/src/llm/prompt.rs `PromptSettings::messages`: system, few-shot pairs, the request. */
 export function messages(variant, keyphrases, label) {
   // `lowercase`: an experiment (not in the app): the keyphrases in lower case.
   const distinct = [...new Set(variant.lowercase ? keyphrases.map((k) => k.toLowerCase()) : keyphrases)];

@@ -50,8 +50,8 @@ test('requests: defaults, the app\'s body, and refusals with their field', () =>
   assert.throws(() => readRequest([], 'm'), (e) => e.status === 400);
 });
 
-test('the bench fills prompts as src/llm/prompt.rs does', () => {
-  // The expectations of src/llm/prompt.rs's own tests.
+test('the bench fills prompts as crates/core/src/llm/prompt.rs does', () => {
+  // The expectations of crates/core/src/llm/prompt.rs's own tests.
   const m = messages(APP_DEFAULT, ['heart failure', 'edema', 'heart failure'], 'cardio');
   assert.equal(m.length, 2);
   assert.equal(m[0].content, 'You write realistic, fictional clinical notes in flowing prose: full sentences and paragraphs, never lists. Every person and detail is invented.');
@@ -70,7 +70,7 @@ test('the bench fills prompts as src/llm/prompt.rs does', () => {
   assert.equal(substitute('{a}{b}', { '{a}': '{b}', '{b}': 'B' }), '{b}B');
 });
 
-// The same cases are in src/llm/check.rs (`the_cases_of_reply_mjs`): the two are kept in step.
+// The same cases are in crates/core/src/llm/check.rs (`the_cases_of_reply_mjs`): the two are kept in step.
 test('replies are classified: prose, list, glossary, loop, copy, short, refusal', () => {
   const k = ['Heart Failure', 'Edema', 'Chest Pain', 'Atrial Fibrillation'];
   const prose = 'Mr. Harlan Voss, a 67-year-old retired machinist, came to the clinic with two weeks of chest pain on exertion and ankle edema. '

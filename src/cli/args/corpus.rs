@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::input::classes::ClassSet;
-use crate::input::corpus::Format;
+use dpkps_core::input::classes::ClassSet;
+use dpkps_core::input::corpus::Format;
 use crate::cli::error::CliError;
 
 #[derive(Args, Clone)]
@@ -15,7 +15,7 @@ pub(crate) struct CorpusArgs {
     #[arg(long, required = true, num_args = 1..)]
     pub(crate) corpus: Vec<PathBuf>,
     /// Input format; by default guessed from each file's extension.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = format_parser())]
     pub(crate) format: Option<Format>,
     /// Column (CSV/TSV) or field (JSONL) holding the text.
     #[arg(long)]
@@ -33,7 +33,7 @@ pub(crate) struct CorpusArgs {
     pub(crate) person_col: Option<String>,
 }
 
-/// The public class set (`crate::input::classes`): required with a label column for every command
+/// The public class set (`dpkps_core::input::classes`): required with a label column for every command
 /// that releases something, because a class set read from the data would itself leak.
 #[derive(Args, Clone)]
 pub(crate) struct ClassArgs {
@@ -49,7 +49,7 @@ pub(crate) struct ClassArgs {
     #[arg(long, default_value = "drop")]
     pub(crate) other: String,
     /// The name of the extra class with --other class.
-    #[arg(long, default_value = crate::input::classes::ClassSet::OTHER)]
+    #[arg(long, default_value = dpkps_core::input::classes::ClassSet::OTHER)]
     pub(crate) other_name: String,
 }
 
@@ -61,22 +61,20 @@ impl CorpusArgs {
     }
 }
 
-impl clap::ValueEnum for Format {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Format::Csv, Format::Tsv, Format::Jsonl, Format::Txt]
-    }
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(match self {
-            Format::Csv => "csv",
-            Format::Tsv => "tsv",
-            Format::Jsonl => "jsonl",
-            Format::Txt => "txt",
-        }))
-    }
+/// `--format`'s parser: the values a `ValueEnum` would list (`Format` is the core's type, so
+/// the CLI cannot implement clap's trait for it).
+pub(crate) fn format_parser() -> impl clap::builder::TypedValueParser<Value = Format> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["csv", "tsv", "jsonl", "txt"]).map(|s| match s.as_str() {
+        "csv" => Format::Csv,
+        "tsv" => Format::Tsv,
+        "jsonl" => Format::Jsonl,
+        _ => Format::Txt,
+    })
 }
 
 /// The declared classes of a releasing command and the name of the class gathering other
-/// labels, if any (module `crate::input::classes`; the class set itself is built by the run plan).
+/// labels, if any (module `dpkps_core::input::classes`; the class set itself is built by the run plan).
 pub(crate) fn declared_classes(corpus: &CorpusArgs, args: &ClassArgs) -> Result<(Vec<String>, Option<String>), CliError> {
     let labelled = corpus.labelled();
     let names = match (&args.classes, &args.classes_file) {

@@ -11,8 +11,8 @@ use super::model::ModelArgs;
 use super::summary::{sampler_list, SummaryArgs, SamplerList};
 use super::vocab::{VocabArgs, VocabDpArgs};
 use crate::cli::error::CliError;
-use crate::dp::vocabulary::VocabParams;
-use crate::run::RunSettings;
+use dpkps_core::dp::vocabulary::VocabParams;
+use dpkps_core::run::RunSettings;
 
 /// Everything the whole pipeline reads (shared by `pipeline` and `evaluate`).
 #[derive(Args, Clone)]
@@ -92,7 +92,7 @@ pub(crate) struct CheckArgs {
     pub(crate) compare: Option<SamplerList>,
     /// Share of documents (persons, with --person-col) held out to score the samplers, each by
     /// an independent coin.
-    #[arg(long, default_value_t = crate::eval::dp_check::DEFAULT_HOLDOUT)]
+    #[arg(long, default_value_t = dpkps_core::eval::dp_check::DEFAULT_HOLDOUT)]
     pub(crate) holdout: f64,
     /// ε of the scores [default: the training side's ε, which costs nothing more: the check
     /// costs the larger of the two].

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use crate::input::corpus::Format;
+use dpkps_core::input::corpus::Format;
 
 use super::{bench, evaluate, generate, select, train, vectors};
 
@@ -131,7 +131,7 @@ pub(super) enum Command {
         /// Show only the ledger of this corpus (same reading options as the other commands).
         #[arg(long)]
         corpus: Vec<PathBuf>,
-        #[arg(long)]
+        #[arg(long, value_parser = corpus::format_parser())]
         format: Option<Format>,
         #[arg(long)]
         text_col: Option<String>,
@@ -187,7 +187,7 @@ pub(super) enum Command {
 mod tests {
     use super::summary::{eps_counts, sampler_list, samplers, EpsCounts, Samplers};
     use super::Cli;
-    use crate::dp::summary::KeyphraseSampler;
+    use dpkps_core::dp::summary::KeyphraseSampler;
 
     #[test]
     fn the_flags_parse_with_clap_and_name_every_sampler_from_the_list() {

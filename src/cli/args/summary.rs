@@ -4,7 +4,7 @@
 use clap::Args;
 
 use crate::cli::error::CliError;
-use crate::dp::summary::KeyphraseSampler;
+use dpkps_core::dp::summary::KeyphraseSampler;
 
 #[derive(Args, Clone)]
 pub(crate) struct SummaryArgs {
@@ -15,14 +15,14 @@ pub(crate) struct SummaryArgs {
     /// plus transition histograms over Ṽ: chains start from the row and back off to it), or the
     /// paper's DP-KDEs: independent, iterative-linear, iterative-log. The default kept the most
     /// utility under DP on MTSamples (README, "evaluate"); check yours with `dpkps evaluate`.
-    #[arg(long, default_value = crate::dp::summary::SummaryParams::DEFAULT_SAMPLER.name(), value_parser = samplers)]
+    #[arg(long, default_value = dpkps_core::dp::summary::SummaryParams::DEFAULT_SAMPLER.name(), value_parser = samplers)]
     pub(crate) sampler: Samplers,
     /// L: keyphrases per sequence.
     #[arg(long, default_value_t = 10)]
     pub(crate) len: usize,
-    /// I: random features of the DP-KDE samplers (data-independent default; see src/dp/summary/kde/mod.rs,
+    /// I: random features of the DP-KDE samplers (data-independent default; see crates/core/src/dp/summary/kde/mod.rs,
     /// "Choosing I").
-    #[arg(long, default_value_t = crate::dp::summary::SummaryParams::DEFAULT_FEATURES)]
+    #[arg(long, default_value_t = dpkps_core::dp::summary::SummaryParams::DEFAULT_FEATURES)]
     pub(crate) features: usize,
     /// M: keyphrases per document in the independent sampler's KDE, and the Ṽ-keyphrases per
     /// document of the histogram samplers.
@@ -32,7 +32,7 @@ pub(crate) struct SummaryArgs {
     #[arg(long, default_value_t = 100)]
     pub(crate) per_class: usize,
     /// h: kernel bandwidth (exp(−‖x−y‖²/(h·ℓ)); 1 is the paper's). Chosen on MTSamples.
-    #[arg(long, default_value_t = crate::dp::summary::SummaryParams::DEFAULT_BANDWIDTH)]
+    #[arg(long, default_value_t = dpkps_core::dp::summary::SummaryParams::DEFAULT_BANDWIDTH)]
     pub(crate) bandwidth: f64,
     /// Kernel smoothing of the histogram samplers over Ṽ's embeddings (exp(−‖v−w‖²/s)); 0: off.
     #[arg(long, default_value_t = 0.0)]
@@ -110,6 +110,6 @@ pub(crate) fn eps_counts(spec: &str) -> Result<EpsCounts, String> {
         return Ok(EpsCounts(None));
     }
     let e: f64 = spec.trim().parse().map_err(|_| format!("{spec:?} is neither a number nor \"off\""))?;
-    crate::dp::check_epsilon("ε for the class counts (--eps-counts)", e).map_err(|e| e.to_string())?;
+    dpkps_core::dp::check_epsilon("ε for the class counts (--eps-counts)", e).map_err(|e| e.to_string())?;
     Ok(EpsCounts(Some(e)))
 }

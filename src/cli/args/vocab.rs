@@ -3,7 +3,7 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::dp::vocabulary::VocabParams;
+use dpkps_core::dp::vocabulary::VocabParams;
 
 #[derive(Args, Clone)]
 pub(crate) struct VocabArgs {
@@ -34,7 +34,7 @@ pub(crate) struct VocabDpArgs {
     pub(crate) vocab_scope: VocabScope,
 }
 
-/// `--vocab-scope`: which histograms Ṽ is drawn from (`crate::dp::vocabulary`).
+/// `--vocab-scope`: which histograms Ṽ is drawn from (`dpkps_core::dp::vocabulary`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum VocabScope {
     /// One noisy histogram over all documents.

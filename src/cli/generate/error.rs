@@ -2,7 +2,7 @@
 //! a leaf, so that the CLI's error type (`crate::cli::error`) can hold it without importing the
 //! command.
 
-use crate::llm::Halt;
+use dpkps_core::llm::Halt;
 
 /// The environment variable the API key is read from.
 pub(crate) const KEY_VAR: &str = "DPKPS_LLM_KEY";

@@ -1,6 +1,6 @@
 //! The CLI's transport for the LLM step: one HTTP(S) exchange with `ureq` (rustls), run on a
 //! thread of its own so that the runner's lanes (futures on the command's one thread,
-//! `crate::llm::generate`) keep `concurrency` requests in flight; and the wait before a retry,
+//! `dpkps_core::llm::generate`) keep `concurrency` requests in flight; and the wait before a retry,
 //! likewise on a thread, ended early when the job halts.
 //!
 //! What it sends is what the page's `fetch` sends: `POST` of the JSON body with
@@ -9,7 +9,7 @@
 //! - redirects are not followed: a 3xx is [`LlmError::Redirected`] (not retried), since the
 //!   prompts and the key must reach only the endpoint named;
 //! - the body is read up to the job's reply cap and no further ([`LlmError::ReplyTooLong`]);
-//! - a Retry-After is read as seconds or as an HTTP date ([`crate::llm::retry_after_s`]).
+//! - a Retry-After is read as seconds or as an HTTP date ([`dpkps_core::llm::retry_after_s`]).
 //!
 //! Proxies are taken from the environment (`HTTPS_PROXY`, `NO_PROXY`, …) as other
 //! command-line tools do, except for an endpoint on this machine: the key may go to one over
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use futures::channel::oneshot;
 
-use crate::llm::{LlmError, Reply};
+use dpkps_core::llm::{LlmError, Reply};
 
 /// An HTTP client with the job's timeout, its reply cap and the API key (kept here only, in
 /// memory).
@@ -78,7 +78,7 @@ fn exchange(agent: &ureq::Agent, url: &str, body: &str, key: Option<&str>, timeo
         return Err(LlmError::Redirected { status: Some(status), location: header("location") });
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
-    let retry_after_s = header("retry-after").and_then(|v| crate::llm::retry_after_s(&v, now));
+    let retry_after_s = header("retry-after").and_then(|v| dpkps_core::llm::retry_after_s(&v, now));
     let body = response.body_mut().with_config().limit(max_bytes as u64).read_to_string().map_err(|e| match e {
         ureq::Error::BodyExceedsLimit(_) => LlmError::ReplyTooLong { cap: max_bytes },
         e => no_answer(e, url, timeout_s),

@@ -1,6 +1,6 @@
 //! `dpkps generate`: a run's keyphrase sequences → prompts (the page's prompt code and
-//! defaults, `crate::llm::prompt`) → an OpenAI-compatible endpoint → the synthetic corpus, with the
-//! page's job semantics. The sending loop is the page's own (`crate::llm::generate`: lanes,
+//! defaults, `dpkps_core::llm::prompt`) → an OpenAI-compatible endpoint → the synthetic corpus, with the
+//! page's job semantics. The sending loop is the page's own (`dpkps_core::llm::generate`: lanes,
 //! attempts with backoff, the audit log written before and after each request, each outcome
 //! saved before it counts); this module is its native side: an HTTP client (`http.rs`), files
 //! in the output folder (`store.rs`) and progress on stderr.
@@ -22,12 +22,12 @@ use std::sync::Arc;
 
 use clap::Args;
 
-use crate::dp::DpError;
-use crate::llm::{AuditEntry, AuditPhase, Clock, Control, Halt, Job, JobStore, LlmError, LlmSettings, Outcome, Reply, Transport};
-use crate::llm::prompt::{parse_examples, PromptSettings};
-use crate::sample::SequenceOut;
-use crate::replay::{ReplayCheck, ReplayParams, ReplaySummary};
-use crate::run::report::PrivacyReport;
+use dpkps_core::dp::DpError;
+use dpkps_core::llm::{AuditEntry, AuditPhase, Clock, Control, Halt, Job, JobStore, LlmError, LlmSettings, Outcome, Reply, Transport};
+use dpkps_core::llm::prompt::{parse_examples, PromptSettings};
+use dpkps_core::sample::SequenceOut;
+use dpkps_core::replay::{ReplayCheck, ReplayParams, ReplaySummary};
+use dpkps_core::run::report::PrivacyReport;
 
 use crate::cli::args::corpus::CorpusArgs;
 use crate::cli::error::CliError;
@@ -426,7 +426,7 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
         stop: Arc::new(AtomicBool::new(false)),
         halted: RefCell::new(None),
     };
-    futures::executor::block_on(crate::llm::generate(&session, &job, pending));
+    futures::executor::block_on(dpkps_core::llm::generate(&session, &job, pending));
     let (job, halted) = (session.job.into_inner(), session.halted.into_inner());
     let (written, replay) = match &args.replay_corpus {
         None => (job.clone(), None),
@@ -458,7 +458,7 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
     }
 }
 
-/// The replay check of the generated documents against the private corpus (`crate::replay`,
+/// The replay check of the generated documents against the private corpus (`dpkps_core::replay`,
 /// `crate::cli::replay`): the job as it is written (flagged documents left out unless kept)
 /// and what the report says of the check. Prints counts per flagged document, never its
 /// shared words (private text).

@@ -27,7 +27,7 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::llm::{AuditEntry, Job, Outcome, OutcomeRecord};
+use dpkps_core::llm::{AuditEntry, Job, Outcome, OutcomeRecord};
 
 use crate::cli::io::{json_text, open_kept, write_file};
 use crate::cli::error::CliError;
