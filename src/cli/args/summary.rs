@@ -60,12 +60,21 @@ pub(crate) struct SamplerList(pub(crate) Vec<KeyphraseSampler>);
 
 /// The value parser of [`SamplerList`]: every name one of [`KeyphraseSampler::ALL`].
 pub(crate) fn sampler_list(spec: &str) -> Result<SamplerList, String> {
-    spec.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+    names(spec)?
+        .into_iter()
         .map(|s| KeyphraseSampler::parse(s).ok_or_else(|| format!("unknown sampler {s:?}; use {}", sampler_names())))
         .collect::<Result<_, _>>()
         .map(SamplerList)
+}
+
+/// The names of a comma-separated list, trimmed; an empty one ("histogram,", ",,") refused
+/// rather than skipped: a list that reads as other than it was typed is a typo to show.
+fn names(spec: &str) -> Result<Vec<&str>, String> {
+    let names: Vec<&str> = spec.split(',').map(str::trim).collect();
+    if names.iter().any(|n| n.is_empty()) {
+        return Err(format!("{spec:?} has an empty name: give sampler names separated by single commas ({})", sampler_names()));
+    }
+    Ok(names)
 }
 
 /// `--sampler`'s value: one sampler for a run; `evaluate` reads the same flag as "all" or a
@@ -90,7 +99,7 @@ pub(crate) fn samplers(spec: &str) -> Result<Samplers, String> {
         return Ok(Samplers(KeyphraseSampler::ALL.to_vec()));
     }
     let mut out = Vec::new();
-    for name in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+    for name in names(spec)? {
         let s = KeyphraseSampler::parse(name).ok_or_else(|| format!("unknown sampler {name:?}; use all, or a list of {}", sampler_names()))?;
         if !out.contains(&s) {
             out.push(s);
@@ -112,4 +121,20 @@ pub(crate) fn eps_counts(spec: &str) -> Result<EpsCounts, String> {
     let e: f64 = spec.trim().parse().map_err(|_| format!("{spec:?} is neither a number nor \"off\""))?;
     dpkps_core::dp::check_epsilon("ε for the class counts (--eps-counts)", e).map_err(|e| e.to_string())?;
     Ok(EpsCounts(Some(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sampler_list, samplers};
+
+    #[test]
+    fn a_list_with_an_empty_name_is_refused() {
+        for bad in ["histogram,", ",histogram", "histogram,,markov", "", " , "] {
+            assert!(samplers(bad).is_err(), "{bad:?}");
+            assert!(sampler_list(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(samplers("histogram, markov").map(|s| s.0.len()), Ok(2));
+        assert_eq!(sampler_list("histogram").map(|s| s.0.len()), Ok(1));
+        assert!(samplers("all").is_ok());
+    }
 }
