@@ -449,9 +449,7 @@ fn record_check(ledger: Option<PathBuf>, mut mc: dpkps_core::input::matched::Mat
     // is recorded there as well, and the reports of runs on it, or on any corpus overlapping
     // this file, count it (`LedgerBook::checks_touching`).
     let overlapping = file.book.overlapping(&mc.keys);
-    for (_, fp, _) in &overlapping {
-        file.book.record_check(fp, check.clone());
-    }
+    file.book.record_tuning_check(&mc.keys, None, &check);
     file.save()?;
     eprintln!("recorded in the privacy ledger {} as a non-DP check on this corpus ({} settings compared; no ε)", path.display(), arms.len());
     for (account, _, overlap) in &overlapping {

@@ -45,7 +45,9 @@ impl LedgerBook {
             for c in self.accounts.values_mut().flat_map(|a| a.corpora.iter_mut()) {
                 c.key.clear();
                 c.sketch = crate::ledger::overlap::Sketch::default();
+                c.persons = crate::ledger::overlap::Sketch::default();
             }
+            self.tuning.clear();
             self.key_check = Some(local.check.clone());
         }
         self

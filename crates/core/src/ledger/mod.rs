@@ -352,6 +352,11 @@ pub struct LedgerBook {
     /// (`crate::ledger::local_key`; None: not keyed yet, an older version's book).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_check: Option<String>,
+    /// The overlap sketches of the tuning files non-DP checks ran on
+    /// ([`LedgerBook::record_tuning_check`]): a corpus run on later that shares their documents or
+    /// persons counts their checks ([`LedgerBook::tuning_overlapping`]), whichever came first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tuning: Vec<AccountCorpus>,
 }
 
 impl LedgerBook {
@@ -432,6 +437,10 @@ impl LedgerBook {
                 c.key.clear();
                 c.sketch = crate::ledger::overlap::Sketch::default();
                 c.persons = crate::ledger::overlap::Sketch::default();
+            }
+            for t in &mut book.tuning {
+                t.sketch = Sketch::default();
+                t.persons = Sketch::default();
             }
         }
         book
@@ -519,10 +528,16 @@ impl LedgerBook {
                 }
             }
         }
+        for t in &other.tuning {
+            match self.tuning.iter_mut().find(|m| m.fingerprint == t.fingerprint) {
+                Some(m) if m.sketch.is_empty() && !t.sketch.is_empty() => *m = t.clone(),
+                Some(_) => {}
+                None => self.tuning.push(t.clone()),
+            }
+        }
         out
     }
 
-    /// Records a non-DP utility check on a corpus.
     /// The non-DP checks that touched the corpus `fingerprint`: those recorded on it, then
     /// (the count returned beside) those recorded only on a corpus in `overlapping`, each once.
     pub fn checks_touching(&self, fingerprint: &str, overlapping: &[String]) -> (Vec<UtilityCheck>, usize) {
@@ -535,6 +550,56 @@ impl LedgerBook {
         }
         let from_overlapping = checks.len() - own;
         (checks, from_overlapping)
+    }
+
+    /// Records a non-DP check run on a tuning file on every corpus the file overlaps
+    /// ([`overlap::WARN_OVERLAP`] or more, by documents or, with person columns, by persons):
+    /// every sketched corpus of the ledger, and `loaded` (the corpus at hand, compared with the
+    /// file directly, whether or not a run recorded it yet). Tuning on data that shares patients
+    /// with a corpus is tuning on that corpus. Returns the corpus keys it was recorded on.
+    pub fn record_tuning_check(&mut self, tuning: &crate::input::corpus::CorpusKeys, loaded: Option<&crate::input::corpus::CorpusKeys>, check: &UtilityCheck) -> Vec<String> {
+        let mut on: Vec<String> = self.overlapping(tuning).into_iter().map(|(_, fp, _)| fp).collect();
+        if let Some(loaded) = loaded {
+            let overlaps = tuning.fingerprint == loaded.fingerprint
+                || tuning.sketch_key.is_some_and(|k| {
+                    let by = |a: &[[u8; 32]], b: &[[u8; 32]]| if a.is_empty() || b.is_empty() { 0.0 } else { Sketch::of(&k, a).overlap(&Sketch::of(&k, b)) };
+                    by(&tuning.doc_hashes, &loaded.doc_hashes).max(by(&tuning.person_hashes, &loaded.person_hashes)) >= overlap::WARN_OVERLAP
+                });
+            if overlaps && !on.contains(&loaded.fingerprint) {
+                on.push(loaded.fingerprint.clone());
+            }
+        }
+        for fp in &on {
+            self.record_check(fp, check.clone());
+        }
+        // The file itself, sketched, so that a corpus run on LATER finds the check too.
+        self.record_check(&tuning.fingerprint, check.clone());
+        if let Some(k) = tuning.sketch_key {
+            self.tuning.retain(|t| t.fingerprint != tuning.fingerprint);
+            self.tuning.push(AccountCorpus {
+                fingerprint: tuning.fingerprint.clone(),
+                key: String::new(),
+                sketch: Sketch::of(&k, &tuning.doc_hashes),
+                persons: Sketch::of(&k, &tuning.person_hashes),
+            });
+        }
+        on
+    }
+
+    /// The tuning files ([`LedgerBook::tuning`]) that share [`overlap::WARN_OVERLAP`] or more of
+    /// their documents or persons with the corpus of `keys`: their checks are checks on it.
+    pub fn tuning_overlapping(&self, keys: &crate::input::corpus::CorpusKeys) -> Vec<String> {
+        let Some(k) = keys.sketch_key else { return Vec::new() };
+        let (docs, persons) = (Sketch::of(&k, &keys.doc_hashes), Sketch::of(&k, &keys.person_hashes));
+        self.tuning
+            .iter()
+            .filter(|t| t.fingerprint != keys.fingerprint && !t.sketch.is_empty())
+            .filter(|t| {
+                let by_persons = if persons.is_empty() || t.persons.is_empty() { 0.0 } else { persons.overlap(&t.persons) };
+                docs.overlap(&t.sketch).max(by_persons) >= overlap::WARN_OVERLAP
+            })
+            .map(|t| t.fingerprint.clone())
+            .collect()
     }
 
     pub fn record_check(&mut self, fingerprint: &str, check: UtilityCheck) {

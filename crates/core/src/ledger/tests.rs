@@ -379,6 +379,42 @@ mod budgets {
     }
 
     #[test]
+    fn a_tuning_check_is_recorded_on_every_corpus_the_file_overlaps() {
+        use crate::input::corpus::{doc_hash, CorpusKeys};
+        let key = [5u8; 32];
+        let keys = |fp: &str, docs: std::ops::Range<u32>| CorpusKeys {
+            fingerprint: fp.into(),
+            doc_hashes: docs.map(|i| doc_hash(&format!("note {i}"))).collect(),
+            sketch_key: Some(key),
+            ..CorpusKeys::default()
+        };
+        let check = UtilityCheck { id: "t".into(), when: "now".into(), settings_compared: 5 };
+        let mut book = LedgerBook::default();
+        book.extend_run("OLD", &run("old", 1.0, Some("wards")));
+        book.note_corpus("wards", &keys("OLD", 0..100), || key);
+        // The file shares most notes with the recorded corpus and with the loaded one (never run).
+        let on = book.record_tuning_check(&keys("TUNE", 20..120), Some(&keys("LOADED", 50..150)), &check);
+        assert_eq!(on, ["OLD", "LOADED"]);
+        assert_eq!(book.ledger("OLD").utility_checks.len(), 1);
+        assert_eq!(book.ledger("LOADED").utility_checks.len(), 1);
+        // Recorded once per corpus, however often it is asked.
+        book.record_tuning_check(&keys("TUNE", 20..120), Some(&keys("LOADED", 50..150)), &check);
+        assert_eq!(book.ledger("OLD").utility_checks.len(), 1);
+        // A file that shares nothing is recorded nowhere.
+        let mut fresh = LedgerBook::default();
+        assert!(fresh.record_tuning_check(&keys("PUBLIC", 5000..5100), Some(&keys("LOADED", 50..150)), &check).is_empty());
+        // The file is the loaded corpus itself: recorded on it.
+        assert_eq!(fresh.record_tuning_check(&keys("LOADED", 50..150), Some(&keys("LOADED", 50..150)), &check), ["LOADED"]);
+        // Tuned first, run later: the file is sketched, and a corpus sharing its notes finds it.
+        assert_eq!(book.tuning_overlapping(&keys("LATER", 40..140)), ["TUNE"]);
+        assert!(book.tuning_overlapping(&keys("ELSE", 7000..7100)).is_empty());
+        let (checks, from) = book.checks_touching("LATER", &book.tuning_overlapping(&keys("LATER", 40..140)));
+        assert_eq!((checks.len(), from), (1, 1));
+        // An export without sketches drops the tuning files' too.
+        assert!(book.for_export(false).tuning.iter().all(|t| t.sketch.is_empty()));
+    }
+
+    #[test]
     fn new_notes_of_the_same_persons_overlap_through_the_persons_sketch() {
         use crate::input::corpus::{doc_hash, person_hash, CorpusKeys};
         // Two extracts with no document in common: January's notes and February's, mostly of the

@@ -407,7 +407,8 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     // The non-DP checks on this corpus, and on any file that overlaps it (a tuning file that
     // shares its documents or persons: `dpkps evaluate` records its check on both).
     let over = overlapping(&book, corpus);
-    let (checks, from_overlapping) = book.checks_touching(&corpus.fingerprint, &over);
+    let with_tuning: Vec<String> = over.iter().cloned().chain(book.tuning_overlapping(&corpus.keys)).collect();
+    let (checks, from_overlapping) = book.checks_touching(&corpus.fingerprint, &with_tuning);
     report.count_checks(&checks, from_overlapping);
     let holder = plan.holder(&corpus.fingerprint);
     report.budget = book.stored_budget(holder);
