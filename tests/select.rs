@@ -89,6 +89,25 @@ fn select_keeps_the_candidates_the_private_notes_vote_for_and_records_the_vote()
     let ledger = dir.join("ledger.json").display().to_string();
     let out = dir.join("out");
 
+    // A bare file of candidates is no run's generated documents: refused unless acknowledged.
+    let o = select(&c, &gen, &ledger, &out, &["--eps-select", "4", "--keep", "2", "--budget", "20"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--unrecorded-candidates"), "{}", stderr(&o));
+    assert!(!out.join("kept.jsonl").exists() && !std::path::Path::new(&ledger).exists());
+    // A folder as `generate` writes it from a run: synthetic.jsonl beside a run's privacy report.
+    let run = dir.join("run");
+    let o = dpkps(&[
+        "pipeline", "--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Ortho", "--eps-voc", "1",
+        "--top-n", "10", "--eps-kde", "2", "--len", "3", "--per-class", "2", "--eps-counts", "off", "--budget", "100",
+        "--ledger", dir.join("run-ledger.json").to_str().unwrap(), "--out-dir", run.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let folder = dir.join("generated");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(&gen, folder.join("synthetic.jsonl")).unwrap();
+    std::fs::copy(run.join("privacy-report.json"), folder.join("privacy-report.json")).unwrap();
+    let (bare, gen) = (gen.clone(), folder.display().to_string());
+
     // Over the budget: refused before anything is drawn or written.
     let o = select(&c, &gen, &ledger, &out, &["--eps-select", "8", "--keep", "2", "--budget", "5"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
@@ -113,6 +132,7 @@ fn select_keeps_the_candidates_the_private_notes_vote_for_and_records_the_vote()
     }
     assert_eq!(report["vote"]["privacy_unit"], "document");
     assert_eq!(report["candidates_from"]["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(report["candidates_from"]["provenance"], "a run's generated documents");
     let spends = vote_spends(&ledger);
     assert_eq!(spends.len(), 3, "one spend per class, in parallel");
     assert!(spends.iter().all(|s| s["epsilon"] == 4.0 && s["scope"]["kind"] == "partition"));
@@ -122,9 +142,11 @@ fn select_keeps_the_candidates_the_private_notes_vote_for_and_records_the_vote()
 
     // Per person, a random half voting: charged ln(1 + ½(e⁴ − 1)) ≈ 3.33, not 4.
     let out2 = dir.join("out2");
-    let o = select(&c, &gen, &ledger, &out2, &["--eps-select", "4", "--keep", "1", "--keep-mode", "proportional", "--sample-rate", "0.5", "--person-col", "patient"]);
+    // (The bare file, acknowledged.)
+    let o = select(&c, &bare, &ledger, &out2, &["--eps-select", "4", "--keep", "1", "--keep-mode", "proportional", "--sample-rate", "0.5", "--person-col", "patient", "--unrecorded-candidates"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let report: Value = serde_json::from_slice(&std::fs::read(out2.join("vote-report.json")).unwrap()).unwrap();
+    assert!(report["candidates_from"]["provenance"].as_str().unwrap().contains("--unrecorded-candidates"), "{report}");
     let charged = report["vote"]["epsilon_charged"].as_f64().unwrap();
     assert!((charged - (1.0 + 0.5 * (4f64.exp() - 1.0)).ln()).abs() < 1e-9, "{charged}");
     assert_eq!(report["vote"]["privacy_unit"], "person (column “patient”)");

@@ -41,11 +41,17 @@ pub(crate) struct SelectArgs {
     ledger: LedgerArgs,
     #[command(flatten)]
     model: ModelArgs,
-    /// The candidates: the folder `dpkps generate --out-dir` wrote (its synthetic.jsonl), or a
-    /// JSONL file of such lines ("text" and "label"). They must be DP outputs (documents
-    /// generated from DP keyphrase sequences): they are public to the vote.
+    /// The candidates: the folder `dpkps generate --out-dir` wrote from a run (its
+    /// synthetic.jsonl and privacy-report.json). They must be DP outputs (documents generated
+    /// from a run's DP keyphrase sequences): they are public to the vote. A folder without a run's
+    /// report, or a bare JSONL file ("text" and "label" lines), only with --unrecorded-candidates.
     #[arg(long)]
     generated: PathBuf,
+    /// Acknowledges candidates that are not a run's generated documents (a benchmark on a
+    /// public corpus, `generate --sequences`): the vote is then ε-DP for the private corpus given
+    /// those candidates, but the kept documents are only as private as the candidates were.
+    #[arg(long)]
+    unrecorded_candidates: bool,
     /// The run that released the candidates' keyphrase sequences (`dpkps pipeline --out-dir`):
     /// its id (run.json) is recorded with the vote, tying it to its candidates' run.
     #[arg(long)]
@@ -113,9 +119,37 @@ fn read_candidates(generated: &Path, classes: &dpkps_core::input::classes::Class
     Ok((out, other, dpkps_core::base::hex(&hash.finalize())))
 }
 
+/// Where the candidates come from, for the report: a run's generated documents (the folder's
+/// privacy report, with whether the non-DP replay check filtered them), or candidates the
+/// curator acknowledged as not a run's (`--unrecorded-candidates`); anything else is refused.
+fn candidates_provenance(generated: &Path, acknowledged: bool) -> Result<String, CliError> {
+    let report = generated.join("privacy-report.json");
+    let parsed = generated.is_dir().then(|| std::fs::read_to_string(&report).ok()).flatten().and_then(|t| serde_json::from_str::<dpkps_core::run::report::PrivacyReport>(&t).ok());
+    match parsed {
+        Some(r) => {
+            let filtered = r.replay_check.is_some_and(|c| c.dropped > 0);
+            Ok(if filtered {
+                "a run's generated documents, the ones the non-DP replay check flagged left out (the candidate set depends on the private corpus through that check)".into()
+            } else {
+                "a run's generated documents".into()
+            })
+        }
+        None if acknowledged => Ok("not a run's generated documents (--unrecorded-candidates): the kept documents are only as private as the candidates".into()),
+        None => Err(CliError::Input {
+            path: generated.display().to_string(),
+            message: "is not a folder `dpkps generate` wrote from a run (no privacy-report.json beside synthetic.jsonl): the candidates must be \
+                      DP outputs; for a public corpus or a benchmark, acknowledge them with --unrecorded-candidates"
+                .into(),
+        }),
+    }
+}
+
 /// The corpus's texts, in the order `read_corpus` numbers its documents (a second pass over
-/// the same files, as the replay check reads them again).
-fn read_texts(corpus: &CorpusArgs, expected: usize) -> Result<Vec<String>, CliError> {
+/// the same files, as the replay check reads them again), each checked against the first
+/// read's document hash: a file that changed between the reads would give a unit another
+/// unit's text.
+fn read_texts(corpus: &CorpusArgs, first_read: &[[u8; 32]]) -> Result<Vec<String>, CliError> {
+    let expected = first_read.len();
     let fields = Fields { text: corpus.text_col.clone(), label: corpus.label_col.clone(), person: corpus.person_col.clone() };
     let mut ingest = Ingest::new(corpus.labelled());
     let mut texts = Vec::with_capacity(expected);
@@ -126,7 +160,8 @@ fn read_texts(corpus: &CorpusArgs, expected: usize) -> Result<Vec<String>, CliEr
             texts.push(d.text.to_string())
         })?;
     }
-    if texts.len() != expected {
+    let same = texts.len() == expected && texts.iter().zip(first_read).all(|(t, h)| dpkps_core::input::corpus::doc_hash(t) == *h);
+    if !same {
         return Err(CliError::Input { path: "--corpus".into(), message: "the files changed while they were read: read them again".into() });
     }
     Ok(texts)
@@ -165,6 +200,7 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
         (None, None) => return Err(CliError::Input { path: "--keep".into(), message: "give --keep K or --candidates-per-kept C".into() }),
     };
     let vote_settings = VoteSettings { params, keep, mode: args.keep_mode };
+    let provenance = candidates_provenance(&args.generated, args.unrecorded_candidates)?;
     let (candidates, other, sha) = read_candidates(&args.generated, &plan.classes)?;
     if other > 0 {
         eprintln!("left out {other} candidate(s) of no declared class");
@@ -175,7 +211,7 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
     };
     std::fs::create_dir_all(&args.out_dir).map_err(|e| CliError::Write { path: args.out_dir.display().to_string(), source: e })?;
     let mc = read_keyed(&args.corpus, &args.ledger, &plan.classes)?;
-    let texts = read_texts(&args.corpus, mc.docs.len())?;
+    let texts = read_texts(&args.corpus, &mc.keys.doc_hashes)?;
     let mut embedders = load_embedders(&args.model)?;
     let cand_texts: Vec<String> = candidates.iter().map(|c| c.text.clone()).collect();
     let cand_vectors = embedders.embed("candidates", &cand_texts)?;
@@ -187,7 +223,7 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
         position[c.class].push(i);
     }
     let cands = Candidates::new(cand_vectors.cols, &per_class).map_err(|e| CliError::Input { path: args.generated.display().to_string(), message: e.to_string() })?;
-    let candidates_from = serde_json::json!({ "sha256": sha, "run": from_run, "model": embedders.checksum() });
+    let candidates_from = serde_json::json!({ "sha256": sha, "run": from_run, "model": embedders.checksum(), "provenance": provenance });
     let mut host = CliHost::open(&args.ledger, &mc, params.charged_epsilon(), Model::None, None)?;
     let mut rng = SecureRng::from_os()?;
     let mut embed = |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> {
