@@ -147,12 +147,17 @@ impl LedgerBook {
     }
 
     /// ε that counts against `holder`'s budget for a run on the corpus `fingerprint` (module
-    /// docs): each run counted once.
+    /// docs): each run counted once. A run an older version recorded without an account, on a
+    /// corpus no account has sketched, counts against every budget: whether it overlaps this
+    /// corpus cannot be told (a monthly extract run without an account would otherwise start a
+    /// fresh budget); reading that corpus again under an account sketches it and ends this.
     pub fn spent_for(&self, holder: Holder<'_>, fingerprint: &str, overlapping: &[String]) -> f64 {
         let (account, corpora): (Option<&str>, Vec<&str>) = match holder {
             Holder::Account(a) => (Some(a), self.accounts.get(a).map(|x| x.corpora.iter().map(|c| c.fingerprint.as_str()).collect()).unwrap_or_default()),
             Holder::Corpus(_) => (None, Vec::new()),
         };
+        let sketched: std::collections::BTreeSet<&str> =
+            self.accounts.values().flat_map(|a| a.corpora.iter()).filter(|c| !c.sketch.is_empty()).map(|c| c.fingerprint.as_str()).collect();
         self.ledgers
             .values()
             .flat_map(|l| l.runs.iter().map(move |r| (l, r)))
@@ -163,6 +168,7 @@ impl LedgerBook {
                     || corpora.contains(&fp)
                     || overlapping.iter().any(|o| o == fp)
                     || (account.is_some() && r.account.as_deref() == account)
+                    || (r.account.is_none() && !sketched.contains(fp))
             })
             .map(|(_, r)| r.epsilon())
             .fold(0.0, |a, b| a + b)

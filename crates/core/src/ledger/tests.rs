@@ -379,6 +379,25 @@ mod budgets {
     }
 
     #[test]
+    fn a_run_without_an_account_on_an_unsketched_corpus_counts_against_every_budget() {
+        use crate::input::corpus::{doc_hash, CorpusKeys};
+        let keys = |r: std::ops::Range<usize>| {
+            let doc_hashes: Vec<[u8; 32]> = r.map(|i| doc_hash(&format!("doc {i}"))).collect();
+            CorpusKeys { fingerprint: crate::input::corpus::corpus_key(&doc_hashes), doc_hashes, ..CorpusKeys::default() }
+        };
+        let mut book = LedgerBook::default();
+        // An older version's run: no account, so no sketch of its corpus.
+        book.extend_run("OLD", &run("old", 3.0, None));
+        book.extend_run("A", &run("a", 1.0, Some("wards")));
+        book.note_corpus("wards", &keys(0..50), || [7; 32]);
+        assert_eq!(book.spent_for(Holder::Account("wards"), "NEW", &[]), 4.0, "whether OLD overlaps NEW cannot be told");
+        // Read again under an account, it is sketched: then it counts only where it overlaps.
+        book.note_corpus("wards", &CorpusKeys { fingerprint: "OLD".into(), ..keys(1000..1050) }, || [7; 32]);
+        assert_eq!(book.spent_for(Holder::Account("research"), "NEW", &[]), 0.0);
+        assert_eq!(book.spent_for(Holder::Account("wards"), "NEW", &[]), 4.0, "the account's own corpora");
+    }
+
+    #[test]
     fn a_tuning_check_is_recorded_on_every_corpus_the_file_overlaps() {
         use crate::input::corpus::{doc_hash, CorpusKeys};
         let key = [5u8; 32];
