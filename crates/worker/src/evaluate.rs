@@ -25,7 +25,8 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: (FileIn
     };
     let (info, file) = &tuning;
     let mut tuning_corpus = read_matched(std::slice::from_ref(info), std::slice::from_ref(file), fields, vocab, Stage::Evaluate)?;
-    let store = Store::open().await.ok();
+    // Without the ledger the check could not be recorded where the file overlaps: refused.
+    let store = Some(Store::open().await.map_err(at(Stage::Evaluate))?);
     if let Some(store) = &store {
         let local = super::local_key::local_keys(store).await.map_err(at(Stage::Evaluate))?;
         tuning_corpus.key_with(&local);

@@ -55,8 +55,10 @@ pub async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEven
                 corpus_spent: ledger.total_epsilon(),
                 corpus_runs: ledger.runs.len(),
                 overlaps: book.overlaps(&name, &keys).into_iter().map(|(_, o)| o).collect(),
-                non_dp_checks: ledger.utility_checks.len(),
-                settings_compared: ledger.settings_compared(),
+                // As the run's report will count them: on this corpus, on corpora overlapping
+                // it and on overlapping tuning files (`LedgerBook::checks_touching`).
+                non_dp_checks: book.checks_touching(&keys.fingerprint, &[fps.clone(), book.tuning_overlapping(&keys)].concat()).0.len(),
+                settings_compared: book.checks_touching(&keys.fingerprint, &[fps.clone(), book.tuning_overlapping(&keys)].concat()).0.iter().map(|c| c.settings_compared).sum(),
                 name,
             }))
         }

@@ -135,6 +135,11 @@ async fn start<'s>(state: &'s mut State, settings: &RunSettings, keep: impl FnOn
         return Err(Stop::Failed(None, "load a corpus first".into()));
     };
     let plan = RunPlan::new(settings.clone(), *labelled, vocab.len()).map_err(|e| Stop::Failed(None, e.to_string()))?;
+    // Every run under an account, as the CLI requires: the account sketches the corpus, so that
+    // a later extract of the same records is held to the same budget.
+    if plan.account.is_none() {
+        return Err(Stop::Failed(None, "name the budget account (the dataset) first: every run is recorded under one".into()));
+    }
     if keep(&plan) > KEEP {
         return Err(Stop::Failed(None, format!("S and L must be at most {KEEP} in the app")));
     }

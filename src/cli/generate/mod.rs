@@ -375,6 +375,9 @@ pub(crate) fn run(args: GenerateArgs) -> Result<(), CliError> {
         crate::cli::replay::probe_corpus(corpus)?;
     }
     let Input { sequences: all, report_text, report, source, marked, path } = read_input(&args)?;
+    // Sequences that are no recorded release get no privacy report, even from a run's folder:
+    // `select` then takes what they make only with --unrecorded-candidates.
+    let (report_text, report) = if marked > 0 { (String::new(), None) } else { (report_text, report) };
     // Refused before anything is sent (a dry run sends nothing).
     if !args.dry_run {
         check_sendable(source, marked, args.unrecorded_sequences, &llm, &path)?;

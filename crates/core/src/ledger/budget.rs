@@ -191,6 +191,18 @@ impl LedgerBook {
                 out.push((Holder::Account(name), b));
             }
         }
+        // The stored budget of every corpus whose overlap cannot be told (run by an older
+        // version without an account, so never sketched; or recorded on another machine): its
+        // runs count against this run's budget (`spent_for`), and so must its own limit, or a
+        // new extract of the same records would start a fresh budget beside it.
+        let sketched: std::collections::BTreeSet<&str> =
+            self.accounts.values().flat_map(|a| a.corpora.iter()).filter(|c| !c.sketch.is_empty()).map(|c| c.fingerprint.as_str()).collect();
+        for (fp, l) in &self.ledgers {
+            let unknown = l.foreign || (!sketched.contains(fp.as_str()) && l.runs.iter().any(|r| r.account.is_none()));
+            if let (true, Some(b)) = (fp != fingerprint && unknown && !l.runs.is_empty(), l.budget) {
+                out.push((Holder::Corpus(fp), b));
+            }
+        }
         out
     }
 

@@ -398,6 +398,19 @@ mod budgets {
     }
 
     #[test]
+    fn the_budget_of_an_unsketched_corpus_holds_for_a_new_extract() {
+        let mut book = LedgerBook::default();
+        // An older version's corpus with its own budget, spent: no account, so no sketch.
+        book.extend_run("OLD", &run("old", 4.0, None));
+        book.ledgers.get_mut("OLD").unwrap().budget = Some(4.0);
+        // A new extract under an account with room: still refused by OLD's budget, since
+        // whether it holds the same patients cannot be told.
+        let over = book.covering_budgets(Holder::Account("wards"), "NEW", &[]);
+        assert_eq!(over, [(Holder::Corpus("OLD"), 4.0)]);
+        assert!(book.check_spend(Holder::Corpus("OLD"), "NEW", &[], 5.0, 4.0).is_err());
+    }
+
+    #[test]
     fn a_tuning_check_is_recorded_on_every_corpus_the_file_overlaps() {
         use crate::input::corpus::{doc_hash, CorpusKeys};
         let key = [5u8; 32];
