@@ -197,7 +197,7 @@ mod tests {
         assert_eq!(samplers(" all ").map(|s| s.0), Ok(every.clone()));
         assert_eq!(samplers("markov, histogram,markov").map(|s| s.0), Ok(vec![KeyphraseSampler::Markov, KeyphraseSampler::Histogram]));
         // --compare keeps a repeat: the check refuses it in its own words.
-        assert_eq!(sampler_list("histogram,,histogram").map(|s| s.0), Ok(vec![KeyphraseSampler::Histogram; 2]));
+        assert_eq!(sampler_list("histogram, histogram").map(|s| s.0), Ok(vec![KeyphraseSampler::Histogram; 2]));
         for err in [samplers("nope").unwrap_err(), sampler_list("nope").unwrap_err()] {
             assert!(every.iter().all(|s| err.contains(s.name())), "{err}");
         }
