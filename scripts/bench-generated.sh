@@ -218,9 +218,12 @@ echo "prompts sent in all: $sent; generation wall time: $(paste -sd+ "$out/gener
 # 4. The candidates (every DP half, K' per class each, K' ≤ K: what every class has in every
 # job), the no-vote arm (K' drawn from them, seeded), the noiseless arm (K') and real-k (K'
 # real training notes, seeded).
-python3 - "$out" "$seed" "$per_class" "${jobs[@]}" <<'EOF'
+# DPKPS_GEN_SUBSET_DRAWS R [1]: also R − 1 more draws of the no-vote and real-k subsets
+# (classifier seed 0 each), for the spread that the choice of subset alone makes.
+draws=${DPKPS_GEN_SUBSET_DRAWS:-1}
+python3 - "$out" "$seed" "$per_class" "$draws" "${jobs[@]}" <<'EOF'
 import json, random, sys, collections
-out, seed, k, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+out, seed, k, draws, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5:]
 def read(path):
     by = collections.defaultdict(list)
     for line in open(path, encoding='utf-8'):
@@ -246,6 +249,12 @@ real = read(f'{out}/real-all.jsonl')
 with open(f'{out}/real-k.jsonl', 'w', encoding='utf-8') as f:
     for c in classes:
         f.writelines(rng.sample(real[c], kk))
+for r in range(1, draws):
+    rr = random.Random(f'subsets-{seed}-{r}')
+    with open(f'{out}/dp-novote-r{r}.jsonl', 'w', encoding='utf-8') as g, open(f'{out}/real-k-r{r}.jsonl', 'w', encoding='utf-8') as f:
+        for c in classes:
+            g.writelines(rr.sample([line for j in dp for line in gen[j][c][:kk]], kk))
+            f.writelines(rr.sample(real[c], kk))
 open(f'{out}/kept-per-class', 'w').write(f'{kk}\n')
 EOF
 kept=$(cat "$out/kept-per-class")
@@ -271,8 +280,12 @@ cp "$out/vote/kept.jsonl" "$out/dp-vote.jsonl"
 arms=(real-k dp-novote dp-vote nodp real-all)
 mkdir -p "$out/train"
 echo "==> training (plain and Deep CORAL; $train_seeds seeds per arm); test: $(wc -l <"$out/test.jsonl") held-out notes"
-for arm in "${arms[@]}"; do
-  for ((s = 0; s < train_seeds; s++)); do
+extra=()
+for ((r = 1; r < draws; r++)); do extra+=("dp-novote-r$r" "real-k-r$r"); done
+for arm in "${arms[@]}" "${extra[@]}"; do
+  n_seeds=$train_seeds
+  [[ $arm == *-r[0-9]* ]] && n_seeds=1
+  for ((s = 0; s < n_seeds; s++)); do
     dir=$out/train/$arm-s$s
     sum=$(sha256sum <"$out/$arm.jsonl")
     [[ -f $dir/report.json && $(cat "$dir/input.sha256" 2>/dev/null) == "$sum" ]] && continue
@@ -282,10 +295,10 @@ for arm in "${arms[@]}"; do
     echo "$sum" >"$dir/input.sha256"
   done
 done
-python3 - "$out" "$train_seeds" "${arms[@]}" <<'EOF'
+python3 - "$out" "$train_seeds" "$draws" "${arms[@]}" <<'EOF'
 import json, sys, statistics as st
-out, seeds, arms = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-def scores(arm):
+out, seeds, draws, arms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+def scores(arm, seeds=seeds):
     got = {}
     for s in range(seeds):
         r = json.load(open(f'{out}/train/{arm}-s{s}/report.json'))
@@ -304,6 +317,22 @@ for k in ('plain', 'coral'):
     v = m['dp-vote'][k]
     print(f"{k}: dp-vote / real-k = {v / m['real-k'][k]:.3f}; dp-vote / real-all = {v / m['real-all'][k]:.3f} "
           f"(goal ≥ 1 and ≥ 0.90); dp-vote − dp-novote = {v - m['dp-novote'][k]:+.3f} (goal ≥ +0.03)")
-json.dump({'accuracy': res, 'documents': n}, open(f'{out}/table.json', 'w'), indent=1)
+subsets = {}
+if draws > 1:
+    for a in ('dp-novote', 'real-k'):
+        got = [scores(a, 1)] + [scores(f'{a}-r{r}', 1) for r in range(1, draws)]
+        subsets[a] = {k: [g[k][0] for g in got] for k in ('plain', 'coral')}
+        print(f"{a}, {draws} subset draws (classifier seed 0): plain {fmt(subsets[a]['plain'])}, Deep CORAL {fmt(subsets[a]['coral'])}")
+forms = {}
+for a in ('dp-novote', 'dp-vote', 'nodp'):
+    lines = [json.loads(l) for l in open(f'{out}/{a}.jsonl') if l.strip()]
+    f = {}
+    for l in lines:
+        f[l.get('form', '?')] = f.get(l.get('form', '?'), 0) + 1
+    count = lambda u: len(u) if isinstance(u, list) else float(u)
+    used = [count(l['keyphrases_used']) / max(1, len(l['keyphrases'])) for l in lines if l.get('keyphrases_used') is not None and l.get('keyphrases')]
+    forms[a] = {'forms': f, 'keyphrases_used': st.mean(used) if used else None}
+    print(f"{a}: forms {f}; keyphrases used {forms[a]['keyphrases_used']:.0%}" if used else f"{a}: forms {f}")
+json.dump({'accuracy': res, 'documents': n, 'subset_draws': subsets, 'forms': forms}, open(f'{out}/table.json', 'w'), indent=1)
 EOF
 echo "train-on-synthetic benchmark took $((SECONDS - t0)) s (figures in $out/table.json)"
