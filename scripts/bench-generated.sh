@@ -42,8 +42,12 @@
 #   DPKPS_GEN_PROMPT    name (the default template, with the class name) or noname (without
 #                       it, as the paper's prompt) [name]
 #   DPKPS_GEN_TRAIN_SEEDS classifier seeds per arm (initial weights, minibatch order) [3]
-#   DPKPS_GEN_STOP      generate-only | score-only: stop after generation, or score what is on
-#                       disk (fewer documents than asked: K is lowered to what every class has)
+#   DPKPS_GEN_STOP      generate-only | score-only | cut: stop after generation; or score what is
+#                       on disk (fewer documents than asked: K is lowered to what every class
+#                       has); or, after the jobs were stopped (killed) and with no server on
+#                       the port, close them where they are: the pending documents are marked
+#                       failed (one attempt each, to the dead endpoint: nothing reaches a model),
+#                       synthetic.jsonl is written from the documents done, then scored
 #   DPKPS_GEN_OUT       output folder [target/bench-generated/seedS]
 #   DPKPS_LLM_ENDPOINT, DPKPS_LLM_MODEL  another OpenAI-compatible endpoint (its key, if any,
 #                       in DPKPS_LLM_KEY); by default the local model of scripts/local-llm.sh,
@@ -168,7 +172,23 @@ Write a realistic {doc_type} ({label}) of about 150 words, in two or three parag
 jobs=()
 for ((h = 0; h < cands; h++)); do jobs+=("dp$h"); done
 jobs+=(nodp)
-if [[ $stop != score-only ]]; then
+if [[ $stop == cut ]]; then
+  endpoint=${DPKPS_LLM_ENDPOINT:-http://127.0.0.1:${DPKPS_LLM_PORT:-8011}/v1}
+  model=${DPKPS_LLM_MODEL:-$(node -p "require('./tests/llm/model.json').id")}
+  ! curl -s --max-time 5 "$endpoint/models" >/dev/null 2>&1 || { echo "something answers at $endpoint: stop it before a cut" >&2; exit 2; }
+  for job in "${jobs[@]}"; do
+    [[ -f $out/gen/$job/synthetic.jsonl ]] && continue
+    # The prompts that reached the model: the audit's sending lines before the cut.
+    echo "$(grep -c '"phase":"sending"' "$out/gen/$job/audit.jsonl" || true)" >"$out/gen/$job/sent-before-cut"
+    check=()
+    [[ $reply_check == off ]] && check=(--no-reply-check)
+    "$bin" generate --sequences "$out/seq/$job.jsonl" --endpoint "$endpoint" --model "$model" \
+      --unrecorded-sequences --concurrency 1 --max-tokens "$max_tokens" --timeout 5 --attempts 1 --template "$template" "${check[@]}" \
+      --out-dir "$out/gen/$job" 2>>"$out/gen-$job.log" || true
+    [[ -f $out/gen/$job/synthetic.jsonl ]] || { echo "$job: no synthetic.jsonl after the cut (see $out/gen-$job.log)" >&2; exit 1; }
+  done
+  date -u +%FT%TZ >>"$out/generation-cut"
+elif [[ $stop != score-only ]]; then
   endpoint=${DPKPS_LLM_ENDPOINT:-}
   model=${DPKPS_LLM_MODEL:-}
   if [[ -z $endpoint ]]; then
@@ -209,7 +229,7 @@ if [[ $stop != score-only ]]; then
 fi
 sent=0
 for job in "${jobs[@]}"; do
-  n=$(grep -c '"phase":"sending"' "$out/gen/$job/audit.jsonl" || true)
+  n=$(cat "$out/gen/$job/sent-before-cut" 2>/dev/null || grep -c '"phase":"sending"' "$out/gen/$job/audit.jsonl" || true)
   echo "$job: $(wc -l <"$out/gen/$job/synthetic.jsonl") documents, $n prompts sent"
   sent=$((sent + n))
 done
