@@ -26,11 +26,9 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: (FileIn
     let (info, file) = &tuning;
     let mut tuning_corpus = read_matched(std::slice::from_ref(info), std::slice::from_ref(file), fields, vocab, Stage::Evaluate)?;
     // Without the ledger the check could not be recorded where the file overlaps: refused.
-    let store = Some(Store::open().await.map_err(at(Stage::Evaluate))?);
-    if let Some(store) = &store {
-        let local = super::local_key::local_keys(store).await.map_err(at(Stage::Evaluate))?;
-        tuning_corpus.key_with(&local);
-    }
+    let store = Store::open().await.map_err(at(Stage::Evaluate))?;
+    let local = super::local_key::local_keys(&store).await.map_err(at(Stage::Evaluate))?;
+    tuning_corpus.key_with(&local);
     let corpus = &tuning_corpus;
     if corpus.stats.classes.len() < 2 {
         return Err(Stop::Failed(Some(Stage::Evaluate), "the utility check needs a label column with at least two classes".into()));
@@ -47,23 +45,20 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: (FileIn
     progress(Stage::Evaluate, 0, 1);
     let ev = Evaluation::prepare(corpus, vocab, params, &mut rng, &mut |_, _, _| {}).map_err(at(Stage::Evaluate))?;
     let sources = sources::Sources { model, helpers, vectors, live };
-    let emb = sources::embeddings(sources, vocab, &ev.terms_to_embed(), store.as_ref(), &mut clock).await?.emb;
+    let emb = sources::embeddings(sources, vocab, &ev.terms_to_embed(), Some(&store), &mut clock).await?.emb;
     checkpoint(&mut clock).await?;
-    let report = ev
+    let mut report = ev
         .run(&emb, &mut rng, &mut |_, done, total| progress(Stage::Evaluate, done as u64, total as u64))
         .map_err(at(Stage::Evaluate))?;
-    let mut report = report;
-    if let Some(store) = &store {
-        let compared = report.arms.iter().map(|a| a.arm.as_str()).collect::<std::collections::BTreeSet<_>>().len();
-        let on = record_on_overlapping(store, &corpus.keys, &private.keys, compared).await.map_err(at(Stage::Evaluate))?;
-        if on > 0 {
-            report.note = format!(
-                "{} This tuning file shares documents or persons with {on} corpus(es) of this browser (the loaded one or one in the \
-                 ledger): the check is recorded there as a non-DP check, and their runs' reports count it. Tune on public data, \
-                 or on data that shares no patient with the corpus.",
-                report.note
-            );
-        }
+    let compared = report.arms.iter().map(|a| a.arm.as_str()).collect::<std::collections::BTreeSet<_>>().len();
+    let on = record_on_overlapping(&store, &corpus.keys, &private.keys, compared).await.map_err(at(Stage::Evaluate))?;
+    if on > 0 {
+        report.note = format!(
+            "{} This tuning file shares documents or persons with {on} corpus(es) of this browser (the loaded one or one in the \
+             ledger): the check is recorded there as a non-DP check, and their runs' reports count it. Tune on public data, \
+             or on data that shares no patient with the corpus.",
+            report.note
+        );
     }
     Ok(Event::Evaluated(report))
 }

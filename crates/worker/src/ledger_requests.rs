@@ -48,6 +48,9 @@ pub async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEven
             let overlapping = book.overlapping(&keys);
             let fps: Vec<String> = overlapping.iter().map(|(_, fp, _)| fp.clone()).collect();
             let holder = dpkps_core::ledger::Holder::Account(&name);
+            // As the run's report will count them: on this corpus, on corpora overlapping it and
+            // on overlapping tuning files (`LedgerBook::checks_touching`).
+            let (checks, _) = book.checks_touching(&keys.fingerprint, &[fps.clone(), book.tuning_overlapping(&keys)].concat());
             Ok(LedgerEvent::Status(AccountStatus {
                 spent: book.spent_for(holder, &keys.fingerprint, &fps),
                 budget: book.stored_budget(holder),
@@ -55,10 +58,8 @@ pub async fn ledger_request(req: Request, files: Vec<File>) -> Result<LedgerEven
                 corpus_spent: ledger.total_epsilon(),
                 corpus_runs: ledger.runs.len(),
                 overlaps: book.overlaps(&name, &keys).into_iter().map(|(_, o)| o).collect(),
-                // As the run's report will count them: on this corpus, on corpora overlapping
-                // it and on overlapping tuning files (`LedgerBook::checks_touching`).
-                non_dp_checks: book.checks_touching(&keys.fingerprint, &[fps.clone(), book.tuning_overlapping(&keys)].concat()).0.len(),
-                settings_compared: book.checks_touching(&keys.fingerprint, &[fps.clone(), book.tuning_overlapping(&keys)].concat()).0.iter().map(|c| c.settings_compared).sum(),
+                non_dp_checks: checks.len(),
+                settings_compared: checks.iter().map(|c| c.settings_compared).sum(),
                 name,
             }))
         }

@@ -146,6 +146,11 @@ impl LedgerBook {
         out
     }
 
+    /// The corpus keys some account holds an overlap sketch of.
+    fn sketched_corpora(&self) -> std::collections::BTreeSet<&str> {
+        self.accounts.values().flat_map(|a| a.corpora.iter()).filter(|c| !c.sketch.is_empty()).map(|c| c.fingerprint.as_str()).collect()
+    }
+
     /// ε that counts against `holder`'s budget for a run on the corpus `fingerprint` (module
     /// docs): each run counted once. A run an older version recorded without an account, on a
     /// corpus no account has sketched, counts against every budget: whether it overlaps this
@@ -156,8 +161,7 @@ impl LedgerBook {
             Holder::Account(a) => (Some(a), self.accounts.get(a).map(|x| x.corpora.iter().map(|c| c.fingerprint.as_str()).collect()).unwrap_or_default()),
             Holder::Corpus(_) => (None, Vec::new()),
         };
-        let sketched: std::collections::BTreeSet<&str> =
-            self.accounts.values().flat_map(|a| a.corpora.iter()).filter(|c| !c.sketch.is_empty()).map(|c| c.fingerprint.as_str()).collect();
+        let sketched = self.sketched_corpora();
         self.ledgers
             .values()
             .flat_map(|l| l.runs.iter().map(move |r| (l, r)))
@@ -195,8 +199,7 @@ impl LedgerBook {
         // version without an account, so never sketched; or recorded on another machine): its
         // runs count against this run's budget (`spent_for`), and so must its own limit, or a
         // new extract of the same records would start a fresh budget beside it.
-        let sketched: std::collections::BTreeSet<&str> =
-            self.accounts.values().flat_map(|a| a.corpora.iter()).filter(|c| !c.sketch.is_empty()).map(|c| c.fingerprint.as_str()).collect();
+        let sketched = self.sketched_corpora();
         for (fp, l) in &self.ledgers {
             let unknown = l.foreign || (!sketched.contains(fp.as_str()) && l.runs.iter().any(|r| r.account.is_none()));
             if let (true, Some(b)) = (fp != fingerprint && unknown && !l.runs.is_empty(), l.budget) {

@@ -480,8 +480,7 @@ impl LedgerBook {
                         s
                     }
                 };
-                let by_persons = if persons.is_empty() || c.persons.is_empty() { 0.0 } else { persons.overlap(&c.persons) };
-                Some((c.fingerprint.clone(), docs.overlap(&c.sketch).max(by_persons)))
+                Some((c.fingerprint.clone(), Sketch::larger_overlap((&docs, &persons), (&c.sketch, &c.persons))))
             })
             .collect();
         out.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -562,8 +561,9 @@ impl LedgerBook {
         if let Some(loaded) = loaded {
             let overlaps = tuning.fingerprint == loaded.fingerprint
                 || tuning.sketch_key.is_some_and(|k| {
-                    let by = |a: &[[u8; 32]], b: &[[u8; 32]]| if a.is_empty() || b.is_empty() { 0.0 } else { Sketch::of(&k, a).overlap(&Sketch::of(&k, b)) };
-                    by(&tuning.doc_hashes, &loaded.doc_hashes).max(by(&tuning.person_hashes, &loaded.person_hashes)) >= overlap::WARN_OVERLAP
+                    let sketches = |c: &crate::input::corpus::CorpusKeys| (Sketch::of(&k, &c.doc_hashes), Sketch::of(&k, &c.person_hashes));
+                    let (t, l) = (sketches(tuning), sketches(loaded));
+                    Sketch::larger_overlap((&t.0, &t.1), (&l.0, &l.1)) >= overlap::WARN_OVERLAP
                 });
             if overlaps && !on.contains(&loaded.fingerprint) {
                 on.push(loaded.fingerprint.clone());
@@ -594,10 +594,7 @@ impl LedgerBook {
         self.tuning
             .iter()
             .filter(|t| t.fingerprint != keys.fingerprint && !t.sketch.is_empty())
-            .filter(|t| {
-                let by_persons = if persons.is_empty() || t.persons.is_empty() { 0.0 } else { persons.overlap(&t.persons) };
-                docs.overlap(&t.sketch).max(by_persons) >= overlap::WARN_OVERLAP
-            })
+            .filter(|t| Sketch::larger_overlap((&docs, &persons), (&t.sketch, &t.persons)) >= overlap::WARN_OVERLAP)
             .map(|t| t.fingerprint.clone())
             .collect()
     }

@@ -100,6 +100,13 @@ impl Sketch {
         Sketch { values }
     }
 
+    /// The larger of two corpora's overlaps by documents and, where both have one, by persons:
+    /// `(documents, persons)` sketches of each, under the same key.
+    pub fn larger_overlap(a: (&Sketch, &Sketch), b: (&Sketch, &Sketch)) -> f64 {
+        let by_persons = if a.1.is_empty() || b.1.is_empty() { 0.0 } else { a.1.overlap(b.1) };
+        a.0.overlap(b.0).max(by_persons)
+    }
+
     /// No values: nothing was sketched (no person column), or the export dropped it.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()

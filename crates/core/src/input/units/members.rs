@@ -26,34 +26,14 @@ pub fn members(corpus: &MatchedCorpus, classes: &ClassSet) -> Vec<Member> {
     if corpus.persons.is_none() {
         return docs.iter().enumerate().map(|(i, d)| Member { class: classes.assign(d.label.as_deref()), docs: vec![i] }).collect();
     }
-    let mut order: Vec<u32> = Vec::new();
-    let mut of_person: Vec<Vec<usize>> = Vec::new();
-    let mut alone = Vec::new();
-    for (i, d) in docs.iter().enumerate() {
-        let Some(p) = d.person else {
-            alone.push(Member { class: classes.assign(d.label.as_deref()), docs: vec![i] });
-            continue;
-        };
-        let p = p as usize;
-        if p >= of_person.len() {
-            of_person.resize_with(p + 1, Vec::new);
-        }
-        if of_person[p].is_empty() {
-            order.push(p as u32);
-        }
-        of_person[p].push(i);
-    }
-    let mut out: Vec<Member> = order
+    let (persons, alone) = super::group_by_person(docs);
+    let mut out: Vec<Member> = persons
         .into_iter()
-        .map(|p| {
-            let mine = &of_person[p as usize];
-            let class_of: Vec<Option<usize>> = mine.iter().map(|&i| classes.assign(docs[i].label.as_deref())).collect();
-            match super::person_class(class_of.iter().copied()) {
-                Some(c) => Member { class: Some(c), docs: mine.iter().zip(&class_of).filter(|(_, k)| **k == Some(c)).map(|(&i, _)| i).collect() },
-                None => Member { class: None, docs: mine.clone() },
-            }
+        .map(|(_, mine)| {
+            let super::PersonClass { chosen, read, .. } = super::PersonClass::of(&mine, docs, classes);
+            Member { class: chosen, docs: read }
         })
         .collect();
-    out.extend(alone);
+    out.extend(alone.into_iter().map(|i| Member { class: classes.assign(docs[i].label.as_deref()), docs: vec![i] }));
     out
 }

@@ -93,36 +93,12 @@ pub fn unit_stats(corpus: &MatchedCorpus, classes: &ClassSet) -> Option<UnitStat
 /// The units and their stats. Documents without a person (none, when the column is set: the
 /// reader refuses them) would each be a unit of their own.
 fn person_units(docs: &[MatchedDoc], classes: &ClassSet, keep: usize) -> (Vec<MatchedDoc>, UnitStats) {
-    // Each person's documents, in corpus order; persons in the order of their first document.
-    let mut order: Vec<u32> = Vec::new();
-    let mut of_person: Vec<Vec<usize>> = Vec::new();
-    let mut alone: Vec<MatchedDoc> = Vec::new();
-    for (i, d) in docs.iter().enumerate() {
-        let Some(p) = d.person else {
-            alone.push(d.clone());
-            continue;
-        };
-        let p = p as usize;
-        if p >= of_person.len() {
-            of_person.resize_with(p + 1, Vec::new);
-        }
-        if of_person[p].is_empty() {
-            order.push(p as u32);
-        }
-        of_person[p].push(i);
-    }
-    let mut stats = UnitStats { persons: order.len(), ..UnitStats::default() };
-    let mut out = Vec::with_capacity(order.len() + alone.len());
-    for p in order {
-        let mine = &of_person[p as usize];
+    let (persons, alone) = group_by_person(docs);
+    let mut stats = UnitStats { persons: persons.len(), ..UnitStats::default() };
+    let mut out = Vec::with_capacity(persons.len() + alone.len());
+    for (p, mine) in persons {
         stats.most_documents = stats.most_documents.max(mine.len());
-        // Each document's declared class (None: of no declared class), looked up once.
-        let class_of: Vec<Option<usize>> = mine.iter().map(|&i| classes.assign(docs[i].label.as_deref())).collect();
-        let chosen = person_class(class_of.iter().copied());
-        let read: Vec<usize> = match chosen {
-            Some(c) => mine.iter().zip(&class_of).filter(|(_, k)| **k == Some(c)).map(|(&i, _)| i).collect(),
-            None => mine.clone(),
-        };
+        let PersonClass { class_of, chosen, read } = PersonClass::of(&mine, docs, classes);
         if class_of.iter().flatten().any(|&k| Some(k) != chosen) {
             stats.in_several_classes += 1;
         }
@@ -140,8 +116,53 @@ fn person_units(docs: &[MatchedDoc], classes: &ClassSet, keep: usize) -> (Vec<Ma
         }
         out.push(MatchedDoc { label: docs[read[0]].label.clone(), person: Some(p), terms });
     }
-    out.extend(alone);
+    out.extend(alone.into_iter().map(|i| docs[i].clone()));
     (out, stats)
+}
+
+/// Each person's documents (indices, in corpus order), persons in the order of their first
+/// document; and the documents without a person.
+pub(super) fn group_by_person(docs: &[MatchedDoc]) -> (Vec<(u32, Vec<usize>)>, Vec<usize>) {
+    let mut order: Vec<u32> = Vec::new();
+    let mut of_person: Vec<Vec<usize>> = Vec::new();
+    let mut alone = Vec::new();
+    for (i, d) in docs.iter().enumerate() {
+        let Some(p) = d.person else {
+            alone.push(i);
+            continue;
+        };
+        let p = p as usize;
+        if p >= of_person.len() {
+            of_person.resize_with(p + 1, Vec::new);
+        }
+        if of_person[p].is_empty() {
+            order.push(p as u32);
+        }
+        of_person[p].push(i);
+    }
+    (order.into_iter().map(|p| (p, std::mem::take(&mut of_person[p as usize]))).collect(), alone)
+}
+
+/// One person's class and the documents of theirs that are read.
+pub(super) struct PersonClass {
+    /// Each document's declared class (None: of no declared class), looked up once.
+    pub(super) class_of: Vec<Option<usize>>,
+    /// [`person_class`] of them.
+    pub(super) chosen: Option<usize>,
+    /// The documents in the chosen class (all of them when none is).
+    pub(super) read: Vec<usize>,
+}
+
+impl PersonClass {
+    pub(super) fn of(mine: &[usize], docs: &[MatchedDoc], classes: &ClassSet) -> PersonClass {
+        let class_of: Vec<Option<usize>> = mine.iter().map(|&i| classes.assign(docs[i].label.as_deref())).collect();
+        let chosen = person_class(class_of.iter().copied());
+        let read = match chosen {
+            Some(c) => mine.iter().zip(&class_of).filter(|(_, k)| **k == Some(c)).map(|(&i, _)| i).collect(),
+            None => mine.to_vec(),
+        };
+        PersonClass { class_of, chosen, read }
+    }
 }
 
 /// The class holding most of a person's documents (their classes in corpus order; `None` for
