@@ -2,7 +2,8 @@
 //! [`RunSettings`] field that holds its ε and its words in the report's guarantee.
 //! [`RunSettings::epsilon`], the planned ε ([`super::RunPlan::planned_epsilon`]) and
 //! [`super::report::PrivacyReport::new`] read it, so they cannot disagree about which mechanisms
-//! a run pays for; the ledger's check reads the stages ([`SpendStage::ALL`]).
+//! a run pays for; [`RunSettings::check`] checks every ε it names; the ledger's check reads the
+//! stages ([`SpendStage::ALL`]).
 //!
 //! A new mechanism: its `crate::dp` file (recording under a new [`SpendStage`]), the stage in
 //! `crate::ledger::SpendStage` (whereupon [`mechanism`] no longer compiles until it is given an
@@ -20,7 +21,12 @@ pub struct Mechanism {
     pub stage: SpendStage,
     /// The [`RunSettings`] field that holds its ε (as serialized, and as a `FieldError` names it).
     pub field: &'static str,
-    /// Its ε under these settings; `None` when the run does not use it (the class counts off).
+    /// Its ε's name in the settings' error messages.
+    pub name: &'static str,
+    /// Its ε as set (`None`: switched off); checked by [`RunSettings::check`] whenever it is set.
+    pub setting: fn(&RunSettings) -> Option<f64>,
+    /// Its ε under these settings; `None` when the run does not use it (the class counts off, or
+    /// nothing to apportion among fewer than two classes).
     pub epsilon: fn(&RunSettings) -> Option<f64>,
     /// Whether a run may reuse an earlier run's release of it (paid for there) instead of
     /// drawing it again: only the private vocabulary (`super::reuse`).
@@ -38,6 +44,8 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
         SpendStage::Vocabulary => Mechanism {
             stage,
             field: "eps_voc",
+            name: "ε_voc",
+            setting: |s| Some(s.eps_voc),
             epsilon: |s| Some(s.eps_voc),
             reusable: true,
             words: vocabulary_words,
@@ -45,6 +53,8 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
         SpendStage::Summary => Mechanism {
             stage,
             field: "eps_kde",
+            name: "ε_kde",
+            setting: |s| Some(s.eps_kde),
             epsilon: |s| Some(s.eps_kde),
             reusable: false,
             words: summary_words,
@@ -52,6 +62,8 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
         SpendStage::ClassCounts => Mechanism {
             stage,
             field: "eps_counts",
+            name: "ε of the class counts",
+            setting: |s| s.eps_counts,
             epsilon: |s| s.counts_epsilon(),
             reusable: false,
             words: class_counts_words,
@@ -144,6 +156,17 @@ mod tests {
         }
         let two = RunSettings { eps_counts: Some(0.1), classes: vec!["a".into()], other_class: Some("rest".into()), ..RunSettings::default() };
         assert_eq!(two.counts_epsilon(), Some(0.1));
+    }
+
+    #[test]
+    fn every_registered_epsilon_is_checked() {
+        for m in mechanisms() {
+            let errors = with_field(m.field, -1.0).check(None);
+            let mine: Vec<_> = errors.iter().filter(|e| e.field == m.field).collect();
+            assert_eq!(mine.len(), 1, "{}: {errors:?}", m.field);
+            assert!(mine[0].message.contains(m.name), "{}: {}", m.field, mine[0].message);
+        }
+        assert!(RunSettings::default().check(None).is_empty());
     }
 
     /// The guarantee's clauses as the report wrote them before the registry (kept here as the

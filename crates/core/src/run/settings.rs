@@ -173,11 +173,11 @@ impl RunSettings {
     pub fn check(&self, vocab_len: Option<usize>) -> Vec<FieldError> {
         let mut out = Vec::new();
         let vp = self.vocab_params();
-        if let Err(e) = crate::dp::check_epsilon("ε_voc", self.eps_voc) {
-            out.push(FieldError { field: "eps_voc", message: e.to_string() });
-        }
-        if let Err(e) = crate::dp::check_epsilon("ε_kde", self.eps_kde) {
-            out.push(FieldError { field: "eps_kde", message: e.to_string() });
+        // Every mechanism's ε, as set (the registry: a new mechanism is checked with no line here).
+        for m in super::mechanisms::mechanisms() {
+            if let Some(Err(e)) = (m.setting)(self).map(|eps| crate::dp::check_epsilon(m.name, eps)) {
+                out.push(FieldError { field: m.field, message: e.to_string() });
+            }
         }
         // The vocabulary checks, with a valid ε so that only N and S are judged here.
         let vp_fields = VocabParams { epsilon: 1.0, ..vp };
@@ -198,14 +198,10 @@ impl RunSettings {
             };
             out.push(FieldError { field, message: e.to_string() });
         }
-        if out.is_empty() {
+        // The noise scale is judged once the rest is valid (the class counts' ε aside: apart).
+        if out.iter().all(|e| e.field == "eps_counts") {
             if let Err(e) = self.summary_params().noise_scale() {
                 out.push(FieldError { field: "eps_kde", message: format!("ε_kde is too small for these I and L: {e}") });
-            }
-        }
-        if let Some(e) = self.eps_counts {
-            if let Err(e) = crate::dp::check_epsilon("ε of the class counts", e) {
-                out.push(FieldError { field: "eps_counts", message: e.to_string() });
             }
         }
         if let Some(b) = self.budget {
