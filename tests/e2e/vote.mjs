@@ -4,7 +4,7 @@
 // generation, the vote (the corpus read again and embedded in the worker, its ε recorded),
 // per-class figures before download, a corpus download holding exactly the kept documents per
 // class, the report and the ledger stating the vote's ε, and a second vote refused over the
-// budget. No request leaves the page's origin but the LLM's. Screenshots:
+// budget; then with a person column, one vote per patient and the report saying so. No request leaves the page's origin but the LLM's. Screenshots:
 // target/screenshots/vote-*.png.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,6 +20,11 @@ const rows = cardioPulmonaryRows(20);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-vote-'));
 const corpusPath = path.join(tmp, 'notes.csv');
 fs.writeFileSync(corpusPath, rows.map((r) => r.join(',')).join('\n') + '\n');
+// 20 other notes (no document in common with the first corpus, whose account's budget would
+// otherwise hold them too) of 5 patients, 4 each, 2 in each class: one unit (one vote) per patient.
+const personPath = path.join(tmp, 'patients.csv');
+const personRows = rows.map((r, i) => [r[0], r[1], r[2].replace('seen today', 'seen in clinic'), i === 0 ? 'patient' : `P-${(i - 1) % 5}`]);
+fs.writeFileSync(personPath, personRows.map((r) => r.join(',')).join('\n') + '\n');
 
 const server = await serveStatic(dist);
 const llm = await startLlmServer();
@@ -135,6 +140,46 @@ await runTests([
     const [dl2] = await Promise.all([page.waitForEvent('download'), page.click('#ledger-export')]);
     const after = fs.readFileSync(await dl2.path(), 'utf8').match(/"stage":\s*"vote"/g) ?? [];
     assert(after.length === 2, `the refused vote recorded nothing: ${after.length} vote spends`);
+    assert(problems.length === 0, problems.join('\n'));
+    await page.close();
+  }],
+  ['with a person column, each patient votes once and the report says the unit is the person', async () => {
+    page = await browser.context.newPage();
+    problems = guard(page, origin, { origins: [llm.origin] });
+    await page.goto(server.url);
+    await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+    await page.setInputFiles('#corpus-input', personPath);
+    await page.waitForSelector('table.preview', { timeout: 30_000 });
+    await page.selectOption('#person-col', 'patient');
+    await page.click('#load');
+    await page.waitForSelector('#summary', { timeout: 60_000 });
+    await page.check('#observed-labels input[data-label="cardiology"]');
+    await page.check('#observed-labels input[data-label="pulmonary"]');
+    // Another account: the first test's has a stored budget of 27, nearly spent.
+    for (const [id, v] of [['#account', 'patients'], ['#eps_voc', '20'], ['#top_n', '12'], ['#len', '4'], ['#per_class', '2'], ['#budget', '100']]) await page.fill(id, v);
+    await page.uncheck('#proportional');
+    await page.check('#vote');
+    await page.fill('#candidates_per_kept', '2');
+    await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 5_000 });
+    await page.click('#run');
+    await page.waitForSelector('#results, #error', { timeout: 120_000 });
+    assert(await page.locator('#error').count() === 0, await page.locator('#error').textContent().catch(() => ''));
+    await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout: 120_000 });
+    await page.fill('#llm-endpoint', llm.url);
+    await page.fill('#llm-model', 'test-model');
+    if (await page.locator('#include-noise').count()) await page.check('#include-noise');
+    await page.check('#reviewed');
+    await page.click('#send');
+    await page.waitForSelector('#gen-progress[data-done="8"][data-running="false"]', { timeout: 60_000 });
+    await page.waitForFunction(() => !document.querySelector('#vote-run')?.disabled, null, { timeout: 60_000 });
+    assert(/^Each person of the loaded corpus votes/.test(await textOf('#vote-cost')), await textOf('#vote-cost'));
+    await page.click('#vote-run');
+    await page.waitForSelector('#vote-panel[data-voted="true"]', { timeout: 120_000 });
+    const kept = (await download('#dl-corpus-jsonl')).trim().split('\n').map((l) => JSON.parse(l));
+    assert(kept.length === 4, `2 of 4 candidates kept in each class, got ${kept.length}`);
+    const html = await download('#dl-report-html');
+    assert(/privacy unit: person \(column “patient”\)\)/.test(html), 'the vote\'s unit is the person');
+    assert(!html.includes('P-3') && !html.includes(CANARY), 'no person id or canary in the report');
     assert(problems.length === 0, problems.join('\n'));
     await page.close();
   }],
