@@ -80,6 +80,7 @@ node tests/e2e/smoke.mjs
 node tests/e2e/app.mjs
 node tests/e2e/file.mjs
 node tests/e2e/person.mjs
+node tests/e2e/vote.mjs
 node tests/e2e/recipient.mjs
 
 lap "the local LLM (installed in the background since the start: node-llama-cpp's prebuilt CPU binary, the pinned model), its server's unit tests, then the app generating through the real model"

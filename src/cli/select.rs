@@ -15,7 +15,6 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use sha2::{Digest, Sha256};
 
 use super::args::corpus::{declared_classes, ClassArgs, CorpusArgs};
 use super::args::ledger::LedgerArgs;
@@ -97,17 +96,14 @@ fn read_candidates(generated: &Path, classes: &dpkps_core::input::classes::Class
     let bad = |message: String| CliError::Input { path: file.display().to_string(), message };
     let text = std::fs::read_to_string(&file).map_err(|e| bad(format!("cannot read: {e}")))?;
     let (mut out, mut other) = (Vec::new(), 0);
-    let mut hash = Sha256::new();
+    let mut all: Vec<(Option<String>, String)> = Vec::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let v: serde_json::Value = serde_json::from_str(line).map_err(|e| bad(format!("line {}: not JSON: {e}", n + 1)))?;
         let Some(doc) = v.get("text").and_then(|t| t.as_str()).filter(|t| !t.trim().is_empty()) else {
             return Err(bad(format!("line {}: no \"text\" to vote on", n + 1)));
         };
         let label = v.get("label").and_then(|l| l.as_str());
-        hash.update(label.unwrap_or("").as_bytes());
-        hash.update([0]);
-        hash.update(doc.as_bytes());
-        hash.update([b'\n']);
+        all.push((label.map(str::to_string), doc.to_string()));
         match classes.assign(label) {
             Some(class) => out.push(Candidate { line: line.to_string(), class, text: doc.to_string() }),
             None => other += 1,
@@ -116,7 +112,8 @@ fn read_candidates(generated: &Path, classes: &dpkps_core::input::classes::Class
     if out.is_empty() {
         return Err(bad("holds no candidate of a declared class: nothing to vote on".into()));
     }
-    Ok((out, other, dpkps_core::base::hex(&hash.finalize())))
+    let sha = dpkps_core::run::vote::candidates_sha256(all.iter().map(|(l, t)| (l.as_deref(), t.as_str())));
+    Ok((out, other, sha))
 }
 
 /// Where the candidates come from, for the report: a run's generated documents (the folder's
@@ -247,7 +244,9 @@ fn write_outputs(dir: &Path, out: &dpkps_core::run::vote::VoteOutput, candidates
         lines.push('\n');
     }
     write_file(&dir.join("kept.jsonl"), lines.as_bytes())?;
-    write_json(&dir.join("vote-report.json"), &serde_json::json!({ "vote": out.report, "candidates_from": from, "kept": kept.len() }))?;
+    // The same record the page adds to its privacy report (`PrivacyReport::vote`).
+    let record = dpkps_core::run::vote::VoteRecord { vote: out.report.clone(), candidates_from: from, kept: kept.len() };
+    write_json(&dir.join("vote-report.json"), &record)?;
     write_private_json(&dir.join("run.json"), &out.run)?;
     println!("DP vote {} (ε = {}, charged ε′ = {:.4}; noise scale {:.3} on each count):", out.report.run, out.report.epsilon, out.report.epsilon_charged, out.report.noise_scale);
     for c in &out.report.classes {

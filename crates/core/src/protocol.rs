@@ -131,6 +131,35 @@ pub enum Request {
     /// predict ([`Event::Epochs`] as it goes, then [`Event::Trained`]). Spends no ε; the documents
     /// stay in the page.
     Train { synthetic: DocSet, unlabelled: Option<DocSet>, test: Option<DocSet>, params: crate::adapt::TrainParams, compare: bool },
+    /// The DP vote over generated candidates (`crate::run::vote`) on the loaded corpus: the
+    /// candidates (documents the LLM wrote from a run's DP keyphrase sequences: DP outputs), the
+    /// settings of that run with `settings.vote` on (the class set, account and budget too), the
+    /// run that released the sequences, and the corpus files attached again (the worker keeps no
+    /// text: it reads them once more, refusing files that are not the corpus it loaded).
+    /// Recorded in the ledger as a run of its own before anything is drawn ([`Event::Voted`]).
+    Vote { files: Vec<FileInfo>, candidates: Vec<VoteCandidate>, settings: RunSettings, from_run: Option<String> },
+}
+
+/// One generated document the vote chooses among (public: a DP output).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VoteCandidate {
+    /// Its class's name (`None`: the document type of an unlabelled corpus's single class).
+    pub label: Option<String>,
+    pub text: String,
+}
+
+/// The vote's outcome for the page: DP outputs and public settings only (the noisy votes and
+/// what is kept; never a private vector or an exact count).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VoteResult {
+    /// As the privacy report of the kept documents states it (`dpkps select`'s vote-report.json).
+    pub record: crate::run::vote::VoteRecord,
+    /// The kept candidates: positions in the request's `candidates`, ascending.
+    pub kept: Vec<usize>,
+    /// Candidates of no declared class, left out of the vote (and of the kept documents).
+    pub other_class: usize,
+    /// ε spent on this corpus in this browser, the vote included.
+    pub epsilon_total: f64,
 }
 
 /// One set of documents of the recipient's mode: its files (attached to the request in this
@@ -245,6 +274,8 @@ pub enum Event {
     /// "plain") since the last such event (sent at most every ~100 ms, and when a model ends).
     Epochs { model: String, logs: Vec<crate::adapt::EpochLog> },
     Trained(Box<TrainResult>),
+    /// The DP vote's release, recorded in the ledger (`Request::Vote`).
+    Voted(Box<VoteResult>),
 }
 
 /// Counts of the loaded corpus, for the curator's eyes only (exact counts are not DP).
@@ -362,6 +393,20 @@ mod tests {
             helpers: 1,
         }));
         assert_eq!(serde_json::from_str::<Event>(&serde_json::to_string(&t).unwrap()).unwrap(), t);
+    }
+
+    #[test]
+    fn the_votes_messages_round_trip_as_json() {
+        let settings = RunSettings { vote: Some(crate::dp::vote::VotePlan::default()), ..RunSettings::default() };
+        let r = Request::Vote {
+            files: vec![FileInfo { name: "notes.csv".into(), size: 9 }],
+            candidates: vec![VoteCandidate { label: Some("a".into()), text: "A generated note.".into() }, VoteCandidate { label: None, text: "b".into() }],
+            settings,
+            from_run: None,
+        };
+        let j = serde_json::to_string(&r).unwrap();
+        assert!(j.contains("\"kind\":\"vote\"") && j.contains("\"eps_select\":1.0"), "{j}");
+        assert_eq!(serde_json::from_str::<Request>(&j).unwrap(), r);
     }
 
     #[test]

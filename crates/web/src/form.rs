@@ -4,6 +4,7 @@
 //! parsing is tested natively.
 
 use dpkps_core::dp::summary::{KeyphraseSampler, SummaryParams};
+use dpkps_core::dp::vote::{KeepMode, VotePlan};
 use dpkps_core::input::classes::ClassSet;
 use dpkps_core::protocol::{FieldError, RunSettings};
 
@@ -38,11 +39,20 @@ pub struct SettingsForm {
     pub proportional: bool,
     /// Whether the corpus was read with a label column: then the classes must be declared.
     pub labelled: bool,
+    /// The DP vote over the generated candidates (`RunSettings::vote`): on or off, ε_select, c
+    /// (candidates per kept document), the keep rule's name ([`KeepMode::name`]) and q.
+    pub vote: bool,
+    pub eps_select: String,
+    pub candidates_per_kept: String,
+    pub keep_mode: String,
+    pub sample_rate: String,
 }
 
 impl SettingsForm {
     /// The form showing `d` (nothing ticked, no label column yet).
     pub fn new(d: &RunSettings) -> Self {
+        // The vote's fields show its settings, or the defaults it would start with when off.
+        let v = d.vote.unwrap_or_default();
         SettingsForm {
             eps_voc: d.eps_voc.to_string(),
             eps_kde: d.eps_kde.to_string(),
@@ -62,6 +72,11 @@ impl SettingsForm {
             reuse_vocabulary: d.reuse_vocabulary,
             proportional: d.eps_counts.is_some(),
             labelled: false,
+            vote: d.vote.is_some(),
+            eps_select: v.eps_select.to_string(),
+            candidates_per_kept: v.candidates_per_kept.to_string(),
+            keep_mode: v.keep_mode.name().to_string(),
+            sample_rate: v.sample_rate.to_string(),
         }
     }
 
@@ -99,7 +114,20 @@ impl SettingsForm {
             reuse_vocabulary: self.reuse_vocabulary,
             eps_counts: self.proportional.then_some(RunSettings::DEFAULT_EPS_COUNTS),
             chosen_by_check: self.chosen_by_check.clone(),
+            vote: None,
             ..RunSettings::default()
+        };
+        // The vote's fields are read (and their errors shown) only when it is on.
+        let s = if self.vote {
+            let vote = VotePlan {
+                eps_select: float("eps_select", &self.eps_select, &mut errs),
+                candidates_per_kept: int("candidates_per_kept", &self.candidates_per_kept, &mut errs),
+                keep_mode: keep_mode(&self.keep_mode),
+                sample_rate: float("sample_rate", &self.sample_rate, &mut errs),
+            };
+            RunSettings { vote: Some(vote), ..s }
+        } else {
+            s
         };
         for e in s.check(vocab_len) {
             if !errs.iter().any(|x| x.field == e.field) {
@@ -130,6 +158,11 @@ pub fn class_names(text: &str) -> Vec<String> {
 /// The sampler named in the form; the default one for a name it does not know.
 pub fn sampler(name: &str) -> KeyphraseSampler {
     KeyphraseSampler::parse(name).unwrap_or(SummaryParams::DEFAULT_SAMPLER)
+}
+
+/// The keep rule named in the form; the default (the k best) for a name it does not know.
+pub fn keep_mode(name: &str) -> KeepMode {
+    KeepMode::ALL.into_iter().find(|m| m.name() == name.trim()).unwrap_or_default()
 }
 
 /// The sampler menu's entries, in order: every sampler's name.
@@ -352,6 +385,43 @@ mod tests {
         assert_eq!(fields(&errors(&clash, None)), ["classes"]);
         // The form's default name for it.
         assert_eq!(form().other_name, ClassSet::OTHER);
+    }
+
+    #[test]
+    fn the_vote_is_off_by_default_and_its_fields_are_read_only_when_on() {
+        assert_eq!(form().parse(None).unwrap().vote, None);
+        // Off: whatever its fields hold, nothing of them is read or refused.
+        let off = SettingsForm { eps_select: "x".into(), candidates_per_kept: "0".into(), ..form() };
+        assert_eq!(off.parse(None).unwrap().vote, None);
+        let on = SettingsForm { vote: true, eps_select: " 0.5 ".into(), candidates_per_kept: "3".into(), keep_mode: "proportional".into(), sample_rate: "0.5".into(), ..form() };
+        let s = on.parse(None).unwrap();
+        assert_eq!(s.vote, Some(VotePlan { eps_select: 0.5, candidates_per_kept: 3, keep_mode: KeepMode::Proportional, sample_rate: 0.5 }));
+        // The run draws c × the sequences per class; its own ε is unchanged, the vote's is planned apart.
+        assert_eq!((s.sequences_per_class(), s.epsilon()), (150, RunSettings::default().epsilon()));
+        assert!((s.epsilon_after_generation() - (0.5 * 0.5f64.exp_m1()).ln_1p()).abs() < 1e-9);
+        // A form showing settings with a vote parses back to them.
+        let back = SettingsForm::new(&s);
+        assert!(back.vote);
+        assert_eq!(back.parse(None), Ok(s));
+    }
+
+    #[test]
+    fn each_wrong_vote_field_is_named() {
+        let on = SettingsForm { vote: true, ..form() };
+        assert_eq!(on.parse(None).unwrap().vote, Some(VotePlan::default()));
+        for (field, f) in [
+            ("eps_select", SettingsForm { eps_select: "0".into(), ..on.clone() }),
+            ("eps_select", SettingsForm { eps_select: "one".into(), ..on.clone() }),
+            ("candidates_per_kept", SettingsForm { candidates_per_kept: "0".into(), ..on.clone() }),
+            ("candidates_per_kept", SettingsForm { candidates_per_kept: "1.5".into(), ..on.clone() }),
+            ("candidates_per_kept", SettingsForm { candidates_per_kept: (VotePlan::MAX_CANDIDATES_PER_KEPT + 1).to_string(), ..on.clone() }),
+            ("candidates_per_kept", SettingsForm { per_class: RunSettings::MAX_PER_CLASS.to_string(), ..on.clone() }),
+            ("sample_rate", SettingsForm { sample_rate: "0".into(), ..on.clone() }),
+            ("sample_rate", SettingsForm { sample_rate: "1.5".into(), ..on.clone() }),
+        ] {
+            assert_eq!(fields(&errors(&f, None)), [field], "{f:?}");
+        }
+        assert_eq!(keep_mode("no such rule"), KeepMode::Top);
     }
 
     #[test]

@@ -534,5 +534,7 @@ pub fn fixed3(x: f64) -> String {
     format!("{x:.3}")
 }
 
+pub mod vote;
+
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,7 @@
 //! requests ([`State`]) and the embedding helpers' start (`helpers_for`, `helpers_ready`). A
 //! run is the core's orchestration (`dpkps_core::run::execute`) over this worker's `Host`, built in
 //! [`run`]. Every other request has its own module ([`load`], [`model`], [`evaluate`],
-//! [`diagnostics`], [`ledger_requests`], [`replay`], [`recipient`]); what the jobs share is
+//! [`diagnostics`], [`ledger_requests`], [`replay`], [`recipient`], [`vote`]); what the jobs share is
 //! [`control`] (progress, cancelling, stopping: a leaf), [`assets`], [`sources`] and [`store`];
 //! the helper workers are [`helpers`]. The modules take the state from here; none of them
 //! imports another's job.
@@ -37,6 +37,7 @@ mod replay;
 mod run;
 mod sources;
 mod store;
+mod vote;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -211,6 +212,7 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
         Request::Train { synthetic, unlabelled, test, params, compare } => {
             recipient::train(&mut state, recipient::TrainAsk { synthetic, unlabelled, test, params, compare }, &files).await
         }
+        Request::Vote { files: infos, candidates, settings, from_run } => vote::vote(&mut state, vote::VoteAsk { files: infos, candidates, settings, from_run }, &files).await,
         Request::Cancel => Ok(Event::Cancelled),
         // Handled in `on_message`.
         Request::Account { .. } | Request::ExportLedger { .. } | Request::ImportLedger => Err(Stop::Failed(None, "internal: ledger request".into())),

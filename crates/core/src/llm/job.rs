@@ -131,7 +131,7 @@ impl Job {
         self.items.iter().map(|i| crate::llm::prompt::estimate_tokens(&i.messages)).sum()
     }
 
-    fn rows(&self) -> impl Iterator<Item = (&Item, &str)> {
+    pub fn rows(&self) -> impl Iterator<Item = (&Item, &str)> {
         self.items.iter().filter_map(|i| match self.outcomes.get(&i.index) {
             Some(Outcome::Done { text, .. }) => Some((i, text.as_str())),
             _ => None,

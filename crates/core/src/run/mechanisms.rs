@@ -33,6 +33,10 @@ pub struct Mechanism {
     pub reusable: bool,
     /// Its clause of the report's guarantee, given its ε: what it released and with what noise.
     pub words: fn(&RunSettings, &Run, f64) -> String,
+    /// Spent by a run of its own after generation, which these settings plan (the DP vote over
+    /// the generated candidates, `super::vote`): not in the release run's ε ([`mechanisms`])
+    /// but in what the settings plan in all ([`after_generation`], `RunSettings::epsilon_after_generation`).
+    pub after_generation: bool,
 }
 
 /// What `stage` costs a release run; `None` for a stage only a run of its own spends (the DP
@@ -49,6 +53,7 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
             epsilon: |s| Some(s.eps_voc),
             reusable: true,
             words: vocabulary_words,
+            after_generation: false,
         },
         SpendStage::Summary => Mechanism {
             stage,
@@ -58,6 +63,7 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
             epsilon: |s| Some(s.eps_kde),
             reusable: false,
             words: summary_words,
+            after_generation: false,
         },
         SpendStage::ClassCounts => Mechanism {
             stage,
@@ -67,17 +73,39 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
             epsilon: |s| s.counts_epsilon(),
             reusable: false,
             words: class_counts_words,
+            after_generation: false,
         },
-        // Runs of their own: the DP utility check, the DP vote over generated candidates
-        // (`super::vote`, after generation; its ε is the vote's, not a release run's).
-        SpendStage::UtilityCheck | SpendStage::Vote => return None,
+        // A run of its own after generation, planned with the run's settings (`RunSettings::vote`).
+        SpendStage::Vote => Mechanism {
+            stage,
+            field: "vote",
+            epsilon: |s| s.vote.map(|v| v.charged_epsilon()),
+            reusable: false,
+            words: vote_words,
+            after_generation: true,
+        },
+        // A run of its own whose ε follows from the settings it compares (`super::check`).
+        SpendStage::UtilityCheck => return None,
     })
 }
 
 /// Every mechanism of a release run, in the order of [`SpendStage::ALL`] (the order ε is added
 /// up in and the report states them).
 pub fn mechanisms() -> impl Iterator<Item = Mechanism> {
-    SpendStage::ALL.iter().filter_map(|&s| mechanism(s))
+    SpendStage::ALL.iter().filter_map(|&s| mechanism(s)).filter(|m| !m.after_generation)
+}
+
+/// The mechanisms the settings plan for after generation, each a run of its own (the DP vote).
+pub fn after_generation() -> impl Iterator<Item = Mechanism> {
+    SpendStage::ALL.iter().filter_map(|&s| mechanism(s)).filter(|m| m.after_generation)
+}
+
+/// The DP vote's clause: what it releases, with the ε the ledger charges.
+fn vote_words(settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
+    match settings.vote {
+        Some(v) => format!("ε_select = {epsilon} (the DP vote over generated candidates: {})", super::vote::mechanism_words(&v.params())),
+        None => String::new(),
+    }
 }
 
 /// The private vocabulary's clause of the guarantee, with the run that released it when this
@@ -136,6 +164,29 @@ mod tests {
         }
         let stages: Vec<SpendStage> = mechanisms().map(|m| m.stage).collect();
         assert_eq!(stages, [SpendStage::Vocabulary, SpendStage::Summary, SpendStage::ClassCounts]);
+        let after: Vec<(SpendStage, &str)> = after_generation().map(|m| (m.stage, m.field)).collect();
+        assert_eq!(after, [(SpendStage::Vote, "vote")]);
+        assert!(json.as_object().is_some_and(|o| !o.contains_key("vote")), "off by default, and not written then");
+    }
+
+    #[test]
+    fn the_vote_is_planned_after_generation_not_in_the_run() {
+        use crate::dp::vote::VotePlan;
+        let off = RunSettings { classes: vec!["a".into(), "b".into()], ..RunSettings::default() };
+        let vote = VotePlan { eps_select: 1.5, candidates_per_kept: 3, ..VotePlan::default() };
+        let on = RunSettings { vote: Some(vote), ..off.clone() };
+        // The release run's own ε and what it plans are unchanged; the vote is counted apart.
+        assert_eq!((on.epsilon(), on.planned_epsilon(false)), (off.epsilon(), off.planned_epsilon(false)));
+        assert_eq!((off.epsilon_after_generation(), on.epsilon_after_generation()), (0.0, 1.5));
+        assert_eq!((off.sequences_per_class(), on.sequences_per_class()), (50, 150));
+        // Subsampled: the charged ε′ = ln(1 + q(e^ε − 1)).
+        let sub = RunSettings { vote: Some(VotePlan { sample_rate: 0.25, ..vote }), ..off.clone() };
+        assert!((sub.epsilon_after_generation() - (0.25 * 1.5f64.exp_m1()).ln_1p()).abs() < 1e-9);
+        let m = mechanism(SpendStage::Vote).expect("the vote is registered");
+        let words = (m.words)(&on, &Run::new("a".into(), "now".into()), 1.5);
+        assert!(words.starts_with("ε_select = 1.5 (the DP vote") && words.contains("scale 1/ε = 0.6667"), "{words}");
+        let back: RunSettings = serde_json::from_str(&serde_json::to_string(&on).unwrap()).unwrap();
+        assert_eq!(back, on);
     }
 
     #[test]

@@ -107,6 +107,10 @@ pub struct PrivacyReport {
     /// the run's own report, written before anything was generated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_check: Option<ReplaySummary>,
+    /// The DP vote that chose which generated documents were kept (`super::vote`), as `dpkps
+    /// select` writes it in vote-report.json: a run of its own, with its ε. Absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vote: Option<super::vote::VoteRecord>,
 }
 
 impl PrivacyReport {
@@ -179,6 +183,7 @@ impl PrivacyReport {
             class_signals: signals.to_vec(),
             noise_dominated: signals.iter().filter(|s| s.noise_dominated).map(|s| class_name(&s.label)).collect(),
             replay_check: None,
+            vote: None,
         };
         report.count_checks(&ledger.utility_checks, 0);
         report
@@ -210,6 +215,13 @@ impl PrivacyReport {
     pub fn with_replay(json: &str, replay: ReplaySummary) -> Result<PrivacyReport, serde_json::Error> {
         let mut r: PrivacyReport = serde_json::from_str(json)?;
         r.replay_check = Some(replay);
+        Ok(r)
+    }
+
+    /// The report `json` (a run's, as written) with the DP vote that chose its kept documents.
+    pub fn with_vote(json: &str, vote: super::vote::VoteRecord) -> Result<PrivacyReport, serde_json::Error> {
+        let mut r: PrivacyReport = serde_json::from_str(json)?;
+        r.vote = Some(vote);
         Ok(r)
     }
 }
@@ -334,7 +346,7 @@ impl PrivacyReport {
             row("Sequences per class", match s.counts_epsilon() {
                 Some(e) => format!("{} on average, in proportion to DP class counts (ε = {e})", s.per_class),
                 None => s.per_class.to_string(),
-            }),
+            } + &s.vote.map_or(String::new(), |v| format!(", × {} candidates per kept document for the DP vote (ε_select = {})", v.candidates_per_kept, v.eps_select))),
             row("Sampler", s.sampler.name().to_string()),
             row("Vocabulary", if s.vocab_per_class { "per class (round robin)" } else { "global" }.to_string()),
             row("Classes", self.class_rule.clone()),
@@ -371,7 +383,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
 <h2>Parameters</h2><table>{params}</table>\
 <h2>Privacy ledger of this run</h2><table><tr><th>stage</th><th>mechanism</th><th>data</th><th>ε</th></tr>{spends}</table>\
 <h2>Inputs</h2><table>{vocab}{model}{classes}{seqs}</table>\
-{signals}{replay}<h2>Not in this report</h2><p>{not_included}</p><p>Method: {method}</p></body></html>",
+{signals}{replay}{vote}<h2>Not in this report</h2><p>{not_included}</p><p>Method: {method}</p></body></html>",
             generated = esc(&self.generated),
             format = esc(&self.format),
             headline = esc(&match &self.vocabulary_from {
@@ -404,6 +416,7 @@ table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-al
             method = esc(&self.method),
             signals = self.signals_html(),
             replay = self.replay_html(),
+            vote = self.vote_html(),
         )
     }
 }
@@ -425,6 +438,32 @@ impl PrivacyReport {
             r.params.ngram,
             r.params.rare_docs,
             r.params.flag_run
+        )
+    }
+
+    /// The DP vote, when the kept documents went through one: its guarantee, its ε and what
+    /// its release said per class (DP outputs).
+    fn vote_html(&self) -> String {
+        let Some(v) = &self.vote else { return String::new() };
+        let r = &v.vote;
+        let rows: String = r
+            .classes
+            .iter()
+            .map(|c| {
+                let share = c.share_captured.map_or("no vote above 0".to_string(), |s| format!("{:.0}%", 100.0 * s));
+                format!("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(&c.label), c.candidates, c.kept.len(), share, c.drew_none.len())
+            })
+            .collect();
+        format!(
+            "<h2>DP vote over the generated documents</h2><p>Run {} (privacy unit: {}): ε_select = {} (the ledger charged ε = {:.4}). {}.</p>\
+             <p class=\"big\">The kept documents: ε = {:.4} (this run's outputs plus the vote's).</p>\
+             <table><tr><th>class</th><th>candidates</th><th>kept</th><th>share of the noisy votes kept</th><th>drew none</th></tr>{rows}</table>",
+            esc(&r.run),
+            esc(&r.privacy_unit),
+            r.epsilon,
+            r.epsilon_charged,
+            esc(&r.mechanism),
+            self.epsilon_outputs.max(self.epsilon_run) + r.epsilon_charged,
         )
     }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::input::classes::{ClassSet, OtherLabels};
 use crate::dp::vocabulary::VocabParams;
 use crate::dp::summary::{SummaryParams, KeyphraseSampler};
+use crate::dp::vote::VotePlan;
 
 /// Everything the curator sets before a run. Checked field by field ([`RunSettings::check`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,6 +73,12 @@ pub struct RunSettings {
     /// (`crate::run::check`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen_by_check: Option<String>,
+    /// The DP vote over the generated candidates (`super::vote`, `crate::dp::vote`): a run of its
+    /// own after generation, planned here: the run then draws c × `per_class` sequences per
+    /// class ([`Self::sequences_per_class`]) and the planned ε counts ε_select
+    /// ([`Self::epsilon_after_generation`]). `None`: off (every generated document is kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vote: Option<VotePlan>,
 }
 
 fn yes() -> bool {
@@ -111,6 +118,7 @@ impl Default for RunSettings {
             budget: None,
             kde_terms_per_doc: None,
             chosen_by_check: None,
+            vote: None,
         }
     }
 }
@@ -209,6 +217,9 @@ impl RunSettings {
                 out.push(FieldError { field: "budget", message: e.to_string() });
             }
         }
+        if let Some(v) = &self.vote {
+            out.extend(vote_errors(v, self.per_class));
+        }
         if self.per_class == 0 || self.per_class > Self::MAX_PER_CLASS {
             out.push(FieldError {
                 field: "per_class",
@@ -280,6 +291,19 @@ impl RunSettings {
         super::mechanisms::mechanisms().filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
     }
 
+    /// ε the settings plan for runs of their own after generation ([`super::mechanisms::after_generation`]:
+    /// the DP vote's charged ε when it is on): not this run's, but the page counts it at the Run
+    /// button, since generating the vote's candidates is pointless without room for the vote.
+    pub fn epsilon_after_generation(&self) -> f64 {
+        super::mechanisms::after_generation().filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
+    }
+
+    /// Sequences drawn per class on average: `per_class`, times the candidates per kept document
+    /// when the DP vote is on (each is one prompt; the vote keeps one in c).
+    pub fn sequences_per_class(&self) -> usize {
+        self.per_class.saturating_mul(self.vote.map_or(1, |v| v.candidates_per_kept.max(1)))
+    }
+
     /// ε of the mechanisms a run may reuse from an earlier run instead of paying again (ε_voc):
     /// what [`Self::planned_epsilon`] leaves out and the report adds back for a reused release.
     pub fn reusable_epsilon(&self) -> f64 {
@@ -287,6 +311,30 @@ impl RunSettings {
     }
 }
 
+/// The vote's settings, each wrong one named by its form field (`eps_select`,
+/// `candidates_per_kept`, `sample_rate`).
+fn vote_errors(v: &VotePlan, per_class: usize) -> Vec<FieldError> {
+    let mut out = Vec::new();
+    if let Err(e) = crate::dp::check_epsilon("ε_select", v.eps_select) {
+        out.push(FieldError { field: "eps_select", message: e.to_string() });
+    }
+    let c = v.candidates_per_kept;
+    if !(1..=VotePlan::MAX_CANDIDATES_PER_KEPT).contains(&c) {
+        out.push(FieldError {
+            field: "candidates_per_kept",
+            message: format!("candidates per kept document = {c}: must be between 1 and {}", VotePlan::MAX_CANDIDATES_PER_KEPT),
+        });
+    } else if per_class.saturating_mul(c) > RunSettings::MAX_PER_CLASS {
+        out.push(FieldError {
+            field: "candidates_per_kept",
+            message: format!("{per_class} sequences per class × {c} candidates is above {}", RunSettings::MAX_PER_CLASS),
+        });
+    }
+    if !(v.sample_rate > 0.0 && v.sample_rate <= 1.0) {
+        out.push(FieldError { field: "sample_rate", message: format!("the share of units that vote = {}: must be above 0 and at most 1", v.sample_rate) });
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {

@@ -386,7 +386,7 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     let release = summaries(plan, corpus, &docs, &pv, &vectors, &mut rec, host, rng).await?;
 
     host.stage_started(Stage::Sample);
-    let sampled = sample(&release, &vectors.emb, plan.settings.per_class, rng).map_err(|e| host.fail(Some(Stage::Sample), e))?;
+    let sampled = sample(&release, &vectors.emb, plan.settings.sequences_per_class(), rng).map_err(|e| host.fail(Some(Stage::Sample), e))?;
     host.stage_done(Stage::Sample, sampled.note());
     let Sampled { sequences, signals } = sampled;
 

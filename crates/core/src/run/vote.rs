@@ -68,6 +68,27 @@ pub struct VoteSettings {
     pub mode: KeepMode,
 }
 
+impl From<crate::dp::vote::VotePlan> for VoteSettings {
+    /// The vote a run planned (`RunSettings::vote`): one kept per c candidates of each class.
+    fn from(p: crate::dp::vote::VotePlan) -> VoteSettings {
+        VoteSettings { params: p.params(), keep: KeepRule::CandidatesPerKept(p.candidates_per_kept), mode: p.keep_mode }
+    }
+}
+
+/// What embeds the private documents: one vector per document index, each a function of that
+/// document's text alone (module docs). A closure is one (the CLI, the tests); the page's worker
+/// embeds asynchronously (helper workers, progress, Cancel).
+#[allow(async_fn_in_trait)]
+pub trait DocumentEmbedder {
+    async fn embed_documents(&mut self, docs: &[usize]) -> Result<Vec<Vec<f32>>, RunError>;
+}
+
+impl<F: FnMut(&[usize]) -> Result<Vec<Vec<f32>>, RunError>> DocumentEmbedder for F {
+    async fn embed_documents(&mut self, docs: &[usize]) -> Result<Vec<Vec<f32>>, RunError> {
+        self(docs)
+    }
+}
+
 /// What the vote reads: the corpus (labels, persons, keys: the ledger's corpus), the public
 /// candidates per declared class, and what ties them to their origin (`candidates_from`).
 pub struct VoteInputs<'a> {
@@ -92,6 +113,32 @@ pub struct VoteReport {
     pub privacy_unit: String,
     pub mechanism: String,
     pub classes: Vec<ClassOutcome>,
+}
+
+/// The vote as the report of its kept documents states it: `dpkps select` writes this as
+/// vote-report.json; the page adds it to the privacy report (`PrivacyReport::vote`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VoteRecord {
+    pub vote: VoteReport,
+    /// What was voted on (`VoteInputs::candidates_from`).
+    pub candidates_from: serde_json::Value,
+    /// Documents kept, over every class.
+    pub kept: usize,
+}
+
+/// What a vote's spends name as its candidates (`candidates_from.sha256`): a SHA-256 of every
+/// candidate's label (empty when none) and text, in order; `dpkps select` over its file's lines,
+/// the page over the documents it sends.
+pub fn candidates_sha256<'a>(candidates: impl IntoIterator<Item = (Option<&'a str>, &'a str)>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for (label, text) in candidates {
+        hash.update(label.unwrap_or("").as_bytes());
+        hash.update([0]);
+        hash.update(text.as_bytes());
+        hash.update([b'\n']);
+    }
+    crate::base::hex(&hash.finalize())
 }
 
 /// A finished vote: its ledger entry and its release.
@@ -140,7 +187,7 @@ pub async fn vote<H: Host>(
     plan: &RunPlan,
     inputs: VoteInputs<'_>,
     settings: &VoteSettings,
-    embed: &mut dyn FnMut(&[usize]) -> Result<Vec<Vec<f32>>, RunError>,
+    embed: &mut impl DocumentEmbedder,
     host: &mut H,
     rng: &mut SecureRng,
 ) -> Result<VoteOutput, H::Error> {
@@ -173,7 +220,7 @@ pub async fn vote<H: Host>(
     let coins = vote::coins(voters.len(), settings.params.sample_rate, rng).map_err(|e| host.fail(Some(Stage::Vote), e.into()))?;
     let voting: Vec<&crate::input::units::Member> = voters.iter().zip(&coins).filter(|(_, &c)| c).map(|(m, _)| m).collect();
     let docs: Vec<usize> = voting.iter().flat_map(|m| m.docs.iter().copied()).collect();
-    let vectors = embed(&docs).map_err(|e| host.fail(Some(Stage::Vote), e))?;
+    let vectors = embed.embed_documents(&docs).await.map_err(|e| host.fail(Some(Stage::Vote), e))?;
     if vectors.len() != docs.len() {
         return Err(host.fail(Some(Stage::Vote), RunError::Refused(format!("{} vectors for {} documents", vectors.len(), docs.len()))));
     }

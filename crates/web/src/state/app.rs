@@ -39,6 +39,8 @@ pub enum Job {
     Evaluate,
     /// The replay check (`super::replay`).
     Replay,
+    /// The DP vote over the generated documents (`super::vote`).
+    Vote,
 }
 
 /// Sets `stage`'s state in a job's stage list (appended if it is not there yet).
@@ -179,6 +181,12 @@ pub struct AppState {
     pub replay_progress: RwSignal<Option<(u64, u64)>>,
     pub replay_error: RwSignal<Option<String>>,
     pub drop_flagged: RwSignal<bool>,
+    /// The DP vote over the generated documents (`super::vote`): its last result (a DP output;
+    /// memory only), the vote sent, its progress (documents embedded, of) and why it failed.
+    pub vote: RwSignal<Option<super::vote::VoteShown>>,
+    pub vote_for: RwSignal<Option<super::vote::VoteAsk>>,
+    pub vote_progress: RwSignal<Option<(u64, u64)>>,
+    pub vote_error: RwSignal<Option<String>>,
 }
 
 impl AppState {
@@ -214,6 +222,10 @@ impl AppState {
             replay_progress: RwSignal::new(None),
             replay_error: RwSignal::new(None),
             drop_flagged: RwSignal::new(true),
+            vote: RwSignal::new(None),
+            vote_for: RwSignal::new(None),
+            vote_progress: RwSignal::new(None),
+            vote_error: RwSignal::new(None),
         }
     }
 
@@ -221,6 +233,14 @@ impl AppState {
     /// vocabulary (the worker checks again, against its memory and the ledger).
     pub fn planned_epsilon(&self, s: &RunSettings) -> f64 {
         s.planned_epsilon(self.last_finished.get().is_some_and(|earlier| s.reuses_vocabulary_of(&earlier)))
+    }
+
+    /// What the settings plan in all: the run's ε ([`Self::planned_epsilon`]) and the DP vote's
+    /// after generation (`RunSettings::epsilon_after_generation`, from the registry of
+    /// mechanisms): the Run button holds both to the budget, since candidates generated for a
+    /// vote the budget cannot pay for would be wasted prompts.
+    pub fn planned_in_all(&self, s: &RunSettings) -> f64 {
+        self.planned_epsilon(s) + s.epsilon_after_generation()
     }
 
     /// Shows the last run's DP outputs again after a reload (the embedding counts, never

@@ -14,6 +14,9 @@ impl AppState {
             Event::Ready => self.worker_ready.set(true),
             // The replay check shows its progress in the Generate card, not among the stages.
             Event::Progress { stage: Stage::Replay, done, total } => self.replay_progress.set(Some((done, total))),
+            // The vote shows its progress in the Generate card too; its model stage is not a run's.
+            Event::Progress { stage: Stage::Vote, done, total } => self.vote_progress.set(Some((done, total))),
+            Event::Progress { .. } | Event::StageDone { .. } if self.job.get_untracked() == Some(super::app::Job::Vote) => {}
             Event::Progress { stage, done, total } => set_stage(self.stages, stage, StageState::Running { done, total }),
             Event::StageDone { stage, seconds, note } => set_stage(self.stages, stage, StageState::Done { seconds, note }),
             Event::Inspected(p) => {
@@ -52,11 +55,22 @@ impl AppState {
                     self.summary.set(Some(CorpusSummary { spent_before: spent, earlier_runs: s.earlier_runs + 1, ..s }));
                 }
             }
+            Event::Cancelled if self.job.get_untracked() == Some(super::app::Job::Vote) => {
+                self.vote_progress.set(None);
+                self.vote_error.set(Some("Cancelled. If the vote's ε was already recorded, it stays in the ledger.".into()));
+                self.job.set(None);
+            }
             Event::Cancelled => {
                 self.job.set(None);
                 mark_running_failed(self.stages);
                 self.error.set(Some("Cancelled. ε already spent by finished DP stages stays in the ledger.".into()));
             }
+            Event::Failed { stage: Some(Stage::Vote), message } => {
+                self.vote_progress.set(None);
+                self.vote_error.set(Some(message));
+                self.job.set(None);
+            }
+            Event::Voted(r) => self.voted(*r),
             Event::Failed { stage: Some(Stage::Replay), message } => {
                 self.replay_progress.set(None);
                 self.replay_error.set(Some(message));
@@ -65,6 +79,13 @@ impl AppState {
             Event::Failed { stage, message } => {
                 if self.job.get_untracked() == Some(super::app::Job::Replay) {
                     self.replay_progress.set(None);
+                }
+                if self.job.get_untracked() == Some(super::app::Job::Vote) {
+                    // A failure before the vote's own stage (no corpus loaded, the model).
+                    self.vote_progress.set(None);
+                    self.vote_error.set(Some(message));
+                    self.job.set(None);
+                    return;
                 }
                 if let Some(stage) = stage {
                     set_stage(self.stages, stage, StageState::Failed);

@@ -162,7 +162,7 @@ impl LedgerState {
     /// an unconfirmed raise of the stored one, or if the run would take the account over its
     /// budget (`ledger::budget`'s rules). The worker checks again against what is recorded then.
     pub fn with_account(&self, app: AppState, parsed: Result<RunSettings, Vec<FieldError>>) -> Result<RunSettings, Vec<FieldError>> {
-        self.with_account_for(parsed, |s| app.planned_epsilon(s))
+        self.with_account_for(parsed, |s| app.planned_in_all(s))
     }
 
     /// [`Self::with_account`] for a job that records `planned(settings)` (a run, or the DP
@@ -220,11 +220,16 @@ impl LedgerState {
     pub fn ledger_note(&self, app: AppState, parsed: &Result<RunSettings, Vec<FieldError>>) -> Option<String> {
         let s = app.summary.get()?;
         let settings = parsed.as_ref().ok().map(|p| RunSettings { account: self.account_name(), ..p.clone() });
+        let vote = settings.as_ref().map_or(0.0, RunSettings::epsilon_after_generation);
         let planned = settings.map(|p| {
             let e = app.planned_epsilon(&p);
             (e, e < p.epsilon())
         });
-        Some(text::ledger_note(&s, planned))
+        let vote_note = match planned {
+            Some((run, _)) if vote > 0.0 => text::vote::planned_note(run, vote),
+            _ => String::new(),
+        };
+        Some(text::ledger_note(&s, planned) + &vote_note)
     }
 
     /// Exports the ledger (the worker answers with the JSON, downloaded in [`Self::apply`]).

@@ -2,7 +2,7 @@
 //! [`app::AppState`] is the corpus, the settings form and the worker's progress (with
 //! [`check`], the DP utility check);
 //! [`ledger::LedgerState`] the budget account and the ledger; [`generate::GenState`] the LLM
-//! step; [`replay`] the replay check of its documents (signals of `AppState`: it is a worker job); [`recipient::RecipientState`] the page's second mode, "Use a synthetic corpus". Each is provided as a context by `App`; the getters below fetch them in views.
+//! step; [`replay`] the replay check of its documents and [`vote`] the DP vote over them (signals of `AppState`: worker jobs); [`recipient::RecipientState`] the page's second mode, "Use a synthetic corpus". Each is provided as a context by `App`; the getters below fetch them in views.
 
 pub mod app;
 pub mod check;
@@ -12,6 +12,7 @@ pub mod ledger;
 pub mod recipient;
 pub mod replay;
 pub mod settings;
+pub mod vote;
 
 use leptos::prelude::*;
 

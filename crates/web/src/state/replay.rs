@@ -185,20 +185,25 @@ impl AppState {
         w
     }
 
-    /// The job as the corpus downloads write it.
+    /// The job as the corpus downloads write it: without what the replay check flagged (when
+    /// left out) and, after a DP vote, without what the vote did not keep (`super::vote`).
     pub fn downloadable(&self, job: &Job) -> Job {
-        job.without(&self.replay_dropped(job))
+        let mut dropped = self.replay_dropped(job);
+        dropped.extend(self.vote_dropped(job));
+        job.without(&dropped)
     }
 
     /// The privacy report that goes with the downloads (JSON): the run's, with the counts of
-    /// the last check of the documents (and how many were generated after it), if any.
+    /// the last check of the documents (and how many were generated after it), if any, and the
+    /// DP vote that chose the kept documents, if any.
     pub fn report_for_download(&self, job: &Job) -> String {
-        let Some(r) = self.last_replay(job) else { return job.report.clone() };
+        let Some(r) = self.last_replay(job) else { return self.with_vote(job, job.report.clone()) };
         let summary = r.check.summary(self.drop_flagged.get()).with_unchecked(self.replay_unchecked(job));
-        PrivacyReport::with_replay(&job.report, summary)
+        let json = PrivacyReport::with_replay(&job.report, summary)
             .ok()
             .and_then(|r| serde_json::to_string(&r).ok())
-            .unwrap_or_else(|| job.report.clone())
+            .unwrap_or_else(|| job.report.clone());
+        self.with_vote(job, json)
     }
 }
 

@@ -37,6 +37,12 @@ pub struct SettingsFields {
     /// Whether the corpus was read with a label column (set by `AppState::load`): then the
     /// classes must be declared; without one, the run has a single class.
     pub labelled: RwSignal<bool>,
+    /// The DP vote over the generated candidates (`form::SettingsForm::vote`).
+    pub vote: RwSignal<bool>,
+    pub eps_select: RwSignal<String>,
+    pub candidates_per_kept: RwSignal<String>,
+    pub keep_mode: RwSignal<String>,
+    pub sample_rate: RwSignal<String>,
 }
 
 impl SettingsFields {
@@ -61,6 +67,11 @@ impl SettingsFields {
             reuse_vocabulary: RwSignal::new(f.reuse_vocabulary),
             proportional: RwSignal::new(f.proportional),
             labelled: RwSignal::new(f.labelled),
+            vote: RwSignal::new(f.vote),
+            eps_select: RwSignal::new(f.eps_select),
+            candidates_per_kept: RwSignal::new(f.candidates_per_kept),
+            keep_mode: RwSignal::new(f.keep_mode),
+            sample_rate: RwSignal::new(f.sample_rate),
         }
     }
 
@@ -137,6 +148,11 @@ impl SettingsFields {
             reuse_vocabulary: self.reuse_vocabulary.get(),
             proportional: self.proportional.get(),
             labelled: self.labelled.get(),
+            vote: self.vote.get(),
+            eps_select: self.eps_select.get(),
+            candidates_per_kept: self.candidates_per_kept.get(),
+            keep_mode: self.keep_mode.get(),
+            sample_rate: self.sample_rate.get(),
         }
     }
 

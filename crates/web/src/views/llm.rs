@@ -7,6 +7,7 @@ use wasm_bindgen::JsCast;
 use dpkps_core::llm::Job;
 use crate::io::download;
 use crate::views::replay::ReplayPanel;
+use crate::views::vote::VotePanel;
 use crate::state::{app, gen};
 use crate::text;
 
@@ -81,6 +82,7 @@ pub fn Generate() -> impl IntoView {
                 {move || g.error.get().map(|e| view! { <p class="field-error" role="alert">{e}</p> })}
                 <JobProgress />
                 <Show when=move || g.job.get().is_some()>
+                    <VotePanel />
                     <ReplayPanel />
                 </Show>
             </section>
@@ -233,6 +235,9 @@ fn Leaves(job: Job) -> impl IntoView {
                 {summary}
                 {ending}
             </p>
+            {crate::state::vote::planned(&job).map(|(_, v)| view! {
+                <p id="leaves-vote">{text::vote::leaves_note(n, v.candidates_per_kept)}</p>
+            })}
             <p class="hint">"The first prompts, exactly as they will be sent:"</p>
             <pre id="prompt-sample">{first}</pre>
             <details>
@@ -308,7 +313,8 @@ fn JobProgress() -> impl IntoView {
 fn Downloads() -> impl IntoView {
     let app = app();
     let g = gen();
-    let checking = move || app.replay_running();
+    // What the corpus downloads hold follows the replay check's flags and the vote's choice.
+    let checking = move || app.replay_running() || app.vote_running();
     view! {
         <button id="dl-corpus-jsonl" prop:disabled=checking on:click=move |_| { g.with_job(|j| download::corpus_jsonl(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (JSONL)"</button>
         <button id="dl-corpus-csv" prop:disabled=checking on:click=move |_| { g.with_job(|j| download::corpus_csv(&untrack(|| app.downloadable(j)))); }>"Synthetic corpus (CSV)"</button>

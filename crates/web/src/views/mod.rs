@@ -18,6 +18,7 @@ pub mod settings_fields;
 pub mod summary;
 pub mod upload;
 pub mod utility;
+pub mod vote;
 
 /// The files of a file input or a drop.
 fn files_of(list: Option<web_sys::FileList>) -> Vec<web_sys::File> {

@@ -7,7 +7,7 @@ use crate::state::{app, ledger};
 
 use super::classes::ClassesField;
 use super::ledger::{ChecksNote, FileStorageNote, TuningCheck};
-use super::settings_fields::{NumberField, ProportionalField, ReuseVocabularyField, SamplerField, VocabPerClassField};
+use super::settings_fields::{NumberField, ProportionalField, ReuseVocabularyField, SamplerField, VocabPerClassField, VoteFields};
 
 #[component]
 pub fn Privacy() -> impl IntoView {
@@ -48,6 +48,7 @@ pub fn Privacy() -> impl IntoView {
                     <VocabPerClassField />
                     <ReuseVocabularyField />
                     <ProportionalField />
+                    <VoteFields errors=errors />
                 </div>
                 <RaiseBudget />
                 <ClassesField errors=errors />

@@ -89,3 +89,39 @@ pub fn ProportionalField() -> impl IntoView {
     );
     view! { <CheckField id="proportional" label="Class proportions (DP)" help=help value=app().settings.proportional /> }
 }
+
+/// The DP vote over the generated candidates (`RunSettings::vote`): on or off, and when on its
+/// ε_select, candidates per kept document, keep rule and share of units that vote, with the
+/// extra prompts it costs and when its ε is spent (`text::vote::settings_note`).
+#[component]
+pub fn VoteFields(errors: Signal<Vec<FieldError>>) -> impl IntoView {
+    let app = app();
+    let f = app.settings;
+    let help = "After generation, your corpus votes (with noise) for the generated documents nearest its own; only those are kept. \
+                Costs ε_select and c − 1 more prompts per kept document.";
+    let note = move || {
+        let s = app.parsed_settings().ok()?;
+        let v = s.vote?;
+        let classes = s.class_set(f.labelled.get()).map(|c| c.len()).unwrap_or(1);
+        Some(crate::text::vote::settings_note(&v, s.per_class, classes))
+    };
+    view! {
+        <CheckField id="vote" label="DP vote over generated documents" help=help.to_string() value=f.vote />
+        <Show when=move || f.vote.get()>
+            <NumberField id="eps_select" label="ε_select" help="the vote's noise (1/ε on every vote count)" value=f.eps_select errors=errors />
+            <NumberField id="candidates_per_kept" label="Candidates per kept document" help="c: the run draws c × the sequences; one in c is kept" value=f.candidates_per_kept errors=errors />
+            <NumberField id="sample_rate" label="Share of units that vote" help="q ≤ 1: each by its own coin; below 1 costs less ε and embeds fewer documents" value=f.sample_rate errors=errors />
+            <label class="field">
+                <span class="name">"Keep rule"</span>
+                <select id="keep_mode" on:change=move |ev| f.keep_mode.set(event_target_value(&ev))>
+                    {dpkps_core::dp::vote::KeepMode::ALL
+                        .into_iter()
+                        .map(|m| view! { <option value=m.name() selected=move || f.keep_mode.get() == m.name()>{m.name()}</option> })
+                        .collect_view()}
+                </select>
+                <span class="help">"top: the best noisy counts; proportional: drawn in proportion to them"</span>
+            </label>
+        </Show>
+        {move || note().map(|n| view! { <p class="hint span-all" id="vote-note">{n}</p> })}
+    }
+}

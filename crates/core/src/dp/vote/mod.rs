@@ -110,6 +110,47 @@ impl VoteParams {
     }
 }
 
+/// The vote as a run plans it (`crate::run::RunSettings::vote`): its public settings, chosen
+/// before the run so that the run draws c × its sequences per class (the candidates), the
+/// planned ε counts the vote's, and the curator sees the extra prompts before any is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VotePlan {
+    /// ε of the vote's noise (ε_select).
+    pub eps_select: f64,
+    /// c: candidates generated per kept document; one in c of each class's candidates is kept.
+    pub candidates_per_kept: usize,
+    #[serde(default)]
+    pub keep_mode: KeepMode,
+    /// q: the share of units that vote (1: every unit).
+    #[serde(default = "every_unit")]
+    pub sample_rate: f64,
+}
+
+fn every_unit() -> f64 {
+    1.0
+}
+
+impl Default for VotePlan {
+    /// ε_select = 1 (as in `docs/utility.md`'s measurements), two candidates per kept document.
+    fn default() -> Self {
+        VotePlan { eps_select: 1.0, candidates_per_kept: 2, keep_mode: KeepMode::Top, sample_rate: 1.0 }
+    }
+}
+
+impl VotePlan {
+    /// The most candidates per kept document the settings accept (each is one more prompt).
+    pub const MAX_CANDIDATES_PER_KEPT: usize = 20;
+
+    pub fn params(&self) -> VoteParams {
+        VoteParams { epsilon: self.eps_select, sample_rate: self.sample_rate }
+    }
+
+    /// What the ledger charges for the vote (`VoteParams::charged_epsilon`).
+    pub fn charged_epsilon(&self) -> f64 {
+        self.params().charged_epsilon()
+    }
+}
+
 /// The public candidates: per declared class (in the class set's order), unit-length vectors.
 #[derive(Debug, Clone)]
 pub struct Candidates {

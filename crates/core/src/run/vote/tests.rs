@@ -157,3 +157,46 @@ fn a_vote_over_budget_is_refused_before_anything_is_embedded_and_subsampling_cha
     assert!(block_on(vote(&plan(settings(9.0), true).unwrap(), three, &sub, &mut embed, &mut host, &mut rng)).is_err());
     assert_eq!(book.borrow().ledger("fp").runs.len(), 1);
 }
+
+#[test]
+fn the_report_of_the_kept_documents_states_the_vote_and_its_epsilon() {
+    use crate::dp::vote::VotePlan;
+    use crate::ledger::Ledger;
+    use crate::run::report::{Checked, PrivacyReport};
+    // The vote a run planned: one kept per c candidates, c from the settings.
+    let plan_vote = VotePlan { eps_select: 2.0, candidates_per_kept: 2, keep_mode: KeepMode::Top, sample_rate: 1.0 };
+    let vs = VoteSettings::from(plan_vote);
+    assert_eq!((vs.keep, vs.params.epsilon), (KeepRule::CandidatesPerKept(2), 2.0));
+    let book = Rc::new(RefCell::new(LedgerBook::default()));
+    let mut host = Memory { book: book.clone() };
+    let c = corpus(false);
+    let mut embed = |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> { Ok(docs.iter().map(|&i| doc_vector(i)).collect()) };
+    let mut rng = SecureRng::seeded_for_tests(7);
+    let inputs = VoteInputs { corpus: &c, candidates: &candidates(), candidates_from: serde_json::json!({"sha256": "c"}) };
+    let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut host, &mut rng)).unwrap();
+    let kept = out.report.classes.iter().map(|c| c.kept.len()).sum();
+    assert_eq!(kept, 3, "4 and 2 candidates, one kept in 2: 2 + 1");
+    let record = VoteRecord { vote: out.report, candidates_from: serde_json::json!({"sha256": "c"}), kept };
+    // The run's report (as written before generation) with the vote added.
+    let run_settings = RunSettings { vote: Some(plan_vote), ..settings(10.0) };
+    let run = crate::ledger::Run::new("r".into(), "t".into());
+    let checked = || Checked { name: "x".into(), sha256: "a".repeat(64) };
+    let r = PrivacyReport::new("now".into(), &run_settings, &run, &Ledger::new("fp".into()), checked(), checked(), &plan(run_settings.clone(), true).unwrap().classes, 12, &[]);
+    let json = serde_json::to_string(&r).unwrap();
+    assert!(!json.contains("\"vote\":{\"vote\"") && !r.to_html().contains("DP vote over the generated documents"), "no vote before one is run");
+    let with = PrivacyReport::with_vote(&json, record.clone()).unwrap();
+    let back: PrivacyReport = serde_json::from_str(&serde_json::to_string(&with).unwrap()).unwrap();
+    assert_eq!(back.vote, Some(record));
+    let html = back.to_html();
+    assert!(html.contains("DP vote over the generated documents") && html.contains("ε_select = 2 (the ledger charged ε = 2.0000)"), "{html}");
+    assert!(html.contains("<td>a</td><td>4</td><td>2</td>") && html.contains("scale 1/ε = 0.5000"), "{html}");
+    assert!(html.contains("× 2 candidates per kept document for the DP vote"), "the parameters say the run drew c × its sequences");
+}
+
+#[test]
+fn the_candidates_checksum_follows_labels_texts_and_order() {
+    let a = candidates_sha256([(Some("a"), "x"), (None, "y")]);
+    assert_eq!(a, candidates_sha256([(Some("a"), "x"), (Some(""), "y")]), "no label hashes as an empty one, as `dpkps select` read it");
+    assert_ne!(a, candidates_sha256([(None, "y"), (Some("a"), "x")]));
+    assert_ne!(a, candidates_sha256([(Some("a"), "xy"), (None, "")]));
+}

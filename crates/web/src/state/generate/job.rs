@@ -176,6 +176,7 @@ impl GenState {
                         this.recent.set(Vec::new());
                         // Its replay check (private spans) goes with it.
                         app.forget_replay(&id);
+                        app.forget_vote(&id);
                     }
                     Err(e) => this.error.set(Some(format!("Not discarded: {e}"))),
                 },
