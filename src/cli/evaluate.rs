@@ -151,6 +151,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
         candidates: if args.candidates == "all" { CandidateRule::All } else { CandidateRule::Cleared },
         classifier: SoftmaxParams { l2: args.l2, ..SoftmaxParams::default() },
         include_noise_classes: args.include_noise_classes,
+        sampling: args.inputs.summary.sampling(),
     };
     let public = load_vocabulary(&args.inputs.vocab.vocabulary)?;
     // Check everything that does not need the data before reading it.

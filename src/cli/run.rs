@@ -329,7 +329,7 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
         TermEmbeddings::new(embedder.dim())
     };
     let mut rng = SecureRng::from_os()?;
-    let sampled = run::sample(&rel, &emb, per_class, &mut rng)?;
+    let sampled = run::sample(&rel, &emb, per_class, &dpkps_core::sample::Sampling::DEFAULT, &mut rng)?;
     eprintln!("{}", sampled.note());
     write_sequences(out, &sampled.sequences, &sampled.signals, &public)
 }

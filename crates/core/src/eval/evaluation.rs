@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::classifier::{Rows, Softmax, Standardiser};
 use super::params::{EvalParams, Task, REST};
 use super::report::{aggregate, ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
+use super::signal_loss::{Distinctive, SequenceDiagnosis, VocabDiagnosis};
 use super::split::{self, Split};
 use super::{metrics, EvalError};
 use crate::input::classes::{ClassSet, OtherLabels};
@@ -35,6 +36,9 @@ pub(super) struct Round {
     pub(super) dp_candidates: Vec<TermId>,
     /// The exact top-N vocabulary, when there are noiseless arms.
     pub(super) exact_vocab: Vec<TermId>,
+    /// The classes' distinctive terms in the training part (`super::signal_loss`; not in the
+    /// DP check, which reports none of it).
+    pub(super) distinctive: Option<Distinctive>,
 }
 
 /// A prepared evaluation (module docs, "Use").
@@ -81,6 +85,7 @@ impl Evaluation {
         let needs_exact = needs_dp && params.no_dp_arms;
         let mut rounds = Vec::with_capacity(params.seeds.len());
         let (mut no_terms_test, mut no_terms_train) = (0usize, 0usize);
+        let mut diagnoses = Vec::new();
         for (k, &seed) in params.seeds.iter().enumerate() {
             progress("splitting and drawing vocabularies", k, params.seeds.len());
             let split = split::stratified(&labels, classes.len(), params.holdout, seed);
@@ -101,7 +106,14 @@ impl Evaluation {
             } else {
                 Vec::new()
             };
-            rounds.push(Round { seed, split, dp_vocab, dp_candidates, exact_vocab });
+            let kept = split.train.iter().map(|&i| (docs[i].class, docs[i].terms.as_slice()));
+            let distinctive = Distinctive::of(kept, classes.len());
+            if needs_dp {
+                let mut first_s: HashMap<TermId, usize> = HashMap::new();
+                split.train.iter().flat_map(|&i| docs[i].terms.iter().take(s)).for_each(|&t| *first_s.entry(t).or_default() += 1);
+                diagnoses.push(distinctive.vocab(&dp_vocab, &exact_vocab, &first_s));
+            }
+            rounds.push(Round { seed, split, dp_vocab, dp_candidates, exact_vocab, distinctive: Some(distinctive) });
         }
         progress("splitting and drawing vocabularies", params.seeds.len(), params.seeds.len());
         let r0 = &rounds[0].split;
@@ -118,6 +130,7 @@ impl Evaluation {
             train_docs_without_terms: no_terms_train as f64 / n_rounds,
             dp_vocabulary_terms: rounds.iter().map(|r| r.dp_vocab.len()).sum::<usize>() as f64 / n_rounds,
             dp_candidates: rounds.iter().map(|r| r.dp_candidates.len()).sum::<usize>() as f64 / n_rounds,
+            vocabulary_diagnosis: (!diagnoses.is_empty()).then(|| VocabDiagnosis::mean(&diagnoses)),
         };
         Ok(Evaluation { params, classes, docs, sources, summary, rounds })
     }
@@ -236,6 +249,7 @@ impl Evaluation {
                 for (_, r) in &mut results[before..] {
                     r.full_length_share = Some(sampled.full_length_share);
                     r.noise_dominated = sampled.noise_dominated.clone();
+                    r.sequences = sampled.diagnosis.clone();
                 }
                 done += 1;
             }
@@ -304,10 +318,13 @@ impl Evaluation {
         // Noise-dominated classes, as the run flags them; a noiseless release has no noise to
         // be dominated by.
         let signals = if noiseless { Signals::Skip } else { Signals::Estimate };
-        let Drawn { sequences: seqs, signals } = crate::sample::draw(&set, &cands, &sizes, rng, signals)?;
+        let Drawn { sequences: seqs, signals } = crate::sample::draw_with(&set, &cands, &sizes, &self.params.sampling, rng, signals)?;
         let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
         let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::input::classes::class_name(&c.label)).collect();
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();
+        let diagnosis = round.distinctive.as_ref().map(|d| {
+            d.sequences(seqs.iter().filter_map(|s| Some((*index.get(s.label.as_deref()?)?, s.keyphrases.as_slice()))))
+        });
         let keep = |s: &crate::sample::Sequence| self.params.include_noise_classes || !crate::sample::signal::is_noise_dominated(&signals, &s.label);
         let train = seqs
             .into_iter()
@@ -317,7 +334,7 @@ impl Evaluation {
                 Some((s.keyphrases, c))
             })
             .collect();
-        Ok(Sampled { train, full_length_share: full, noise_dominated: flagged, spends })
+        Ok(Sampled { train, full_length_share: full, noise_dominated: flagged, spends, diagnosis })
     }
 
     /// Trains on `train` and tests on `test` in both sequence views.
@@ -344,6 +361,7 @@ impl Evaluation {
             features,
             full_length_share: None,
             noise_dominated: Vec::new(),
+            sequences: None,
         };
 
         out.push(((arm.to_string(), "embedding"), result(self.embedding_view(train, test, emb)?)));
@@ -402,6 +420,7 @@ impl Evaluation {
             features: None,
             full_length_share: None,
             noise_dominated: Vec::new(),
+            sequences: None,
         }
     }
 
@@ -483,6 +502,7 @@ impl Evaluation {
                         features: None,
                         full_length_share: None,
                         noise_dominated: Vec::new(),
+                        sequences: None,
                     },
                 ));
             }
@@ -524,6 +544,7 @@ pub(super) struct Sampled {
     pub(super) noise_dominated: Vec<String>,
     /// The arm's DP spends (dropped by the non-DP evaluation; the DP check adds them up).
     pub(super) spends: Vec<crate::ledger::Spend>,
+    diagnosis: Option<SequenceDiagnosis>,
 }
 
 /// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), or

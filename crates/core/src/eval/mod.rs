@@ -52,6 +52,7 @@ mod evaluation;
 pub mod metrics;
 mod params;
 mod report;
+pub mod signal_loss;
 pub mod split;
 
 pub use evaluation::{ArmSequences, Evaluation, Progress};

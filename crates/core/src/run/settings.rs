@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::input::classes::{ClassSet, OtherLabels};
 use crate::dp::vocabulary::VocabParams;
 use crate::dp::summary::{SummaryParams, KeyphraseSampler};
+use crate::sample::Sampling;
 
 /// Everything the curator sets before a run. Checked field by field ([`RunSettings::check`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,6 +73,10 @@ pub struct RunSettings {
     /// (`crate::run::check`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chosen_by_check: Option<String>,
+    /// The histogram sampler's post-processing choices (`crate::sample::Sampling`): settings
+    /// saved without them draw as before issue 39.
+    #[serde(default)]
+    pub sampling: Sampling,
 }
 
 fn yes() -> bool {
@@ -111,6 +116,7 @@ impl Default for RunSettings {
             budget: None,
             kde_terms_per_doc: None,
             chosen_by_check: None,
+            sampling: Sampling::DEFAULT,
         }
     }
 }
@@ -173,6 +179,9 @@ impl RunSettings {
     pub fn check(&self, vocab_len: Option<usize>) -> Vec<FieldError> {
         let mut out = Vec::new();
         let vp = self.vocab_params();
+        if let Err(e) = self.sampling.validate() {
+            out.push(FieldError { field: "distinctiveness", message: e.to_string() });
+        }
         if let Err(e) = crate::dp::check_epsilon("ε_voc", self.eps_voc) {
             out.push(FieldError { field: "eps_voc", message: e.to_string() });
         }
