@@ -82,6 +82,11 @@ pub struct EvalParams {
     /// The histogram sampler's post-processing choices (`crate::sample::Sampling`).
     #[serde(default)]
     pub sampling: crate::sample::Sampling,
+    /// Measured, not the pipeline's: Ṽ cut to the terms whose noisy count noise alone is
+    /// expected to reach for at most one zero-count entry (partition selection as
+    /// post-processing of the noisy histogram; at least one term is kept). docs/utility.md.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partition_selection: bool,
 }
 
 fn one() -> f64 {

@@ -73,6 +73,7 @@ fn params(task: Task) -> EvalParams {
         // releases of 10–30 documents a class are noise-dominated (the test below).
         include_noise_classes: true,
         sampling: Default::default(),
+        partition_selection: false,
     }
 }
 

@@ -94,6 +94,7 @@ impl EvalParams {
             classifier: crate::eval::classifier::SoftmaxParams::default(),
             include_noise_classes: false,
             sampling: settings.sampling,
+            partition_selection: false,
         }
     }
 }

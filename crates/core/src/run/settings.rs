@@ -92,10 +92,12 @@ impl Default for RunSettings {
             // 1.05 against 0.97 for (1, 5) (README, "evaluate").
             eps_voc: 2.0,
             eps_kde: 4.0,
-            // Tuned on MTSamples (docs/utility.md): the histogram sampler with a vocabulary of
-            // N = 1000 from S = 3 terms per document kept the most utility under DP.
+            // S = 3 (tuned on MTSamples, docs/utility.md). N = 10,000 (issue 39): the histogram
+            // sampler gives a term only noise selected no class mass, so a large Ṽ costs little,
+            // while the top N's bar for a real term falls as N grows (docs/utility.md, "Seeds
+            // that carry the class at every size").
             terms_per_doc: 3,
-            top_n: 1000,
+            top_n: Self::DEFAULT_TOP_N,
             len: 10,
             features: 2048,
             per_class: 50,
@@ -137,6 +139,9 @@ impl RunSettings {
     /// The default ε of the DP class counts (noise of scale 10 documents: small next to classes
     /// of a few hundred, cheap next to ε_voc + ε_kde).
     pub const DEFAULT_EPS_COUNTS: f64 = 0.1;
+
+    /// The default N (`top_n`): the page's and the CLI's.
+    pub const DEFAULT_TOP_N: usize = 10_000;
 
     /// Most sequences per class a run may ask for.
     pub const MAX_PER_CLASS: usize = 100_000;

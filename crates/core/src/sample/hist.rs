@@ -102,12 +102,17 @@ fn unigram_weights(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>) -> V
 
 /// `count` draws of up to `len` distinct positions ∝ `p` (uniform when no weight is positive;
 /// distinct sets only with `distinct_sets`, module docs).
-fn draw_unigram(mut p: Vec<f64>, len: usize, count: usize, distinct_sets: bool, rng: &mut SecureRng) -> Vec<Vec<usize>> {
-    if !p.iter().any(|&x| x > 0.0) {
-        p = vec![1.0; p.len()];
-    }
+fn draw_unigram(p: Vec<f64>, len: usize, count: usize, distinct_sets: bool, rng: &mut SecureRng) -> Vec<Vec<usize>> {
+    // The positive weights alone, in order: the same draws as from the whole vector (a draw
+    // skips the others), in time that follows them rather than N (Ṽ may be large).
+    let (index, p): (Vec<usize>, Vec<f64>) = if p.iter().any(|&x| x > 0.0) {
+        p.iter().enumerate().filter(|(_, &x)| x > 0.0).map(|(i, &x)| (i, x)).unzip()
+    } else {
+        ((0..p.len()).collect(), vec![1.0; p.len()])
+    };
+    let back = |s: Vec<usize>| s.into_iter().map(|i| index[i]).collect::<Vec<usize>>();
     if !distinct_sets {
-        return (0..count).map(|_| draw_distinct(&p, len, rng)).collect();
+        return (0..count).map(|_| back(draw_distinct(&p, len, rng))).collect();
     }
     let mut seen: HashSet<Vec<usize>> = HashSet::with_capacity(count);
     let mut out = Vec::with_capacity(count);
@@ -115,7 +120,7 @@ fn draw_unigram(mut p: Vec<f64>, len: usize, count: usize, distinct_sets: bool, 
         if out.len() == count {
             break;
         }
-        let s = draw_distinct(&p, len, rng);
+        let s = back(draw_distinct(&p, len, rng));
         let mut key = s.clone();
         key.sort_unstable();
         if seen.insert(key) {

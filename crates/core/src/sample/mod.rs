@@ -169,8 +169,9 @@ pub struct Sampling {
 
 impl Sampling {
     pub const OFF: Sampling = Sampling { distinctiveness: 0.0, distinct_sets: false };
-    /// The defaults of the page and the CLI (docs/utility.md, issue 39).
-    pub const DEFAULT: Sampling = Sampling::OFF;
+    /// The defaults of the page and the CLI (docs/utility.md, "Seeds that carry the class at
+    /// every size"): γ = 1 and distinct sets.
+    pub const DEFAULT: Sampling = Sampling { distinctiveness: 1.0, distinct_sets: true };
     /// The largest γ accepted.
     pub const MAX_DISTINCTIVENESS: f64 = 8.0;
 
