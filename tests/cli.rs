@@ -287,6 +287,8 @@ fn the_class_set_is_declared_and_an_undeclared_label_changes_nothing_in_the_rele
                 "pipeline", "--budget", "1000", "--corpus", c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo,Neuro",
                 "--vocabulary", "medical", "--eps-voc", "1", "--top-n", "20", "--eps-kde", "5", "--sampler", sampler,
                 "--len", "4", "--per-class", "5", "--features", "64", "--ledger", &ledger, "--out-dir", out.to_str().unwrap(),
+                // Every draw kept: distinct sets would leave a class of few terms fewer than 5.
+                "--distinct-sets", "false",
             ]);
             assert!(o.status.success(), "{}", stderr(&o));
             let rel: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("release.json")).unwrap()).unwrap();
@@ -457,7 +459,8 @@ fn sequences_reads_a_given_vocabulary_only_where_its_epsilon_is_on_record() {
     let seq = |ledger: &str, out: &str| {
         let mut a = vec!["sequences"];
         a.extend(common);
-        a.extend(["--private-vocab", &v, "--eps-kde", "2", "--per-class", "5", "--ledger", ledger, "--out", out, "--budget", "100"]);
+        // Every draw kept (distinct sets would give a class of few terms fewer than 5).
+        a.extend(["--private-vocab", &v, "--eps-kde", "2", "--per-class", "5", "--ledger", ledger, "--out", out, "--budget", "100", "--distinct-sets", "false"]);
         dpkps(&a)
     };
     // Another ledger never recorded its ε_voc: refused, nothing recorded there.

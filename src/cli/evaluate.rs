@@ -70,6 +70,10 @@ pub(crate) struct EvaluateArgs {
     /// them out by default).
     #[arg(long)]
     include_noise_classes: bool,
+    /// Measured, not the pipeline's: cut Ṽ to the terms whose noisy count noise alone would
+    /// reach for at most one zero-count entry in expectation (partition selection; docs/utility.md).
+    #[arg(long)]
+    partition_selection: bool,
     /// Task: the K most frequent labels (other documents are left out) [default: all labels].
     #[arg(long, conflicts_with = "min_class_docs")]
     top_classes: Option<usize>,
@@ -151,6 +155,8 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
         candidates: if args.candidates == "all" { CandidateRule::All } else { CandidateRule::Cleared },
         classifier: SoftmaxParams { l2: args.l2, ..SoftmaxParams::default() },
         include_noise_classes: args.include_noise_classes,
+        sampling: args.inputs.summary.sampling.get(),
+        partition_selection: args.partition_selection,
     };
     let public = load_vocabulary(&args.inputs.vocab.vocabulary)?;
     // Check everything that does not need the data before reading it.

@@ -93,7 +93,7 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Sequences { corpus, classes, vocab, private_vocab, summary, model, ledger, out, release } => {
             run::sequences(&corpus, &classes, &vocab, &private_vocab, &summary, &model, &ledger, &out, release.as_deref())
         }
-        Command::Sample { release, vocab, model, per_class, out } => run::sample(&release, &vocab, &model, per_class, &out),
+        Command::Sample { release, vocab, model, per_class, sampling, out } => run::sample(&release, &vocab, &model, per_class, &sampling.get(), &out),
         Command::Pipeline { inputs, classes, ledger, out_dir } => run::pipeline(&inputs, &classes, &ledger, &out_dir),
         Command::Ledger { ledger, corpus, format, text_col, label_col, export, with_sketches } => {
             let path = ledger_file::ledger_path_of(ledger);

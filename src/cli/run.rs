@@ -308,7 +308,8 @@ pub(crate) fn write_pipeline(out_dir: &Path, output: &RunOutput, public: &Public
 }
 
 /// `dpkps sample`: more sequences from a saved release (post-processing: no ε).
-pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_class: usize, out: &Path) -> Result<(), CliError> {
+pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_class: usize, sampling: &dpkps_core::sample::Sampling, out: &Path) -> Result<(), CliError> {
+    sampling.validate().map_err(|e| CliError::Input { path: "--distinctiveness".into(), message: e.to_string() })?;
     let public = load_vocabulary(&vocab.vocabulary)?;
     let rel: Release = read_json(release)?;
     if rel.format != Release::FORMAT || rel.vocabulary.public_vocabulary_checksum != public.checksum {
@@ -329,7 +330,7 @@ pub(crate) fn sample(release: &Path, vocab: &VocabArgs, model: &ModelArgs, per_c
         TermEmbeddings::new(embedder.dim())
     };
     let mut rng = SecureRng::from_os()?;
-    let sampled = run::sample(&rel, &emb, per_class, &mut rng)?;
+    let sampled = run::sample(&rel, &emb, per_class, sampling, &mut rng)?;
     eprintln!("{}", sampled.note());
     write_sequences(out, &sampled.sequences, &sampled.signals, &public)
 }

@@ -169,9 +169,11 @@ fn page_path(settings_json: &str, seed: u64) -> (String, String) {
 fn the_cli_and_the_page_release_the_same_bytes() {
     // The page's defaults but N = 8 (the list has 12 terms); the CLI given the same values.
     let page = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":8,"len":10,"features":2048,"per_class":20,
-        "sampler":"SAMPLER","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":0.1,"vocab_per_class":false,"budget":100.0,"account":"clinic"}"#;
+        "sampler":"SAMPLER","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":0.1,"vocab_per_class":false,"budget":100.0,"account":"clinic",
+        "sampling":{"distinctiveness":1.0,"distinct_sets":false}}"#;
     for (sampler, features) in [("histogram", "2048"), ("independent", "256"), ("iterative-linear", "128")] {
-        let flags = ["--eps-voc", "2", "--eps-kde", "4", "--top-n", "8", "--per-class", "20", "--sampler", sampler, "--features", features];
+        // Every draw kept (distinct sets would leave fewer than 20 a class on 12 terms).
+        let flags = ["--eps-voc", "2", "--eps-kde", "4", "--top-n", "8", "--per-class", "20", "--sampler", sampler, "--features", features, "--distinct-sets", "false"];
         let dir = tmpdir(sampler);
         let (cli_release, cli_seqs) = cli_path(&dir, &flags, 7);
         let json = page.replace("SAMPLER", sampler).replace("\"features\":2048", &format!("\"features\":{features}"));

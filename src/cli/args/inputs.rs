@@ -70,6 +70,7 @@ pub(crate) fn run_settings(
         bandwidth: summary.bandwidth,
         reuse_vocabulary: false,
         smoothing: summary.smoothing,
+        sampling: summary.sampling.get(),
         eps_counts: summary.eps_counts.0,
         kde_terms_per_doc: Some(summary.kde_terms_per_doc),
         chosen_by_check: summary.from_check.clone(),

@@ -108,6 +108,8 @@ pub(super) enum Command {
         /// Sequences per class.
         #[arg(long, default_value_t = 100)]
         per_class: usize,
+        #[command(flatten)]
+        sampling: summary::SamplingArgs,
         #[arg(long)]
         out: PathBuf,
     },

@@ -37,6 +37,8 @@ pub(crate) struct SummaryArgs {
     /// Kernel smoothing of the histogram samplers over Ṽ's embeddings (exp(−‖v−w‖²/s)); 0: off.
     #[arg(long, default_value_t = 0.0)]
     pub(crate) smoothing: f64,
+    #[command(flatten)]
+    pub(crate) sampling: SamplingArgs,
     /// ε of the DP class counts: sequences per class in proportion to them (--per-class ×
     /// classes in all), at least one each; "off": --per-class for every class.
     #[arg(long, default_value = "0.1", value_parser = eps_counts)]
@@ -45,6 +47,27 @@ pub(crate) struct SummaryArgs {
     /// ledger holds that check for this corpus and it chose this sampler; the report says so.
     #[arg(long)]
     pub(crate) from_check: Option<String>,
+}
+
+/// The histogram sampler's post-processing choices (`dpkps_core::sample::Sampling`): a run's
+/// and `sample`'s.
+#[derive(Args, Clone)]
+pub(crate) struct SamplingArgs {
+    /// γ: the histogram sampler draws a class's keyphrases ∝ p̃(t|c)·(p̃(t|c)/p̃(t))^γ from the
+    /// released histograms (post-processing: crates/core/src/sample/hist.rs); 0: ∝ p̃(t|c).
+    #[arg(long, default_value_t = dpkps_core::sample::Sampling::DEFAULT.distinctiveness)]
+    pub(crate) distinctiveness: f64,
+    /// true: the histogram sampler draws each class's sequences as distinct sets of
+    /// keyphrases, so a class whose release supports few terms gets fewer sequences, not
+    /// near-duplicates; false: every draw is kept.
+    #[arg(long, default_value_t = dpkps_core::sample::Sampling::DEFAULT.distinct_sets, action = clap::ArgAction::Set)]
+    pub(crate) distinct_sets: bool,
+}
+
+impl SamplingArgs {
+    pub(crate) fn get(&self) -> dpkps_core::sample::Sampling {
+        dpkps_core::sample::Sampling { distinctiveness: self.distinctiveness, distinct_sets: self.distinct_sets }
+    }
 }
 
 /// The sampler names a CLI error lists: [`KeyphraseSampler::ALL`]'s, so that a new sampler

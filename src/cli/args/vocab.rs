@@ -18,10 +18,12 @@ pub(crate) struct VocabDpArgs {
     /// ε for the DP vocabulary.
     #[arg(long)]
     pub(crate) eps_voc: f64,
-    /// N: size of the private vocabulary. With the histogram samplers a large Ṽ costs little
-    /// (terms only noise selected get no class mass), and N = 1000 kept the most utility on
-    /// MTSamples; for the DP-KDE samplers 100 was best (their noise spreads over every term).
-    #[arg(long, default_value_t = 1000)]
+    /// N: size of the private vocabulary. With the histogram sampler a large Ṽ costs little
+    /// (terms only noise selected get no class mass) and lets real terms in at smaller counts:
+    /// 10,000 kept the most utility at a few hundred documents a class (docs/utility.md). The
+    /// markov sampler needs N ≤ ~2,800 (its release is (N+1)·N a class); for the DP-KDE
+    /// samplers 100 was best (their noise spreads over every term, each one embedded).
+    #[arg(long, default_value_t = dpkps_core::run::RunSettings::DEFAULT_TOP_N)]
     pub(crate) top_n: usize,
     /// S: distinct matched terms each document contributes (noise scale S/ε_voc; 3 was best on
     /// MTSamples).

@@ -207,7 +207,7 @@ impl DpCheck {
             }
         }
         let names: Vec<String> = classes.names().iter().map(|s| s.to_string()).collect();
-        let round = Round { seed: 0, split, dp_vocab, dp_candidates, exact_vocab: Vec::new() };
+        let round = Round { seed: 0, split, dp_vocab, dp_candidates, exact_vocab: Vec::new(), distinctive: None };
         let planned = check.epsilons(settings);
         Ok(DpCheck { ev: Evaluation::of_round(params, names, docs, round), check, planned, spends })
     }

@@ -5,13 +5,15 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::classifier::{Rows, Softmax, Standardiser};
-use super::params::{EvalParams, Task, REST};
+use super::params::{EvalParams, Task};
 use super::report::{aggregate, ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
+use super::signal_loss::{Distinctive, SequenceDiagnosis, VocabDiagnosis};
 use super::split::{self, Split};
+use super::task::{exact_top_n, shape_task};
 use super::{metrics, EvalError};
 use crate::input::classes::{ClassSet, OtherLabels};
 use crate::dp::candidates::kde_candidates;
-use crate::dp::vocabulary::{round_robin, select_from_documents};
+use crate::dp::vocabulary::select_from_documents;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{SummaryDoc, SummaryError, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
@@ -35,6 +37,9 @@ pub(super) struct Round {
     pub(super) dp_candidates: Vec<TermId>,
     /// The exact top-N vocabulary, when there are noiseless arms.
     pub(super) exact_vocab: Vec<TermId>,
+    /// The classes' distinctive terms in the training part (`super::signal_loss`; not in the
+    /// DP check, which reports none of it).
+    pub(super) distinctive: Option<Distinctive>,
 }
 
 /// A prepared evaluation (module docs, "Use").
@@ -81,6 +86,7 @@ impl Evaluation {
         let needs_exact = needs_dp && params.no_dp_arms;
         let mut rounds = Vec::with_capacity(params.seeds.len());
         let (mut no_terms_test, mut no_terms_train) = (0usize, 0usize);
+        let mut diagnoses = Vec::new();
         for (k, &seed) in params.seeds.iter().enumerate() {
             progress("splitting and drawing vocabularies", k, params.seeds.len());
             let split = split::stratified(&labels, classes.len(), params.holdout, seed);
@@ -91,7 +97,13 @@ impl Evaluation {
                 // ε_voc-DP on the training part only; the ledger spend is dropped (module docs).
                 let names: Vec<&str> = classes.iter().map(String::as_str).collect();
                 let train = split.train.iter().map(|&i| (Some(docs[i].class), docs[i].terms.as_slice()));
-                let (pv, _spends) = select_from_documents(train, &names, public, &params.vocab, rng)?;
+                let (mut pv, _spends) = select_from_documents(train, &names, public, &params.vocab, rng)?;
+                if params.partition_selection {
+                    let histograms = if params.vocab.per_class { classes.len() } else { 1 };
+                    let tau = crate::dp::vocabulary::noise_threshold(public.len() * histograms, &params.vocab, 1.0);
+                    let keep = pv.terms.iter().filter(|t| t.best_noisy_count.unwrap_or(t.noisy_count) >= tau).count().max(1);
+                    pv.terms.truncate(keep);
+                }
                 (pv.terms.iter().map(|t| t.id).collect(), kde_candidates(&pv, params.candidates))
             } else {
                 (Vec::new(), Vec::new())
@@ -101,7 +113,14 @@ impl Evaluation {
             } else {
                 Vec::new()
             };
-            rounds.push(Round { seed, split, dp_vocab, dp_candidates, exact_vocab });
+            let kept = split.train.iter().map(|&i| (docs[i].class, docs[i].terms.as_slice()));
+            let distinctive = Distinctive::of(kept, classes.len());
+            if needs_dp {
+                let mut first_s: HashMap<TermId, usize> = HashMap::new();
+                split.train.iter().flat_map(|&i| docs[i].terms.iter().take(s)).for_each(|&t| *first_s.entry(t).or_default() += 1);
+                diagnoses.push(distinctive.vocab(&dp_vocab, &exact_vocab, &first_s));
+            }
+            rounds.push(Round { seed, split, dp_vocab, dp_candidates, exact_vocab, distinctive: Some(distinctive) });
         }
         progress("splitting and drawing vocabularies", params.seeds.len(), params.seeds.len());
         let r0 = &rounds[0].split;
@@ -118,6 +137,7 @@ impl Evaluation {
             train_docs_without_terms: no_terms_train as f64 / n_rounds,
             dp_vocabulary_terms: rounds.iter().map(|r| r.dp_vocab.len()).sum::<usize>() as f64 / n_rounds,
             dp_candidates: rounds.iter().map(|r| r.dp_candidates.len()).sum::<usize>() as f64 / n_rounds,
+            vocabulary_diagnosis: (!diagnoses.is_empty()).then(|| VocabDiagnosis::mean(&diagnoses)),
         };
         Ok(Evaluation { params, classes, docs, sources, summary, rounds })
     }
@@ -236,6 +256,7 @@ impl Evaluation {
                 for (_, r) in &mut results[before..] {
                     r.full_length_share = Some(sampled.full_length_share);
                     r.noise_dominated = sampled.noise_dominated.clone();
+                    r.sequences = sampled.diagnosis.clone();
                 }
                 done += 1;
             }
@@ -285,7 +306,7 @@ impl Evaluation {
         } else {
             crate::dp::summary::build(inputs, rng)?
         };
-        let cands = Candidates::new(vocab, emb)?;
+        let cands = if params.needs().candidate_vectors { Candidates::new(vocab, emb)? } else { Candidates::without_vectors(vocab, emb.dim()) };
         let sizes = match self.params.class_counts_epsilon {
             None => vec![self.params.per_class; self.classes.len()],
             Some(eps) => {
@@ -304,10 +325,13 @@ impl Evaluation {
         // Noise-dominated classes, as the run flags them; a noiseless release has no noise to
         // be dominated by.
         let signals = if noiseless { Signals::Skip } else { Signals::Estimate };
-        let Drawn { sequences: seqs, signals } = crate::sample::draw(&set, &cands, &sizes, rng, signals)?;
+        let Drawn { sequences: seqs, signals } = crate::sample::draw_with(&set, &cands, &sizes, &self.params.sampling, rng, signals)?;
         let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
         let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::input::classes::class_name(&c.label)).collect();
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();
+        let diagnosis = round.distinctive.as_ref().map(|d| {
+            d.sequences(seqs.iter().filter_map(|s| Some((*index.get(s.label.as_deref()?)?, s.keyphrases.as_slice()))))
+        });
         let keep = |s: &crate::sample::Sequence| self.params.include_noise_classes || !crate::sample::signal::is_noise_dominated(&signals, &s.label);
         let train = seqs
             .into_iter()
@@ -317,7 +341,7 @@ impl Evaluation {
                 Some((s.keyphrases, c))
             })
             .collect();
-        Ok(Sampled { train, full_length_share: full, noise_dominated: flagged, spends })
+        Ok(Sampled { train, full_length_share: full, noise_dominated: flagged, spends, diagnosis })
     }
 
     /// Trains on `train` and tests on `test` in both sequence views.
@@ -344,6 +368,7 @@ impl Evaluation {
             features,
             full_length_share: None,
             noise_dominated: Vec::new(),
+            sequences: None,
         };
 
         out.push(((arm.to_string(), "embedding"), result(self.embedding_view(train, test, emb)?)));
@@ -402,6 +427,7 @@ impl Evaluation {
             features: None,
             full_length_share: None,
             noise_dominated: Vec::new(),
+            sequences: None,
         }
     }
 
@@ -417,7 +443,7 @@ impl Evaluation {
     /// - `majority`.
     ///
     /// Synthetic labels must be class names; in a one-vs-rest task every label other than the
-    /// positive one counts as [`REST`].
+    /// positive one counts as [`REST`](super::REST).
     pub fn text_view(
         &self,
         doc_text: &[Vec<f32>],
@@ -483,6 +509,7 @@ impl Evaluation {
                         features: None,
                         full_length_share: None,
                         noise_dominated: Vec::new(),
+                        sequences: None,
                     },
                 ));
             }
@@ -524,6 +551,7 @@ pub(super) struct Sampled {
     pub(super) noise_dominated: Vec<String>,
     /// The arm's DP spends (dropped by the non-DP evaluation; the DP check adds them up).
     pub(super) spends: Vec<crate::ledger::Spend>,
+    diagnosis: Option<SequenceDiagnosis>,
 }
 
 /// The vocabulary a sampler arm draws from in `round`: the exact top-N (noiseless arms), or
@@ -557,102 +585,4 @@ fn mean_embedding(terms: &[TermId], emb: &TermEmbeddings) -> Result<Vec<f64>, Ev
     let n = terms.len().max(1) as f64;
     m.iter_mut().for_each(|a| *a /= n);
     Ok(m)
-}
-
-/// The exact top-N terms by document frequency among the first S terms of the training
-/// documents (ties: lower id), terms with a zero count left out; with `per_class` (the number
-/// of classes), the round robin over the classes' own exact rankings, as the DP rule does.
-/// NOT private: only for the noiseless comparison arms.
-fn exact_top_n(docs: &[Doc], train: &[usize], s: usize, n: usize, per_class: Option<usize>) -> Vec<TermId> {
-    let groups = per_class.unwrap_or(1);
-    let mut counts: Vec<HashMap<TermId, u64>> = vec![HashMap::new(); groups];
-    for &i in train {
-        let g = if per_class.is_some() { docs[i].class } else { 0 };
-        // Matched terms are already distinct per document.
-        docs[i].terms.iter().take(s).for_each(|&t| *counts[g].entry(t).or_insert(0) += 1);
-    }
-    let ranked: Vec<Vec<TermId>> = counts
-        .into_iter()
-        .map(|c| {
-            let mut all: Vec<(TermId, u64)> = c.into_iter().collect();
-            all.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            all.into_iter().map(|(t, _)| t).collect()
-        })
-        .collect();
-    round_robin(&ranked, n)
-}
-
-/// The task's classes, its documents as (index in the corpus, class), and how many documents
-/// were left out: unlabelled, and of other labels or dropped by balancing.
-type Shaped = (Vec<String>, Vec<(usize, usize)>, usize, usize);
-
-/// Picks the task's documents (see [`Shaped`]).
-fn shape_task(corpus: &MatchedCorpus, task: &Task, seed: u64) -> Result<Shaped, EvalError> {
-    let labelled: Vec<(usize, &str)> =
-        corpus.docs.iter().enumerate().filter_map(|(i, d)| d.label.as_deref().map(|l| (i, l))).collect();
-    let unlabelled = corpus.docs.len() - labelled.len();
-    if labelled.is_empty() {
-        return Err(EvalError::NoLabels);
-    }
-    let mut by_label: BTreeMap<&str, usize> = BTreeMap::new();
-    labelled.iter().for_each(|&(_, l)| *by_label.entry(l).or_insert(0) += 1);
-    let available = || {
-        let mut s: Vec<String> = by_label.keys().take(50).map(|l| format!("{l:?}")).collect();
-        if by_label.len() > 50 {
-            s.push(format!("… ({} in all)", by_label.len()));
-        }
-        s.join(", ")
-    };
-    let (classes, chosen): (Vec<String>, Vec<(usize, usize)>) = match task {
-        Task::AllClasses => {
-            let classes: Vec<String> = by_label.keys().map(|l| l.to_string()).collect();
-            let index: HashMap<&str, usize> = by_label.keys().enumerate().map(|(c, &l)| (l, c)).collect();
-            (classes, labelled.iter().map(|&(i, l)| (i, index[l])).collect())
-        }
-        Task::TopClasses { .. } | Task::MinClassDocs { .. } => {
-            let mut ranked: Vec<(&str, usize)> = by_label.iter().map(|(&l, &n)| (l, n)).collect();
-            ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-            let k = match task {
-                Task::TopClasses { k, .. } => *k,
-                Task::MinClassDocs { min } => ranked.iter().filter(|r| r.1 >= *min).count(),
-                _ => unreachable!("matched above"),
-            };
-            if k > ranked.len() || k < 2 {
-                return Err(EvalError::TooFewClasses { classes: k.min(ranked.len()), available: available() });
-            }
-            ranked.truncate(k);
-            let index: HashMap<&str, usize> = ranked.iter().enumerate().map(|(c, &(l, _))| (l, c)).collect();
-            let mut chosen: Vec<(usize, usize)> = labelled.iter().filter_map(|&(i, l)| index.get(l).map(|&c| (i, c))).collect();
-            if let Task::TopClasses { balance: true, .. } = task {
-                // Every class subsampled to the smallest's size (seeded, per class).
-                let smallest = ranked.iter().map(|r| r.1).min().unwrap_or(0);
-                let mut kept = Vec::new();
-                for c in 0..k {
-                    let of: Vec<(usize, usize)> = chosen.iter().copied().filter(|x| x.1 == c).collect();
-                    kept.extend(split::subsample(of.len(), smallest, seed.wrapping_add(c as u64)).into_iter().map(|j| of[j]));
-                }
-                kept.sort_unstable();
-                chosen = kept;
-            }
-            (ranked.iter().map(|(l, _)| l.to_string()).collect(), chosen)
-        }
-        Task::OneVsRest { positive, balance } => {
-            let Some(&name) = by_label.keys().find(|l| l.trim() == positive.trim()) else {
-                return Err(EvalError::UnknownLabel { label: positive.clone(), available: available() });
-            };
-            let pos: Vec<usize> = labelled.iter().filter(|&&(_, l)| l == name).map(|&(i, _)| i).collect();
-            let mut rest: Vec<usize> = labelled.iter().filter(|&&(_, l)| l != name).map(|&(i, _)| i).collect();
-            if *balance && rest.len() > pos.len() {
-                rest = split::subsample(rest.len(), pos.len(), seed).into_iter().map(|j| rest[j]).collect();
-            }
-            let mut chosen: Vec<(usize, usize)> = pos.iter().map(|&i| (i, 0)).chain(rest.iter().map(|&i| (i, 1))).collect();
-            chosen.sort_unstable();
-            (vec![name.to_string(), REST.to_string()], chosen)
-        }
-    };
-    if classes.len() < 2 {
-        return Err(EvalError::TooFewClasses { classes: classes.len(), available: available() });
-    }
-    let other = labelled.len() - chosen.len();
-    Ok((classes, chosen, unlabelled, other))
 }

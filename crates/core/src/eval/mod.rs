@@ -52,6 +52,8 @@ mod evaluation;
 pub mod metrics;
 mod params;
 mod report;
+pub mod signal_loss;
+mod task;
 pub mod split;
 
 pub use evaluation::{ArmSequences, Evaluation, Progress};

@@ -79,6 +79,14 @@ pub struct EvalParams {
     /// them out by default, `crate::sample::signal`).
     #[serde(default)]
     pub include_noise_classes: bool,
+    /// The histogram sampler's post-processing choices (`crate::sample::Sampling`).
+    #[serde(default)]
+    pub sampling: crate::sample::Sampling,
+    /// Measured, not the pipeline's: Ṽ cut to the terms whose noisy count noise alone is
+    /// expected to reach for at most one zero-count entry (partition selection as
+    /// post-processing of the noisy histogram; at least one term is kept). docs/utility.md.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partition_selection: bool,
 }
 
 fn one() -> f64 {
@@ -116,6 +124,7 @@ impl EvalParams {
             return Err(ParamError::new("the L2 penalty", self.classifier.l2, "must be a finite number ≥ 0"));
         }
         self.vocab.validate(public_len)?;
+        self.sampling.validate()?;
         // The KDE parameters (ε_kde, L, I, M, bandwidth h) are judged by the pipeline's own check.
         for &sampler in &self.samplers {
             self.summary_params(sampler, false).validate()?;

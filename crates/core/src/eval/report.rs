@@ -38,6 +38,9 @@ pub struct TaskSummary {
     pub dp_vocabulary_terms: f64,
     #[serde(default)]
     pub dp_candidates: f64,
+    /// Where the class signal is lost (`super::signal_loss`), with DP arms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocabulary_diagnosis: Option<super::signal_loss::VocabDiagnosis>,
 }
 
 /// One repetition of one arm in one view.
@@ -59,6 +62,9 @@ pub struct RunResult {
     /// leaves them out, unless `EvalParams::include_noise_classes`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub noise_dominated: Vec<String>,
+    /// Sampler arms: their sequences per class (`super::signal_loss`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequences: Option<super::signal_loss::SequenceDiagnosis>,
 }
 
 /// One arm in one view, over all seeds.

@@ -72,6 +72,8 @@ fn params(task: Task) -> EvalParams {
         // These tests are about the arms' mechanics; at ε_kde = 10 and I = 256 the DP-KDE
         // releases of 10–30 documents a class are noise-dominated (the test below).
         include_noise_classes: true,
+        sampling: Default::default(),
+        partition_selection: false,
     }
 }
 

@@ -93,6 +93,8 @@ impl EvalParams {
             candidates: Default::default(),
             classifier: crate::eval::classifier::SoftmaxParams::default(),
             include_noise_classes: false,
+            sampling: settings.sampling,
+            partition_selection: false,
         }
     }
 }

@@ -23,7 +23,8 @@ pub struct Mechanism {
     pub field: &'static str,
     /// Its ε's name in the settings' error messages.
     pub name: &'static str,
-    /// Its ε as set (`None`: switched off); checked by [`RunSettings::check`] whenever it is set.
+    /// Its ε as set (`None`: switched off); checked by [`RunSettings::check`] whenever it is set
+    /// (a release run's here; the vote's with its other settings, under its form field names).
     pub setting: fn(&RunSettings) -> Option<f64>,
     /// Its ε under these settings; `None` when the run does not use it (the class counts off, or
     /// nothing to apportion among fewer than two classes).
@@ -79,6 +80,8 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
         SpendStage::Vote => Mechanism {
             stage,
             field: "vote",
+            name: "ε_select",
+            setting: |s| s.vote.map(|v| v.eps_select),
             epsilon: |s| s.vote.map(|v| v.charged_epsilon()),
             reusable: false,
             words: vote_words,

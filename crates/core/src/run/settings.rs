@@ -9,6 +9,7 @@ use crate::input::classes::{ClassSet, OtherLabels};
 use crate::dp::vocabulary::VocabParams;
 use crate::dp::summary::{SummaryParams, KeyphraseSampler};
 use crate::dp::vote::VotePlan;
+use crate::sample::Sampling;
 
 /// Everything the curator sets before a run. Checked field by field ([`RunSettings::check`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,6 +80,10 @@ pub struct RunSettings {
     /// ([`Self::epsilon_after_generation`]). `None`: off (every generated document is kept).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vote: Option<VotePlan>,
+    /// The histogram sampler's post-processing choices (`crate::sample::Sampling`): settings
+    /// saved without them draw as before issue 39.
+    #[serde(default)]
+    pub sampling: Sampling,
 }
 
 fn yes() -> bool {
@@ -94,10 +99,12 @@ impl Default for RunSettings {
             // 1.05 against 0.97 for (1, 5) (README, "evaluate").
             eps_voc: 2.0,
             eps_kde: 4.0,
-            // Tuned on MTSamples (docs/utility.md): the histogram sampler with a vocabulary of
-            // N = 1000 from S = 3 terms per document kept the most utility under DP.
+            // S = 3 (tuned on MTSamples, docs/utility.md). N = 10,000 (issue 39): the histogram
+            // sampler gives a term only noise selected no class mass, so a large Ṽ costs little,
+            // while the top N's bar for a real term falls as N grows (docs/utility.md, "Seeds
+            // that carry the class at every size").
             terms_per_doc: 3,
-            top_n: 1000,
+            top_n: Self::DEFAULT_TOP_N,
             len: 10,
             features: 2048,
             per_class: 50,
@@ -119,6 +126,7 @@ impl Default for RunSettings {
             kde_terms_per_doc: None,
             chosen_by_check: None,
             vote: None,
+            sampling: Sampling::DEFAULT,
         }
     }
 }
@@ -139,6 +147,9 @@ impl RunSettings {
     /// The default ε of the DP class counts (noise of scale 10 documents: small next to classes
     /// of a few hundred, cheap next to ε_voc + ε_kde).
     pub const DEFAULT_EPS_COUNTS: f64 = 0.1;
+
+    /// The default N (`top_n`): the page's and the CLI's.
+    pub const DEFAULT_TOP_N: usize = 10_000;
 
     /// Most sequences per class a run may ask for.
     pub const MAX_PER_CLASS: usize = 100_000;
@@ -181,6 +192,9 @@ impl RunSettings {
     pub fn check(&self, vocab_len: Option<usize>) -> Vec<FieldError> {
         let mut out = Vec::new();
         let vp = self.vocab_params();
+        if let Err(e) = self.sampling.validate() {
+            out.push(FieldError { field: "distinctiveness", message: e.to_string() });
+        }
         // Every mechanism's ε, as set (the registry: a new mechanism is checked with no line here).
         for m in super::mechanisms::mechanisms() {
             if let Some(Err(e)) = (m.setting)(self).map(|eps| crate::dp::check_epsilon(m.name, eps)) {

@@ -315,11 +315,11 @@ pub async fn summaries<H: Host>(
 /// Every class gets its sequences, noise-dominated or not (sampling costs nothing); each
 /// class's signal estimate ([`crate::sample::signal`]) goes with them, and the front ends leave
 /// the noise-dominated classes out of generation unless the curator includes them.
-pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, rng: &mut SecureRng) -> Result<Sampled, RunError> {
+pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, sampling: &crate::sample::Sampling, rng: &mut SecureRng) -> Result<Sampled, RunError> {
     let ids = release.candidate_ids();
     let p = &release.summary.params;
     let cands = if p.needs().candidate_vectors { Candidates::new(&ids, emb)? } else { Candidates::without_vectors(&ids, release.summary.dim) };
-    let Drawn { sequences, mut signals } = crate::sample::draw(&release.summary, &cands, &release.sizes(per_class), rng, Signals::Estimate)?;
+    let Drawn { sequences, mut signals } = crate::sample::draw_with(&release.summary, &cands, &release.sizes(per_class), sampling, rng, Signals::Estimate)?;
     count_sequences(&mut signals, &sequences, p.len);
     Ok(Sampled { sequences, signals })
 }
@@ -386,7 +386,7 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     let release = summaries(plan, corpus, &docs, &pv, &vectors, &mut rec, host, rng).await?;
 
     host.stage_started(Stage::Sample);
-    let sampled = sample(&release, &vectors.emb, plan.settings.sequences_per_class(), rng).map_err(|e| host.fail(Some(Stage::Sample), e))?;
+    let sampled = sample(&release, &vectors.emb, plan.settings.sequences_per_class(), &plan.settings.sampling, rng).map_err(|e| host.fail(Some(Stage::Sample), e))?;
     host.stage_done(Stage::Sample, sampled.note());
     let Sampled { sequences, signals } = sampled;
 

@@ -16,8 +16,22 @@
 //!   √(N+1)·ln N/ε, over 200 documents per term at ε = 10, N = 1000: chains wandered among a
 //!   few generic terms and lost utility even without noise (0.82–0.90 of `nonprivate` on
 //!   MTSamples, two-class, against 1.04–1.06 with row 0; README, "evaluate").
+//! - Distinctiveness (`histogram` only, [`Sampling::distinctiveness`] γ > 0): a class draws
+//!   ∝ p̃(t|c)·(p̃(t|c)/p̃(t))^γ, p̃(t|c) its clipped histogram normalised and p̃(t) the mean of
+//!   p̃(t|c) over the classes whose release has a term above τ (every class weighs the same, so
+//!   that a large class does not set what "common" is). Where Ṽ holds mostly generic terms, every
+//!   class's histogram is led by the same ones and its sequences look like every other class's;
+//!   the lift p̃(t|c)/p̃(t) moves the draws to the terms the class uses more than the others.
+//!   It reads only the released histograms and a public exponent: post-processing.
+//! - Distinct sequences ([`Sampling::distinct_sets`]): a class's sequences are drawn until
+//!   `count` distinct sets of keyphrases are found or [`DISTINCT_TRIES`]·`count` draws are
+//!   spent; a repeated set is dropped. A class whose release supports few terms then gets few
+//!   sequences, not many permutations of the same terms (each of which would become a
+//!   near-duplicate document). Post-processing as well.
 
-use super::{draw_distinct, draw_one, Candidates, Sequence};
+use std::collections::HashSet;
+
+use super::{draw_distinct, draw_one, Candidates, Sampling, Sequence};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::hist::{HistKind, DOC_WEIGHT};
@@ -74,14 +88,73 @@ impl Smoother {
 /// no keyphrase for the class (it is noise-dominated, [`super::signal`]) and the draw is uniform
 /// over Ṽ, what the curator gets by including such a class.
 pub fn sample_unigram(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>, len: usize, count: usize, rng: &mut SecureRng) -> Vec<Vec<usize>> {
-    let mut p = clipped(sums, threshold(epsilon, sums.len()));
-    if let Some(s) = smoother {
-        p = s.apply(&p);
+    draw_unigram(unigram_weights(sums, epsilon, smoother), len, count, false, rng)
+}
+
+/// One class's weights: its clipped (and smoothed) histogram.
+fn unigram_weights(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>) -> Vec<f64> {
+    let p = clipped(sums, threshold(epsilon, sums.len()));
+    match smoother {
+        Some(s) => s.apply(&p),
+        None => p,
     }
-    if !p.iter().any(|&x| x > 0.0) {
-        p = vec![1.0; p.len()];
+}
+
+/// `count` draws of up to `len` distinct positions ∝ `p` (uniform when no weight is positive;
+/// distinct sets only with `distinct_sets`, module docs).
+fn draw_unigram(p: Vec<f64>, len: usize, count: usize, distinct_sets: bool, rng: &mut SecureRng) -> Vec<Vec<usize>> {
+    // The positive weights alone, in order: the same draws as from the whole vector (a draw
+    // skips the others), in time that follows them rather than N (Ṽ may be large).
+    let (index, p): (Vec<usize>, Vec<f64>) = if p.iter().any(|&x| x > 0.0) {
+        p.iter().enumerate().filter(|(_, &x)| x > 0.0).map(|(i, &x)| (i, x)).unzip()
+    } else {
+        ((0..p.len()).collect(), vec![1.0; p.len()])
+    };
+    let back = |s: Vec<usize>| s.into_iter().map(|i| index[i]).collect::<Vec<usize>>();
+    if !distinct_sets {
+        return (0..count).map(|_| back(draw_distinct(&p, len, rng))).collect();
     }
-    (0..count).map(|_| draw_distinct(&p, len, rng)).collect()
+    let mut seen: HashSet<Vec<usize>> = HashSet::with_capacity(count);
+    let mut out = Vec::with_capacity(count);
+    for _ in 0..count.saturating_mul(DISTINCT_TRIES) {
+        if out.len() == count {
+            break;
+        }
+        let s = back(draw_distinct(&p, len, rng));
+        let mut key = s.clone();
+        key.sort_unstable();
+        if seen.insert(key) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Draws per sequence asked for, at most, when sequences must be distinct sets (module docs).
+pub const DISTINCT_TRIES: usize = 4;
+
+/// Every class's weights reweighted by distinctiveness with exponent `gamma` (module docs):
+/// w(t|c) = p(t|c)·(p(t|c)/p(t))^γ, p(t) the mean of p(·|c) over the classes with any weight.
+/// Classes without weight are left as they are.
+pub fn distinctive_weights(weights: &mut [Vec<f64>], gamma: f64) {
+    if !(gamma > 0.0) {
+        return;
+    }
+    let totals: Vec<f64> = weights.iter().map(|w| w.iter().sum::<f64>()).collect();
+    let live: Vec<usize> = (0..weights.len()).filter(|&c| totals[c] > 0.0 && totals[c].is_finite()).collect();
+    let Some(n) = weights.first().map(Vec::len) else { return };
+    let mut pooled = vec![0f64; n];
+    for &c in &live {
+        pooled.iter_mut().zip(&weights[c]).for_each(|(q, &w)| *q += w / totals[c] / live.len() as f64);
+    }
+    for &c in &live {
+        for (w, &q) in weights[c].iter_mut().zip(&pooled) {
+            if *w > 0.0 && q > 0.0 {
+                let p = *w / totals[c];
+                *w = p * (p / q).powf(gamma);
+            }
+        }
+    }
 }
 
 /// Samples `count` Markov chains of up to `len` distinct candidate positions from one class's
@@ -127,7 +200,7 @@ pub fn sample_markov(sums: &[i64], n: usize, epsilon: f64, smoother: Option<&Smo
 }
 
 /// The histogram samplers (`crate::dp::summary::hist`): the candidates must be the release's Ṽ, in order.
-pub(super) fn sample_histograms(set: &DpSummary, kind: HistKind, cands: &Candidates, counts: &[usize], rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
+pub(super) fn sample_histograms(set: &DpSummary, kind: HistKind, cands: &Candidates, counts: &[usize], sampling: &Sampling, rng: &mut SecureRng) -> Result<Vec<Sequence>, SummaryError> {
     if cands.ids != set.candidates {
         return Err(SummaryError::BadArtefact("candidates"));
     }
@@ -145,9 +218,14 @@ pub(super) fn sample_histograms(set: &DpSummary, kind: HistKind, cands: &Candida
     };
     let (eps, len, n) = (set.epsilon_per_member, set.params.len, cands.len());
     let mut out = Vec::with_capacity(counts.iter().sum());
-    for (class, &count) in set.classes.iter().zip(counts) {
+    let mut unigram: Vec<Vec<f64>> = Vec::new();
+    if kind == HistKind::Unigram {
+        unigram = set.classes.iter().map(|c| unigram_weights(&c.sums[0], eps, smoother.as_ref())).collect();
+        distinctive_weights(&mut unigram, sampling.distinctiveness);
+    }
+    for (k, (class, &count)) in set.classes.iter().zip(counts).enumerate() {
         let picks = match kind {
-            HistKind::Unigram => sample_unigram(&class.sums[0], eps, smoother.as_ref(), len, count, rng),
+            HistKind::Unigram => draw_unigram(std::mem::take(&mut unigram[k]), len, count, sampling.distinct_sets, rng),
             HistKind::Transitions => sample_markov(&class.sums[0], n, eps, smoother.as_ref(), len, count, rng),
         };
         out.extend(picks.into_iter().map(|p| Sequence { label: class.label.clone(), keyphrases: p.into_iter().map(|w| cands.ids[w]).collect() }));
@@ -198,5 +276,27 @@ mod tests {
         // L = 5 over 3 terms: the chain ends after the third rather than repeating one.
         let seqs = sample_markov(&t, n, 10.0, None, 5, 20, &mut rng);
         assert!(seqs.iter().all(|s| s.len() == 3), "{seqs:?}");
+    }
+
+    #[test]
+    fn distinctiveness_moves_draws_to_a_class_own_terms_and_sets_are_distinct() {
+        // Term 0 is every class's most used; term 1 is class a's own, term 2 class b's.
+        let mut w = vec![vec![6.0, 2.0, 0.0], vec![6.0, 0.0, 2.0]];
+        distinctive_weights(&mut w, 0.0);
+        assert_eq!(w[0], [6.0, 2.0, 0.0], "γ = 0 leaves the weights");
+        distinctive_weights(&mut w, 1.0);
+        // p(·|a) = (¾, ¼, 0), p = (¾, ⅛, ⅛): w = (¾·1, ¼·2, 0).
+        assert!((w[0][0] - 0.75).abs() < 1e-12 && (w[0][1] - 0.5).abs() < 1e-12 && w[0][2] == 0.0, "{w:?}");
+        let mut w = vec![vec![6.0, 2.0, 0.0], vec![0.0; 3]];
+        distinctive_weights(&mut w, 2.0);
+        assert_eq!(w[1], [0.0; 3], "a class without weight is left alone");
+        assert!((w[0][0] - 0.75).abs() < 1e-12, "one live class: p = p(·|a), lift 1: {w:?}");
+        // Distinct sets: three supported terms and L = 3 give one set, so one sequence.
+        let mut rng = SecureRng::seeded_for_tests(5);
+        let seqs = draw_unigram(vec![1.0, 1.0, 1.0, 0.0], 3, 10, true, &mut rng);
+        assert_eq!(seqs.len(), 1, "{seqs:?}");
+        let seqs = draw_unigram(vec![1.0; 12], 3, 30, true, &mut rng);
+        let sets: HashSet<Vec<usize>> = seqs.iter().map(|s| { let mut k = s.clone(); k.sort_unstable(); k }).collect();
+        assert_eq!((seqs.len(), sets.len()), (30, 30));
     }
 }

@@ -153,9 +153,41 @@ pub struct Drawn {
 /// class's signal estimate too; the iterative DP-KDEs hand it the first-keyphrase scores they
 /// computed anyway. The estimate reads no randomness: the sequences are the same either way.
 pub fn draw(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng, signals: Signals) -> Result<Drawn, SummaryError> {
+    draw_with(set, cands, counts, &Sampling::OFF, rng, signals)
+}
+
+/// The histogram sampler's post-processing choices beyond the release (`hist` module docs):
+/// public, they read nothing but the release. [`Sampling::OFF`] draws as before issue 39.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Sampling {
+    /// γ: draw ∝ p̃(t|c)·(p̃(t|c)/p̃(t))^γ (`histogram` only); 0: ∝ p̃(t|c).
+    pub distinctiveness: f64,
+    /// Each class's sequences are distinct sets of keyphrases (fewer where the release supports
+    /// few terms); the histogram sampler only.
+    pub distinct_sets: bool,
+}
+
+impl Sampling {
+    pub const OFF: Sampling = Sampling { distinctiveness: 0.0, distinct_sets: false };
+    /// The defaults of the page and the CLI (docs/utility.md, "Seeds that carry the class at
+    /// every size"): γ = 1 and distinct sets.
+    pub const DEFAULT: Sampling = Sampling { distinctiveness: 1.0, distinct_sets: true };
+    /// The largest γ accepted.
+    pub const MAX_DISTINCTIVENESS: f64 = 8.0;
+
+    pub fn validate(&self) -> Result<(), crate::base::ParamError> {
+        if !(self.distinctiveness.is_finite() && (0.0..=Self::MAX_DISTINCTIVENESS).contains(&self.distinctiveness)) {
+            return Err(crate::base::ParamError::new("the distinctiveness exponent γ", self.distinctiveness, "must be between 0 and 8"));
+        }
+        Ok(())
+    }
+}
+
+/// [`draw`] with the histogram sampler's post-processing choices ([`Sampling`]).
+pub fn draw_with(set: &DpSummary, cands: &Candidates, counts: &[usize], sampling: &Sampling, rng: &mut SecureRng, signals: Signals) -> Result<Drawn, SummaryError> {
     check_inputs(set, cands, counts)?;
     let (sequences, first) = match set.params.sampler.family().member() {
-        Member::Histogram(kind) => (hist::sample_histograms(set, kind, cands, counts, rng)?, None),
+        Member::Histogram(kind) => (hist::sample_histograms(set, kind, cands, counts, sampling, rng)?, None),
         Member::RandomFeatures(layout) if layout.over_prefixes() => {
             let (sequences, first) = kde::sample_iterative_sequences(set, cands, counts, rng)?;
             (sequences, Some(first))

@@ -218,9 +218,15 @@ const NOISE_SHARE_INV: f64 = 10.0;
 /// whole release. Public inputs only. Floating point is fine: τ is a public number and any
 /// value keeps the rule post-processing.
 pub fn clearing_threshold(entries: usize, params: &VocabParams) -> i64 {
+    noise_threshold(entries, params, params.top_n.max(1) as f64 / NOISE_SHARE_INV)
+}
+
+/// The smallest t ≥ 1 that at most `expected` of `entries` zero-count noisy entries are
+/// expected to reach (m·q^t/(1+q) ≤ expected, q = e^(−ε_voc/S)). Public inputs only.
+pub fn noise_threshold(entries: usize, params: &VocabParams, expected: f64) -> i64 {
     let q = (-params.epsilon / params.terms_per_doc as f64).exp();
-    // m·q^t/(1+q) ≤ N/10 ⇔ (m·10/N)·q^t/(1+q) ≤ 1.
-    let m = entries.max(1) as f64 * NOISE_SHARE_INV / params.top_n.max(1) as f64;
+    // m·q^t/(1+q) ≤ e ⇔ (m/e)·q^t/(1+q) ≤ 1.
+    let m = entries.max(1) as f64 / expected.max(f64::MIN_POSITIVE);
     if !(q > 0.0 && q < 1.0) {
         return 1;
     }

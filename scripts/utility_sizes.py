@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Issue 39: DP / non-private accuracy by corpus size, on seeded MTSamples subsets.
+
+Subsets (seeded, written to target/utility-sizes/): for each size K in --sizes,
+  top5-K: each of the 5 largest specialties cut to min(K, what it has) notes;
+  two-K:  Cardiovascular / Pulmonary cut to min(K, 371) notes and K notes of the other
+          specialties (relabelled by `--one-vs-rest`, not balanced).
+Then one `dpkps evaluate` per cell (histogram sampler, --no-dp, --seeds S), one at a time, and
+a table, one line a cell: task, `nonprivate` accuracy, the DP and noiseless histogram arms over
+`nonprivate` (embedding view, accuracy; mean ± half the range over the seeds), |Ṽ| and its
+noise share, class-distinctive terms in Ṽ / in the exact top-N / in all, and per arm the mean
+over classes of distinct sequences (as sets) per sequence, distinct terms used, and the share
+of keyphrase slots that are terms distinctive for the class (crates/core/src/eval/signal_loss.rs).
+
+  scripts/utility_sizes.py [--sizes 100,250,500,1000] [--tasks top5,two] [--seeds 3]
+                           [--eps 1,10] [-- any further evaluate option]
+The figures are NOT differentially private (computed on the corpus; it is public here).
+"""
+import argparse, csv, json, os, random, statistics, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TWO = "Cardiovascular / Pulmonary"
+
+
+def load(path):
+    csv.field_size_limit(1 << 30)
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["transcription"].strip()]
+    for r in rows:
+        r["medical_specialty"] = r["medical_specialty"].strip()
+    return rows
+
+
+def subset(rows, task, k, seed):
+    rng = random.Random(f"{task}-{k}-{seed}")
+    by = {}
+    for r in rows:
+        by.setdefault(r["medical_specialty"], []).append(r)
+    if task == "top5":
+        top = sorted(by, key=lambda c: (-len(by[c]), c))[:5]
+        out = [r for c in top for r in rng.sample(by[c], min(k, len(by[c])))]
+    else:
+        rest = [r for c in by if c != TWO for r in by[c]]
+        out = rng.sample(by[TWO], min(k, len(by[TWO]))) + rng.sample(rest, k)
+    rng.shuffle(out)
+    return out
+
+
+def write(rows, path):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=["transcription", "medical_specialty"], extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
+def spread(xs):
+    m = statistics.mean(xs)
+    return m, (max(xs) - min(xs)) / 2
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="100,250,500,1000")
+    ap.add_argument("--tasks", default="top5,two")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--eps", default="1,10")
+    ap.add_argument("--vocab", default="medical", help="the public list: medical (MeSH, 28k) or english (GloVe, 340k)")
+    ap.add_argument("--reuse", action="store_true", help="summarise a cell's existing report instead of running it again")
+    ap.add_argument("--name", default="base", help="a name for this grid's reports")
+    ap.add_argument("--corpus", default=os.environ.get("DPKPS_MTSAMPLES", os.path.join(ROOT, "..", "shared", "data", "mtsamples.csv")))
+    ap.add_argument("rest", nargs="*", help="further `dpkps evaluate` options (after --)")
+    a = ap.parse_args()
+    binary = os.environ.get("DPKPS_BIN", os.path.join(ROOT, "target", "release", "dpkps"))
+    out = os.path.join(ROOT, "target", "utility-sizes")
+    os.makedirs(out, exist_ok=True)
+    rows = load(a.corpus)
+    ev, ek = a.eps.split(",")
+    lines = []
+    for task in a.tasks.split(","):
+        for k in [int(x) for x in a.sizes.split(",")]:
+            sub = os.path.join(out, f"{task}-{k}.csv")
+            if not os.path.exists(sub):
+                write(subset(rows, task, k, 0), sub)
+            rep = os.path.join(out, f"{a.name}-{a.vocab}-{task}-{k}-{ev}-{ek}.json")
+            cmd = [binary, "evaluate", "--corpus", sub, "--text-col", "transcription", "--label-col", "medical_specialty",
+                   "--vocabulary", a.vocab, "--eps-voc", ev, "--eps-kde", ek, "--seeds", str(a.seeds), "--no-dp",
+                   "--sampler", "histogram", "--json", rep, "--ledger", os.path.join(out, "ledger.json")]
+            cmd += ["--one-vs-rest", TWO, "--no-balance"] if task == "two" else ["--top-classes", "5"]
+            cmd += a.rest
+            t0 = time.time()
+            if a.reuse and os.path.exists(rep):
+                line = summarise(rep, f"{a.vocab} {task}-{k}", 0)
+                print(line, flush=True)
+                lines.append(line)
+                continue
+            r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if r.returncode != 0:
+                print(f"{task}-{k}: failed: {r.stderr[-2000:]}", file=sys.stderr)
+                continue
+            line = summarise(rep, f"{a.vocab} {task}-{k}", time.time() - t0)
+            print(line, flush=True)
+            lines.append(line)
+    print("\n".join(lines))
+
+
+def summarise(rep, name, secs):
+    with open(rep) as f:
+        j = json.load(f)
+    runs = {}
+    for arm in j["arms"]:
+        if arm.get("view", "embedding") != "embedding":
+            continue
+        runs[arm["arm"]] = [r["accuracy"] for r in arm["runs"]]
+    base = runs.get("nonprivate")
+    cells = [name, f"{statistics.mean(base):.3f}"]
+    for arm in ("dp-histogram", "nodp-histogram"):
+        xs = runs.get(arm)
+        if not xs:
+            cells.append("–")
+            continue
+        m, s = spread([x / b for x, b in zip(xs, base)])
+        cells.append(f"{m:.2f} ± {s:.2f}")
+    d = j.get("task", {}).get("vocabulary_diagnosis")
+    if d:
+        cells.append(f"|Ṽ| {d['vocabulary']:.0f}, noise {d['noise_share']:.2f}")
+        cells.append(f"{d['distinctive_in_vocab']:.0f} / {d['distinctive_in_exact']:.0f} / {d['distinctive']:.0f}")
+    for arm in ("dp-histogram", "nodp-histogram"):
+        per = [c for a_ in j["arms"] if a_["arm"] == arm and a_["view"] == "embedding"
+               for r in a_["runs"] for c in (r.get("sequences") or {}).get("per_class", [])]
+        if per:
+            sets = statistics.mean(c["distinct_sets"] / max(c["sequences"], 1) for c in per)
+            terms = statistics.mean(c["distinct_terms"] for c in per)
+            dist = statistics.mean(c["distinctive_share"] for c in per)
+            cells.append(f"{sets:.2f} sets, {terms:.0f} terms, {dist:.2f} distinctive")
+    cells.append(f"{secs:.0f} s")
+    return " | ".join(cells)
+
+
+if __name__ == "__main__":
+    main()
