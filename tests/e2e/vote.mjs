@@ -29,6 +29,8 @@ fs.writeFileSync(personPath, personRows.map((r) => r.join(',')).join('\n') + '\n
 const server = await serveStatic(dist);
 const llm = await startLlmServer();
 const browser = await launch();
+// A second browser (a fresh profile: its own ledger) for the person case.
+const browser2 = await launch();
 const origin = new URL(server.url).origin;
 let page;
 let problems;
@@ -144,7 +146,7 @@ await runTests([
     await page.close();
   }],
   ['with a person column, each patient votes once and the report says the unit is the person', async () => {
-    page = await browser.context.newPage();
+    page = await browser2.context.newPage();
     problems = guard(page, origin, { origins: [llm.origin] });
     await page.goto(server.url);
     await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
@@ -186,6 +188,7 @@ await runTests([
 ]);
 
 await browser.close();
+await browser2.close();
 await server.close();
 llm.close();
 fs.rmSync(tmp, { recursive: true, force: true });
