@@ -165,7 +165,7 @@ await runTests([
     await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 5_000 });
     await page.click('#run');
     await page.waitForSelector('#results, #error', { timeout: 120_000 });
-    assert(await page.locator('#error').count() === 0, await page.locator('#error').textContent().catch(() => ''));
+    if (await page.locator('#error').count()) throw new Error(await page.textContent('#error'));
     await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout: 120_000 });
     await page.fill('#llm-endpoint', llm.url);
     await page.fill('#llm-model', 'test-model');
