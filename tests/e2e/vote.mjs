@@ -29,6 +29,8 @@ fs.writeFileSync(personPath, personRows.map((r) => r.join(',')).join('\n') + '\n
 const server = await serveStatic(dist);
 const llm = await startLlmServer();
 const browser = await launch();
+// A second browser (a fresh profile: its own ledger) for the person case.
+const browser2 = await launch();
 const origin = new URL(server.url).origin;
 let page;
 let problems;
@@ -144,7 +146,7 @@ await runTests([
     await page.close();
   }],
   ['with a person column, each patient votes once and the report says the unit is the person', async () => {
-    page = await browser.context.newPage();
+    page = await browser2.context.newPage();
     problems = guard(page, origin, { origins: [llm.origin] });
     await page.goto(server.url);
     await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
@@ -163,7 +165,7 @@ await runTests([
     await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 5_000 });
     await page.click('#run');
     await page.waitForSelector('#results, #error', { timeout: 120_000 });
-    assert(await page.locator('#error').count() === 0, await page.locator('#error').textContent().catch(() => ''));
+    if (await page.locator('#error').count()) throw new Error(await page.textContent('#error'));
     await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout: 120_000 });
     await page.fill('#llm-endpoint', llm.url);
     await page.fill('#llm-model', 'test-model');
@@ -186,6 +188,7 @@ await runTests([
 ]);
 
 await browser.close();
+await browser2.close();
 await server.close();
 llm.close();
 fs.rmSync(tmp, { recursive: true, force: true });

@@ -43,7 +43,9 @@ pub fn VotePanel() -> impl IntoView {
                 {move || app.vote_progress.get().map(|(done, total)| view! {
                     <p id="vote-progress" role="status">
                         <progress max=total.max(1) as f64 value=done as f64 aria-label="documents embedded for the vote"></progress>
-                        {format!(" {done} of {total}")}
+                        {format!(" {done} of {total} ")}
+                        // Stops at the next document; an ε already recorded stays recorded.
+                        <button id="vote-cancel" on:click=move |_| app.cancel()>"Cancel"</button>
                     </p>
                 })}
                 {move || app.vote_error.get().map(|e| view! { <p class="field-error" id="vote-error" role="alert">{e}</p> })}
