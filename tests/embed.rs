@@ -147,3 +147,24 @@ fn a_terms_vector_does_not_depend_on_the_terms_embedded_with_it() {
         }
     }
 }
+
+/// The profile (`dpkps bench docs`, the page's document benchmark) counts every document and
+/// token, its node times fit inside the model call, and the plan it times is the one documents
+/// are embedded by: the same plan rebuilt (batch 1, length open) gives the same bits.
+#[test]
+fn the_profile_accounts_for_a_documents_model_call() {
+    let e = embedder();
+    let texts = ["The patient reports chest pain radiating to the left arm.", "No acute distress; lungs clear."];
+    let start = std::time::Instant::now();
+    let now = || start.elapsed().as_secs_f64() * 1e3;
+    let p = dpkps_embed::profile::profile(&e, &texts, &now).unwrap();
+    assert_eq!(p.documents, 2);
+    assert_eq!(p.tokens, texts.iter().map(|t| e.batch_key(t)).sum::<usize>());
+    let nodes: f64 = p.ops.iter().map(|(_, ms, _)| ms).sum();
+    assert!(nodes > 0.0 && nodes <= p.model_ms + 1e-6, "node times {nodes} ms against the call's {} ms", p.model_ms);
+    assert!(p.ops.iter().any(|(k, _, _)| k.contains("MatMul")), "{:?}", p.ops);
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/");
+    let model = std::fs::read(format!("{dir}all-MiniLM-L6-v2.int8w.onnx")).unwrap();
+    let plans = dpkps_embed::profile::compare_plans(&model, &e, &texts, &[(1, None)], &now).unwrap();
+    assert!(plans[0].2, "the rebuilt one-text plan gives other bits: {plans:?}");
+}

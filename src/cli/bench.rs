@@ -120,6 +120,9 @@ pub enum Bench {
     /// candidates (synthetic unit vectors), which candidates each keep rule keeps, and the
     /// embedding time per document (`super::bench_vote`).
     Vote(super::bench_vote::VoteBenchArgs),
+    /// Documents embedded per second, one thread, and where a document's model call spends its
+    /// time, on notes of 256 tokens and on 100-word documents (`super::bench_docs`).
+    Docs(super::bench_docs::DocsBenchArgs),
     /// Time and memory to embed and train at a given size (the corpus's notes repeated).
     Train {
         #[command(flatten)]
@@ -222,6 +225,7 @@ pub fn run(which: Bench) -> Result<(), CliError> {
             super::bench_adapt::scale(&corpus, labelled, unlabelled, random_vectors, &params, &model)
         }
         Bench::Vote(args) => super::bench_vote::run(args),
+        Bench::Docs(args) => super::bench_docs::run(args),
         Bench::Replay { corpus, synthetic, words, include, synthetic_jsonl } => {
             super::bench_replay::run(&corpus, synthetic, words, include, synthetic_jsonl.as_deref())
         }

@@ -9,6 +9,7 @@ mod bench;
 mod bench_adapt;
 mod bench_replay;
 mod bench_vote;
+mod bench_docs;
 mod check;
 mod embedders;
 pub(crate) mod error;

@@ -104,6 +104,11 @@ pub enum Request {
     ModelCheck,
     /// Embedding throughput at batch 1 and 32 on `terms` vocabulary terms (benchmark page).
     Bench { terms: usize },
+    /// Documents embedded per second, one per model call, in this worker alone and with its
+    /// helpers, and where a document's model call spends its time (benchmark page,
+    /// `tests/e2e/bench_docs.mjs`; [`Event::BenchedDocs`]). `profile`: documents of each set
+    /// profiled node by node; `plans`: also time plans of fixed shapes.
+    BenchDocs { sets: Vec<BenchDocSet>, profile: usize, plans: bool },
     /// The DP utility check (`crate::run::check`) on the loaded corpus: every sampler whose
     /// release fits these settings, compared on held-out documents; held to the account's budget
     /// and recorded in the ledger like a run ([`Event::DpChecked`]). Its figures are DP outputs.
@@ -259,6 +264,7 @@ pub enum Event {
         term_width: usize,
     },
     Benched(BenchFigures),
+    BenchedDocs(DocBenchFigures),
     /// The non-DP utility check on a tuning file.
     Evaluated(crate::eval::EvalReport),
     /// The DP utility check on the loaded corpus, recorded in the ledger as the run `id` (a
@@ -318,6 +324,39 @@ pub struct RunResult {
     /// Per class: how far its release stands above the DP noise, and its sequences.
     #[serde(default)]
     pub signals: Vec<crate::sample::signal::ClassSignal>,
+}
+
+/// A named set of documents to embed in the document benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchDocSet {
+    pub name: String,
+    pub texts: Vec<String>,
+}
+
+/// Document embedding measured in the worker (`Request::BenchDocs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocBenchFigures {
+    /// Helper workers that embedded beside this worker, and the cores the browser reports.
+    pub helpers: usize,
+    pub cores: usize,
+    pub sets: Vec<DocBenchSet>,
+    pub wasm_memory_bytes: u64,
+}
+
+/// One set's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocBenchSet {
+    pub name: String,
+    pub documents: usize,
+    pub tokens_per_document: f64,
+    /// One document per model call, on this worker alone (one core).
+    pub alone_per_second: f64,
+    /// The same, shared with the helpers as the recipient's documents are.
+    pub with_helpers_per_second: f64,
+    /// Where the time went (`dpkps_embed::profile`), as a plain-text table.
+    pub profile: String,
+    /// Plans of fixed shapes: (which, ms a document, same bits as alone, ms to build).
+    pub plans: Vec<(String, f64, bool, f64)>,
 }
 
 /// Embedding throughput measured in the worker.

@@ -3,3 +3,4 @@
 //! `dpkps_core::embed::Embed`, so nothing else links tract.
 
 pub mod onnx;
+pub mod profile;

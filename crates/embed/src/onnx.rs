@@ -24,7 +24,7 @@ pub const BUNDLED_MODEL_NAME: &str = "all-MiniLM-L6-v2 (bundled)";
 pub const MAX_TOKENS: usize = 256;
 const INPUTS: [&str; 3] = ["input_ids", "attention_mask", "token_type_ids"];
 
-type Plan = Arc<TypedRunnableModel>;
+pub(crate) type Plan = Arc<TypedRunnableModel>;
 
 pub struct OnnxEmbedder {
     /// Any batch size.
@@ -49,8 +49,26 @@ fn is_bundled(checksum: &str) -> bool {
         .any(|l| l.split_once(char::is_whitespace).is_some_and(|(sha, file)| file.trim().trim_start_matches('*') == BUNDLED_MODEL && sha.eq_ignore_ascii_case(checksum)))
 }
 
-fn model_err(e: impl std::fmt::Display) -> EmbedError {
+pub(crate) fn model_err(e: impl std::fmt::Display) -> EmbedError {
     EmbedError::Model(e.to_string())
+}
+
+/// The graph typed and decluttered (weights folded to f32 constants), before it is optimised
+/// for given shapes.
+pub(crate) fn decluttered(inference: InferenceModel) -> Result<TypedModel, EmbedError> {
+    inference.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))
+}
+
+/// `model` optimised with its batch and sequence axes fixed where given.
+pub(crate) fn plan_at(model: &TypedModel, batch: Option<usize>, seq: Option<usize>) -> Result<Plan, EmbedError> {
+    let mut subs = std::collections::HashMap::new();
+    let shape: Vec<TDim> = model.input_fact(0).map_err(model_err)?.shape.iter().cloned().collect();
+    for (axis, fixed) in [(0, batch), (1, seq)] {
+        if let (Some(TDim::Sym(sym)), Some(n)) = (shape.get(axis), fixed) {
+            subs.insert(sym.clone(), TDim::Val(n as i64));
+        }
+    }
+    model.set_symbols(&subs).and_then(|m| m.into_optimized()).and_then(|m| m.into_runnable()).map_err(model_err)
 }
 
 impl OnnxEmbedder {
@@ -78,10 +96,7 @@ impl OnnxEmbedder {
                 inference.outputs.len()
             )));
         }
-        let decluttered = inference
-            .into_typed()
-            .and_then(|t| t.into_decluttered())
-            .map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))?;
+        let decluttered = decluttered(inference)?;
         let order: Vec<usize> = INPUTS
             .iter()
             .map(|want| decluttered.inputs.iter().position(|o| decluttered.node(o.node).name == *want).unwrap_or(usize::MAX))
@@ -90,13 +105,7 @@ impl OnnxEmbedder {
         // recipient's documents, one at a time: `dpkps_core::adapt::task`; terms where the rows
         // probe fails). tract then resolves fewer shapes per run: 85 against 72 terms/s
         // natively (`dpkps bench embed`), for about 26 MB more (the weights packed once more).
-        let one = {
-            let mut subs = std::collections::HashMap::new();
-            if let Some(TDim::Sym(batch)) = decluttered.input_fact(0).ok().and_then(|f| f.shape.iter().next()) {
-                subs.insert(batch.clone(), TDim::Val(1));
-            }
-            decluttered.set_symbols(&subs).and_then(|m| m.into_optimized()).and_then(|m| m.into_runnable()).map_err(model_err)?
-        };
+        let one = plan_at(&decluttered, Some(1), None)?;
         let plan = decluttered.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))?;
         let mut e = OnnxEmbedder { plan, one, tokenizer, reorder: order, dim: 0, checksum, term_width: 1, rows_key: String::new() };
         // The output dimension, read by running the model once on a probe.
@@ -170,6 +179,16 @@ impl OnnxEmbedder {
         &self.rows_key
     }
 
+    /// A text's token ids as the model sees them ([CLS] … [SEP], truncated, no padding).
+    pub(crate) fn ids(&self, text: &str) -> Result<Vec<u32>, EmbedError> {
+        Ok(self.tokenizer.encode(text, true).map_err(model_err)?.get_ids().to_vec())
+    }
+
+    /// The plan for one text (the one documents are embedded by).
+    pub(crate) fn one_plan(&self) -> &Plan {
+        &self.one
+    }
+
     fn run(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -181,7 +200,24 @@ impl OnnxEmbedder {
 
     /// Runs the model on rows of token ids (with [CLS] and [SEP]), each padded to the longest.
     fn run_ids(&self, rows: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let (b, s) = (rows.len(), rows.iter().map(Vec::len).max().unwrap_or(0));
+        let b = rows.len();
+        let inputs = self.inputs(rows)?;
+        let out = if b == 1 { self.one.run(inputs) } else { self.plan.run(inputs) }.map_err(model_err)?;
+        let view = out[0].to_plain_array_view::<f32>().map_err(model_err)?;
+        if view.ndim() != 2 || view.shape()[0] != b {
+            return Err(EmbedError::Model(format!("the model's output has shape {:?}; expected [batch, dim]", view.shape())));
+        }
+        Ok(view.outer_iter().map(|row| row.iter().copied().collect()).collect())
+    }
+
+    /// The graph's three inputs for rows of token ids, each padded (id 0, mask 0) to the longest.
+    pub(crate) fn inputs(&self, rows: &[Vec<u32>]) -> Result<TVec<TValue>, EmbedError> {
+        self.inputs_padded(rows, 0)
+    }
+
+    /// As [`Self::inputs`], padded to at least `len` tokens.
+    pub(crate) fn inputs_padded(&self, rows: &[Vec<u32>], len: usize) -> Result<TVec<TValue>, EmbedError> {
+        let (b, s) = (rows.len(), rows.iter().map(Vec::len).max().unwrap_or(0).max(len));
         let mut columns = [vec![0i64; b * s], vec![0i64; b * s], vec![0i64; b * s]];
         for (r, ids) in rows.iter().enumerate() {
             for (k, &id) in ids.iter().enumerate() {
@@ -196,12 +232,7 @@ impl OnnxEmbedder {
         for (k, col) in columns.iter().enumerate() {
             inputs[self.reorder[k]] = Tensor::from_shape(&[b, s], col).map_err(model_err)?.into();
         }
-        let out = if b == 1 { self.one.run(inputs) } else { self.plan.run(inputs) }.map_err(model_err)?;
-        let view = out[0].to_plain_array_view::<f32>().map_err(model_err)?;
-        if view.ndim() != 2 || view.shape()[0] != b {
-            return Err(EmbedError::Model(format!("the model's output has shape {:?}; expected [batch, dim]", view.shape())));
-        }
-        Ok(view.outer_iter().map(|row| row.iter().copied().collect()).collect())
+        Ok(inputs)
     }
 }
 

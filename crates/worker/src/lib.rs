@@ -23,6 +23,7 @@
 
 mod assets;
 mod background;
+mod bench_docs;
 mod control;
 mod diagnostics;
 mod evaluate;
@@ -203,6 +204,7 @@ async fn handle(req: Request, files: Vec<File>) -> Result<Event, Stop> {
         }
         Request::ModelCheck => model_check(&mut state).await,
         Request::Bench { terms } => bench(&mut state, terms).await,
+        Request::BenchDocs { sets, profile, plans } => bench_docs::bench_docs(&mut state, &sets, profile, plans).await,
         Request::DpCheck { settings } => run::dp_check(&mut state, &settings).await,
         Request::EvaluateTuning { settings, file } => {
             let f = files.first().cloned().ok_or_else(|| Stop::Failed(Some(Stage::Evaluate), "attach the tuning file".into()))?;

@@ -156,6 +156,8 @@ pub struct AppState {
     pub model_check: RwSignal<Option<String>>,
     pub model_files: RwSignal<(Option<String>, Option<String>)>,
     pub bench: RwSignal<Option<BenchFigures>>,
+    /// The document benchmark's figures, as pretty JSON (benchmark page only).
+    pub bench_docs: RwSignal<Option<String>>,
     /// The utility check's result on the tuning file: NOT DP, shown to the curator only, never
     /// downloaded.
     pub evaluation: RwSignal<Option<dpkps_core::eval::EvalReport>>,
@@ -210,6 +212,7 @@ impl AppState {
             model_check: RwSignal::new(None),
             model_files: RwSignal::new((None, None)),
             bench: RwSignal::new(None),
+            bench_docs: RwSignal::new(None),
             evaluation: RwSignal::new(None),
             dp_check: RwSignal::new(None),
             background: RwSignal::new(None),
@@ -417,6 +420,18 @@ impl AppState {
     pub fn bench(&self, terms: usize) {
         self.begin(Job::Bench);
         engine::send(&Request::Bench { terms }, &[]);
+    }
+
+    /// The document benchmark on the sets in `json` (`{"name": ["text", …], …}`, as
+    /// `dpkps bench docs --write` leaves them).
+    pub fn bench_docs(&self, json: &str, profile: usize, plans: bool) {
+        let Ok(sets) = serde_json::from_str::<std::collections::BTreeMap<String, Vec<String>>>(json) else {
+            self.bench_docs.set(Some("not a JSON object of document lists".into()));
+            return;
+        };
+        let sets = sets.into_iter().map(|(name, texts)| dpkps_core::protocol::BenchDocSet { name, texts }).collect();
+        self.begin(Job::Bench);
+        engine::send(&Request::BenchDocs { sets, profile, plans }, &[]);
     }
 }
 

@@ -124,6 +124,10 @@ impl AppState {
                 self.bench.set(Some(b));
                 self.job.set(None);
             }
+            Event::BenchedDocs(b) => {
+                self.bench_docs.set(Some(serde_json::to_string_pretty(&b).unwrap_or_default()));
+                self.job.set(None);
+            }
             Event::ReplayChecked(check) => {
                 self.replay_progress.set(None);
                 self.replay_error.set(None);

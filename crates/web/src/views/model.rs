@@ -49,6 +49,15 @@ pub fn BenchPanel() -> impl IntoView {
             <h2 id="bench-h">"Benchmark"</h2>
             <button id="bench" prop:disabled=move || app.busy() on:click=move |_| app.bench(512)>"Embed 512 terms at batch 1 and 32"</button>
             <pre id="bench-result">{move || app.bench.get().map(|b| serde_json::to_string_pretty(&b).unwrap_or_default())}</pre>
+            <textarea id="bench-docs-input" aria-label="Documents to embed (JSON: lists by name)"></textarea>
+            <label><input type="checkbox" id="bench-docs-plans" />" also plans of fixed shapes"</label>
+            <button id="bench-docs" prop:disabled=move || app.busy() on:click=move |_| {
+                let doc = leptos::prelude::document();
+                let value = |id: &str| doc.get_element_by_id(id).and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlTextAreaElement>(e).ok()).map(|t| t.value()).unwrap_or_default();
+                let plans = doc.get_element_by_id("bench-docs-plans").and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(e).ok()).is_some_and(|c| c.checked());
+                app.bench_docs(&value("bench-docs-input"), 20, plans)
+            }>"Embed these documents"</button>
+            <pre id="bench-docs-result">{move || app.bench_docs.get()}</pre>
         </section>
     }
 }

@@ -13,8 +13,11 @@ use web_sys::{MessageEvent, Worker};
 
 use super::wire::{read_reply, Said, EMBED, LOAD};
 
-/// Most helpers started, whatever the core count: each holds its own model.
-pub const MAX_HELPERS: usize = 3;
+/// Most helpers started, whatever the core count: each holds its own model (about 160 MB of
+/// wasm memory for the bundled one), so 7 helpers and this worker take about 1.3 GB, on a
+/// machine of 8 cores or more. Documents go one per model call to whichever is idle
+/// (`embed_share`), so every core a helper gets embeds documents (issue 38: it was 3).
+pub const MAX_HELPERS: usize = 7;
 
 /// A finished batch: its sequence number, the helper that answered, and the flat embeddings
 /// or why there are none.
