@@ -52,3 +52,37 @@ fn bench_kde_generation_wasm() {
 }
 
 // The embedding benchmark runs in the app's own worker (tests/e2e/bench.mjs).
+
+/// The DP vote's release in the page's engine: 5,000 private units × 1,000 candidates in one
+/// class (every unit against every candidate: the worst case), then spread over 5 classes;
+/// synthetic unit vectors of 384 dimensions (the bundled model's), one thread. The native
+/// figure is `dpkps bench vote` (docs/benchmarks.md, "The DP vote over generated candidates");
+/// embedding the private documents, the vote's real cost, is `tests/e2e/bench_docs.mjs`.
+#[wasm_bindgen_test]
+#[ignore]
+fn bench_vote_wasm() {
+    use dpkps_core::dp::vote::{self, UnitVector};
+    let (n, m, d) = (5000usize, 1000usize, 384usize);
+    let mut rng = SecureRng::from_os().unwrap();
+    let raw = Features::synthetic_unit_vectors(n + m, d, 11);
+    let (cands, units) = raw.split_at(m);
+    for classes in [1usize, 5] {
+        let per: Vec<Vec<Vec<f32>>> = (0..classes).map(|c| cands.iter().skip(c).step_by(classes).cloned().collect()).collect();
+        let cs = vote::Candidates::new(d, &per).unwrap();
+        let us: Vec<UnitVector> = units.iter().enumerate().map(|(i, v)| UnitVector { class: i % classes, vector: v.clone() }).collect();
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let t0 = now_ms();
+            let out = vote::release(&cs, &us, 1.0, &mut rng).unwrap();
+            best = best.min(now_ms() - t0);
+            assert_eq!(out.votes.len(), classes);
+        }
+        let pairs = (n * m / classes) as f64;
+        console_log!(
+            "wasm vote: {n} units × {m} candidates, d={d}, {classes} class(es): {:.3} s ({:.1} million cosines/s; {:.1} µs per unit)",
+            best / 1000.0,
+            pairs / (best / 1000.0) / 1e6,
+            best * 1000.0 / n as f64
+        );
+    }
+}

@@ -90,11 +90,16 @@ pub struct VoteParams {
 }
 
 impl VoteParams {
-    /// Refuses an ε out of range or a rate outside (0, 1].
+    /// Refuses an ε out of range, or a rate outside (0, 1] or too small to draw exactly.
     pub fn check(&self) -> Result<(), ParamError> {
         check_epsilon("ε of the vote", self.epsilon)?;
         if !(self.sample_rate > 0.0 && self.sample_rate <= 1.0) {
             return Err(ParamError::new("the share of units that vote", self.sample_rate, "must be a number above 0 and at most 1"));
+        }
+        // The coins draw the rate's exact fraction (`coins`): a rate too small to write as one is
+        // refused here, before any ε is recorded, not after.
+        if self.sample_rate < 1.0 && Ratio::from_f64(self.sample_rate).is_err() {
+            return Err(ParamError::new("the share of units that vote", self.sample_rate, "is too small to draw exactly"));
         }
         Ok(())
     }

@@ -271,3 +271,14 @@ fn empirical_privacy_loss_of_the_subsampled_vote_stays_within_the_amplified_epsi
     assert!(ok <= charged, "estimated privacy loss {ok} exceeds the charged ε′ = {charged}");
     assert!(all_in > charged, "a vote without its coins, charged the amplified ε′, went undetected ({all_in})");
 }
+
+#[test]
+fn a_rate_too_small_to_draw_is_refused_before_anything_is_spent() {
+    let ok = VoteParams { epsilon: 1.0, sample_rate: 0.3 };
+    assert!(ok.check().is_ok());
+    // A full 53-bit mantissa far below 1: no exact fraction of the coins' width.
+    let tiny = VoteParams { epsilon: 1.0, sample_rate: f64::from_bits(0x3c0f_ffff_ffff_ffff) };
+    let err = tiny.check().expect_err("refused");
+    assert!(err.to_string().contains("too small to draw exactly"), "{err}");
+    assert!(coins(3, tiny.sample_rate, &mut SecureRng::from_os().unwrap()).is_err(), "the coins would fail after the commit");
+}
