@@ -172,13 +172,27 @@ await runTests([
     if (await page.locator('#include-noise').count()) await page.check('#include-noise');
     await page.check('#reviewed');
     await page.click('#send');
-    await page.waitForSelector('#gen-progress[data-done="8"][data-running="false"]', { timeout: 60_000 });
+    // Up to 2 × 2 sequences a class; distinct sets (issue 39) draw fewer for a class whose
+    // release supports only a few terms, as this five-patient corpus's may: wait for all of them.
+    await page.waitForFunction(() => {
+      const g = document.querySelector('#gen-progress');
+      return g && g.dataset.running === 'false' && Number(g.dataset.total) > 0 && g.dataset.done === g.dataset.total;
+    }, null, { timeout: 60_000 });
     await page.waitForFunction(() => !document.querySelector('#vote-run')?.disabled, null, { timeout: 60_000 });
     assert(/^Each person of the loaded corpus votes/.test(await textOf('#vote-cost')), await textOf('#vote-cost'));
     await page.click('#vote-run');
     await page.waitForSelector('#vote-panel[data-voted="true"]', { timeout: 120_000 });
+    // One kept per 2 candidates of each class (at least one): what the table says is downloaded.
+    const rows = await page.$$eval('#vote-results tr[data-class]', (trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent.trim())));
+    assert(rows.length === 2, `two classes voted: ${JSON.stringify(rows)}`);
+    let want = 0;
+    for (const [label, candidates, k] of rows) {
+      const c = Number(candidates);
+      assert(c >= 1 && Number(k) === Math.max(1, Math.floor(c / 2)), `${label}: one kept per 2 of ${candidates} candidates, got ${k}`);
+      want += Number(k);
+    }
     const kept = (await download('#dl-corpus-jsonl')).trim().split('\n').map((l) => JSON.parse(l));
-    assert(kept.length === 4, `2 of 4 candidates kept in each class, got ${kept.length}`);
+    assert(kept.length === want, `${want} kept documents downloaded, got ${kept.length}`);
     const html = await download('#dl-report-html');
     assert(/privacy unit: person \(column “patient”\)\)/.test(html), 'the vote\'s unit is the person');
     assert(!html.includes('P-3') && !html.includes(CANARY), 'no person id or canary in the report');
