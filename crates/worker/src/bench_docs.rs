@@ -8,7 +8,7 @@ use super::control::{at, now_ms, seconds_since, Stop};
 use super::helpers::embed_share::embed_batches;
 use super::helpers::wasm_memory_bytes;
 use super::model::ensure_model;
-use super::{helpers_for, helpers_ready, State};
+use super::{helpers_for, ready_helpers, State};
 use dpkps_core::embed::Embed;
 use dpkps_core::protocol::{BenchDocSet, DocBenchFigures, DocBenchSet, Event, Stage};
 
@@ -16,13 +16,7 @@ pub async fn bench_docs(state: &mut State, sets: &[BenchDocSet], profile: usize,
     let State { model, helpers, .. } = state;
     let m = ensure_model(model).await?;
     let pool = helpers_for(helpers, m, usize::MAX);
-    let helper_count = match pool {
-        Some(p) => {
-            helpers_ready(p, 120_000.0).await?;
-            p.idle()
-        }
-        None => 0,
-    };
+    let helper_count = ready_helpers(pool).await?;
     let mut out = Vec::new();
     for set in sets {
         let texts: Vec<&str> = set.texts.iter().map(String::as_str).collect();

@@ -8,7 +8,7 @@ use super::helpers::embed_share::embed_batches;
 use super::helpers::pool::{self, Pool};
 use super::helpers::wasm_memory_bytes;
 use super::model::{ensure_model, ROWS_PER_MESSAGE};
-use super::{helpers_for, helpers_ready, sources, State};
+use super::{helpers_for, ready_helpers, sources, State};
 use dpkps_core::dp::SecureRng;
 use dpkps_core::embed::Embed;
 use dpkps_core::protocol::{BenchFigures, Event, Stage};
@@ -32,13 +32,7 @@ pub async fn model_check(state: &mut State) -> Result<Event, Stop> {
     let m = ensure_model(slot).await?;
     let batches: Vec<Vec<&str>> = r.terms.iter().map(|t| vec![t.as_str()]).collect();
     let pool = helpers_for(helpers, m, usize::MAX);
-    let helper_count = match pool {
-        Some(p) => {
-            helpers_ready(p, 120_000.0).await?;
-            p.idle()
-        }
-        None => 0,
-    };
+    let helper_count = ready_helpers(pool).await?;
     let mut got = vec![Vec::new(); batches.len()];
     let mut by_helpers = 0;
     let mut clock = now_ms();
@@ -128,11 +122,8 @@ pub async fn bench(state: &mut State, terms: usize) -> Result<Event, Stop> {
     let t0 = now_ms();
     let count = pool::helpers_for_this_machine();
     let mut pool = if count > 0 { Pool::start(count, &m.bytes.0, &m.bytes.1, m.embedder.checksum()).ok() } else { None };
-    if let Some(p) = pool.as_mut() {
-        helpers_ready(p, 120_000.0).await?;
-    }
+    let helpers_ready = ready_helpers(pool.as_mut()).await?;
     let helpers_start_seconds = seconds_since(t0);
-    let helpers_ready = pool.as_ref().map_or(0, Pool::idle);
     let t0 = now_ms();
     let width = m.embedder.term_width();
     let cut = dpkps_core::embed::rows::term_batches(&m.embedder, width, &texts, |t| t);

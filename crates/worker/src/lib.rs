@@ -237,6 +237,18 @@ fn helpers_for<'a>(helpers: &'a mut Option<Pool>, m: &Model, batches: usize) -> 
     helpers.as_mut()
 }
 
+/// How many helpers are ready to embed: none without a pool, else those idle once every helper
+/// has loaded the model or died (waiting at most two minutes).
+async fn ready_helpers(pool: Option<&mut Pool>) -> Result<usize, Stop> {
+    match pool {
+        Some(p) => {
+            helpers_ready(p, 120_000.0).await?;
+            Ok(p.idle())
+        }
+        None => Ok(0),
+    }
+}
+
 /// Waits (at most `limit_ms`) until every helper is idle (has loaded the model and finished any
 /// batch it still holds) or dead.
 async fn helpers_ready(pool: &mut Pool, limit_ms: f64) -> Result<(), Stop> {

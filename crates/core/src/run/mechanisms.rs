@@ -95,12 +95,17 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
 /// Every mechanism of a release run, in the order of [`SpendStage::ALL`] (the order ε is added
 /// up in and the report states them).
 pub fn mechanisms() -> impl Iterator<Item = Mechanism> {
-    SpendStage::ALL.iter().filter_map(|&s| mechanism(s)).filter(|m| !m.after_generation)
+    registered().filter(|m| !m.after_generation)
+}
+
+/// Every registered mechanism, in the order of [`SpendStage::ALL`].
+fn registered() -> impl Iterator<Item = Mechanism> {
+    SpendStage::ALL.iter().filter_map(|&s| mechanism(s))
 }
 
 /// The mechanisms the settings plan for after generation, each a run of its own (the DP vote).
 pub fn after_generation() -> impl Iterator<Item = Mechanism> {
-    SpendStage::ALL.iter().filter_map(|&s| mechanism(s)).filter(|m| m.after_generation)
+    registered().filter(|m| m.after_generation)
 }
 
 /// The DP vote's clause: what it releases, with the ε the ledger charges.
