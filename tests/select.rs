@@ -140,6 +140,30 @@ fn select_keeps_the_candidates_the_private_notes_vote_for_and_records_the_vote()
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("vote: ε = 4.0000") && text.contains("total ε = 4.0000"), "{text}");
 
+    // Tied to its run (--run): refused unless the run is on record for this corpus, read with
+    // the same unit (this ledger has no run; the run's own ledger has it, per document).
+    let out3 = dir.join("out3");
+    let run_dir = run.display().to_string();
+    let o = select(&c, &gen, &ledger, &out3, &["--eps-select", "1", "--keep", "1", "--run", &run_dir]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is not on record for the loaded corpus"), "{}", stderr(&o));
+    let run_ledger = dir.join("run-ledger.json").display().to_string();
+    let o = select(&c, &gen, &run_ledger, &out3, &["--eps-select", "1", "--keep", "1", "--run", &run_dir, "--person-col", "patient"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("and it is loaded with the person column “patient”"), "{}", stderr(&o));
+    // A vote's folder (its run.json is the vote's run) is not the run the documents came from.
+    let o = select(&c, &gen, &run_ledger, &out3, &["--eps-select", "1", "--keep", "1", "--run", &out.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("were generated from the run"), "{}", stderr(&o));
+    assert!(!out3.join("kept.jsonl").exists() && vote_spends(&run_ledger).is_empty(), "nothing drawn or recorded");
+    for n in [1, 2] {
+        let o = select(&c, &gen, &run_ledger, &out3, &["--eps-select", "1", "--keep", "1", "--run", &run_dir]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let r: Value = serde_json::from_slice(&std::fs::read(out3.join("vote-report.json")).unwrap()).unwrap();
+        // Voting again over the same candidates: the votes add up.
+        assert_eq!((r["vote"]["votes_on_candidates"].as_u64(), r["vote"]["epsilon_votes_on_candidates"].as_f64()), (Some(n), Some(n as f64)), "{r}");
+    }
+
     // Per person, a random half voting: charged ln(1 + ½(e⁴ − 1)) ≈ 3.33, not 4.
     let out2 = dir.join("out2");
     // (The bare file, acknowledged.)

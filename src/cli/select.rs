@@ -52,7 +52,8 @@ pub(crate) struct SelectArgs {
     #[arg(long)]
     unrecorded_candidates: bool,
     /// The run that released the candidates' keyphrase sequences (`dpkps pipeline --out-dir`):
-    /// its id (run.json) is recorded with the vote, tying it to its candidates' run.
+    /// its id (run.json) is recorded with the vote, tying it to its candidates' run. The vote is
+    /// then refused unless that run is in the ledger for this corpus with this privacy unit.
     #[arg(long)]
     run: Option<PathBuf>,
     /// ε of the vote's noise (discrete Laplace of scale 1/ε on every candidate's vote count).
@@ -141,6 +142,13 @@ fn candidates_provenance(generated: &Path, acknowledged: bool) -> Result<String,
     }
 }
 
+/// The run a `dpkps generate` folder's privacy report names (reports before it was kept: none).
+fn report_run(generated: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(generated.join("privacy-report.json")).ok()?;
+    let r: dpkps_core::run::report::PrivacyReport = serde_json::from_str(&text).ok()?;
+    Some(r.run).filter(|r| !r.is_empty())
+}
+
 /// The corpus's texts, in the order `read_corpus` numbers its documents (a second pass over
 /// the same files, as the replay check reads them again), each checked against the first
 /// read's document hash: a file that changed between the reads would give a unit another
@@ -206,6 +214,15 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
         Some(dir) => Some(super::io::read_json::<Run>(&dir.join("run.json"))?.id),
         None => None,
     };
+    // The generated folder's report names the run its documents came from: --run must be it.
+    if let (Some(id), Some(named)) = (&from_run, report_run(&args.generated)) {
+        if *id != named {
+            return Err(CliError::Input {
+                path: "--run".into(),
+                message: format!("names the run {id}, but the documents in {} were generated from the run {named}", args.generated.display()),
+            });
+        }
+    }
     std::fs::create_dir_all(&args.out_dir).map_err(|e| CliError::Write { path: args.out_dir.display().to_string(), source: e })?;
     let mc = read_keyed(&args.corpus, &args.ledger, &plan.classes)?;
     let texts = read_texts(&args.corpus, &mc.keys.doc_hashes)?;
@@ -228,7 +245,7 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
         let m = embedders.embed("private documents", &mine).map_err(|e| RunError::Refused(e.to_string()))?;
         Ok(m.data.chunks_exact(m.cols.max(1)).map(<[f32]>::to_vec).collect())
     };
-    let inputs = VoteInputs { corpus: &mc, candidates: &cands, candidates_from: candidates_from.clone() };
+    let inputs = VoteInputs { corpus: &mc, candidates: &cands, candidates_from: candidates_from.clone(), from_run: from_run.as_deref() };
     let out = block_on(dpkps_core::run::vote::vote(&plan, inputs, &vote_settings, &mut embed, &mut host, &mut rng))?;
     drop(host);
     write_outputs(&args.out_dir, &out, &candidates, &position, candidates_from)

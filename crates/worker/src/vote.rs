@@ -22,12 +22,12 @@ use web_sys::File;
 
 use super::control::{at, checkpoint, iso_now, now_ms, post, progress, seconds_since, Stop, CANCEL};
 use super::files::BlobReader;
-use super::helpers::embed_share::embed_batches;
+use super::helpers::embed_share::{embed_batches, retire_unlike};
 use super::helpers::pool::Pool;
 use super::load::format_of;
 use super::model::{ensure_model, Model};
 use super::store::Store;
-use super::{helpers_for, Loaded, State};
+use super::{helpers_for, helpers_ready, Loaded, State};
 use dpkps_core::dp::summary::{DpSummary, SummaryInputs};
 use dpkps_core::dp::vote::Candidates;
 use dpkps_core::dp::SecureRng;
@@ -98,7 +98,7 @@ pub async fn vote(state: &mut State, ask: VoteAsk, files: &[File]) -> Result<Eve
     let mut docs = Documents { model: m, helpers, texts: &texts, clock: now_ms(), stopped: None };
     let mut rng = SecureRng::from_os().map_err(|e| failed(e.to_string()))?;
     let settings = VoteSettings::from(plan_vote);
-    let inputs = VoteInputs { corpus, candidates: &cands, candidates_from: candidates_from.clone() };
+    let inputs = VoteInputs { corpus, candidates: &cands, candidates_from: candidates_from.clone(), from_run: ask.from_run.as_deref() };
     let out = dpkps_core::run::vote::vote(&plan, inputs, &settings, &mut docs, &mut host, &mut rng).await;
     // A stop inside the embedding (Cancel) is said as such, not as the core's error.
     let out = match (out, docs.stopped.take()) {
@@ -140,14 +140,20 @@ fn read_texts(infos: &[FileInfo], files: &[File], fields: &Fields, first_read: &
 }
 
 /// Embeds `texts`, each by a model call of its own (width 1), here and on the helpers; with
-/// `report`, the stage's progress over (done of total) from `report.0` on.
+/// `report` (private documents), the stage's progress over (done of total) from `report.0` on,
+/// and only on helpers that embed a public probe to this worker's bits (`retire_unlike`).
 async fn embed_each(m: &mut Model, helpers: &mut Option<Pool>, texts: &[&str], clock: &mut f64, report: Option<(u64, u64)>) -> Result<Vec<Vec<f32>>, Stop> {
     let stage = Stage::Vote;
     let dim = m.embedder.dim();
     let batches: Vec<Vec<&str>> = texts.iter().map(|t| vec![*t]).collect();
     let mut out = vec![Vec::new(); texts.len()];
     let mut done = 0u64;
-    let pool = helpers_for(helpers, m, batches.len());
+    let mut pool = helpers_for(helpers, m, batches.len());
+    if let (Some(p), Some(_)) = (pool.as_deref_mut(), report) {
+        // Every helper loaded (or dead) first: one still loading would join unprobed.
+        helpers_ready(p, 120_000.0).await?;
+        retire_unlike(&mut m.embedder, p).await?;
+    }
     embed_batches(&mut m.embedder, pool, &batches, 1, clock, &mut |k, mut vecs, _| {
         match vecs.pop() {
             Some(v) if v.len() == dim && vecs.is_empty() => out[k] = v,

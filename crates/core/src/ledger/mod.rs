@@ -111,11 +111,18 @@ pub struct Run {
     /// its ε is then per person; without it, per document.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person_column: Option<String>,
+    /// How that column grouped the documents into persons, as a digest keyed with this
+    /// machine's local secret (`MatchedCorpus::persons_digest`): the same documents under the
+    /// same column name but grouped otherwise are another partition into units, which a DP
+    /// vote tied to this run must not read (`crate::run::vote`). None per document, and in
+    /// records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persons_digest: Option<String>,
 }
 
 impl Run {
     pub fn new(id: String, started: String) -> Run {
-        Run { id, started, spends: Vec::new(), account: None, vocabulary_from: None, person_column: None }
+        Run { id, started, spends: Vec::new(), account: None, vocabulary_from: None, person_column: None, persons_digest: None }
     }
 
     /// ε of this run under the composition rules in the module docs.

@@ -111,7 +111,7 @@ pub fn after_generation() -> impl Iterator<Item = Mechanism> {
 /// The DP vote's clause: what it releases, with the ε the ledger charges.
 fn vote_words(settings: &RunSettings, _run: &Run, epsilon: f64) -> String {
     match settings.vote {
-        Some(v) => format!("ε_select = {epsilon} (the DP vote over generated candidates: {})", super::vote::mechanism_words(&v.params())),
+        Some(v) => format!("ε_select = {epsilon} (the DP vote over generated candidates: {})", crate::dp::vote::mechanism_words(&v.params())),
         None => String::new(),
     }
 }

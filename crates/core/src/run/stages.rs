@@ -163,7 +163,7 @@ impl Recorder {
 
 /// The corpora of any account that overlap `corpus` (`LedgerBook::overlapping`): their spends
 /// count against the run's budget too.
-fn overlapping(book: &LedgerBook, corpus: &MatchedCorpus) -> Vec<String> {
+pub(super) fn overlapping(book: &LedgerBook, corpus: &MatchedCorpus) -> Vec<String> {
     book.overlapping(&corpus.keys).into_iter().map(|(_, fp, _)| fp).collect()
 }
 
@@ -365,9 +365,12 @@ pub async fn execute<H: Host>(plan: &RunPlan, inputs: RunInputs<'_>, host: &mut 
     // The privacy unit (`crate::input::units`): with a person column, one unit per person, which every
     // stage below reads as a document; else the corpus itself.
     let units = crate::input::units::units(corpus, &plan.classes);
+    // Of the loaded documents: the units' corpus has one document per person.
+    let persons_digest = corpus.persons_digest();
     let corpus: &MatchedCorpus = &units;
     let draws = source.draws();
     let mut rec = Recorder::start(plan, corpus, plan.planned_epsilon(draws), host, rng).await?;
+    rec.run.persons_digest = persons_digest;
     // Settings said to be chosen by a DP utility check: that check must be on record and have
     // chosen this sampler (the report says so).
     let chosen_by = super::chosen::chosen_by(&host.ledger().await?.ledger(&corpus.fingerprint), &plan.settings, plan.account.as_deref(), rec.run.person_column.as_deref())

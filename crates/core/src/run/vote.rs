@@ -21,44 +21,15 @@
 //! documents of the units the coins let in are embedded (the point of subsampling a corpus too
 //! large to embed whole), and only after the ε is on record. The vectors stay in memory.
 
-use serde::{Deserialize, Serialize};
 
 use super::stages::Recorder;
 use super::{Host, RunError, RunPlan, RunSettings, Stage};
 use crate::dp::vote::{self, Candidates, ClassOutcome, KeepMode, UnitVector, VoteParams};
+pub use crate::dp::vote::{mechanism_words, KeepRule};
+pub use super::report::vote::{VoteRecord, VoteReport};
 use crate::dp::SecureRng;
 use crate::input::matched::MatchedCorpus;
-use crate::ledger::Run;
-
-/// How many candidates each class keeps (public).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeepRule {
-    /// k per class (fewer when a class has fewer candidates).
-    PerClass(usize),
-    /// One kept per c candidates of the class (⌊m/c⌋, at least 1 when there is a candidate):
-    /// c is the public number of candidates generated per kept document.
-    CandidatesPerKept(usize),
-}
-
-impl KeepRule {
-    /// Kept of a class with `candidates` candidates (a DP output: public).
-    pub fn kept_of(self, candidates: usize) -> usize {
-        match self {
-            KeepRule::PerClass(k) => k.min(candidates),
-            KeepRule::CandidatesPerKept(c) if candidates > 0 => (candidates / c.max(1)).max(1),
-            KeepRule::CandidatesPerKept(_) => 0,
-        }
-    }
-
-    fn check(self) -> Result<(), String> {
-        match self {
-            KeepRule::PerClass(0) => Err("keep at least one candidate per class".into()),
-            KeepRule::CandidatesPerKept(0) => Err("the candidates per kept document must be at least 1".into()),
-            _ => Ok(()),
-        }
-    }
-}
+use crate::ledger::{Ledger, Run, SpendStage};
 
 /// The vote's public settings.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,35 +66,12 @@ pub struct VoteInputs<'a> {
     pub corpus: &'a MatchedCorpus,
     pub candidates: &'a Candidates,
     pub candidates_from: serde_json::Value,
-}
-
-/// The vote's release as it is written and shown: DP outputs and public settings only.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VoteReport {
-    /// The vote's run in the ledger.
-    pub run: String,
-    /// ε of the noise, and what the ledger charged (less with subsampling).
-    pub epsilon: f64,
-    pub epsilon_charged: f64,
-    pub sample_rate: f64,
-    pub noise_scale: f64,
-    pub keep: KeepRule,
-    pub keep_mode: KeepMode,
-    /// "document", or "person (column …)".
-    pub privacy_unit: String,
-    pub mechanism: String,
-    pub classes: Vec<ClassOutcome>,
-}
-
-/// The vote as the report of its kept documents states it: `dpkps select` writes this as
-/// vote-report.json; the page adds it to the privacy report (`PrivacyReport::vote`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VoteRecord {
-    pub vote: VoteReport,
-    /// What was voted on (`VoteInputs::candidates_from`).
-    pub candidates_from: serde_json::Value,
-    /// Documents kept, over every class.
-    pub kept: usize,
+    /// The run whose keyphrase sequences the candidates were generated from, when the front end
+    /// knows it (the page always does; `dpkps select --run`). The vote is then refused unless
+    /// that run is on record for this very corpus with this corpus's privacy unit: only then do
+    /// the run's ε and the vote's add up to one guarantee for the kept documents
+    /// (`PrivacyReport::vote`), under one unit.
+    pub from_run: Option<&'a str>,
 }
 
 /// What a vote's spends name as its candidates (`candidates_from.sha256`): a SHA-256 of every
@@ -161,25 +109,6 @@ pub fn plan(settings: RunSettings, labelled: bool) -> Result<RunPlan, RunError> 
     Ok(RunPlan { settings, classes, account })
 }
 
-/// The vote's words in the report.
-pub fn mechanism_words(params: &VoteParams) -> String {
-    let sub = if params.sample_rate < 1.0 {
-        format!(
-            "; each unit votes by its own coin of rate q = {} (Poisson subsampling), so the ledger charges ε′ = ln(1 + q(e^ε − 1)) = {:.4}",
-            params.sample_rate,
-            params.charged_epsilon()
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "each private unit votes for its nearest generated candidate of its class (cosine of sentence embeddings); the vote histogram \
-         (L1 sensitivity 1: a unit votes once, in one class) is released with discrete Laplace noise of scale 1/ε = {:.4}; \
-         classes compose in parallel{sub}; what is kept is post-processing of the noisy votes",
-        1.0 / params.epsilon
-    )
-}
-
 /// Runs the vote of `inputs.corpus`'s units over the candidates and records its ε; the release
 /// is returned only once recorded. `embed(docs)`: one vector per document index, each a
 /// function of that document alone (module docs).
@@ -191,9 +120,17 @@ pub async fn vote<H: Host>(
     host: &mut H,
     rng: &mut SecureRng,
 ) -> Result<VoteOutput, H::Error> {
-    let VoteInputs { corpus, candidates, candidates_from } = inputs;
+    let VoteInputs { corpus, candidates, candidates_from, from_run } = inputs;
     // Refused from public inputs before anything is recorded: such a refusal costs nothing.
     let refuse = |host: &H, why: String| host.fail(None, RunError::Settings(why));
+    if let Some(id) = from_run {
+        let mut book = host.ledger().await?;
+        // As the commit will read it: a ledger an older version keyed differently counts too.
+        book.adopt_older(&corpus.keys);
+        if let Err(why) = same_corpus_and_unit(&book.ledger(&corpus.fingerprint), id, corpus) {
+            return Err(refuse(host, why));
+        }
+    }
     if let Err(e) = settings.params.check() {
         return Err(refuse(host, e.to_string()));
     }
@@ -207,10 +144,18 @@ pub async fn vote<H: Host>(
     let counts: Vec<usize> = (0..plan.classes.len()).map(|c| candidates.count(c)).collect();
     let charged = settings.params.charged_epsilon();
     let mut rec = Recorder::start(plan, corpus, charged, host, rng).await?;
+    rec.run.persons_digest = corpus.persons_digest();
     rec.run.spends = vote::spends(&settings.params, &labels, &counts, &candidates_from);
     // On record (budget checked again inside the transaction) before any coin or noise.
     rec.commit(plan, corpus, Stage::Vote, host).await?;
     host.stage_started(Stage::Vote);
+    // Read after the commit, so that a vote another tab recorded meanwhile is counted too.
+    let on_candidates = {
+        let book = host.ledger().await?;
+        let mut ledgers = vec![book.ledger(&corpus.fingerprint)];
+        ledgers.extend(super::stages::overlapping(&book, corpus).iter().map(|fp| book.ledger(fp)));
+        votes_on(&ledgers, &candidates_from, rec.run.person_column.as_deref())
+    };
 
     // The units that can vote: in a declared class that has candidates (public per class).
     let voters: Vec<crate::input::units::Member> = crate::input::units::members(corpus, &plan.classes)
@@ -260,8 +205,66 @@ pub async fn vote<H: Host>(
         },
         mechanism: mechanism_words(&settings.params),
         classes,
+        votes_on_candidates: on_candidates.votes,
+        epsilon_votes_on_candidates: on_candidates.epsilon,
+        votes_other_unit: on_candidates.other_unit,
     };
     Ok(VoteOutput { run: rec.run, report })
+}
+
+/// Whether run `id` is on record in `ledger` (the loaded corpus's) as a run that released
+/// keyphrase sequences, with the corpus's privacy unit; in words, why not.
+fn same_corpus_and_unit(ledger: &Ledger, id: &str, corpus: &MatchedCorpus) -> Result<(), String> {
+    let unit = corpus.persons.as_ref().map(|p| p.column.as_str());
+    let words = |u: Option<&str>| u.map_or("the document as its privacy unit".to_string(), |c| format!("the person column “{c}”"));
+    match ledger.runs.iter().find(|r| r.id == id) {
+        None => Err(format!(
+            "the run {id} that released these documents' keyphrases is not on record for the loaded corpus: load the corpus that \
+             run read (the same documents), then vote"
+        )),
+        Some(r) if !r.spends.iter().any(|s| s.is(SpendStage::Summary)) => {
+            Err(format!("the run {id} released no keyphrase sequences (it is not a pipeline run): name the run the documents were generated from"))
+        }
+        Some(r) if r.person_column.as_deref() != unit => Err(format!(
+            "the run {id} read this corpus with {}, and it is loaded with {}: load it as the run read it, then vote",
+            words(r.person_column.as_deref()),
+            words(unit)
+        )),
+        // Both digests known (a run recorded before they were kept has none) and different.
+        Some(r) if r.persons_digest.is_some() && corpus.persons_digest().is_some() && r.persons_digest != corpus.persons_digest() => Err(format!(
+            "the run {id} read this corpus with its documents grouped into other persons (the column “{}” now groups them \
+             otherwise): load the corpus as the run read it, then vote",
+            unit.unwrap_or_default()
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The votes on record that the kept set may follow (`VoteReport::votes_on_candidates`).
+struct VotesOn {
+    votes: usize,
+    epsilon: f64,
+    other_unit: usize,
+}
+
+/// Every vote in `ledgers` (the loaded corpus's and those of corpora overlapping it) over the
+/// same candidates as `from` (their SHA-256) or over any documents of the same run (`from.run`:
+/// documents generated or retried since give another checksum, and the curator saw the earlier
+/// vote); with neither named, every vote on those corpora.
+fn votes_on(ledgers: &[Ledger], from: &serde_json::Value, unit: Option<&str>) -> VotesOn {
+    let field = |v: &serde_json::Value, k: &str| v.get(k).and_then(serde_json::Value::as_str).map(str::to_string);
+    let (sha, run) = (field(from, "sha256"), field(from, "run"));
+    let on = |s: &crate::ledger::Spend| {
+        let Some(f) = s.params.get("candidates_from").filter(|_| s.is(SpendStage::Vote)) else { return false };
+        (sha.is_none() && run.is_none()) || (sha.is_some() && field(f, "sha256") == sha) || (run.is_some() && field(f, "run") == run)
+    };
+    let mut v = VotesOn { votes: 0, epsilon: 0.0, other_unit: 0 };
+    for r in ledgers.iter().flat_map(|l| l.runs.iter()).filter(|r| r.spends.iter().any(on)) {
+        v.votes += 1;
+        v.epsilon += r.epsilon();
+        v.other_unit += usize::from(r.person_column.as_deref() != unit);
+    }
+    v
 }
 
 #[cfg(test)]

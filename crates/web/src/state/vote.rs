@@ -49,6 +49,13 @@ pub fn planned(job: &Job) -> Option<(RunSettings, VotePlan)> {
     Some((r.settings, v))
 }
 
+/// The ledger id of the run `job`'s sequences came from (its report's; empty in reports written
+/// before it was kept). The worker refuses a vote whose run is not on record for the loaded
+/// corpus with its privacy unit (`dpkps_core::run::vote`).
+fn run_of(job: &Job) -> String {
+    serde_json::from_str::<PrivacyReport>(&job.report).map(|r| r.run).unwrap_or_default()
+}
+
 impl AppState {
     /// Sends `job`'s generated documents to the worker for the vote its run planned, with the
     /// corpus files (the worker reads the texts again).
@@ -59,6 +66,11 @@ impl AppState {
             return;
         }
         if self.job.get_untracked().is_some() {
+            return;
+        }
+        let run = run_of(job);
+        if run.is_empty() {
+            self.vote_error.set(Some("This job's run was made by an earlier version of this page, whose report does not name the run: the vote could not be tied to it. Run again, then vote.".into()));
             return;
         }
         let (positions, candidates): (Vec<usize>, Vec<VoteCandidate>) =
@@ -74,7 +86,7 @@ impl AppState {
         self.vote_for.set(Some(VoteAsk { job: job.id.clone(), positions }));
         let files = corpus_files();
         let infos: Vec<FileInfo> = self.files.get_untracked();
-        engine::send(&Request::Vote { files: infos.clone(), candidates, settings, from_run: None }, &files[..infos.len().min(files.len())]);
+        engine::send(&Request::Vote { files: infos.clone(), candidates, settings, from_run: Some(run) }, &files[..infos.len().min(files.len())]);
     }
 
     /// The worker's answer: shown, the kept documents mapped to the job's, the corpus's ledger

@@ -2,6 +2,7 @@
 //! costs in prompts and ε before the run, and what its release says per class after it.
 
 use dpkps_core::dp::vote::{ClassOutcome, KeepMode, VotePlan};
+use dpkps_core::run::vote::VoteReport;
 
 /// Prompts a run with `per_class` sequences per class and `classes` classes sends to the LLM
 /// without and with the vote's `c` candidates per kept document (on average: with the DP class
@@ -78,6 +79,31 @@ pub fn class_row(c: &ClassOutcome) -> [String; 5] {
     ]
 }
 
+/// The vote's result above its table: its run, ε, the kept count, and (voting again over the
+/// same documents) that the kept documents' ε counts every vote.
+pub fn summary(r: &VoteReport, kept: usize, voted: usize, other_class: usize) -> String {
+    let other = if other_class > 0 { format!(" ({other_class} of no declared class were not voted on and are left out)") } else { String::new() };
+    let again = if r.votes_on_candidates > 1 {
+        format!(
+            " This is vote {n} on this run's documents: the kept set follows every vote seen before it, so the kept documents' ε counts all {n} (ε = {:.4} in votes; the report adds them up).",
+            r.epsilon_votes_on_candidates,
+            n = r.votes_on_candidates,
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "Vote {}: ε_select = {} (the ledger charged ε = {:.4}; noise scale {:.3}). {kept} of {voted} generated documents kept; the corpus downloads hold only these{other}.{again}",
+        r.run, r.epsilon, r.epsilon_charged, r.noise_scale,
+    )
+}
+
+/// The vote's progress, as a share only: the count of documents embedded follows which units
+/// voted (with subsampling, their coins), an exact figure the curator's screen need not show.
+pub fn progress(done: u64, total: u64) -> String {
+    format!("{}%", (100 * done.min(total)).checked_div(total).unwrap_or(0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +118,31 @@ mod tests {
         assert_eq!(leaves_note(60, 3), "These include the DP vote's candidates: 3 per document kept, so about 40 of the 60 prompts are extra; the vote keeps about 20 after generation.");
         let sub = settings_note(&VotePlan { sample_rate: 0.5, ..v }, 10, 2);
         assert!(sub.contains("at rate 0.5 is charged ε = 0.6201"), "{sub}");
+    }
+
+    #[test]
+    fn the_summary_counts_every_vote_on_the_same_documents_and_progress_shows_a_share() {
+        let c = ClassOutcome { label: "a".into(), candidates: 4, noisy_votes: vec![5, -1, 3, 0], kept: vec![0, 2], share_captured: Some(1.0), drew_none: vec![1, 3] };
+        let mut r = VoteReport {
+            run: "v1".into(),
+            epsilon: 2.0,
+            epsilon_charged: 2.0,
+            sample_rate: 1.0,
+            noise_scale: 0.5,
+            keep: dpkps_core::run::vote::KeepRule::CandidatesPerKept(2),
+            keep_mode: KeepMode::Top,
+            privacy_unit: "document".into(),
+            mechanism: String::new(),
+            classes: vec![c],
+            votes_on_candidates: 1,
+            epsilon_votes_on_candidates: 2.0,
+            votes_other_unit: 0,
+        };
+        assert_eq!(summary(&r, 2, 4, 0), "Vote v1: ε_select = 2 (the ledger charged ε = 2.0000; noise scale 0.500). 2 of 4 generated documents kept; the corpus downloads hold only these.");
+        r.votes_on_candidates = 2;
+        r.epsilon_votes_on_candidates = 3.0;
+        assert!(summary(&r, 2, 4, 1).ends_with("hold only these (1 of no declared class were not voted on and are left out). This is vote 2 on this run's documents: the kept set follows every vote seen before it, so the kept documents' ε counts all 2 (ε = 3.0000 in votes; the report adds them up)."));
+        assert_eq!((progress(0, 0), progress(1, 3), progress(40, 40)), ("0%".into(), "33%".into(), "100%".into()));
     }
 
     #[test]

@@ -42,8 +42,9 @@ pub fn VotePanel() -> impl IntoView {
                 </div>
                 {move || app.vote_progress.get().map(|(done, total)| view! {
                     <p id="vote-progress" role="status">
-                        <progress max=total.max(1) as f64 value=done as f64 aria-label="documents embedded for the vote"></progress>
-                        {format!(" {done} of {total} ")}
+                        // A share only, on a 0–100 scale (`text::vote::progress`).
+                        <progress max=100 value=(100 * done.min(total)).checked_div(total).unwrap_or(0) as f64 aria-label="share of the vote done"></progress>
+                        {format!(" {} ", text::vote::progress(done, total))}
                         // Stops at the next document; an ε already recorded stays recorded.
                         <button id="vote-cancel" on:click=move |_| app.cancel()>"Cancel"</button>
                     </p>
@@ -68,20 +69,8 @@ fn VoteTable(shown: crate::state::vote::VoteShown) -> impl IntoView {
             view! { <tr data-class=key><td>{label}</td><td>{candidates}</td><td class="kept">{kept}</td><td>{share}</td><td>{none}</td></tr> }
         })
         .collect_view();
-    let other = shown.result.other_class;
     view! {
-        <p id="vote-summary">
-            {format!(
-                "Vote {}: ε_select = {} (the ledger charged ε = {:.4}; noise scale {:.3}). {} of {} generated documents kept; the corpus downloads hold only these{}.",
-                r.run,
-                r.epsilon,
-                r.epsilon_charged,
-                r.noise_scale,
-                shown.kept.len(),
-                shown.voted.len(),
-                if other > 0 { format!(" ({other} of no declared class were not voted on and are left out)") } else { String::new() }
-            )}
-        </p>
+        <p id="vote-summary">{text::vote::summary(r, shown.kept.len(), shown.voted.len(), shown.result.other_class)}</p>
         <table id="vote-results" class="preview">
             <thead><tr><th>"class"</th><th>"candidates"</th><th>"kept"</th><th>"share of the noisy votes kept"</th><th>"drew none"</th></tr></thead>
             <tbody>{rows}</tbody>

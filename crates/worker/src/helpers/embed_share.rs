@@ -91,3 +91,45 @@ pub async fn embed_batches(
     }
     Ok(())
 }
+
+/// A public text for [`retire_unlike`]: a clinical-note-like paragraph with non-ASCII
+/// characters, told four times so that it runs past the tokenizer's cut (256 tokens) as long
+/// notes do.
+pub const PROBE: &str = "The patient, a 64-year-old man seen today for shortness of breath on exertion over three weeks – \
+    with ankle swelling and two pillows at night – had a temperature of 37.8 °C and took furosemide 40 mg and \
+    bisoprolol 2.5 mg; vitamin B12 500 µg was stopped. Examination found crackles at both lung bases and pitting \
+    oedema to the mid shin (café-au-lait macule on the left flank, unchanged). An echocardiogram showed a reduced \
+    ejection fraction of 35 %; a review is planned in two weeks. ";
+
+/// Asks every helper to embed [`PROBE`] (four times over) and keeps only those whose vector is
+/// bit for bit this worker's: every other one (a different vector, a failure, no answer within
+/// a minute, or still loading and so never asked) is retired. Returns how many are kept. Run
+/// before private documents are shared out: a document's vector must be a function of its text
+/// alone, not of which worker happened to embed it (the DP vote's proof,
+/// `dpkps_core::run::vote`). The helpers run the same wasm on the same model bytes, so they
+/// should all agree; this holds the assumption to a check.
+pub async fn retire_unlike(embedder: &mut OnnxEmbedder, pool: &mut Pool) -> Result<usize, Stop> {
+    let probe = PROBE.repeat(4);
+    let mine: Vec<u32> = dpkps_core::embed::rows::embed_rows(embedder, &[probe.as_str()], 1).map_err(at(Stage::Embed))?.concat().iter().map(|x| x.to_bits()).collect();
+    let mut away = Vec::new();
+    while let Some(seq) = pool.send(&[probe.as_str()], 1) {
+        away.push(seq);
+    }
+    let mut agree = Vec::new();
+    let t0 = now_ms();
+    while !away.is_empty() && now_ms() - t0 < 60_000.0 {
+        for r in pool.poll() {
+            let Some(i) = away.iter().position(|&s| s == r.seq) else { continue };
+            away.swap_remove(i);
+            if matches!(&r.result, Ok(flat) if flat.iter().map(|x| x.to_bits()).eq(mine.iter().copied())) {
+                agree.push(r.slot);
+            }
+        }
+        sleep(5).await;
+        if CANCEL.get() {
+            return Err(Stop::Cancelled);
+        }
+    }
+    pool.retire_all_but(&agree);
+    Ok(agree.len())
+}

@@ -176,6 +176,16 @@ impl Pool {
         self.kill(k);
     }
 
+    /// Stops using every helper but those in `keep` (`embed_share::retire_unlike`: those that
+    /// embedded the probe to this worker's bits).
+    pub fn retire_all_but(&mut self, keep: &[usize]) {
+        for k in 0..self.slots.len() {
+            if !keep.contains(&k) && self.slots[k].state != SlotState::Dead {
+                self.kill(k);
+            }
+        }
+    }
+
     fn kill(&mut self, k: usize) {
         self.slots[k].state = SlotState::Dead;
         self.slots[k].worker.terminate();

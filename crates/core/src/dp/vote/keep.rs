@@ -12,6 +12,36 @@ use serde::{Deserialize, Serialize};
 
 use crate::dp::SecureRng;
 
+/// How many candidates each class keeps (public).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeepRule {
+    /// k per class (fewer when a class has fewer candidates).
+    PerClass(usize),
+    /// One kept per c candidates of the class (⌊m/c⌋, at least 1 when there is a candidate):
+    /// c is the public number of candidates generated per kept document.
+    CandidatesPerKept(usize),
+}
+
+impl KeepRule {
+    /// Kept of a class with `candidates` candidates (a DP output: public).
+    pub fn kept_of(self, candidates: usize) -> usize {
+        match self {
+            KeepRule::PerClass(k) => k.min(candidates),
+            KeepRule::CandidatesPerKept(c) if candidates > 0 => (candidates / c.max(1)).max(1),
+            KeepRule::CandidatesPerKept(_) => 0,
+        }
+    }
+
+    pub fn check(self) -> Result<(), String> {
+        match self {
+            KeepRule::PerClass(0) => Err("keep at least one candidate per class".into()),
+            KeepRule::CandidatesPerKept(0) => Err("the candidates per kept document must be at least 1".into()),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// How the kept candidates are chosen from the noisy votes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

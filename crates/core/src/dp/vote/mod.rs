@@ -70,7 +70,7 @@ mod nearest;
 #[cfg(test)]
 mod tests;
 
-pub use keep::{kept, outcome, share_captured, ClassOutcome, KeepMode};
+pub use keep::{kept, outcome, share_captured, ClassOutcome, KeepMode, KeepRule};
 pub use nearest::{nearest, unit_length};
 
 use serde::{Deserialize, Serialize};
@@ -314,4 +314,23 @@ pub fn spends(params: &VoteParams, labels: &[&str], candidates: &[usize], link: 
                 .scope(Scope::Partition { label: (*label).to_string() })
         })
         .collect()
+}
+
+/// The vote's words in the report.
+pub fn mechanism_words(params: &VoteParams) -> String {
+    let sub = if params.sample_rate < 1.0 {
+        format!(
+            "; each unit votes by its own coin of rate q = {} (Poisson subsampling), so the ledger charges ε′ = ln(1 + q(e^ε − 1)) = {:.4}",
+            params.sample_rate,
+            params.charged_epsilon()
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "each private unit votes for its nearest generated candidate of its class (cosine of sentence embeddings); the vote histogram \
+         (L1 sensitivity 1: a unit votes once, in one class) is released with discrete Laplace noise of scale 1/ε = {:.4}; \
+         classes compose in parallel{sub}; what is kept is post-processing of the noisy votes",
+        1.0 / params.epsilon
+    )
 }

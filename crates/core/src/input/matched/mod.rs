@@ -143,6 +143,35 @@ fn person_number(persons: &mut std::collections::HashMap<String, u32>, name: &st
 }
 
 impl MatchedCorpus {
+    /// How the documents are grouped into persons, as a digest keyed with the local secret's
+    /// sketch key: `None` without a person column, before the keys are keyed, or for a corpus
+    /// of units (one per person, `crate::input::units`) rather than the loaded documents. The
+    /// same documents under the same column name but grouped otherwise give another digest;
+    /// the order of the documents and the persons' names do not count. Kept in the ledger with
+    /// a per-person run ([`crate::ledger::Run::persons_digest`]).
+    pub fn persons_digest(&self) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        self.persons.as_ref()?;
+        let key = self.keys.sketch_key?;
+        if self.keys.doc_hashes.len() != self.docs.len() {
+            return None;
+        }
+        let mut by_person: std::collections::BTreeMap<u32, Vec<[u8; 32]>> = Default::default();
+        for (d, h) in self.docs.iter().zip(&self.keys.doc_hashes) {
+            by_person.entry(d.person?).or_default().push(*h);
+        }
+        let mut groups: Vec<Vec<[u8; 32]>> = by_person.into_values().map(|mut g| { g.sort_unstable(); g }).collect();
+        groups.sort_unstable();
+        let mut hash = Sha256::new();
+        hash.update(b"dpkps persons v1\0");
+        hash.update(key);
+        for g in &groups {
+            hash.update((g.len() as u64).to_le_bytes());
+            g.iter().for_each(|d| hash.update(d));
+        }
+        Some(crate::base::hex(&hash.finalize()))
+    }
+
     /// Documents per class of the public class set (private: only for a DP mechanism).
     pub fn class_counts(&self, classes: &ClassSet) -> Vec<u64> {
         let mut counts = vec![0u64; classes.len()];

@@ -105,7 +105,7 @@ fn the_vote_is_on_record_before_anything_is_embedded_and_keeps_per_class() {
             Ok(docs.iter().map(|&i| doc_vector(i)).collect())
         };
         let mut rng = SecureRng::seeded_for_tests(5);
-        let inputs = VoteInputs { corpus: &c, candidates: &candidates(), candidates_from: serde_json::json!({"sha256": "c"}) };
+        let inputs = VoteInputs { corpus: &c, candidates: &candidates(), candidates_from: serde_json::json!({"sha256": "c"}), from_run: None };
         let out = block_on(vote(&plan, inputs, &vs, &mut embed, &mut host, &mut rng)).unwrap();
         // Documents of no declared class are never embedded; a person (two notes in a, two in
         // b: the tie goes to a, their earliest) is read in class a only.
@@ -138,7 +138,7 @@ fn a_vote_over_budget_is_refused_before_anything_is_embedded_and_subsampling_cha
     let mut rng = SecureRng::seeded_for_tests(6);
     let cands = candidates();
     let over = VoteSettings { params: VoteParams { epsilon: 3.0, sample_rate: 1.0 }, keep: KeepRule::CandidatesPerKept(2), mode: KeepMode::Proportional };
-    let inputs = || VoteInputs { corpus: &c, candidates: &cands, candidates_from: serde_json::Value::Null };
+    let inputs = || VoteInputs { corpus: &c, candidates: &cands, candidates_from: serde_json::Value::Null, from_run: None };
     let refused = block_on(vote(&plan(settings(2.0), true).unwrap(), inputs(), &over, &mut embed, &mut host, &mut rng));
     assert!(refused.is_err());
     assert_eq!((*calls.borrow(), book.borrow().ledger("fp").total_epsilon()), (0, 0.0));
@@ -153,7 +153,7 @@ fn a_vote_over_budget_is_refused_before_anything_is_embedded_and_subsampling_cha
     let bad = VoteSettings { keep: KeepRule::PerClass(0), ..sub.clone() };
     assert!(block_on(vote(&plan(settings(9.0), true).unwrap(), inputs(), &bad, &mut embed, &mut host, &mut rng)).is_err());
     let wrong = Candidates::new(3, &[vec![vec![1.0, 0.0, 0.0]]]).unwrap();
-    let three = VoteInputs { corpus: &c, candidates: &wrong, candidates_from: serde_json::Value::Null };
+    let three = VoteInputs { corpus: &c, candidates: &wrong, candidates_from: serde_json::Value::Null, from_run: None };
     assert!(block_on(vote(&plan(settings(9.0), true).unwrap(), three, &sub, &mut embed, &mut host, &mut rng)).is_err());
     assert_eq!(book.borrow().ledger("fp").runs.len(), 1);
 }
@@ -172,7 +172,7 @@ fn the_report_of_the_kept_documents_states_the_vote_and_its_epsilon() {
     let c = corpus(false);
     let mut embed = |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> { Ok(docs.iter().map(|&i| doc_vector(i)).collect()) };
     let mut rng = SecureRng::seeded_for_tests(7);
-    let inputs = VoteInputs { corpus: &c, candidates: &candidates(), candidates_from: serde_json::json!({"sha256": "c"}) };
+    let inputs = VoteInputs { corpus: &c, candidates: &candidates(), candidates_from: serde_json::json!({"sha256": "c"}), from_run: None };
     let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut host, &mut rng)).unwrap();
     let kept = out.report.classes.iter().map(|c| c.kept.len()).sum();
     assert_eq!(kept, 3, "4 and 2 candidates, one kept in 2: 2 + 1");
@@ -199,4 +199,147 @@ fn the_candidates_checksum_follows_labels_texts_and_order() {
     assert_eq!(a, candidates_sha256([(Some("a"), "x"), (Some(""), "y")]), "no label hashes as an empty one, as `dpkps select` read it");
     assert_ne!(a, candidates_sha256([(None, "y"), (Some("a"), "x")]));
     assert_ne!(a, candidates_sha256([(Some("a"), "xy"), (None, "")]));
+}
+
+/// The ledger of corpus "fp" with the run "r1" on record, read with `person_column`.
+fn book_with_run(person_column: Option<&str>) -> Rc<RefCell<LedgerBook>> {
+    let mut run = crate::ledger::Run::new("r1".into(), "t".into());
+    run.person_column = person_column.map(str::to_string);
+    run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 1.0, params: serde_json::Value::Null, scope: crate::ledger::Scope::AllDocuments });
+    let mut book = LedgerBook::default();
+    book.record("fp", run);
+    Rc::new(RefCell::new(book))
+}
+
+#[test]
+fn a_vote_tied_to_a_run_is_refused_on_another_corpus_or_unit_before_anything_is_spent() {
+    let vs = VoteSettings { params: VoteParams { epsilon: 1.0, sample_rate: 1.0 }, keep: KeepRule::PerClass(1), mode: KeepMode::Top };
+    let cands = candidates();
+    let mut rng = SecureRng::seeded_for_tests(8);
+    let embedded = Rc::new(RefCell::new(0usize));
+    let e2 = embedded.clone();
+    let mut embed = move |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> {
+        *e2.borrow_mut() += docs.len();
+        Ok(docs.iter().map(|&i| doc_vector(i)).collect())
+    };
+    // (the run's unit, the loaded corpus read with persons, the run named, refused because)
+    let cases: [(Option<&str>, bool, &str, Option<&str>); 4] = [
+        (None, false, "r2", Some("is not on record for the loaded corpus")),
+        (None, true, "r1", Some("read this corpus with the document as its privacy unit, and it is loaded with the person column “patient”")),
+        (Some("patient"), false, "r1", Some("read this corpus with the person column “patient”, and it is loaded with the document")),
+        (Some("patient"), true, "r1", None),
+    ];
+    // A vote's own run released no sequences: naming it is refused too.
+    let book = book_with_run(None);
+    let mut vote_run = crate::ledger::Run::new("v1".into(), "t".into());
+    vote_run.spends.push(Spend { stage: "vote".into(), mechanism: "m".into(), epsilon: 1.0, params: serde_json::Value::Null, scope: crate::ledger::Scope::AllDocuments });
+    book.borrow_mut().record("fp", vote_run);
+    let c = corpus(false);
+    let inputs = VoteInputs { corpus: &c, candidates: &cands, candidates_from: serde_json::Value::Null, from_run: Some("v1") };
+    let e = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book }, &mut rng)).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("released no keyphrase sequences"), "{e}");
+    for (unit, persons, named, refused) in cases {
+        let book = book_with_run(unit);
+        let mut host = Memory { book: book.clone() };
+        let c = corpus(persons);
+        *embedded.borrow_mut() = 0;
+        let inputs = VoteInputs { corpus: &c, candidates: &cands, candidates_from: serde_json::json!({"sha256": "c", "run": named}), from_run: Some(named) };
+        let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut host, &mut rng));
+        match refused {
+            Some(why) => {
+                let e = out.err().map(|e| e.to_string()).unwrap_or_default();
+                assert!(e.contains(why), "{unit:?} {persons} {named}: {e}");
+                assert_eq!((*embedded.borrow(), book.borrow().ledger("fp").runs.len()), (0, 1), "nothing embedded or recorded");
+            }
+            None => {
+                assert!(out.is_ok(), "the run's own corpus and unit vote");
+                assert_eq!(book.borrow().ledger("fp").runs.len(), 2);
+            }
+        }
+    }
+}
+
+#[test]
+fn voting_again_on_the_same_candidates_adds_up_in_the_release_and_the_report() {
+    use crate::ledger::Ledger;
+    use crate::run::report::{Checked, PrivacyReport};
+    let book = book_with_run(None);
+    let mut host = Memory { book: book.clone() };
+    let c = corpus(false);
+    let cands = candidates();
+    let mut rng = SecureRng::seeded_for_tests(9);
+    let mut embed = |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> { Ok(docs.iter().map(|&i| doc_vector(i)).collect()) };
+    let vs = |epsilon| VoteSettings { params: VoteParams { epsilon, sample_rate: 1.0 }, keep: KeepRule::PerClass(1), mode: KeepMode::Top };
+    let from = |sha: &str, run: Option<&str>| serde_json::json!({"sha256": sha, "run": run});
+    let mut go = |epsilon: f64, sha: &str, run: Option<&str>| {
+        // Only a vote naming r1 is tied to it (r1 is on record); the others name no run to check.
+        let inputs = VoteInputs { corpus: &c, candidates: &cands, candidates_from: from(sha, run), from_run: run.filter(|r| *r == "r1") };
+        block_on(vote(&plan(settings(20.0), true).unwrap(), inputs, &vs(epsilon), &mut embed, &mut host, &mut rng)).unwrap().report
+    };
+    let first = go(1.0, "c", Some("r1"));
+    assert_eq!((first.votes_on_candidates, first.epsilon_votes_on_candidates), (1, 1.0));
+    // Other candidates of another run are another vote's business.
+    let other = go(4.0, "d", Some("r0"));
+    assert_eq!((other.votes_on_candidates, other.epsilon_votes_on_candidates), (1, 4.0));
+    // The same run's documents, one more retried since (another checksum): both votes count.
+    let again = go(2.0, "c2", Some("r1"));
+    assert_eq!((again.votes_on_candidates, again.epsilon_votes_on_candidates, again.votes_other_unit), (2, 3.0, 0));
+    // The same documents voted on without naming their run: counted by their checksum.
+    let unnamed = go(0.5, "c2", None);
+    assert_eq!((unnamed.votes_on_candidates, unnamed.epsilon_votes_on_candidates), (2, 2.5));
+
+    // The run r1's report with the second vote: its outputs plus both votes on these documents.
+    let mut run = crate::ledger::Run::new("r1".into(), "t".into());
+    run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 5.0, params: serde_json::Value::Null, scope: crate::ledger::Scope::AllDocuments });
+    let checked = || Checked { name: "x".into(), sha256: "a".repeat(64) };
+    let report = |run: &crate::ledger::Run| {
+        let r = PrivacyReport::new("now".into(), &settings(20.0), run, &Ledger::new("fp".into()), checked(), checked(), &plan(settings(20.0), true).unwrap().classes, 2, &[]);
+        serde_json::to_string(&r).unwrap()
+    };
+    let record = VoteRecord { vote: again.clone(), candidates_from: from("c2", Some("r1")), kept: 2 };
+    let tied = PrivacyReport::with_vote(&report(&run), record.clone()).unwrap();
+    assert_eq!(tied.kept_epsilon_text(), "The kept documents: ε = 8.0000 (this run's outputs plus the 2 votes on record, as of this one, over these documents or others of this run, since the kept set follows every vote seen before it).");
+    assert!(tied.to_html().contains("ε = 8.0000 (this run"), "the report's page says it too");
+    // Another run's report does not add the vote in.
+    run.id = "r9".into();
+    let apart = PrivacyReport::with_vote(&report(&run), record).unwrap().kept_epsilon_text();
+    assert!(apart.starts_with("The kept documents: ε = 5.0000 for this run's outputs and ε = 3.0000 for the 2 votes") && apart.contains("the vote does not name this run"), "{apart}");
+}
+
+#[test]
+fn a_vote_on_the_same_documents_grouped_into_other_persons_is_refused() {
+    // The corpus with its keys keyed (document hashes, the local sketch key).
+    let keyed = |mut c: MatchedCorpus| {
+        c.keys.doc_hashes = (0..c.docs.len()).map(|i| [i as u8; 32]).collect();
+        c.keys.sketch_key = Some([7; 32]);
+        c
+    };
+    let loaded = keyed(corpus(true));
+    let digest = loaded.persons_digest();
+    assert!(digest.is_some() && corpus(true).persons_digest().is_none() && keyed(corpus(false)).persons_digest().is_none());
+    // The same grouping read in another order, under other person numbers: the same digest.
+    let mut reordered = loaded.clone();
+    reordered.docs.reverse();
+    reordered.keys.doc_hashes.reverse();
+    reordered.docs.iter_mut().for_each(|d| d.person = d.person.map(|p| 100 - p));
+    assert_eq!(reordered.persons_digest(), digest);
+    // Two notes a person instead of four: another partition.
+    let mut regrouped = loaded.clone();
+    regrouped.docs.iter_mut().enumerate().for_each(|(i, d)| d.person = Some((i / 2) as u32));
+    assert_ne!(regrouped.persons_digest(), digest);
+
+    let vs = VoteSettings { params: VoteParams { epsilon: 1.0, sample_rate: 1.0 }, keep: KeepRule::PerClass(1), mode: KeepMode::Top };
+    let cands = candidates();
+    let mut rng = SecureRng::seeded_for_tests(10);
+    let mut embed = |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> { Ok(docs.iter().map(|&i| doc_vector(i)).collect()) };
+    for (c, refused) in [(&regrouped, true), (&reordered, false)] {
+        let book = book_with_run(Some("patient"));
+        book.borrow_mut().ledgers.get_mut("fp").unwrap().runs[0].persons_digest = digest.clone();
+        let inputs = VoteInputs { corpus: c, candidates: &cands, candidates_from: serde_json::Value::Null, from_run: Some("r1") };
+        let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book: book.clone() }, &mut rng));
+        match out {
+            Err(e) => assert!(refused && e.to_string().contains("grouped into other persons"), "{e}"),
+            Ok(o) => assert!(!refused && o.run.persons_digest == digest, "the vote records the grouping it read"),
+        }
+    }
 }
