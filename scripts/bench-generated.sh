@@ -39,6 +39,9 @@
 #                       share one 1-thread server, which can fall to a few tokens per second]
 #   DPKPS_GEN_EPS       ε_voc, ε_kde and ε_select ["1 10 1"]
 #   DPKPS_GEN_SEED      the draw: the split's, the DP draws' and the subsets' seed [0]
+#   DPKPS_GEN_SEQ_FLAGS more `dpkps evaluate` flags for the sequences, e.g. the settings of
+#                       the first two draws (before issue 39's defaults): "--top-n 1000
+#                       --distinctiveness 0 --distinct-sets false" [none: the defaults]
 #   DPKPS_GEN_PROMPT    name (the default template, with the class name) or noname (without
 #                       it, as the paper's prompt) [name]
 #   DPKPS_GEN_TRAIN_SEEDS classifier seeds per arm (initial weights, minibatch order) [3]
@@ -134,7 +137,7 @@ if [[ ! -f $out/seq/nodp.jsonl ]]; then
   "$bin" evaluate --corpus "$out/train.csv" --text-col transcription --label-col medical_specialty --vocabulary medical \
     --eps-voc "$eps_voc" --eps-kde "$eps_kde" --eps-counts off --holdout 0.001 --seeds 1 --seed "$seed" --sampler histogram \
     --no-dp --per-class $((cands * per_class)) --export-sequences "$out/sequences" --ledger "$ledger" \
-    --json "$out/sequences-eval.json" 2>"$out/sequences-eval.log" | grep -E '^(task|held out|ε_voc|dp-|nodp-)' || true
+    ${DPKPS_GEN_SEQ_FLAGS:-} --json "$out/sequences-eval.json" 2>"$out/sequences-eval.log" | grep -E '^(task|held out|ε_voc|dp-|nodp-)' || true
   mkdir -p "$out/seq"
   python3 - "$out" "$seed" "$per_class" "$cands" <<'EOF'
 import json, sys, collections
