@@ -215,12 +215,17 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
         None => None,
     };
     // The generated folder's report names the run its documents came from: --run must be it.
-    if let (Some(id), Some(named)) = (&from_run, report_run(&args.generated)) {
-        if *id != named {
-            return Err(CliError::Input {
-                path: "--run".into(),
-                message: format!("names the run {id}, but the documents in {} were generated from the run {named}", args.generated.display()),
-            });
+    if let Some(id) = &from_run {
+        let message = match report_run(&args.generated) {
+            Some(named) if named == *id => None,
+            Some(named) => Some(format!("names the run {id}, but the documents in {} were generated from the run {named}", args.generated.display())),
+            None => Some(format!(
+                "names the run {id}, but {} is not a folder whose privacy report names its run (`dpkps generate` from a run of this version): the vote cannot be tied to it",
+                args.generated.display()
+            )),
+        };
+        if let Some(message) = message {
+            return Err(CliError::Input { path: "--run".into(), message });
         }
     }
     std::fs::create_dir_all(&args.out_dir).map_err(|e| CliError::Write { path: args.out_dir.display().to_string(), source: e })?;
@@ -266,6 +271,14 @@ fn write_outputs(dir: &Path, out: &dpkps_core::run::vote::VoteOutput, candidates
     write_json(&dir.join("vote-report.json"), &record)?;
     write_private_json(&dir.join("run.json"), &out.run)?;
     println!("DP vote {} (ε = {}, charged ε′ = {:.4}; noise scale {:.3} on each count):", out.report.run, out.report.epsilon, out.report.epsilon_charged, out.report.noise_scale);
+    if out.report.votes_on_candidates > 1 {
+        println!(
+            "  vote {n} on these candidates or this run's documents in this ledger: the kept set follows every vote seen before it, \
+             ε = {:.4} in votes; a kept set an earlier vote wrote, published after seeing this one, carries that sum too",
+            out.report.epsilon_votes_on_candidates,
+            n = out.report.votes_on_candidates
+        );
+    }
     for c in &out.report.classes {
         println!(
             "  {:<24} {} candidates, {} kept, capturing {} of the noisy votes; {} drew none",

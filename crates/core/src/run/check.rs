@@ -32,6 +32,8 @@ pub async fn check<H: Host>(
     rng: &mut SecureRng,
 ) -> Result<CheckOutput, H::Error> {
     let units = crate::input::units::units(corpus, &plan.classes);
+    // Of the loaded documents: the units' corpus has one document per person.
+    let persons_digest = corpus.persons_digest();
     let corpus: &MatchedCorpus = &units;
     let planned = params.epsilon(&plan.settings);
     // Refused from public inputs before anything is recorded: such a refusal costs nothing.
@@ -39,6 +41,7 @@ pub async fn check<H: Host>(
         return Err(host.fail(None, RunError::Refused(e.to_string())));
     }
     let mut rec = Recorder::start(plan, corpus, planned, host, rng).await?;
+    rec.run.persons_digest = persons_digest;
     // Paid for before anything is drawn: Ṽ is drawn, its vectors cached and counted in the
     // progress before the scores exist. Replaced in place by the result's entry (same ε).
     let (train, select) = params.epsilons(&plan.settings);

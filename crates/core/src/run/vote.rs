@@ -123,12 +123,15 @@ pub async fn vote<H: Host>(
     let VoteInputs { corpus, candidates, candidates_from, from_run } = inputs;
     // Refused from public inputs before anything is recorded: such a refusal costs nothing.
     let refuse = |host: &H, why: String| host.fail(None, RunError::Settings(why));
+    // Whether the run named is known to have read these very units (`VoteReport::unit_verified`).
+    let mut unit_verified = false;
     if let Some(id) = from_run {
         let mut book = host.ledger().await?;
         // As the commit will read it: a ledger an older version keyed differently counts too.
         book.adopt_older(&corpus.keys);
-        if let Err(why) = same_corpus_and_unit(&book.ledger(&corpus.fingerprint), id, corpus) {
-            return Err(refuse(host, why));
+        match same_corpus_and_unit(&book.ledger(&corpus.fingerprint), id, corpus) {
+            Ok(verified) => unit_verified = verified,
+            Err(why) => return Err(refuse(host, why)),
         }
     }
     if let Err(e) = settings.params.check() {
@@ -208,13 +211,16 @@ pub async fn vote<H: Host>(
         votes_on_candidates: on_candidates.votes,
         epsilon_votes_on_candidates: on_candidates.epsilon,
         votes_other_unit: on_candidates.other_unit,
+        unit_verified,
     };
     Ok(VoteOutput { run: rec.run, report })
 }
 
 /// Whether run `id` is on record in `ledger` (the loaded corpus's) as a run that released
-/// keyphrase sequences, with the corpus's privacy unit; in words, why not.
-fn same_corpus_and_unit(ledger: &Ledger, id: &str, corpus: &MatchedCorpus) -> Result<(), String> {
+/// keyphrase sequences, with the corpus's privacy unit; in words, why not. `Ok(true)`: the
+/// units are known to be the run's (per document, or per person with equal digests of the
+/// grouping); `Ok(false)`: per person, but the run recorded no digest (before it was kept).
+fn same_corpus_and_unit(ledger: &Ledger, id: &str, corpus: &MatchedCorpus) -> Result<bool, String> {
     let unit = corpus.persons.as_ref().map(|p| p.column.as_str());
     let words = |u: Option<&str>| u.map_or("the document as its privacy unit".to_string(), |c| format!("the person column “{c}”"));
     match ledger.runs.iter().find(|r| r.id == id) {
@@ -236,7 +242,7 @@ fn same_corpus_and_unit(ledger: &Ledger, id: &str, corpus: &MatchedCorpus) -> Re
              otherwise): load the corpus as the run read it, then vote",
             unit.unwrap_or_default()
         )),
-        Some(_) => Ok(()),
+        Some(r) => Ok(unit.is_none() || (r.persons_digest.is_some() && r.persons_digest == corpus.persons_digest())),
     }
 }
 

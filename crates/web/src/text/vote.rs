@@ -137,6 +137,7 @@ mod tests {
             votes_on_candidates: 1,
             epsilon_votes_on_candidates: 2.0,
             votes_other_unit: 0,
+            unit_verified: true,
         };
         assert_eq!(summary(&r, 2, 4, 0), "Vote v1: ε_select = 2 (the ledger charged ε = 2.0000; noise scale 0.500). 2 of 4 generated documents kept; the corpus downloads hold only these.");
         r.votes_on_candidates = 2;

@@ -127,7 +127,7 @@ impl PrivacyReport {
 table{{border-collapse:collapse;width:100%;margin:.5rem 0 1.2rem}}th,td{{text-align:left;border-bottom:1px solid #ccd;padding:.3rem .5rem}}\
 .big{{font-size:1.3rem;font-weight:600}}</style></head><body>\
 <h1>Privacy report</h1><p>{generated} · {format}</p>\
-<p class=\"big\">{headline} All runs on this corpus in this browser: ε = {eps_total:.4} over {runs} run(s).{units}</p>\
+<p class=\"big\">{headline} All runs on this corpus in this browser when this run was recorded: ε = {eps_total:.4} over {runs} run(s).{units}</p>\
 <h2>Guarantee</h2><p>{guarantee}</p><h2>Neighbouring relation</h2><p>{relation}</p>\
 <h2>Budget</h2><p>{budget}</p><h2>How the settings were chosen</h2><p>{chosen}</p>\
 <h2>Non-DP checks on this corpus</h2><p>non_dp_checks_on_this_corpus: {checks}. {checks_note}</p>\
@@ -230,16 +230,27 @@ impl PrivacyReport {
         // Records written before the sum was kept hold this vote only.
         let (votes, votes_eps) = if r.votes_on_candidates == 0 { (1, r.epsilon_charged) } else { (r.votes_on_candidates, r.epsilon_votes_on_candidates) };
         let tied = !self.run.is_empty() && v.candidates_from.get("run").and_then(serde_json::Value::as_str) == Some(self.run.as_str());
-        let same_unit = r.privacy_unit == self.privacy_unit && r.votes_other_unit == 0;
+        let same_unit = r.privacy_unit == self.privacy_unit && r.votes_other_unit == 0 && r.unit_verified;
         let which = match votes {
             1 => "the vote's".to_string(),
             n => format!("the {n} votes on record, as of this one, over these documents or others of this run, since the kept set follows every vote seen before it"),
         };
         if tied && same_unit {
             let chosen = if self.settings_chosen_by.is_some() { " and the DP utility check that chose its sampler" } else { "" };
-            format!("The kept documents: ε = {:.4} (this run's outputs{chosen} plus {which}).", outputs + votes_eps)
+            format!(
+                "The kept documents: ε = {:.4} (this run's outputs{chosen} plus {which}). This counts the votes in this browser's \
+                 ledger when this vote was taken: had you seen a later vote's result (another tab, a vote after this download) \
+                 before choosing to publish these documents, that vote counts too; the ledger's total for this corpus bounds them all.",
+                outputs + votes_eps
+            )
         } else {
-            let why = if tied { "not every vote over these documents read the corpus with this run's privacy unit" } else { "the vote does not name this run" };
+            let why = if !tied {
+                "the vote does not name this run"
+            } else if r.unit_verified {
+                "not every vote over these documents read the corpus with this run's privacy unit"
+            } else {
+                "the run was recorded before the grouping of documents into persons was kept, so the vote could not check that it grouped them as the run did"
+            };
             format!(
                 "The kept documents: ε = {outputs:.4} for this run's outputs and ε = {votes_eps:.4} for {which}, recorded apart: \
                  {why}, so the two are not added into one guarantee here."

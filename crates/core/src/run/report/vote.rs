@@ -35,6 +35,12 @@ pub struct VoteReport {
     /// ε is per their own unit, so the sum is not one guarantee when this is not 0.
     #[serde(default)]
     pub votes_other_unit: usize,
+    /// Whether the vote read the run's very units: per document, always (the fingerprint is
+    /// the documents); per person, only when the run's and the vote's digests of the grouping
+    /// into persons were both known and equal (`crate::run::vote`). False: the report states
+    /// the run's ε and the vote's apart. False in records written before it was kept.
+    #[serde(default)]
+    pub unit_verified: bool,
 }
 
 /// The vote as the report of its kept documents states it: `dpkps select` writes this as

@@ -298,7 +298,8 @@ fn voting_again_on_the_same_candidates_adds_up_in_the_release_and_the_report() {
     };
     let record = VoteRecord { vote: again.clone(), candidates_from: from("c2", Some("r1")), kept: 2 };
     let tied = PrivacyReport::with_vote(&report(&run), record.clone()).unwrap();
-    assert_eq!(tied.kept_epsilon_text(), "The kept documents: ε = 8.0000 (this run's outputs plus the 2 votes on record, as of this one, over these documents or others of this run, since the kept set follows every vote seen before it).");
+    assert!(tied.kept_epsilon_text().starts_with("The kept documents: ε = 8.0000 (this run's outputs plus the 2 votes on record, as of this one, over these documents or others of this run, since the kept set follows every vote seen before it). This counts the votes in this browser's ledger when this vote was taken"), "{}", tied.kept_epsilon_text());
+    assert!(again.unit_verified, "per document, the fingerprint is the units");
     assert!(tied.to_html().contains("ε = 8.0000 (this run"), "the report's page says it too");
     // Another run's report does not add the vote in.
     run.id = "r9".into();
@@ -339,7 +340,13 @@ fn a_vote_on_the_same_documents_grouped_into_other_persons_is_refused() {
         let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book: book.clone() }, &mut rng));
         match out {
             Err(e) => assert!(refused && e.to_string().contains("grouped into other persons"), "{e}"),
-            Ok(o) => assert!(!refused && o.run.persons_digest == digest, "the vote records the grouping it read"),
+            Ok(o) => assert!(!refused && o.run.persons_digest == digest && o.report.unit_verified, "the vote records the grouping it read"),
         }
     }
+    // A per-person run recorded before the grouping was kept: voted on, but not verified (the
+    // report then states the run's ε and the vote's apart).
+    let book = book_with_run(Some("patient"));
+    let inputs = VoteInputs { corpus: &reordered, candidates: &cands, candidates_from: serde_json::Value::Null, from_run: Some("r1") };
+    let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book }, &mut rng)).unwrap();
+    assert!(!out.report.unit_verified);
 }
