@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/fixtures/mtsamples_shift.csv for tests/adapt.rs: a small, balanced extract of
+"""Writes tests/fixtures/mtsamples_shift.csv for tests/it/adapt.rs: a small, balanced extract of
 MTSamples (CC0; ../shared/data/mtsamples.csv or $DPKPS_MTSAMPLES), PER_CLASS notes of each of
 CLASSES, each cut to its first MAX_CHARS characters (at a word boundary). Deterministic: the
 notes are taken in file order after sorting by note_id."""

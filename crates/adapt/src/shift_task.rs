@@ -1,5 +1,5 @@
 //! A domain-shift task with its documents already embedded, in one file: what
-//! `dpkps bench adapt --cache` writes and reads back, and what `tests/adapt.rs` trains on
+//! `dpkps bench adapt --cache` writes and reads back, and what `tests/it/adapt.rs` trains on
 //! (tests/fixtures/adapt_shift_task.safetensors), so comparing settings or asserting CORAL's
 //! margin costs seconds, not the hour of embedding.
 //!

@@ -43,7 +43,7 @@
 //!
 //! Public by assumption (not read from the data): the compared samplers and every setting they
 //! share, the held-out share h, ε_select, the class set, the public vocabulary and the embedding
-//! model (each vector a function of its public term: `crate::embed::rows`, `tests/embed.rs`).
+//! model (each vector a function of its public term: `crate::embed::rows`, `tests/it/embed.rs`).
 //! Enforced by the code: the coins come from the CSPRNG alone; every refusal that depends on
 //! those public inputs comes before the check's ε is recorded (`crate::run::check`), and the ε
 //! is recorded before anything is drawn.

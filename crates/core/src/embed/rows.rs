@@ -21,7 +21,7 @@
 //! So it is checked where it matters: the bundled model probes it when it loads, on the machine
 //! at hand (`onnx::OnnxEmbedder::probe_rows`: every batched token count, every row, among two different sets of batch-mates, bit for bit), and every other model, or a failed probe, embeds
 //! one term per model call (width 1), which needs no such property. [`embed_rows`] refuses a
-//! batch not laid out by these rules (a helper worker is sent its rows). `tests/embed.rs` checks
+//! batch not laid out by these rules (a helper worker is sent its rows). `tests/it/embed.rs` checks
 //! the whole rule on real terms, natively.
 //!
 //! Batches are cut the same way by the CLI, the page's worker and its helpers, so on one engine

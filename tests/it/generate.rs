@@ -2,18 +2,19 @@
 //! page's job semantics natively (lanes, retries with backoff, failures, resume after a kill
 //! with every document exactly once), the key from the environment only, and the page's
 //! output formats.
-#![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use dpkps_core::llm::{Job, Outcome, OutcomeRecord};
 use serde_json::Value;
+
+use super::common::{stderr};
 
 const KEY: &str = "sk-test-0123456789abcdef";
 
@@ -190,13 +191,6 @@ fn http_date(t: std::time::SystemTime) -> String {
     format!("{weekday}, {:02} {name} {year} {:02}:{:02}:{:02} GMT", days + 1, rest / 3600, rest % 3600 / 60, rest % 60)
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dpkps-generate-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// The privacy report of a real run (`dpkps pipeline`), made once for all the tests.
 fn real_report() -> &'static str {
     static REPORT: OnceLock<String> = OnceLock::new();
@@ -246,10 +240,6 @@ fn generate(run: &str, url: &str, out: &Path, extra: &[&str]) -> Command {
     let mut args = vec!["generate", "--run", run, "--endpoint", url, "--model", "test-model", "--out-dir", out.to_str().unwrap()];
     args.extend_from_slice(extra);
     dpkps(&args)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The job as saved in the folder, with its saved outcomes (last line of a document wins).
@@ -715,4 +705,8 @@ fn no_proxy_for_this_machine_no_resolver_for_localhost_names_and_no_raw_control_
     let err = stderr(&o);
     assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "raw control bytes on the terminal: {err:?}");
     assert!(err.contains("\\u{1b}]0;PWNED"), "{err}");
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    super::common::tmpdir("generate", name)
 }

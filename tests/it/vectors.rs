@@ -4,7 +4,6 @@
 //! through the worker (tests/e2e/app.mjs, "Check the bundled model").
 //!
 //! The first run generates the vectors (a few minutes; then cached by a hash of the inputs).
-#![cfg(not(target_arch = "wasm32"))]
 
 use std::path::PathBuf;
 use std::process::Command;

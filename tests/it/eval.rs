@@ -1,24 +1,14 @@
 //! `dpkps evaluate` (README, "evaluate"): the report's shape, the floor and ceiling arms on an
 //! easy corpus, the text view, and the errors for bad inputs. Uses the bundled model.
-#![cfg(not(target_arch = "wasm32"))]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dpkps-eval-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use super::common::{stderr};
 
 /// Runs the CLI with a private ledger path, which an evaluation must never create.
 fn dpkps(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).env("DPKPS_LEDGER", dir.join("ledger.json")).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 const TERMS: [(&str, [&str; 6]); 3] = [
@@ -267,4 +257,8 @@ fn a_eval(c: &str) -> Vec<String> {
     let mut a: Vec<String> = base(c).into_iter().map(String::from).collect();
     a.extend(["--sampler", "independent", "--include-noise-classes"].map(String::from));
     a
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    super::common::tmpdir("eval", name)
 }

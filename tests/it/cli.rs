@@ -1,25 +1,9 @@
 //! The `dpkps` CLI's contract (README, "Command-line tool"): outputs, ledger, errors, exit codes.
-#![cfg(not(target_arch = "wasm32"))]
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dpkps-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// The binary with a budget account from the environment ($DPKPS_ACCOUNT; every command that
-/// records a run requires one), unless the test gives --account.
-fn dpkps(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).env("DPKPS_ACCOUNT", "tests").output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use super::common::{dpkps, stderr};
 
 /// The permission bits of a file the CLI wrote.
 #[cfg(unix)]
@@ -639,4 +623,8 @@ fn a_dp_utility_check_is_paid_for_and_a_run_chosen_by_it_says_so() {
     assert_eq!(report["dp_checks_on_this_corpus"], 1, "{report}");
     let html = std::fs::read_to_string(quiet.join("privacy-report.html")).unwrap();
     assert!(html.contains("The run names no DP utility check, but 1 DP utility check(s) are on record for this corpus"), "{html}");
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    super::common::tmpdir("cli", name)
 }

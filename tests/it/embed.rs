@@ -1,6 +1,5 @@
 //! The bundled sentence model, run natively by tract: parity with sentence-transformers and
 //! defined behaviour on bad input. (The same core runs in wasm; see crates/core/tests/web.rs.)
-#![cfg(not(target_arch = "wasm32"))]
 
 use dpkps_embed::onnx::OnnxEmbedder;
 use dpkps_core::embed::Embed;
@@ -22,7 +21,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 #[test]
 fn matches_sentence_transformers_reference_embeddings() {
     let reference: serde_json::Value =
-        serde_json::from_str(include_str!("../models/reference_embeddings.json")).unwrap();
+        serde_json::from_str(include_str!("../../models/reference_embeddings.json")).unwrap();
     let terms: Vec<&str> = reference["terms"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     let want: Vec<Vec<f32>> = reference["emb"]
         .as_array()

@@ -1,27 +1,13 @@
 //! `dpkps select`, the DP vote over generated candidates, through the binary: what it writes,
 //! what the ledger records (stage "vote", before anything is drawn), the person unit, the
 //! subsampled vote's smaller charge, and a refusal over budget that writes nothing.
-#![cfg(not(target_arch = "wasm32"))]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dpkps-select-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn dpkps(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_dpkps")).args(args).env("DPKPS_ACCOUNT", "tests").output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use super::common::{dpkps, stderr};
 
 const TOPICS: [(&str, &str); 3] = [
     ("Cardio", "heart failure with chest pain, an irregular heartbeat on the electrocardiogram and high blood pressure"),
@@ -180,4 +166,8 @@ fn select_keeps_the_candidates_the_private_notes_vote_for_and_records_the_vote()
     // No private count in what is written: no vector, no exact vote.
     let written = std::fs::read_to_string(out2.join("vote-report.json")).unwrap();
     assert!(!written.contains("exact") && !written.contains("vector"), "{written}");
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    super::common::tmpdir("select", name)
 }

@@ -10,7 +10,6 @@
 //!
 //! Then `dpkps train` and `dpkps predict` on a few notes of tests/fixtures/mtsamples_shift.csv:
 //! the files they write.
-#![cfg(not(target_arch = "wasm32"))]
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -86,13 +85,6 @@ fn dpkps() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dpkps"))
 }
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("dpkps-adapt-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn train_writes_the_model_predictions_and_report_and_predict_reads_the_model() {
     let dir = tmpdir("cli");
@@ -157,4 +149,8 @@ fn train_writes_the_model_predictions_and_report_and_predict_reads_the_model() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("the model file cannot be read"), "{}", String::from_utf8_lossy(&o.stderr));
     let o = dpkps().args(["train", "--synthetic"]).arg(dir.join("ours.csv")).args(["--text-col", "note", "--out-dir"]).arg(&out).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    super::common::tmpdir("adapt", name)
 }
