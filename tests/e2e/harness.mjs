@@ -142,6 +142,21 @@ export function cardioPulmonaryRows(n) {
 }
 
 /**
+ * Opens the app at `url` in `page`, loads the corpus at `corpusPath` (read with the person
+ * column `person`, when given) and ticks the classes of `cardioPulmonaryRows`.
+ */
+export async function loadCardioPulmonary(page, url, corpusPath, { person } = {}) {
+  await page.goto(url);
+  await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+  await page.setInputFiles('#corpus-input', corpusPath);
+  await page.waitForSelector('table.preview', { timeout: 30_000 });
+  if (person) await page.selectOption('#person-col', person);
+  await page.click('#load');
+  await page.waitForSelector('#summary', { timeout: 60_000 });
+  for (const label of ['cardiology', 'pulmonary']) await page.check(`#observed-labels input[data-label="${label}"]`);
+}
+
+/**
  * Starts the local OpenAI-compatible test server (crates/llm-test-server, built by
  * scripts/test.sh as target/debug/dpkps-llm-test-server, or under $CARGO_TARGET_DIR);
  * resolves to { url, origin, control, requests, close }.

@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, CANARY, cardioPulmonaryRows } from './harness.mjs';
+import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, CANARY, cardioPulmonaryRows, loadCardioPulmonary } from './harness.mjs';
 import { classify } from '../llm/reply.mjs';
 
 const dist = path.resolve(process.env.DPKPS_DIST ?? path.join(ROOT, 'dist'));
@@ -69,14 +69,7 @@ let corpus;
 
 await runTests([
   ['a DP run gives 4 keyphrase sequences', async () => {
-    await page.goto(server.url);
-    await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
-    await page.setInputFiles('#corpus-input', corpusPath);
-    await page.waitForSelector('table.preview', { timeout: 30_000 });
-    await page.click('#load');
-    await page.waitForSelector('#summary', { timeout: 60_000 });
-    await page.check('#observed-labels input[data-label="cardiology"]');
-    await page.check('#observed-labels input[data-label="pulmonary"]');
+    await loadCardioPulmonary(page, server.url, corpusPath);
     // A large ε so that the corpus's terms are selected: what is tested here is the LLM step.
     for (const [id, v] of [['eps_voc', '20'], ['eps_kde', '5'], ['top_n', '12'], ['len', '4'], ['per_class', String(DOCS / 2)]]) await page.fill(`#${id}`, v);
     await page.fill('#budget', '1000');

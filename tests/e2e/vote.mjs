@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, startLlmServer, CANARY, cardioPulmonaryRows } from './harness.mjs';
+import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, startLlmServer, CANARY, cardioPulmonaryRows, loadCardioPulmonary } from './harness.mjs';
 
 const dist = path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
@@ -50,14 +50,7 @@ await runTests([
   ['the vote: planned with the run, run after generation, kept documents only in the download', async () => {
     page = await browser.context.newPage();
     problems = guard(page, origin, { origins: [llm.origin] });
-    await page.goto(server.url);
-    await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
-    await page.setInputFiles('#corpus-input', corpusPath);
-    await page.waitForSelector('table.preview', { timeout: 30_000 });
-    await page.click('#load');
-    await page.waitForSelector('#summary', { timeout: 60_000 });
-    await page.check('#observed-labels input[data-label="cardiology"]');
-    await page.check('#observed-labels input[data-label="pulmonary"]');
+    await loadCardioPulmonary(page, server.url, corpusPath);
     await page.fill('#eps_voc', '20');
     await page.fill('#top_n', '12');
     await page.fill('#len', '4');
@@ -157,15 +150,7 @@ await runTests([
   ['with a person column, each patient votes once and the report says the unit is the person', async () => {
     page = await browser2.context.newPage();
     problems = guard(page, origin, { origins: [llm.origin] });
-    await page.goto(server.url);
-    await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
-    await page.setInputFiles('#corpus-input', personPath);
-    await page.waitForSelector('table.preview', { timeout: 30_000 });
-    await page.selectOption('#person-col', 'patient');
-    await page.click('#load');
-    await page.waitForSelector('#summary', { timeout: 60_000 });
-    await page.check('#observed-labels input[data-label="cardiology"]');
-    await page.check('#observed-labels input[data-label="pulmonary"]');
+    await loadCardioPulmonary(page, server.url, personPath, { person: 'patient' });
     // Another account: the first test's has a stored budget of 27, nearly spent.
     for (const [id, v] of [['#account', 'patients'], ['#eps_voc', '20'], ['#top_n', '12'], ['#len', '4'], ['#per_class', '2'], ['#budget', '100']]) await page.fill(id, v);
     await page.uncheck('#proportional');

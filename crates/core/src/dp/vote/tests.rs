@@ -7,8 +7,7 @@
 use super::*;
 use crate::dp::testing::{frequencies, max_log_ratio};
 use crate::input::classes::{ClassSet, OtherLabels};
-use crate::input::corpus::IngestStats;
-use crate::input::matched::{MatchedCorpus, MatchedDoc, Persons};
+use crate::input::matched::{MatchedCorpus, MatchedDoc};
 
 fn e(dim: usize, k: usize) -> Vec<f32> {
     let mut v = vec![0f32; dim];
@@ -161,16 +160,7 @@ fn person_corpus(with_p: bool) -> (MatchedCorpus, Vec<Vec<f32>>) {
     }
     let vectors = docs.iter().map(|d| d.2.clone()).collect();
     let docs = docs.into_iter().map(|(l, p, _)| MatchedDoc { label: Some(l.into()), person: Some(p), terms: vec![] }).collect();
-    let corpus = MatchedCorpus {
-        docs,
-        stats: IngestStats::default(),
-        fingerprint: "f".into(),
-        keys: Default::default(),
-        keep: 4,
-        docs_without_terms: 0,
-        persons: Some(Persons { column: "patient".into(), count: 3 }),
-    };
-    (corpus, vectors)
+    (MatchedCorpus::for_tests(docs, "f"), vectors)
 }
 
 /// One person with six notes in three classes added. The outcome: the noisy counts of the

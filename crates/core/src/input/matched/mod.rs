@@ -187,3 +187,21 @@ impl MatchedCorpus {
         ids
     }
 }
+
+#[cfg(test)]
+impl MatchedCorpus {
+    /// A corpus of `docs` for tests: no keys, S = 4, and the person column "patient" when a
+    /// document names a person.
+    pub(crate) fn for_tests(docs: Vec<MatchedDoc>, fingerprint: &str) -> MatchedCorpus {
+        let persons: std::collections::HashSet<u32> = docs.iter().filter_map(|d| d.person).collect();
+        MatchedCorpus {
+            docs,
+            stats: IngestStats::default(),
+            fingerprint: fingerprint.into(),
+            keys: Default::default(),
+            keep: 4,
+            docs_without_terms: 0,
+            persons: (!persons.is_empty()).then(|| Persons { column: "patient".into(), count: persons.len() }),
+        }
+    }
+}

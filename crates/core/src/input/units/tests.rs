@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::input::classes::OtherLabels;
-use crate::input::corpus::{Fields, Format, IngestStats};
+use crate::input::corpus::{Fields, Format};
 use crate::dp::summary::{build, KeyphraseSampler, SummaryParams};
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
@@ -16,16 +16,7 @@ fn doc(label: &str, person: u32, terms: &[TermId]) -> MatchedDoc {
 }
 
 fn corpus(docs: Vec<MatchedDoc>) -> MatchedCorpus {
-    let count = docs.iter().filter_map(|d| d.person).collect::<std::collections::HashSet<_>>().len();
-    MatchedCorpus {
-        docs,
-        stats: IngestStats::default(),
-        fingerprint: "f".into(),
-        keys: Default::default(),
-        keep: 4,
-        docs_without_terms: 0,
-        persons: Some(Persons { column: "patient".into(), count }),
-    }
+    MatchedCorpus::for_tests(docs, "f")
 }
 
 fn below(rng: &mut SecureRng, n: u64) -> u64 {

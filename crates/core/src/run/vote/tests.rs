@@ -7,8 +7,7 @@ use std::rc::Rc;
 
 use super::*;
 use crate::dp::summary::{DpSummary, SummaryInputs};
-use crate::input::corpus::IngestStats;
-use crate::input::matched::{MatchedDoc, Persons};
+use crate::input::matched::MatchedDoc;
 use crate::input::public_vocab::{PublicVocabulary, TermId};
 use crate::ledger::{LedgerBook, SpendStage, Spend};
 use crate::run::Vectors;
@@ -61,15 +60,7 @@ fn corpus(persons: bool) -> MatchedCorpus {
     let docs = (0..42)
         .map(|i| MatchedDoc { label: Some(if i >= 40 { "zz" } else if i % 2 == 0 { "a" } else { "b" }.into()), person: persons.then_some((i / 4) as u32), terms: vec![] })
         .collect();
-    MatchedCorpus {
-        docs,
-        stats: IngestStats::default(),
-        fingerprint: "fp".into(),
-        keys: Default::default(),
-        keep: 4,
-        docs_without_terms: 0,
-        persons: persons.then(|| Persons { column: "patient".into(), count: 11 }),
-    }
+    MatchedCorpus::for_tests(docs, "fp")
 }
 
 fn settings(budget: f64) -> RunSettings {
