@@ -123,13 +123,15 @@ pub async fn vote<H: Host>(
     let VoteInputs { corpus, candidates, candidates_from, from_run } = inputs;
     // Refused from public inputs before anything is recorded: such a refusal costs nothing.
     let refuse = |host: &H, why: String| host.fail(None, RunError::Settings(why));
+    // How the loaded documents are grouped into persons (hashed once: it reads every document).
+    let persons_digest = corpus.persons_digest();
     // Whether the run named is known to have read these very units (`VoteReport::unit_verified`).
     let mut unit_verified = false;
     if let Some(id) = from_run {
         let mut book = host.ledger().await?;
         // As the commit will read it: a ledger an older version keyed differently counts too.
         book.adopt_older(&corpus.keys);
-        match same_corpus_and_unit(&book.ledger(&corpus.fingerprint), id, corpus) {
+        match same_corpus_and_unit(&book.ledger(&corpus.fingerprint), id, corpus, persons_digest.as_deref()) {
             Ok(verified) => unit_verified = verified,
             Err(why) => return Err(refuse(host, why)),
         }
@@ -147,7 +149,7 @@ pub async fn vote<H: Host>(
     let counts: Vec<usize> = (0..plan.classes.len()).map(|c| candidates.count(c)).collect();
     let charged = settings.params.charged_epsilon();
     let mut rec = Recorder::start(plan, corpus, charged, host, rng).await?;
-    rec.run.persons_digest = corpus.persons_digest();
+    rec.run.persons_digest = persons_digest;
     rec.run.spends = vote::spends(&settings.params, &labels, &counts, &candidates_from);
     // On record (budget checked again inside the transaction) before any coin or noise.
     rec.commit(plan, corpus, Stage::Vote, host).await?;
@@ -202,10 +204,7 @@ pub async fn vote<H: Host>(
         noise_scale: noisy.noise_scale,
         keep: settings.keep,
         keep_mode: settings.mode,
-        privacy_unit: match &corpus.persons {
-            Some(p) => format!("person (column “{}”)", p.column),
-            None => "document".into(),
-        },
+        privacy_unit: super::report::unit_words(rec.run.person_column.as_deref()),
         mechanism: mechanism_words(&settings.params),
         classes,
         votes_on_candidates: on_candidates.votes,
@@ -220,7 +219,8 @@ pub async fn vote<H: Host>(
 /// keyphrase sequences, with the corpus's privacy unit; in words, why not. `Ok(true)`: the
 /// units are known to be the run's (per document, or per person with equal digests of the
 /// grouping); `Ok(false)`: per person, but the run recorded no digest (before it was kept).
-fn same_corpus_and_unit(ledger: &Ledger, id: &str, corpus: &MatchedCorpus) -> Result<bool, String> {
+/// `digest`: the loaded corpus's `persons_digest`.
+fn same_corpus_and_unit(ledger: &Ledger, id: &str, corpus: &MatchedCorpus, digest: Option<&str>) -> Result<bool, String> {
     let unit = corpus.persons.as_ref().map(|p| p.column.as_str());
     let words = |u: Option<&str>| u.map_or("the document as its privacy unit".to_string(), |c| format!("the person column “{c}”"));
     match ledger.runs.iter().find(|r| r.id == id) {
@@ -237,12 +237,12 @@ fn same_corpus_and_unit(ledger: &Ledger, id: &str, corpus: &MatchedCorpus) -> Re
             words(unit)
         )),
         // Both digests known (a run recorded before they were kept has none) and different.
-        Some(r) if r.persons_digest.is_some() && corpus.persons_digest().is_some() && r.persons_digest != corpus.persons_digest() => Err(format!(
+        Some(r) if r.persons_digest.is_some() && digest.is_some() && r.persons_digest.as_deref() != digest => Err(format!(
             "the run {id} read this corpus with its documents grouped into other persons (the column “{}” now groups them \
              otherwise): load the corpus as the run read it, then vote",
             unit.unwrap_or_default()
         )),
-        Some(r) => Ok(unit.is_none() || (r.persons_digest.is_some() && r.persons_digest == corpus.persons_digest())),
+        Some(r) => Ok(unit.is_none() || (r.persons_digest.is_some() && r.persons_digest.as_deref() == digest)),
     }
 }
 

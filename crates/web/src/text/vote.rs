@@ -101,7 +101,12 @@ pub fn summary(r: &VoteReport, kept: usize, voted: usize, other_class: usize) ->
 /// The vote's progress, as a share only: the count of documents embedded follows which units
 /// voted (with subsampling, their coins), an exact figure the curator's screen need not show.
 pub fn progress(done: u64, total: u64) -> String {
-    format!("{}%", (100 * done.min(total)).checked_div(total).unwrap_or(0))
+    format!("{}%", percent(done, total))
+}
+
+/// `done` of `total` in whole percent (0 when nothing is known yet): the vote's progress bar and text.
+pub fn percent(done: u64, total: u64) -> u64 {
+    (100 * done.min(total)).checked_div(total).unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ pub fn VotePanel() -> impl IntoView {
                 {move || app.vote_progress.get().map(|(done, total)| view! {
                     <p id="vote-progress" role="status">
                         // A share only, on a 0–100 scale (`text::vote::progress`).
-                        <progress max=100 value=(100 * done.min(total)).checked_div(total).unwrap_or(0) as f64 aria-label="share of the vote done"></progress>
+                        <progress max=100 value=text::vote::percent(done, total) as f64 aria-label="share of the vote done"></progress>
                         {format!(" {} ", text::vote::progress(done, total))}
                         // Stops at the next document; an ε already recorded stays recorded.
                         <button id="vote-cancel" on:click=move |_| app.cancel()>"Cancel"</button>

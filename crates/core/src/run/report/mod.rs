@@ -144,10 +144,7 @@ impl PrivacyReport {
             run: run.id.clone(),
             method: "DP-KPS: differentially private keyphrase prompt seeding (Nagesh, Chen, Mishra & Wagner, 2024)".into(),
             neighbouring_relation: relation(run.person_column.as_deref()),
-            privacy_unit: match &run.person_column {
-                Some(c) => format!("person (column “{c}”)"),
-                None => "document".into(),
-            },
+            privacy_unit: unit_words(run.person_column.as_deref()),
             guarantee: format!(
                 "The keyphrase sequences, the private vocabulary and everything generated from them (prompts, LLM \
                  output) are ({:.4})-differentially private: {}. Later steps are post-processing.",
@@ -230,6 +227,12 @@ impl PrivacyReport {
         r.vote = Some(vote);
         Ok(r)
     }
+}
+
+/// The privacy unit as a report names it: "document", or "person (column …)" with the person
+/// column `person_column` (the run's report and the vote's, `super::vote`).
+pub fn unit_words(person_column: Option<&str>) -> String {
+    person_column.map_or_else(|| "document".into(), |c| format!("person (column “{c}”)"))
 }
 
 /// What the corpus total means when runs of both units are on record (`Ledger::epsilon_by_unit`).
