@@ -44,11 +44,27 @@ bg llm scripts/local-llm.sh install
 # Leptos, no tract, no candle) under the wasm-test profile (Cargo.toml: nothing optimised; the
 # tests run in under a second, and the build is about four times quicker than with optimised
 # dependencies). The native build needs none of the tools, so it starts at once beside it.
+#
+# Then the release bundle, in this track too, so that its single-threaded wasm-opt runs beside the
+# native tests rather than after them: trunk waits for the native test build (the marker below)
+# and embeds the bundled vectors (scripts/vectors.sh, trunk's build-stage hook) with that build's
+# `dpkps`, copied first: the native track's last `cargo build` replaces target/debug/dpkps. The
+# native vectors test (tests/it/vectors.rs) asks for the same vectors; scripts/vectors.sh's lock
+# lets one of the two compute them and the other read them.
+native_built=target/ci/native-built
+rm -f "$native_built"
 wasm_track() {
   scripts/setup.sh
   cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/web/Cargo.toml --bin dpkps-web
   cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/worker/Cargo.toml --bin dpkps-worker
   cargo test --locked --target wasm32-unknown-unknown -p dpkps-core --test web --profile wasm-test --no-run
+  lap "wasm track: release binaries and wasm32 tests built; waiting for the native test build"
+  while [[ ! -f $native_built ]]; do sleep 2; done
+  cp target/debug/dpkps target/ci/dpkps-vectors
+  lap "wasm track: release bundle: trunk build --release (the binaries already built: the bundled vectors, wasm-bindgen, wasm-opt, the hooks)"
+  DPKPS_BIN=$PWD/target/ci/dpkps-vectors trunk build --release --config Trunk.toml
+  ls -l dist/*.wasm
+  lap "wasm track: done"
 }
 bg wasm wasm_track
 
@@ -57,17 +73,15 @@ python3 tests/serve_test.py
 python3 tests/setup_test.py
 
 lap "native tests: cargo test (the workspace's native crates; the wasm track builds beside it)"
+cargo test --locked --no-run
+touch "$native_built"
 cargo test --locked
 # The end-to-end tests' LLM server (crates/llm-test-server, for tests/e2e/harness.mjs): cargo
 # test builds only its unit tests. Every native crate, as cargo test selected them: the same
 # features, so nothing is compiled again but the binaries.
 cargo build --locked
-lap "native tests passed; waiting for the wasm track (setup, release binaries, wasm32 tests' build)"
+lap "native tests passed; waiting for the wasm track (setup, release binaries, wasm32 tests' build, the release bundle)"
 await wasm
-
-lap "release bundle: trunk build --release (the binaries already built: the bundled vectors, wasm-bindgen, wasm-opt, the hooks)"
-trunk build --release --config Trunk.toml
-ls -l dist/*.wasm
 
 lap "wasm32 tests in headless Chromium: cargo test --target wasm32-unknown-unknown"
 # tract is compiled for wasm32 once, by the release build: the embedder is tested in the

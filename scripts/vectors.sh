@@ -5,7 +5,7 @@
 # cached in target/vectors/<hash of the inputs>/, so a warm run costs nothing.
 #
 #   scripts/vectors.sh          makes sure they exist; prints the cache folder (last line)
-#   as trunk's pre_build hook   (Trunk.toml) also copies them into $TRUNK_STAGING_DIR/vectors/
+#   as trunk's build hook       (Trunk.toml) also copies them into $TRUNK_STAGING_DIR/vectors/
 #
 # DPKPS_BIN: a built `dpkps` to use (else `cargo build --bin dpkps`, the dev profile).
 # Measured here (2 shared cores): medical 27,589 terms in ~2 min, the English head in ~2.5 min.
