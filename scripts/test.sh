@@ -38,9 +38,10 @@ trap 'for p in "${job_pid[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 bg llm scripts/local-llm.sh install
 
 # The wasm track: the tools (trunk and wasm-bindgen-cli are built from crates.io on a new
-# machine; the wasm32 std), then the app's two release binaries, built exactly as trunk builds
-# them (index.html: each member's manifest, profile wasm-release) so that trunk's own cargo
-# calls below find them done, then the wasm32 tests' build: the core alone (crates/core: no
+# machine; the wasm32 std), then the app's release binaries, built exactly as trunk builds
+# them (index.html: each member's manifest, profile wasm-release; the worker again with relaxed
+# SIMD, as scripts/worker_relaxed.sh builds it for trunk) so that trunk's own cargo calls and
+# its hook find them done, then the wasm32 tests' build: the core alone (crates/core: no
 # Leptos, no tract, no candle) under the wasm-test profile (Cargo.toml: nothing optimised; the
 # tests run in under a second, and the build is about four times quicker than with optimised
 # dependencies). The native build needs none of the tools, so it starts at once beside it.
@@ -48,7 +49,8 @@ bg llm scripts/local-llm.sh install
 # Then the release bundle, in this track too, so that its single-threaded wasm-opt runs beside the
 # native tests rather than after them: trunk waits for the native test build (the marker below)
 # and embeds the bundled vectors (scripts/vectors.sh, trunk's build-stage hook) with that build's
-# `dpkps`, copied first: the native track's last `cargo build` replaces target/debug/dpkps. The
+# `dpkps`, copied before the marker: the native track's last `cargo build` replaces
+# target/debug/dpkps. The
 # native vectors test (tests/it/vectors.rs) asks for the same vectors; scripts/vectors.sh's lock
 # lets one of the two compute them and the other read them.
 native_built=target/ci/native-built
@@ -57,10 +59,10 @@ wasm_track() {
   scripts/setup.sh
   cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/web/Cargo.toml --bin dpkps-web
   cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/worker/Cargo.toml --bin dpkps-worker
+  scripts/worker_relaxed.sh cargo
   cargo test --locked --target wasm32-unknown-unknown -p dpkps-core --test web --profile wasm-test --no-run
   lap "wasm track: release binaries and wasm32 tests built; waiting for the native test build"
   while [[ ! -f $native_built ]]; do sleep 2; done
-  cp target/debug/dpkps target/ci/dpkps-vectors
   lap "wasm track: release bundle: trunk build --release (the binaries already built: the bundled vectors, wasm-bindgen, wasm-opt, the hooks)"
   DPKPS_BIN=$PWD/target/ci/dpkps-vectors trunk build --release --config Trunk.toml
   ls -l dist/*.wasm
@@ -74,6 +76,7 @@ python3 tests/setup_test.py
 
 lap "native tests: cargo test (the workspace's native crates; the wasm track builds beside it)"
 cargo test --locked --no-run
+cp target/debug/dpkps target/ci/dpkps-vectors
 touch "$native_built"
 cargo test --locked
 # The end-to-end tests' LLM server (crates/llm-test-server, for tests/e2e/harness.mjs): cargo
