@@ -4,7 +4,7 @@
     python3 scripts/single_file.py [DIR] [--allowed-endpoints FILE] [--with-vectors]
 
 DIR is $TRUNK_STAGING_DIR when run as a trunk hook (Trunk.toml), else dist/. The file holds
-the wasm binaries (the UI, and the worker's two builds: relaxed SIMD and SIMD128), their JS glue, the style sheet, the icon, and every file under DIR/models
+both wasm binaries, their JS glue, the style sheet, the icon, and every file under DIR/models
 and DIR/vocab (the ONNX model, tokenizer, reference embeddings, bundled vocabularies, and the
 licences that travel with them); the stop lists are compiled into the worker. The bundled term
 vectors (DIR/vectors, 30 MB that hardly compress) are left out unless --with-vectors: without
@@ -23,8 +23,8 @@ executed), base64 of its gzip when that is smaller. One inline module, allowed b
 the page's Content-Security-Policy, turns them into Blobs (gunzipped by DecompressionStream when
 first asked for), starts the UI from a blob: module, and defines two globals the app looks for
 (crates/inpage/src/lib.rs):
-`dpkpsAssets` (asset path -> Promise of a Blob) and `dpkpsStartWorker(relaxed)` (a new Web
-Worker booted from an in-page source, of the build the page chose). The worker cannot read the page's blob: URLs (a file:// page
+`dpkpsAssets` (asset path -> Promise of a Blob) and `dpkpsStartWorker()` (a new Web Worker
+booted from an in-page source). The worker cannot read the page's blob: URLs (a file:// page
 has an opaque origin), so the page posts it what it needs: its glue, its compiled wasm module
 and the assets; the worker then defines the same two globals for its helper workers.
 Workers made from blob: URLs inherit the page's policy, so they cannot reach the network
@@ -116,19 +116,14 @@ globalThis.dpkpsAssets = lazyAssets(assets);
 
 const workerBoot = __WORKER_BOOT__;
 const bootUrl = URL.createObjectURL(new Blob([workerBoot], { type: 'text/javascript' }));
-// The page asks for the worker's relaxed-SIMD build where the browser has relaxed SIMD
-// (crates/inpage: WorkerBuild); each build is unpacked and compiled once, when first started.
-const bootMessages = {};
-const boot = (relaxed) => {
-  const name = relaxed ? 'worker-relaxed' : 'worker';
-  return (bootMessages[name] = bootMessages[name] || (async () => {
-    const module = await WebAssembly.compile(await (await need(`${name}.wasm`)).arrayBuffer());
-    return { dpkpsBoot: 1, boot: workerBoot, glue: await need(`${name}.js`), module, assets };
-  })());
-};
-globalThis.dpkpsStartWorker = (relaxed) => {
+let bootMessage = null;
+const boot = () => (bootMessage = bootMessage || (async () => {
+  const module = await WebAssembly.compile(await (await need('worker.wasm')).arrayBuffer());
+  return { dpkpsBoot: 1, boot: workerBoot, glue: await need('worker.js'), module, assets };
+})());
+globalThis.dpkpsStartWorker = () => {
   const w = new Worker(bootUrl);
-  boot(relaxed === true).then((m) => w.postMessage(m), (e) => w.postMessage({ error: `dpkps.html could not be unpacked: ${e}` }));
+  boot().then((m) => w.postMessage(m), (e) => w.postMessage({ error: `dpkps.html could not be unpacked: ${e}` }));
   return w;
 };
 
@@ -205,12 +200,6 @@ def build(dist, allowed_file=None, with_vectors=False):
         "worker.js": (one(dist, "dpkps-worker.js"), "text/javascript"),
         "worker.wasm": (one(dist, "dpkps-worker_bg.wasm"), "application/wasm"),
     }
-    # The relaxed-SIMD build (scripts/worker_relaxed.sh), when DIR has it (a dist/ built before it
-    # had none): without it the page's request for it fails and the page starts the SIMD128 build.
-    relaxed = [os.path.join(dist, n) for n in ("dpkps-worker-relaxed.js", "dpkps-worker-relaxed_bg.wasm")]
-    if all(os.path.isfile(p) for p in relaxed):
-        named["worker-relaxed.js"] = (relaxed[0], "text/javascript")
-        named["worker-relaxed.wasm"] = (relaxed[1], "application/wasm")
     for d in ASSET_DIRS + (OPTIONAL_DIRS if with_vectors else ()):
         for p in sorted(glob.glob(os.path.join(dist, d, "**", "*"), recursive=True)):
             if os.path.isfile(p):

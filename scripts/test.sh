@@ -38,10 +38,9 @@ trap 'for p in "${job_pid[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
 bg llm scripts/local-llm.sh install
 
 # The wasm track: the tools (trunk and wasm-bindgen-cli are built from crates.io on a new
-# machine; the wasm32 std), then the app's release binaries, built exactly as trunk builds
-# them (index.html: each member's manifest, profile wasm-release; the worker again with relaxed
-# SIMD, as scripts/worker_relaxed.sh builds it for trunk) so that trunk's own cargo calls and
-# its hook find them done, then the wasm32 tests' build: the core alone (crates/core: no
+# machine; the wasm32 std), then the app's two release binaries, built exactly as trunk builds
+# them (index.html: each member's manifest, profile wasm-release) so that trunk's own cargo
+# calls below find them done, then the wasm32 tests' build: the core alone (crates/core: no
 # Leptos, no tract, no candle) under the wasm-test profile (Cargo.toml: nothing optimised; the
 # tests run in under a second, and the build is about four times quicker than with optimised
 # dependencies). The native build needs none of the tools, so it starts at once beside it.
@@ -59,7 +58,6 @@ wasm_track() {
   scripts/setup.sh
   cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/web/Cargo.toml --bin dpkps-web
   cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/worker/Cargo.toml --bin dpkps-worker
-  scripts/worker_relaxed.sh cargo
   cargo test --locked --target wasm32-unknown-unknown -p dpkps-core --test web --profile wasm-test --no-run
   lap "wasm track: release binaries and wasm32 tests built; waiting for the native test build"
   while [[ ! -f $native_built ]]; do sleep 2; done

@@ -626,11 +626,6 @@ await runTests([
     assert(!(await page.isDisabled('#run')), 'run is possible again after cancel');
   }],
   ['the bundled model matches sentence-transformers in the worker and its helpers', async () => {
-    // Chromium has relaxed SIMD (since 114): the page starts the worker's relaxed-SIMD build
-    // (scripts/worker_relaxed.sh), whose fused multiply-adds must still give the reference vectors.
-    assert(await page.evaluate(() => document.documentElement.dataset.worker) === 'relaxed-simd', 'the relaxed-SIMD worker was not chosen');
-    const urls = page.workers().map((x) => x.url());
-    assert(urls.some((u) => /dpkps-worker-relaxed_loader\.js$/.test(u)) && !urls.some((u) => /dpkps-worker_loader\.js$/.test(u)), `workers: ${urls}`);
     await page.click('#model-check');
     await page.waitForSelector('#model-check-result:not(:empty)', { timeout: 120_000 });
     const text = await page.textContent('#model-check-result');
@@ -648,38 +643,6 @@ await runTests([
       const m = text.match(/\((\d+) of them by (\d+) helper worker/);
       assert(m && Number(m[1]) > 0 && Number(m[2]) > 0, `no helper worker embedded a term: ${text}`);
     }
-  }],
-  ['a browser without relaxed SIMD gets the SIMD128 worker, and its model matches too', async () => {
-    // What Safari sees: WebAssembly.validate refuses the relaxed probe (here: refuses everything;
-    // the page calls it for the probe only).
-    const p = await browser.context.newPage();
-    const pProblems = guard(p, origin, { prefix: server.prefix });
-    await p.addInitScript(() => { WebAssembly.validate = () => false; });
-    await p.goto(server.url);
-    await p.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
-    assert(await p.evaluate(() => document.documentElement.dataset.worker) === 'simd128', 'the SIMD128 worker was not chosen');
-    await p.click('#model-check');
-    await p.waitForSelector('#model-check-result:not(:empty)', { timeout: 120_000 });
-    const text = await p.textContent('#model-check-result');
-    assert(/^Passed: 20 reference terms/.test(text), text);
-    const urls = p.workers().map((x) => x.url());
-    assert(urls.some((u) => /dpkps-worker_loader\.js$/.test(u)) && !urls.some((u) => /relaxed/.test(u)), `workers: ${urls}`);
-    assert(pProblems.length === 0, pProblems.join('\n'));
-    await p.close();
-  }],
-  ['where the relaxed-SIMD worker cannot load (its files not deployed), the page starts the SIMD128 one', async () => {
-    const p = await browser.context.newPage();
-    const pProblems = guard(p, origin, { prefix: server.prefix, console: /404|Failed to load resource/ });
-    await p.route(/dpkps-worker-relaxed_loader\.js$/, (r) => r.fulfill({ status: 404, body: 'not here' }));
-    await p.goto(server.url);
-    await p.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
-    assert(await p.evaluate(() => document.documentElement.dataset.worker) === 'simd128', 'the SIMD128 worker was not started');
-    assert(!/could not start/.test(await p.textContent('body')), 'the page reported a failed start');
-    // The one failed request is the test's own 404.
-    const rest = pProblems.filter((x) => !/request failed: .*dpkps-worker-relaxed_loader\.js/.test(x));
-    assert(rest.length === pProblems.length - 1, `the relaxed loader's failure was not seen: ${pProblems.join('\n')}`);
-    assert(rest.length === 0, rest.join('\n'));
-    await p.close();
   }],
   ['a model with the wrong inputs is refused with a clear error', async () => {
     await page.click('#own-model summary');

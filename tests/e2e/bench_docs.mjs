@@ -7,8 +7,7 @@
 //     writes the sets to a file;
 //  2. the page (dist/, headless Chromium, `?bench`): the same file through the benchmark's
 //     "Embed these documents" (`Request::BenchDocs`): the worker alone (one core), then the
-//     worker and its helpers, and the same profile measured in the worker; for each build of
-//     the worker (relaxed SIMD, then SIMD128).
+//     worker and its helpers, and the same profile measured in the worker.
 // DPKPS_BENCH_PLANS=1: also time plans of fixed shapes (batch, padded length) on both sides.
 // Run by `scripts/bench.sh --docs` after `trunk build --release` and `cargo build --release`.
 import fs from 'node:fs';
@@ -37,33 +36,26 @@ assert(native.status === 0, `dpkps bench docs failed: ${native.stderr}`);
 process.stdout.write(native.stdout);
 console.log(`load average: ${load()}`);
 
-// Both builds of the worker (scripts/worker_relaxed.sh): the one this Chromium gets (relaxed
-// SIMD), then the SIMD128 one every browser gets, by refusing the page's relaxed-SIMD probe.
 const server = await serveStatic(dist);
 const browser = await launch();
+const page = await browser.context.newPage();
+await page.goto(`${server.url}?bench`);
+await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
+await page.fill('#bench-docs-input', fs.readFileSync(file, 'utf8'));
+if (plans) await page.check('#bench-docs-plans');
+await page.click('#bench-docs');
+await page.waitForSelector('#bench-docs-result:not(:empty)', { timeout: 1_800_000 });
+const text = await page.textContent('#bench-docs-result');
+let b;
+try { b = JSON.parse(text); } catch { throw new Error(`the page said: ${text}`); }
+console.log(`benchmark: the same documents in the page's worker (wasm32, release), one document per model call; ${b.helpers} helper worker(s), ${b.cores} cores reported`);
 const names = { notes: '256-token notes', short: '100-word documents' };
-for (const simd128 of [false, true]) {
-  const page = await browser.context.newPage();
-  if (simd128) await page.addInitScript(() => { WebAssembly.validate = () => false; });
-  await page.goto(`${server.url}?bench`);
-  await page.waitForSelector('main[data-worker-ready="true"]', { timeout: 60_000 });
-  const build = await page.evaluate(() => document.documentElement.dataset.worker);
-  await page.fill('#bench-docs-input', fs.readFileSync(file, 'utf8'));
-  if (plans) await page.check('#bench-docs-plans');
-  await page.click('#bench-docs');
-  await page.waitForSelector('#bench-docs-result:not(:empty)', { timeout: 1_800_000 });
-  const text = await page.textContent('#bench-docs-result');
-  let b;
-  try { b = JSON.parse(text); } catch { throw new Error(`the page said: ${text}`); }
-  console.log(`benchmark: the same documents in the page's worker (wasm32, release, build ${build}), one document per model call; ${b.helpers} helper worker(s), ${b.cores} cores reported`);
-  for (const s of b.sets) {
-    console.log(`  ${names[s.name] ?? s.name}: ${s.documents} documents, ${s.tokens_per_document.toFixed(0)} tokens each: worker alone ${s.alone_per_second.toFixed(2)} documents/s (${(1000 / s.alone_per_second).toFixed(1)} ms a document); worker + helpers ${s.with_helpers_per_second.toFixed(2)} documents/s`);
-    process.stdout.write(s.profile);
-    for (const [what, ms, same, buildMs] of s.plans) console.log(`    plan ${what}: ${ms.toFixed(1)} ms a document; same bits as alone: ${same}; built in ${buildMs.toFixed(0)} ms`);
-  }
-  console.log(`  worker wasm memory: ${(b.wasm_memory_bytes / 1e6).toFixed(1)} MB; load average: ${load()}`);
-  await page.close();
+for (const s of b.sets) {
+  console.log(`  ${names[s.name] ?? s.name}: ${s.documents} documents, ${s.tokens_per_document.toFixed(0)} tokens each: worker alone ${s.alone_per_second.toFixed(2)} documents/s (${(1000 / s.alone_per_second).toFixed(1)} ms a document); worker + helpers ${s.with_helpers_per_second.toFixed(2)} documents/s`);
+  process.stdout.write(s.profile);
+  for (const [what, ms, same, build] of s.plans) console.log(`    plan ${what}: ${ms.toFixed(1)} ms a document; same bits as alone: ${same}; built in ${build.toFixed(0)} ms`);
 }
+console.log(`  worker wasm memory: ${(b.wasm_memory_bytes / 1e6).toFixed(1)} MB`);
 console.log(`load average after: ${load()}`);
 fs.rmSync(tmp, { recursive: true, force: true });
 await browser.close();

@@ -14,7 +14,10 @@ use wasm_bindgen::JsCast;
 use web_sys::{File, MessageEvent, Worker};
 
 use dpkps_core::protocol::{Event, LedgerEvent, Request};
-use dpkps_inpage::WorkerBuild;
+
+/// Written by trunk for `data-type="worker" data-loader-shim` (index.html); the single file
+/// starts the worker from in-page sources instead (`dpkps_inpage`).
+const WORKER_URL: &str = "./dpkps-worker_loader.js";
 
 type Handler = Rc<dyn Fn(Event)>;
 type LedgerHandler = Rc<dyn Fn(LedgerEvent)>;
@@ -28,11 +31,6 @@ struct Engine {
     ledger_handler: Option<LedgerHandler>,
     _onmessage: Option<Closure<dyn FnMut(MessageEvent)>>,
     _onerror: Option<Closure<dyn FnMut(web_sys::Event)>>,
-    /// The build of the running worker.
-    build: Option<WorkerBuild>,
-    /// The relaxed-SIMD build failed before it was ready (its files missing from a copied
-    /// deployment, say): from then on this page starts the SIMD128 build.
-    relaxed_failed: bool,
 }
 
 thread_local! {
@@ -59,17 +57,7 @@ fn deliver(ev: Event) {
 }
 
 fn spawn() {
-    // The worker's relaxed-SIMD build where the browser has relaxed SIMD (dpkps_inpage), unless
-    // it already failed to start here; the document says which one runs (`data-worker`), for
-    // the tests and anyone who asks.
-    let build = match ENGINE.with(|e| e.borrow().relaxed_failed) {
-        true => WorkerBuild::Simd128,
-        false => WorkerBuild::for_this_browser(),
-    };
-    if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
-        let _ = root.set_attribute("data-worker", build.name());
-    }
-    let worker = match dpkps_inpage::start_app_worker(build) {
+    let worker = match dpkps_inpage::start_worker(WORKER_URL) {
         Ok(w) => w,
         Err(e) => {
             deliver(Event::Failed { stage: None, message: format!("the background worker could not start: {e:?}") });
@@ -104,7 +92,7 @@ fn spawn() {
         }
     });
     // An uncaught error in the worker is an ErrorEvent; a worker script that cannot be loaded
-    // gives a plain Event, without a message.
+    // gives a plain Event, without a message (reading ErrorEvent::message from it would throw).
     let onerror = Closure::<dyn FnMut(web_sys::Event)>::new(|e: web_sys::Event| {
         e.prevent_default();
         let message = js_sys::Reflect::get(&e, &JsValue::from_str("message")).ok().and_then(|m| m.as_string());
@@ -116,7 +104,6 @@ fn spawn() {
         let mut e = e.borrow_mut();
         e.worker = Some(worker);
         e.ready = false;
-        e.build = Some(build);
         e._onmessage = Some(onmessage);
         e._onerror = Some(onerror);
     });
@@ -152,26 +139,9 @@ pub fn send(req: &Request, files: &[File]) {
 /// The worker died (an uncaught error: a Rust panic, out of memory): its state is gone and it
 /// may still hold its busy flag, so it is replaced by a fresh one, and the page is told why and
 /// what to do (the job's `Failed` clears the page's busy state). A worker that fails before it
-/// was ever ready is not restarted (it would fail again): the page is asked to be reloaded;
-/// unless it was the relaxed-SIMD build, which is replaced by the SIMD128 build, the requests
-/// made meanwhile kept for it.
+/// was ever ready is not restarted (it would fail again): the page is asked to be reloaded.
 fn crashed(what: &str) {
     let what = what.to_string();
-    let relaxed_at_start = ENGINE.with(|e| {
-        let mut e = e.borrow_mut();
-        let first = !e.ready && e.build == Some(WorkerBuild::RelaxedSimd);
-        e.relaxed_failed |= first;
-        first
-    });
-    if relaxed_at_start {
-        if let Some(w) = ENGINE.with(|e| e.borrow_mut().worker.take()) {
-            w.terminate();
-        }
-        web_sys::console::warn_1(&JsValue::from_str(&format!("dpkps: the relaxed-SIMD worker could not start ({what}); starting the SIMD128 one")));
-        // Not from inside this handler: spawning drops the closure that is running.
-        wasm_bindgen_futures::spawn_local(async { spawn() });
-        return;
-    }
     let was_ready = ENGINE.with(|e| {
         let mut e = e.borrow_mut();
         e.pending.clear();
