@@ -49,7 +49,7 @@ bg llm scripts/local-llm.sh install
 # native tests rather than after them: trunk waits for the native test build (the marker below)
 # and embeds the bundled vectors (scripts/vectors.sh, trunk's build-stage hook) with that build's
 # `dpkps`, copied before the marker: the native track's last `cargo build` replaces
-# target/debug/dpkps. The
+# its target/debug/dpkps. The
 # native vectors test (tests/it/vectors.rs) asks for the same vectors; scripts/vectors.sh's lock
 # lets one of the two compute them and the other read them.
 native_built=target/ci/native-built
@@ -74,7 +74,7 @@ python3 tests/setup_test.py
 
 lap "native tests: cargo test (the workspace's native crates; the wasm track builds beside it)"
 cargo test --locked --no-run
-cp target/debug/dpkps target/ci/dpkps-vectors
+cp "${CARGO_TARGET_DIR:-target}/debug/dpkps" target/ci/dpkps-vectors
 touch "$native_built"
 cargo test --locked
 # The end-to-end tests' LLM server (crates/llm-test-server, for tests/e2e/harness.mjs): cargo
