@@ -48,10 +48,9 @@ bg llm scripts/local-llm.sh install
 # Then the release bundle, in this track too, so that its single-threaded wasm-opt runs beside the
 # native tests rather than after them: trunk waits for the native test build (the marker below)
 # and embeds the bundled vectors (scripts/vectors.sh, trunk's build-stage hook) with that build's
-# `dpkps`, copied before the marker: the native track's last `cargo build` replaces
-# its target/debug/dpkps. The
-# native vectors test (tests/it/vectors.rs) asks for the same vectors; scripts/vectors.sh's lock
-# lets one of the two compute them and the other read them.
+# `dpkps`, copied before the marker (the native track's last `cargo build` replaces the one in
+# its target folder). The native vectors test (tests/it/vectors.rs) asks for the same vectors;
+# scripts/vectors.sh's lock lets one of the two compute them and the other read them.
 native_built=target/ci/native-built
 rm -f "$native_built"
 wasm_track() {

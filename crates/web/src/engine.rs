@@ -92,7 +92,7 @@ fn spawn() {
         }
     });
     // An uncaught error in the worker is an ErrorEvent; a worker script that cannot be loaded
-    // gives a plain Event, without a message (reading ErrorEvent::message from it would throw).
+    // gives a plain Event, without the message ErrorEvent's getter expects: read it if it is there.
     let onerror = Closure::<dyn FnMut(web_sys::Event)>::new(|e: web_sys::Event| {
         e.prevent_default();
         let message = js_sys::Reflect::get(&e, &JsValue::from_str("message")).ok().and_then(|m| m.as_string());
