@@ -279,7 +279,7 @@ fn bench_kde(
         let (set, _) = summary::build(summary::SummaryInputs { docs: &kdocs, classes: &classes, emb: &emb, candidates: &cand_ids, params: &params }, &mut rng).map_err(summary_err)?;
         let build = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        let seqs = sample::draw(&set, &cands, &vec![n_seqs; set.classes.len()], &mut rng, sample::Signals::Skip).map_err(summary_err)?.sequences;
+        let seqs = sample::draw(&set, &cands, &vec![n_seqs; set.classes.len()], &sample::Sampling::OFF, &mut rng, sample::Signals::Skip).map_err(summary_err)?.sequences;
         let gen_s = t1.elapsed().as_secs_f64();
         assert_eq!(seqs.len(), n_seqs);
         // The signal estimate a run adds to its report (`sample::signal`), timed apart.

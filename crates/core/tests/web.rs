@@ -66,7 +66,7 @@ fn kde_and_samplers_run_in_the_browser() {
     use dpkps_core::input::classes::{ClassSet, OtherLabels};
     use dpkps_core::dp::summary::kde::Features;
     use dpkps_core::dp::summary::{build, KeyphraseSampler, SummaryDoc, SummaryInputs, SummaryParams};
-    use dpkps_core::sample::{batched_scores, draw, naive_scores, Candidates, Signals};
+    use dpkps_core::sample::{batched_scores, draw, naive_scores, Candidates, Sampling, Signals};
     let dim = 16;
     let mut emb = TermEmbeddings::new(dim);
     for (t, v) in Features::synthetic_unit_vectors(40, dim, 3).iter().enumerate() {
@@ -83,7 +83,7 @@ fn kde_and_samplers_run_in_the_browser() {
         let (set, spends) = build(inputs, &mut rng).unwrap();
         assert_eq!(spends.len(), 2 * params.ensemble().members());
         if sampler.hist_kind().is_some() {
-            let seqs = draw(&set, &cands, &[4, 4], &mut rng, Signals::Skip).unwrap().sequences;
+            let seqs = draw(&set, &cands, &[4, 4], &Sampling::OFF, &mut rng, Signals::Skip).unwrap().sequences;
             assert_eq!(seqs.len(), 8);
             assert!(seqs.iter().all(|s| s.keyphrases.len() == 3 && s.keyphrases.iter().all(|k| *k < 40)));
             continue;
@@ -94,7 +94,7 @@ fn kde_and_samplers_run_in_the_browser() {
         let slow = naive_scores(&set, &f, &cands, 0, prefix, &emb);
         let scale = slow.iter().fold(1f32, |m, x| m.max(x.abs()));
         assert!(fast.iter().zip(&slow).all(|(a, b)| (a - b).abs() <= 1e-3 * scale));
-        let seqs = draw(&set, &cands, &[4, 4], &mut rng, Signals::Skip).unwrap().sequences;
+        let seqs = draw(&set, &cands, &[4, 4], &Sampling::OFF, &mut rng, Signals::Skip).unwrap().sequences;
         assert_eq!(seqs.len(), 8);
         assert!(seqs.iter().all(|s| s.keyphrases.len() == 3));
     }

@@ -7,7 +7,7 @@ use dpkps_core::dp::SecureRng;
 use dpkps_core::embed::TermEmbeddings;
 use dpkps_core::dp::summary::kde::Features;
 use dpkps_core::dp::summary::{build, KeyphraseSampler, SummaryDoc, SummaryInputs, SummaryParams};
-use dpkps_core::sample::{draw, Candidates, Signals};
+use dpkps_core::sample::{draw, Candidates, Sampling, Signals};
 use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -39,7 +39,7 @@ fn bench_kde_generation_wasm() {
         let inputs = SummaryInputs { docs: &docs, classes: &classes, emb: &emb, candidates: &cand_ids, params: &params };
         let (set, _) = build(inputs, &mut rng).unwrap();
         let t1 = now_ms();
-        let seqs = draw(&set, &cands, &[n_seqs], &mut rng, Signals::Skip).unwrap().sequences;
+        let seqs = draw(&set, &cands, &[n_seqs], &Sampling::OFF, &mut rng, Signals::Skip).unwrap().sequences;
         let t2 = now_ms();
         assert_eq!(seqs.len(), n_seqs);
         console_log!(

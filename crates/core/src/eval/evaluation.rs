@@ -325,7 +325,7 @@ impl Evaluation {
         // Noise-dominated classes, as the run flags them; a noiseless release has no noise to
         // be dominated by.
         let signals = if noiseless { Signals::Skip } else { Signals::Estimate };
-        let Drawn { sequences: seqs, signals } = crate::sample::draw_with(&set, &cands, &sizes, &self.params.sampling, rng, signals)?;
+        let Drawn { sequences: seqs, signals } = crate::sample::draw(&set, &cands, &sizes, &self.params.sampling, rng, signals)?;
         let full = seqs.iter().filter(|s| s.keyphrases.len() == params.len).count() as f64 / seqs.len().max(1) as f64;
         let flagged: Vec<String> = signals.iter().filter(|c| c.noise_dominated).map(|c| crate::input::classes::class_name(&c.label)).collect();
         let index: HashMap<&str, usize> = self.classes.iter().enumerate().map(|(c, l)| (l.as_str(), c)).collect();

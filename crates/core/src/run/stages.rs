@@ -319,7 +319,7 @@ pub fn sample(release: &Release, emb: &TermEmbeddings, per_class: usize, samplin
     let ids = release.candidate_ids();
     let p = &release.summary.params;
     let cands = if p.needs().candidate_vectors { Candidates::new(&ids, emb)? } else { Candidates::without_vectors(&ids, release.summary.dim) };
-    let Drawn { sequences, mut signals } = crate::sample::draw_with(&release.summary, &cands, &release.sizes(per_class), sampling, rng, Signals::Estimate)?;
+    let Drawn { sequences, mut signals } = crate::sample::draw(&release.summary, &cands, &release.sizes(per_class), sampling, rng, Signals::Estimate)?;
     count_sequences(&mut signals, &sequences, p.len);
     Ok(Sampled { sequences, signals })
 }

@@ -6,7 +6,7 @@ use sha2::{Digest, Sha256};
 use crate::input::classes::ClassSet;
 use crate::dp::SecureRng;
 use crate::embed::TermEmbeddings;
-use crate::sample::{draw, Candidates, Signals};
+use crate::sample::{draw, Candidates, Sampling, Signals};
 use crate::dp::summary::{build, SummaryDoc, SummaryParams, KeyphraseSampler};
 use crate::input::public_vocab::TermId;
 
@@ -36,7 +36,7 @@ fn golden() -> Vec<(String, String)> {
             let params = SummaryParams { epsilon: 3.0, sampler, len: 4, features: 64, terms_per_doc: 3, bandwidth: 0.3, smoothing };
             let mut rng = SecureRng::seeded_for_tests(1234);
             let (set, spends) = build(crate::dp::summary::SummaryInputs::of(&docs, &classes, &emb, &cands_ids, &params), &mut rng).unwrap();
-            let seqs = draw(&set, &cands, &[3, 2, 4], &mut rng, Signals::Skip).unwrap().sequences;
+            let seqs = draw(&set, &cands, &[3, 2, 4], &Sampling::OFF, &mut rng, Signals::Skip).unwrap().sequences;
             let text = format!("{}\n{}\n{}", serde_json::to_string(&set).unwrap(), serde_json::to_string(&spends).unwrap(), serde_json::to_string(&seqs).unwrap());
             out.push((format!("{}{}", sampler.name(), if smoothing > 0.0 { "+smoothing" } else { "" }), hash(&text)));
             if sampler.hist_kind().is_none() {

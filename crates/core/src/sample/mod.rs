@@ -144,18 +144,6 @@ pub struct Drawn {
     pub signals: Vec<signal::ClassSignal>,
 }
 
-/// Samples `counts[c]` sequences for class c of `set` (the same number for every class:
-/// `vec![n; set.classes.len()]`; in proportion to DP class counts: `dp::counts::apportion`).
-///
-/// The one dispatch from a release to the code that samples it: on the family member of its
-/// sampler ([`Member`]), so that a new family is pointed at here by the compiler and a new
-/// sampler of a family is sampled by its family's file. With [`Signals::Estimate`], every
-/// class's signal estimate too; the iterative DP-KDEs hand it the first-keyphrase scores they
-/// computed anyway. The estimate reads no randomness: the sequences are the same either way.
-pub fn draw(set: &DpSummary, cands: &Candidates, counts: &[usize], rng: &mut SecureRng, signals: Signals) -> Result<Drawn, SummaryError> {
-    draw_with(set, cands, counts, &Sampling::OFF, rng, signals)
-}
-
 /// The histogram sampler's post-processing choices beyond the release (`hist` module docs):
 /// public, they read nothing but the release. [`Sampling::OFF`] draws as before issue 39.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -183,8 +171,16 @@ impl Sampling {
     }
 }
 
-/// [`draw`] with the histogram sampler's post-processing choices ([`Sampling`]).
-pub fn draw_with(set: &DpSummary, cands: &Candidates, counts: &[usize], sampling: &Sampling, rng: &mut SecureRng, signals: Signals) -> Result<Drawn, SummaryError> {
+/// Samples `counts[c]` sequences for class c of `set` (the same number for every class:
+/// `vec![n; set.classes.len()]`; in proportion to DP class counts: `dp::counts::apportion`).
+///
+/// The one dispatch from a release to the code that samples it: on the family member of its
+/// sampler ([`Member`]), so that a new family is pointed at here by the compiler and a new
+/// sampler of a family is sampled by its family's file. With [`Signals::Estimate`], every
+/// class's signal estimate too; the iterative DP-KDEs hand it the first-keyphrase scores they
+/// computed anyway. The estimate reads no randomness: the sequences are the same either way.
+/// `sampling`: the histogram samplers' post-processing choices ([`Sampling`]; the others ignore it).
+pub fn draw(set: &DpSummary, cands: &Candidates, counts: &[usize], sampling: &Sampling, rng: &mut SecureRng, signals: Signals) -> Result<Drawn, SummaryError> {
     check_inputs(set, cands, counts)?;
     let (sequences, first) = match set.params.sampler.family().member() {
         Member::Histogram(kind) => (hist::sample_histograms(set, kind, cands, counts, sampling, rng)?, None),
@@ -265,7 +261,7 @@ pub(crate) mod tests {
             let params = SummaryParams { epsilon: 10.0, sampler, len: 5, features: 512, terms_per_doc: 5, bandwidth: 1.0, smoothing: 0.0 };
             let mut rng = SecureRng::seeded_for_tests(6);
             let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
-            let seqs = draw(&set, &cands, &[100; 3], &mut rng, Signals::Skip).unwrap().sequences;
+            let seqs = draw(&set, &cands, &[100; 3], &Sampling::OFF, &mut rng, Signals::Skip).unwrap().sequences;
             assert_eq!(seqs.len(), 300);
             let mut own = 0usize;
             for s in &seqs {

@@ -316,7 +316,7 @@ mod tests {
             let (set, _) = build(crate::dp::summary::SummaryInputs::of(&kdocs, &abc(), &emb, &cands.ids, &params), &mut rng).unwrap();
             let want = class_signals(&set, &cands).unwrap();
             for counts in [[5, 3, 4], [2, 0, 7]] {
-                let crate::sample::Drawn { sequences: seqs, signals: got } = crate::sample::draw(&set, &cands, &counts, &mut rng, crate::sample::Signals::Estimate).unwrap();
+                let crate::sample::Drawn { sequences: seqs, signals: got } = crate::sample::draw(&set, &cands, &counts, &crate::sample::Sampling::OFF, &mut rng, crate::sample::Signals::Estimate).unwrap();
                 assert_eq!(seqs.len(), counts.iter().sum::<usize>());
                 for (g, w) in got.iter().zip(&want) {
                     assert_eq!(g.signal.to_bits(), w.signal.to_bits(), "{sampler:?} {counts:?}");

@@ -375,7 +375,7 @@ mod tests {
             let back: DpSummary = serde_json::from_str(&serde_json::to_string(&set).unwrap()).unwrap();
             assert_eq!(back, set);
             back.check().unwrap();
-            assert_eq!(crate::sample::draw(&back, &cands, &[2], &mut rng, crate::sample::Signals::Skip).unwrap().sequences.len(), 2, "{sampler:?}");
+            assert_eq!(crate::sample::draw(&back, &cands, &[2], &crate::sample::Sampling::OFF, &mut rng, crate::sample::Signals::Skip).unwrap().sequences.len(), 2, "{sampler:?}");
             for old_kernel in [None, Some(1)] {
                 let mut json = serde_json::to_value(&set).unwrap();
                 let obj = json.as_object_mut().unwrap();
@@ -389,7 +389,7 @@ mod tests {
                         let e = old.check().unwrap_err();
                         assert!(matches!(e, SummaryError::Outdated("markov")), "{old_kernel:?}: {e}");
                         assert!(e.to_string().contains("earlier version"), "{e}");
-                        assert!(crate::sample::draw(&old, &cands, &[2], &mut rng, crate::sample::Signals::Skip).is_err(), "sampling must refuse it too");
+                        assert!(crate::sample::draw(&old, &cands, &[2], &crate::sample::Sampling::OFF, &mut rng, crate::sample::Signals::Skip).is_err(), "sampling must refuse it too");
                     }
                     _ => old.check().unwrap(),
                 }
