@@ -291,8 +291,6 @@ impl RunSettings {
         }
     }
 
-    /// ε this run will spend: the sum over the registered mechanisms ([`super::mechanisms`]):
-    /// ε_voc + ε_kde (+ ε of the class counts) (sequential composition; classes in parallel).
     /// ε of the DP class counts as a run spends it: `None` when off, and when the run has a
     /// single class (declared, with the other class, or an unlabelled corpus), where counts
     /// would apportion nothing: a noisy total bought for no use.
@@ -301,15 +299,22 @@ impl RunSettings {
         self.eps_counts.filter(|_| classes > 1)
     }
 
+    /// The sum of the ε these settings give the mechanisms `ms` (those that are on).
+    fn epsilon_of(&self, ms: impl Iterator<Item = super::mechanisms::Mechanism>) -> f64 {
+        ms.filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
+    }
+
+    /// ε this run will spend: the sum over the registered mechanisms ([`super::mechanisms`]):
+    /// ε_voc + ε_kde (+ ε of the class counts) (sequential composition; classes in parallel).
     pub fn epsilon(&self) -> f64 {
-        super::mechanisms::mechanisms().filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
+        self.epsilon_of(super::mechanisms::mechanisms())
     }
 
     /// ε the settings plan for runs of their own after generation ([`super::mechanisms::after_generation`]:
     /// the DP vote's charged ε when it is on): not this run's, but the page counts it at the Run
     /// button, since generating the vote's candidates is pointless without room for the vote.
     pub fn epsilon_after_generation(&self) -> f64 {
-        super::mechanisms::after_generation().filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
+        self.epsilon_of(super::mechanisms::after_generation())
     }
 
     /// Sequences drawn per class on average: `per_class`, times the candidates per kept document
@@ -321,7 +326,7 @@ impl RunSettings {
     /// ε of the mechanisms a run may reuse from an earlier run instead of paying again (ε_voc):
     /// what [`Self::planned_epsilon`] leaves out and the report adds back for a reused release.
     pub fn reusable_epsilon(&self) -> f64 {
-        super::mechanisms::mechanisms().filter(|m| m.reusable).filter_map(|m| (m.epsilon)(self)).fold(0.0, |a, e| a + e)
+        self.epsilon_of(super::mechanisms::mechanisms().filter(|m| m.reusable))
     }
 }
 
