@@ -237,7 +237,7 @@ fn same_corpus_and_unit(ledger: &Ledger, id: &str, corpus: &MatchedCorpus, diges
             words(unit)
         )),
         // Both digests known (a run recorded before they were kept has none) and different.
-        Some(r) if r.persons_digest.is_some() && digest.is_some() && r.persons_digest.as_deref() != digest => Err(format!(
+        Some(r) if matches!((r.persons_digest.as_deref(), digest), (Some(then), Some(now)) if then != now) => Err(format!(
             "the run {id} read this corpus with its documents grouped into other persons (the column “{}” now groups them \
              otherwise): load the corpus as the run read it, then vote",
             unit.unwrap_or_default()
