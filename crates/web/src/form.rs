@@ -80,9 +80,8 @@ impl SettingsForm {
         }
     }
 
-    /// The settings, or every field that is wrong with why. `vocab_len`: the public
-    /// vocabulary's size, if known (N cannot exceed it).
-    pub fn parse(&self, vocab_len: Option<usize>) -> Result<RunSettings, Vec<FieldError>> {
+    /// The settings, or every field that is wrong with why.
+    pub fn parse(&self) -> Result<RunSettings, Vec<FieldError>> {
         let mut errs = Vec::new();
         let float = |field: &'static str, s: &str, errs: &mut Vec<FieldError>| -> f64 {
             s.trim().parse::<f64>().unwrap_or_else(|_| {
@@ -129,7 +128,7 @@ impl SettingsForm {
         } else {
             s
         };
-        for e in s.check(vocab_len) {
+        for e in s.check() {
             if !errs.iter().any(|x| x.field == e.field) {
                 errs.push(e);
             }
@@ -179,8 +178,8 @@ mod tests {
         SettingsForm::new(&RunSettings::default())
     }
 
-    fn errors(f: &SettingsForm, vocab_len: Option<usize>) -> Vec<FieldError> {
-        f.parse(vocab_len).expect_err("the form should be refused")
+    fn errors(f: &SettingsForm) -> Vec<FieldError> {
+        f.parse().expect_err("the form should be refused")
     }
 
     fn fields(errs: &[FieldError]) -> Vec<&'static str> {
@@ -189,8 +188,7 @@ mod tests {
 
     #[test]
     fn the_default_form_parses_to_the_default_settings() {
-        assert_eq!(form().parse(None), Ok(RunSettings::default()));
-        assert_eq!(form().parse(Some(28_469)), Ok(RunSettings::default()));
+        assert_eq!(form().parse(), Ok(RunSettings::default()));
     }
 
     #[test]
@@ -215,7 +213,7 @@ mod tests {
         };
         let f = SettingsForm { labelled: true, ..SettingsForm::new(&s) };
         assert_eq!(f.classes, "a\nb");
-        assert_eq!(f.parse(Some(1000)), Ok(s));
+        assert_eq!(f.parse(), Ok(s));
     }
 
     #[test]
@@ -233,7 +231,7 @@ mod tests {
         for (field, slot, why) in cases {
             let mut f = form();
             *slot(&mut f) = " 2,5 ".into();
-            let errs = errors(&f, None);
+            let errs = errors(&f);
             let mine: Vec<&FieldError> = errs.iter().filter(|e| e.field == field).collect();
             assert_eq!(mine.len(), 1, "{field}: {errs:?}");
             // The message quotes the field as typed, spaces and all.
@@ -245,14 +243,14 @@ mod tests {
     fn whole_numbers_refuse_fractions_and_signs() {
         for typed in ["1.5", "-3", "", "1e3"] {
             let f = SettingsForm { top_n: typed.into(), ..form() };
-            assert_eq!(fields(&errors(&f, None)), ["top_n"], "{typed:?}");
+            assert_eq!(fields(&errors(&f)), ["top_n"], "{typed:?}");
         }
     }
 
     #[test]
     fn numbers_are_read_without_the_spaces_around_them() {
         let f = SettingsForm { eps_voc: " 3 ".into(), len: "\t12\n".into(), ..form() };
-        let s = f.parse(None).unwrap();
+        let s = f.parse().unwrap();
         assert_eq!((s.eps_voc, s.len), (3.0, 12));
     }
 
@@ -260,46 +258,45 @@ mod tests {
     fn each_epsilon_must_be_finite_and_in_range() {
         for typed in ["0", "-1", "inf", "NaN", "0.0001", "1001"] {
             let f = SettingsForm { eps_voc: typed.into(), ..form() };
-            assert_eq!(fields(&errors(&f, None)), ["eps_voc"], "ε_voc = {typed}");
+            assert_eq!(fields(&errors(&f)), ["eps_voc"], "ε_voc = {typed}");
             let f = SettingsForm { eps_kde: typed.into(), ..form() };
-            assert_eq!(fields(&errors(&f, None)), ["eps_kde"], "ε_kde = {typed}");
+            assert_eq!(fields(&errors(&f)), ["eps_kde"], "ε_kde = {typed}");
         }
-        let s = SettingsForm { eps_voc: "0.5".into(), eps_kde: "1000".into(), ..form() }.parse(None).unwrap();
+        let s = SettingsForm { eps_voc: "0.5".into(), eps_kde: "1000".into(), ..form() }.parse().unwrap();
         assert_eq!((s.eps_voc, s.eps_kde), (0.5, 1000.0));
     }
 
     #[test]
     fn s_is_capped_at_the_apps_limit() {
         let ok = SettingsForm { terms_per_doc: MAX_TERMS.to_string(), ..form() };
-        assert_eq!(ok.parse(None).unwrap().terms_per_doc, MAX_TERMS);
+        assert_eq!(ok.parse().unwrap().terms_per_doc, MAX_TERMS);
         let over = SettingsForm { terms_per_doc: (MAX_TERMS + 1).to_string(), ..form() };
-        let errs = errors(&over, None);
+        let errs = errors(&over);
         assert_eq!(fields(&errs), ["terms_per_doc"]);
         assert_eq!(errs[0].message, "S must be at most 64 in the app");
     }
 
     #[test]
-    fn n_cannot_exceed_the_public_vocabulary_when_it_is_known() {
-        let f = SettingsForm { top_n: "1000".into(), ..form() };
-        assert!(f.parse(None).is_ok());
-        assert!(f.parse(Some(1000)).is_ok());
-        assert_eq!(fields(&errors(&f, Some(999))), ["top_n"]);
+    fn n_must_be_at_least_one_and_may_exceed_any_list() {
+        // Above the list's size, N keeps the whole list (`VocabParams::kept`).
+        assert_eq!(SettingsForm { top_n: "1000000".into(), ..form() }.parse().map(|s| s.top_n), Ok(1_000_000));
+        assert_eq!(fields(&errors(&SettingsForm { top_n: "0".into(), ..form() })), ["top_n"]);
     }
 
     #[test]
     fn sequences_per_class_must_be_between_one_and_the_maximum() {
         for typed in ["0".to_string(), (RunSettings::MAX_PER_CLASS + 1).to_string()] {
             let f = SettingsForm { per_class: typed.clone(), ..form() };
-            assert_eq!(fields(&errors(&f, None)), ["per_class"], "{typed}");
+            assert_eq!(fields(&errors(&f)), ["per_class"], "{typed}");
         }
         let f = SettingsForm { per_class: RunSettings::MAX_PER_CLASS.to_string(), ..form() };
-        assert_eq!(f.parse(None).unwrap().per_class, RunSettings::MAX_PER_CLASS);
+        assert_eq!(f.parse().unwrap().per_class, RunSettings::MAX_PER_CLASS);
     }
 
     #[test]
     fn every_wrong_field_is_reported_together() {
         let f = SettingsForm { eps_voc: "x".into(), top_n: "y".into(), per_class: "0".into(), ..form() };
-        let mut got = fields(&errors(&f, None));
+        let mut got = fields(&errors(&f));
         got.sort();
         assert_eq!(got, ["eps_voc", "per_class", "top_n"]);
     }
@@ -311,7 +308,7 @@ mod tests {
         for (name, s) in names.iter().zip(KeyphraseSampler::ALL) {
             assert_eq!(sampler(name), s, "{name}");
             let f = SettingsForm { sampler: name.to_string(), ..form() };
-            assert_eq!(f.parse(None).map(|r| r.sampler), Ok(s), "{name}");
+            assert_eq!(f.parse().map(|r| r.sampler), Ok(s), "{name}");
         }
         let mut unique = names.clone();
         unique.sort();
@@ -324,41 +321,41 @@ mod tests {
     fn an_unknown_sampler_name_is_the_default_sampler() {
         assert_eq!(sampler("no such sampler"), SummaryParams::DEFAULT_SAMPLER);
         let f = SettingsForm { sampler: String::new(), ..form() };
-        assert_eq!(f.parse(None).unwrap().sampler, SummaryParams::DEFAULT_SAMPLER);
+        assert_eq!(f.parse().unwrap().sampler, SummaryParams::DEFAULT_SAMPLER);
     }
 
     #[test]
     fn the_vocabulary_is_global_unless_per_class_is_ticked() {
-        assert!(!form().parse(None).unwrap().vocab_per_class);
+        assert!(!form().parse().unwrap().vocab_per_class);
         let f = SettingsForm { vocab_per_class: true, ..form() };
-        let s = f.parse(None).unwrap();
+        let s = f.parse().unwrap();
         assert!(s.vocab_per_class && s.vocab_params().per_class);
     }
 
     #[test]
     fn reuse_and_class_proportions_follow_their_boxes() {
-        let s = SettingsForm { reuse_vocabulary: false, proportional: false, ..form() }.parse(None).unwrap();
+        let s = SettingsForm { reuse_vocabulary: false, proportional: false, ..form() }.parse().unwrap();
         assert!(!s.reuse_vocabulary);
         assert_eq!(s.eps_counts, None);
-        let s = SettingsForm { proportional: true, ..form() }.parse(None).unwrap();
+        let s = SettingsForm { proportional: true, ..form() }.parse().unwrap();
         assert_eq!(s.eps_counts, Some(RunSettings::DEFAULT_EPS_COUNTS));
     }
 
     #[test]
     fn a_labelled_corpus_needs_declared_classes() {
         let none = SettingsForm { labelled: true, ..form() };
-        assert_eq!(fields(&errors(&none, None)), ["classes"]);
+        assert_eq!(fields(&errors(&none)), ["classes"]);
         // Blank lines and comments are not classes; names are trimmed.
         let some = SettingsForm { labelled: true, classes: "  a \n\n# a comment\nb\n".into(), ..form() };
-        assert_eq!(some.parse(None).unwrap().classes, ["a", "b"]);
+        assert_eq!(some.parse().unwrap().classes, ["a", "b"]);
         // Without a label column the classes are not needed.
-        assert!(form().parse(None).is_ok());
+        assert!(form().parse().is_ok());
     }
 
     #[test]
     fn duplicate_classes_are_refused_for_a_labelled_corpus() {
         let f = SettingsForm { labelled: true, classes: "a\nb\na".into(), ..form() };
-        assert_eq!(fields(&errors(&f, None)), ["classes"]);
+        assert_eq!(fields(&errors(&f)), ["classes"]);
     }
 
     #[test]
@@ -369,7 +366,7 @@ mod tests {
             ticked: vec!["c".into(), "gone".into(), "b".into()],
             ..form()
         };
-        let s = f.parse(None).unwrap();
+        let s = f.parse().unwrap();
         assert_eq!(s.classes, ["b", "a", "c"]);
         assert_eq!(s.classes_ticked, ["b", "c"]);
     }
@@ -377,24 +374,24 @@ mod tests {
     #[test]
     fn other_labels_are_gathered_only_when_asked() {
         let base = SettingsForm { labelled: true, classes: "a\nb".into(), other_name: "rest".into(), ..form() };
-        assert_eq!(base.parse(None).unwrap().other_class, None);
+        assert_eq!(base.parse().unwrap().other_class, None);
         let gather = SettingsForm { gather_other: true, ..base.clone() };
-        assert_eq!(gather.parse(None).unwrap().other_class.as_deref(), Some("rest"));
+        assert_eq!(gather.parse().unwrap().other_class.as_deref(), Some("rest"));
         // The "other" class may not also be a declared class.
         let clash = SettingsForm { other_name: "a".into(), ..gather };
-        assert_eq!(fields(&errors(&clash, None)), ["classes"]);
+        assert_eq!(fields(&errors(&clash)), ["classes"]);
         // The form's default name for it.
         assert_eq!(form().other_name, ClassSet::OTHER);
     }
 
     #[test]
     fn the_vote_is_off_by_default_and_its_fields_are_read_only_when_on() {
-        assert_eq!(form().parse(None).unwrap().vote, None);
+        assert_eq!(form().parse().unwrap().vote, None);
         // Off: whatever its fields hold, nothing of them is read or refused.
         let off = SettingsForm { eps_select: "x".into(), candidates_per_kept: "0".into(), ..form() };
-        assert_eq!(off.parse(None).unwrap().vote, None);
+        assert_eq!(off.parse().unwrap().vote, None);
         let on = SettingsForm { vote: true, eps_select: " 0.5 ".into(), candidates_per_kept: "3".into(), keep_mode: "proportional".into(), sample_rate: "0.5".into(), ..form() };
-        let s = on.parse(None).unwrap();
+        let s = on.parse().unwrap();
         assert_eq!(s.vote, Some(VotePlan { eps_select: 0.5, candidates_per_kept: 3, keep_mode: KeepMode::Proportional, sample_rate: 0.5 }));
         // The run draws c × the sequences per class; its own ε is unchanged, the vote's is planned apart.
         assert_eq!((s.sequences_per_class(), s.epsilon()), (150, RunSettings::default().epsilon()));
@@ -402,13 +399,13 @@ mod tests {
         // A form showing settings with a vote parses back to them.
         let back = SettingsForm::new(&s);
         assert!(back.vote);
-        assert_eq!(back.parse(None), Ok(s));
+        assert_eq!(back.parse(), Ok(s));
     }
 
     #[test]
     fn each_wrong_vote_field_is_named() {
         let on = SettingsForm { vote: true, ..form() };
-        assert_eq!(on.parse(None).unwrap().vote, Some(VotePlan::default()));
+        assert_eq!(on.parse().unwrap().vote, Some(VotePlan::default()));
         for (field, f) in [
             ("eps_select", SettingsForm { eps_select: "0".into(), ..on.clone() }),
             ("eps_select", SettingsForm { eps_select: "one".into(), ..on.clone() }),
@@ -419,7 +416,7 @@ mod tests {
             ("sample_rate", SettingsForm { sample_rate: "0".into(), ..on.clone() }),
             ("sample_rate", SettingsForm { sample_rate: "1.5".into(), ..on.clone() }),
         ] {
-            assert_eq!(fields(&errors(&f, None)), [field], "{f:?}");
+            assert_eq!(fields(&errors(&f)), [field], "{f:?}");
         }
         assert_eq!(keep_mode("no such rule"), KeepMode::Top);
     }
@@ -427,7 +424,7 @@ mod tests {
     #[test]
     fn the_check_that_chose_the_sampler_is_carried_to_the_run() {
         let f = SettingsForm { chosen_by_check: Some("run-7".into()), ..form() };
-        assert_eq!(f.parse(None).unwrap().chosen_by_check.as_deref(), Some("run-7"));
-        assert_eq!(form().parse(None).unwrap().chosen_by_check, None);
+        assert_eq!(f.parse().unwrap().chosen_by_check.as_deref(), Some("run-7"));
+        assert_eq!(form().parse().unwrap().chosen_by_check, None);
     }
 }

@@ -33,7 +33,7 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: (FileIn
     if corpus.stats.classes.len() < 2 {
         return Err(Stop::Failed(Some(Stage::Evaluate), "the utility check needs a label column with at least two classes".into()));
     }
-    if let Some(p) = settings.check(Some(vocab.len())).first() {
+    if let Some(p) = settings.check().first() {
         return Err(Stop::Failed(None, p.message.clone()));
     }
     // Labels too rare to split are left out rather than failing the whole check; samplers

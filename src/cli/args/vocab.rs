@@ -18,10 +18,11 @@ pub(crate) struct VocabDpArgs {
     /// ε for the DP vocabulary.
     #[arg(long)]
     pub(crate) eps_voc: f64,
-    /// N: size of the private vocabulary. With the histogram sampler a large Ṽ costs little
-    /// (terms only noise selected get no class mass) and lets real terms in at smaller counts:
-    /// 10,000 kept the most utility at a few hundred documents a class (docs/utility.md). The
-    /// markov sampler needs N ≤ ~2,800 (its release is (N+1)·N a class); for the DP-KDE
+    /// N: size of the private vocabulary (above the list's size: the whole list). With the
+    /// histogram sampler a large Ṽ costs little (terms only noise selected get no class mass)
+    /// and lets real terms in at smaller counts: 50,000 kept the most utility at a few hundred
+    /// documents a class on the English list (docs/utility.md); the medical list is kept whole.
+    /// The markov sampler needs N ≤ ~2,800 (its release is (N+1)·N a class); for the DP-KDE
     /// samplers 100 was best (their noise spreads over every term, each one embedded).
     #[arg(long, default_value_t = dpkps_core::run::RunSettings::DEFAULT_TOP_N)]
     pub(crate) top_n: usize,

@@ -43,7 +43,8 @@ pub trait ArmSettings {
     fn eps_voc(&self) -> f64;
     /// ε of one arm's DP summary.
     fn eps_summary(&self) -> f64;
-    /// The size of Ṽ (top-N terms), which bounds every arm's release size.
+    /// N, the size of Ṽ asked for (top-N terms; a shorter public list is kept whole), which
+    /// bounds every arm's release size.
     fn top_n(&self) -> usize;
     /// The summary parameters of the run (each arm replaces the sampler).
     fn arm_summary(&self) -> SummaryParams;
@@ -97,8 +98,8 @@ impl CheckParams {
     }
 
     /// Public inputs only: arms, holdout, ε, and that every arm's release fits (`classes`
-    /// classes), so that nothing fails after Ṽ is drawn.
-    fn validate(&self, settings: &impl ArmSettings, classes: usize) -> Result<(), EvalError> {
+    /// classes, N kept from a list of `public_terms`), so that nothing fails after Ṽ is drawn.
+    fn validate(&self, settings: &impl ArmSettings, classes: usize, public_terms: usize) -> Result<(), EvalError> {
         if self.samplers.is_empty() {
             return Err(ParamError::new("the samplers to compare", "none", "must name at least one sampler").into());
         }
@@ -115,7 +116,7 @@ impl CheckParams {
         }
         crate::dp::check_epsilon("the check's ε", self.epsilon(settings))?;
         for &sampler in &self.samplers {
-            SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(settings.top_n(), classes)?;
+            SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(settings.top_n().min(public_terms), classes)?;
         }
         Ok(())
     }
@@ -168,12 +169,12 @@ impl DpCheck {
     /// public list, the terms kept per document): called before anything is recorded or drawn,
     /// so that a refused check costs nothing (and again by [`Self::prepare`]).
     pub fn check_inputs(kept: usize, classes: &ClassSet, public: &PublicVocabulary, settings: &impl ArmSettings, check: &CheckParams) -> Result<EvalParams, EvalError> {
-        check.validate(settings, classes.len())?;
+        check.validate(settings, classes.len(), public.len())?;
         if classes.len() < 2 {
             return Err(ParamError::new("the classes", classes.len(), "must be at least 2 for the utility check (it trains a classifier)").into());
         }
         let params = eval_params(settings, check);
-        params.validate(public.len())?;
+        params.validate()?;
         if kept < params.keep() {
             return Err(EvalError::Keep { kept, needed: params.keep() });
         }

@@ -66,7 +66,7 @@ impl Evaluation {
         rng: &mut SecureRng,
         progress: Progress<'_>,
     ) -> Result<Evaluation, EvalError> {
-        params.validate(public.len())?;
+        params.validate()?;
         if corpus.keep < params.keep() {
             return Err(EvalError::Keep { kept: corpus.keep, needed: params.keep() });
         }

@@ -98,7 +98,7 @@ impl EvalParams {
     pub const MAX_PER_CLASS: usize = 100_000;
 
     /// Checks everything that does not need the data.
-    pub fn validate(&self, public_len: usize) -> Result<(), ParamError> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         if !(self.holdout > 0.0 && self.holdout < 1.0) {
             return Err(ParamError::new("the held-out fraction", self.holdout, "must be strictly between 0 and 1"));
         }
@@ -123,7 +123,7 @@ impl EvalParams {
         if !(self.classifier.l2.is_finite() && self.classifier.l2 >= 0.0) {
             return Err(ParamError::new("the L2 penalty", self.classifier.l2, "must be a finite number ≥ 0"));
         }
-        self.vocab.validate(public_len)?;
+        self.vocab.validate()?;
         self.sampling.validate()?;
         // The KDE parameters (ε_kde, L, I, M, bandwidth h) are judged by the pipeline's own check.
         for &sampler in &self.samplers {

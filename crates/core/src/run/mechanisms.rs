@@ -220,12 +220,12 @@ mod tests {
     #[test]
     fn every_registered_epsilon_is_checked() {
         for m in mechanisms() {
-            let errors = with_field(m.field, -1.0).check(None);
+            let errors = with_field(m.field, -1.0).check();
             let mine: Vec<_> = errors.iter().filter(|e| e.field == m.field).collect();
             assert_eq!(mine.len(), 1, "{}: {errors:?}", m.field);
             assert!(mine[0].message.contains(m.name), "{}: {}", m.field, mine[0].message);
         }
-        assert!(RunSettings::default().check(None).is_empty());
+        assert!(RunSettings::default().check().is_empty());
     }
 
     /// The guarantee's clauses as the report wrote them before the registry (kept here as the

@@ -27,11 +27,11 @@ impl RunPlan {
     /// every declared class). `public_terms`: the public list's size; `labelled`: whether the
     /// corpus is read with a label column.
     pub fn new(settings: RunSettings, labelled: bool, public_terms: usize) -> Result<RunPlan, RunError> {
-        if let Some(p) = settings.check(Some(public_terms)).into_iter().next() {
+        if let Some(p) = settings.check().into_iter().next() {
             return Err(RunError::Settings(p.message));
         }
         let classes = settings.class_set(labelled).map_err(|e| RunError::Settings(e.message))?;
-        settings.summary_params().check_release_size(settings.top_n, classes.len())?;
+        settings.summary_params().check_release_size(settings.vocab_params().kept(public_terms), classes.len())?;
         let account = settings.account_name();
         Ok(RunPlan { settings, classes, account })
     }

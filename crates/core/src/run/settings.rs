@@ -149,7 +149,7 @@ impl RunSettings {
     pub const DEFAULT_EPS_COUNTS: f64 = 0.1;
 
     /// The default N (`top_n`): the page's and the CLI's.
-    pub const DEFAULT_TOP_N: usize = 10_000;
+    pub const DEFAULT_TOP_N: usize = 50_000;
 
     /// Most sequences per class a run may ask for.
     pub const MAX_PER_CLASS: usize = 100_000;
@@ -187,9 +187,9 @@ impl RunSettings {
         self.terms_per_doc.max(self.summary_params().doc_terms_read())
     }
 
-    /// Every problem, one per field, in the words the core uses. `vocab_len`: size of the
-    /// public vocabulary, if known (N cannot exceed it).
-    pub fn check(&self, vocab_len: Option<usize>) -> Vec<FieldError> {
+    /// Every problem, one per field, in the words the core uses. (Any N ≥ 1: one above the
+    /// public list's size keeps all of it, `VocabParams::kept`.)
+    pub fn check(&self) -> Vec<FieldError> {
         let mut out = Vec::new();
         let vp = self.vocab_params();
         if let Err(e) = self.sampling.validate() {
@@ -203,7 +203,7 @@ impl RunSettings {
         }
         // The vocabulary checks, with a valid ε so that only N and S are judged here.
         let vp_fields = VocabParams { epsilon: 1.0, ..vp };
-        if let Err(e) = vp_fields.validate(vocab_len.unwrap_or(usize::MAX)) {
+        if let Err(e) = vp_fields.validate() {
             let field = if e.name.starts_with("N ") { "top_n" } else { "terms_per_doc" };
             out.push(FieldError { field, message: e.to_string() });
         }
@@ -361,7 +361,7 @@ mod tests {
 
     #[test]
     fn default_settings_are_valid() {
-        assert!(RunSettings::default().check(Some(28_469)).is_empty());
+        assert!(RunSettings::default().check().is_empty());
     }
 
     #[test]
@@ -378,14 +378,14 @@ mod tests {
             bandwidth: 0.1,
             ..RunSettings::default()
         };
-        let fields: Vec<&str> = s.check(Some(100)).iter().map(|e| e.field).collect();
+        let fields: Vec<&str> = s.check().iter().map(|e| e.field).collect();
         assert_eq!(fields, vec!["eps_voc", "eps_kde", "terms_per_doc", "len", "per_class"]);
-        let s = RunSettings { top_n: 200, features: 0, bandwidth: -1.0, ..RunSettings::default() };
-        let errs = s.check(Some(100));
+        let s = RunSettings { top_n: 0, features: 0, bandwidth: -1.0, ..RunSettings::default() };
+        let errs = s.check();
         assert_eq!(errs.iter().map(|e| e.field).collect::<Vec<_>>(), vec!["top_n", "features"]);
-        assert!(errs[0].message.contains("cannot exceed"), "{}", errs[0].message);
+        assert!(errs[0].message.contains("at least 1"), "{}", errs[0].message);
         // One error per field and check: the bandwidth is reported once I is fixed.
-        let errs = RunSettings { bandwidth: -1.0, ..RunSettings::default() }.check(None);
+        let errs = RunSettings { bandwidth: -1.0, ..RunSettings::default() }.check();
         assert_eq!(errs.iter().map(|e| e.field).collect::<Vec<_>>(), vec!["bandwidth"]);
     }
 

@@ -274,9 +274,9 @@ impl AppState {
         });
     }
 
-    /// The settings form parsed against the loaded corpus's vocabulary.
+    /// The settings form parsed.
     pub fn parsed_settings(&self) -> Result<RunSettings, Vec<FieldError>> {
-        self.settings.parse(self.summary.get().map(|s| s.vocabulary_terms))
+        self.settings.parse()
     }
 
     pub fn busy(&self) -> bool {

@@ -184,7 +184,7 @@ impl LedgerState {
                 s.account = account;
                 s.budget = budget;
                 s.raise_budget = self.raise.get();
-                let mut errs = s.check(None).into_iter().filter(|e| e.field == "budget").collect::<Vec<_>>();
+                let mut errs = s.check().into_iter().filter(|e| e.field == "budget").collect::<Vec<_>>();
                 let status = status.filter(|st| s.account.as_deref() == Some(st.name.as_str()));
                 let spent = status.as_ref().map_or(0.0, |st| st.spent);
                 let stored = status.as_ref().and_then(|st| st.budget);

@@ -157,7 +157,7 @@ impl SettingsFields {
     }
 
     /// The settings, or every field that is wrong with why (`SettingsForm::parse`).
-    pub fn parse(&self, vocab_len: Option<usize>) -> Result<RunSettings, Vec<FieldError>> {
-        self.values().parse(vocab_len)
+    pub fn parse(&self) -> Result<RunSettings, Vec<FieldError>> {
+        self.values().parse()
     }
 }

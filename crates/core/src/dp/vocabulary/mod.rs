@@ -73,18 +73,26 @@ pub struct VocabParams {
 impl VocabParams {
     pub const MAX_TERMS_PER_DOC: usize = 10_000;
 
-    /// Checks the parameters against the vocabulary they will be used with.
-    pub fn validate(&self, vocab_len: usize) -> Result<(), ParamError> {
+    /// The N the release keeps from a list of `vocab_len` terms: N, or the whole list when N is
+    /// larger (Ṽ is then every public term, in noisy-count order). Why a default may exceed a
+    /// short list: N is chosen for the largest bundled list (docs/utility.md), where the N-th
+    /// largest noisy count sets the bar a term must clear; a shorter list is kept whole.
+    pub fn kept(&self, vocab_len: usize) -> usize {
+        self.top_n.min(vocab_len)
+    }
+
+    /// These parameters with N clamped to a list of `vocab_len` terms ([`VocabParams::kept`]):
+    /// what the release uses and records.
+    pub fn for_list(&self, vocab_len: usize) -> VocabParams {
+        VocabParams { top_n: self.kept(vocab_len), ..*self }
+    }
+
+    /// Checks the parameters (any N ≥ 1: one above the list's size keeps the whole list,
+    /// [`VocabParams::kept`]).
+    pub fn validate(&self) -> Result<(), ParamError> {
         check_epsilon("ε_voc", self.epsilon)?;
         if self.top_n == 0 {
             return Err(ParamError::new("N (vocabulary size)", self.top_n, "must be at least 1"));
-        }
-        if self.top_n > vocab_len {
-            return Err(ParamError::new(
-                "N (vocabulary size)",
-                self.top_n,
-                "cannot exceed the number of terms in the public vocabulary",
-            ));
         }
         if self.terms_per_doc == 0 || self.terms_per_doc > Self::MAX_TERMS_PER_DOC {
             return Err(ParamError::new("S (terms per document)", self.terms_per_doc, "must be between 1 and 10000"));
@@ -246,7 +254,8 @@ pub fn select_vocabulary(
     params: &VocabParams,
     rng: &mut SecureRng,
 ) -> Result<(PrivateVocabulary, Spend), DpError> {
-    params.validate(vocab.len())?;
+    params.validate()?;
+    let params = &params.for_list(vocab.len());
     if hist.counts.len() != vocab.len() || hist.terms_per_doc != params.terms_per_doc {
         return Err(DpError::Param(ParamError::new(
             "histogram",
@@ -278,7 +287,8 @@ pub fn select_vocabulary_by_class(
     params: &VocabParams,
     rng: &mut SecureRng,
 ) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
-    params.validate(vocab.len())?;
+    params.validate()?;
+    let params = &params.for_list(vocab.len());
     if hists.is_empty() || hists.len() != class_names.len() || hists.iter().any(|h| h.counts.len() != vocab.len() || h.terms_per_doc != params.terms_per_doc) {
         return Err(DpError::Param(ParamError::new("class histograms", hists.len(), "do not match the classes, the vocabulary or S")));
     }
@@ -361,7 +371,7 @@ impl MatchedCorpus {
         classes: &ClassSet,
         rng: &mut SecureRng,
     ) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
-        params.validate(vocab.len())?;
+        params.validate()?;
         if params.terms_per_doc > self.keep {
             return Err(DpError::Param(ParamError::new(
                 "S (terms per document)",
@@ -397,19 +407,18 @@ mod tests {
     #[test]
     fn parameters_are_validated() {
         let ok = VocabParams { epsilon: 1.0, top_n: 3, terms_per_doc: 2, per_class: false };
-        assert!(ok.validate(10).is_ok());
+        assert!(ok.validate().is_ok());
         for bad in [
             VocabParams { epsilon: 0.0, ..ok },
             VocabParams { epsilon: -1.0, ..ok },
             VocabParams { epsilon: f64::NAN, ..ok },
             VocabParams { epsilon: f64::INFINITY, ..ok },
             VocabParams { top_n: 0, ..ok },
-            VocabParams { top_n: 11, ..ok },
             VocabParams { terms_per_doc: 0, ..ok },
         ] {
-            assert!(bad.validate(10).is_err(), "{bad:?} accepted");
+            assert!(bad.validate().is_err(), "{bad:?} accepted");
         }
-        let msg = VocabParams { epsilon: f64::NAN, ..ok }.validate(10).unwrap_err().to_string();
+        let msg = VocabParams { epsilon: f64::NAN, ..ok }.validate().unwrap_err().to_string();
         assert!(msg.contains("ε_voc") && msg.contains("finite"), "{msg}");
     }
 
@@ -429,6 +438,26 @@ mod tests {
         assert_eq!(spend.epsilon, 1.0);
         assert_eq!(spend.params["noise_scale"], 3.0);
         assert!(pv.terms.windows(2).all(|w| w[0].noisy_count >= w[1].noisy_count));
+    }
+
+    #[test]
+    fn an_n_above_the_list_keeps_the_whole_list_in_both_scopes() {
+        let v = vocab(40);
+        let mut h = TermHistogram::new(v.len(), 2);
+        (0..20).for_each(|_| h.add_document(&[3, 4]));
+        let mut rng = SecureRng::seeded_for_tests(9);
+        let params = VocabParams { epsilon: 1.0, top_n: 50_000, terms_per_doc: 2, per_class: false };
+        assert!(params.validate().is_ok());
+        assert_eq!((params.kept(40), params.kept(60_000)), (40, 50_000));
+        let (pv, spend) = select_vocabulary(&h, &v, &params, &mut rng).unwrap();
+        let mut ids: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (0..40).collect::<Vec<TermId>>(), "every public term, once");
+        assert_eq!(spend.params["top_n"], 40, "the release records the N it kept");
+        assert_eq!(pv.params.top_n, 40);
+        let per_class = VocabParams { per_class: true, ..params };
+        let (pv, _) = select_vocabulary_by_class(&[h.clone(), h], &["a", "b"], &v, &per_class, &mut rng).unwrap();
+        assert_eq!(pv.terms.len(), 40);
     }
 
     #[test]

@@ -78,6 +78,17 @@ impl PrivacyReport {
         )
     }
 
+    /// N as set, and the N kept where the public list is shorter (the vocabulary spend records
+    /// both: `dp::vocabulary::VocabParams::kept`).
+    fn vocabulary_size(&self) -> String {
+        let asked = self.settings.top_n;
+        let kept = self.spends.iter().filter(|sp| sp.is(crate::ledger::SpendStage::Vocabulary)).find_map(|sp| sp.params["top_n"].as_u64());
+        match kept {
+            Some(k) if (k as usize) < asked => format!("{asked}: the whole public list, {k} terms"),
+            _ => asked.to_string(),
+        }
+    }
+
     /// A self-contained, printable HTML page (no script, no external resource).
     pub fn to_html(&self) -> String {
         let s = &self.settings;
@@ -86,7 +97,7 @@ impl PrivacyReport {
             row("ε_voc", s.eps_voc.to_string()),
             row("ε_kde", s.eps_kde.to_string()),
             row("S (terms per document counted)", s.terms_per_doc.to_string()),
-            row("N (private vocabulary size)", s.top_n.to_string()),
+            row("N (private vocabulary size)", self.vocabulary_size()),
             row("L (keyphrases per sequence)", s.len.to_string()),
             row("I (random features)", s.features.to_string()),
             row("Sequences per class", match s.counts_epsilon() {

@@ -22,6 +22,11 @@ fn html_report_escapes_and_states_the_guarantee() {
     // The sampling settings (post-processing, but they shape what is released) are in the table.
     assert!(html.contains("Distinctiveness γ") && html.contains("<td>1</td>") && html.contains("each class's sequences are distinct sets"), "{html}");
     assert_eq!(r.run, "r", "the run's ledger id, for a vote to name");
+    assert!(html.contains("<td>50000</td>"), "N as set, the spend recording none kept: {html}");
+    // A public list shorter than N: the vocabulary spend records the N kept, and the table says so.
+    let mut short = r.clone();
+    short.spends[0].params = serde_json::json!({ "top_n": 27589 });
+    assert!(short.to_html().contains("<td>50000: the whole public list, 27589 terms</td>"), "{}", short.to_html());
     // Utility checks on the corpus are stated, with how many settings they compared.
     ledger.utility_checks.push(crate::ledger::UtilityCheck { id: "u".into(), when: "t".into(), settings_compared: 7 });
     let r = report(&ledger, &crate::input::classes::ClassSet::unlabelled());
