@@ -28,6 +28,7 @@ bg() { # NAME CMD...: runs CMD in the background
 await() { # NAME: waits for it; prints its log; fails the run if it failed
   local name=$1 rc=0
   wait "${job_pid[$name]}" || rc=$?
+  unset "job_pid[$name]" # reaped: its number may be reused, so the exit trap must not kill it
   cat "${job_log[$name]}"
   if ((rc)); then echo "$name failed (exit $rc; its log is above)" >&2; exit 1; fi
 }

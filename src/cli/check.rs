@@ -19,7 +19,7 @@ pub(crate) fn run(args: CheckArgs) -> Result<(), CliError> {
     let public = super::io::load_vocabulary(&inputs.vocab.vocabulary)?;
     let settings = run_settings(inputs.dp.params(), &inputs.summary, declared, &ledger)?;
     let plan = RunPlan::new(settings, inputs.corpus.labelled(), public.len())?;
-    let mut params = CheckParams::every_sampler(&plan.settings, plan.classes.len());
+    let mut params = CheckParams::every_sampler(&plan.settings, plan.classes.len(), plan.top_n_kept);
     if let Some(list) = compare {
         params.samplers = list.0;
     }

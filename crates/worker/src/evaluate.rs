@@ -38,7 +38,7 @@ pub async fn evaluate(state: &mut State, settings: &RunSettings, tuning: (FileIn
     }
     // Labels too rare to split are left out rather than failing the whole check; samplers
     // whose release would exceed the cap (Markov keeps (N+1)·N counts per class) are left out.
-    let samplers = dpkps_core::eval::dp_check::CheckParams::every_sampler(settings, corpus.stats.classes.len()).samplers;
+    let samplers = dpkps_core::eval::dp_check::CheckParams::every_sampler(settings, corpus.stats.classes.len(), settings.vocab_params().kept(vocab.len())).samplers;
     let params = EvalParams::of_run_settings(settings, Task::MinClassDocs { min: dpkps_core::eval::split::MIN_CLASS_DOCS }, 0.2, vec![0, 1, 2], samplers);
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let mut clock = now_ms();

@@ -198,7 +198,7 @@ pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Eve
 /// host as a run. Its Ṽ (drawn from the training documents only) is not kept for later runs.
 pub(super) async fn dp_check(state: &mut State, settings: &RunSettings) -> Result<Event, Stop> {
     use dpkps_core::eval::dp_check::CheckParams;
-    let every_sampler = |plan: &RunPlan| CheckParams::every_sampler(&plan.settings, plan.classes.len());
+    let every_sampler = |plan: &RunPlan| CheckParams::every_sampler(&plan.settings, plan.classes.len(), plan.top_n_kept);
     let keep = |plan: &RunPlan| every_sampler(plan).keep(&plan.settings);
     let Started { corpus, vocab, plan, mut host } = start(state, settings, keep, "nothing was checked").await?;
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;

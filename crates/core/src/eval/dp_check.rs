@@ -65,11 +65,12 @@ pub struct CheckParams {
 
 impl CheckParams {
     /// Every sampler whose release fits the settings (the Markov sampler's size cap: public
-    /// inputs only), 20% held out, ε_select = ε_train.
-    pub fn every_sampler(settings: &impl ArmSettings, classes: usize) -> CheckParams {
+    /// inputs only) with `top_n_kept` candidates (N as the public list lets it be kept:
+    /// `VocabParams::kept`), 20% held out, ε_select = ε_train.
+    pub fn every_sampler(settings: &impl ArmSettings, classes: usize, top_n_kept: usize) -> CheckParams {
         let samplers = KeyphraseSampler::ALL
             .into_iter()
-            .filter(|&sampler| SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(settings.top_n(), classes).is_ok())
+            .filter(|&sampler| SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(top_n_kept, classes).is_ok())
             .collect();
         CheckParams { samplers, holdout: DEFAULT_HOLDOUT, eps_select: None }
     }

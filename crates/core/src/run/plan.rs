@@ -19,6 +19,9 @@ pub struct RunPlan {
     pub classes: ClassSet,
     /// The budget account the run is recorded under (trimmed; `None` if blank).
     pub account: Option<String>,
+    /// N as the release keeps it: the settings' N, or the public list's size where that is
+    /// smaller (`VocabParams::kept`). Public.
+    pub top_n_kept: usize,
 }
 
 impl RunPlan {
@@ -31,9 +34,10 @@ impl RunPlan {
             return Err(RunError::Settings(p.message));
         }
         let classes = settings.class_set(labelled).map_err(|e| RunError::Settings(e.message))?;
-        settings.summary_params().check_release_size(settings.vocab_params().kept(public_terms), classes.len())?;
+        let top_n_kept = settings.vocab_params().kept(public_terms);
+        settings.summary_params().check_release_size(top_n_kept, classes.len())?;
         let account = settings.account_name();
-        Ok(RunPlan { settings, classes, account })
+        Ok(RunPlan { settings, classes, account, top_n_kept })
     }
 
     pub fn vocab_params(&self) -> VocabParams {
@@ -99,5 +103,29 @@ impl RunPlan {
         ids.sort_unstable();
         ids.dedup();
         ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dp::summary::KeyphraseSampler;
+    use crate::eval::dp_check::CheckParams;
+
+    #[test]
+    fn a_short_list_is_kept_whole_and_the_release_size_is_judged_at_that_n() {
+        // The default N (50,000) on a 100-term list: the release has 100 candidates, so even the
+        // Markov sampler's (N+1)·N a class fits, for a run and for the check's arms alike.
+        let markov = RunSettings { sampler: KeyphraseSampler::Markov, ..RunSettings::default() };
+        let plan = RunPlan::new(markov.clone(), false, 100).unwrap();
+        assert_eq!(plan.top_n_kept, 100);
+        let arms = CheckParams::every_sampler(&plan.settings, plan.classes.len(), plan.top_n_kept).samplers;
+        assert!(arms.contains(&KeyphraseSampler::Markov), "{arms:?}");
+        // On a list longer than N, N is kept as set, and Markov's release is refused.
+        assert!(RunPlan::new(markov, false, 60_000).is_err());
+        let plan = RunPlan::new(RunSettings::default(), false, 60_000).unwrap();
+        assert_eq!(plan.top_n_kept, RunSettings::DEFAULT_TOP_N);
+        let arms = CheckParams::every_sampler(&plan.settings, plan.classes.len(), plan.top_n_kept).samplers;
+        assert!(!arms.contains(&KeyphraseSampler::Markov) && arms.contains(&KeyphraseSampler::Histogram), "{arms:?}");
     }
 }

@@ -106,7 +106,7 @@ pub fn plan(settings: RunSettings, labelled: bool) -> Result<RunPlan, RunError> 
         }
     }
     let account = settings.account_name();
-    Ok(RunPlan { settings, classes, account })
+    Ok(RunPlan { top_n_kept: settings.top_n, settings, classes, account })
 }
 
 /// Runs the vote of `inputs.corpus`'s units over the candidates and records its ε; the release

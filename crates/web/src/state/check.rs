@@ -18,7 +18,7 @@ impl AppState {
     pub fn check_epsilon(&self, s: &RunSettings) -> Option<f64> {
         let summary = self.summary.get()?;
         let plan = RunPlan::new(s.clone(), self.settings.labelled.get(), summary.vocabulary_terms).ok()?;
-        Some(CheckParams::every_sampler(&plan.settings, plan.classes.len()).epsilon(&plan.settings))
+        Some(CheckParams::every_sampler(&plan.settings, plan.classes.len(), plan.top_n_kept).epsilon(&plan.settings))
     }
 
     /// The settings the check is sent with (account and budget, as the Run button has them),

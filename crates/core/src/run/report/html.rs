@@ -78,8 +78,9 @@ impl PrivacyReport {
         )
     }
 
-    /// N as set, and the N kept where the public list is shorter (the vocabulary spend records
-    /// both: `dp::vocabulary::VocabParams::kept`).
+    /// N as set, and the N kept where the public list is shorter (this run's vocabulary spend
+    /// records the N kept, `dp::vocabulary::VocabParams::kept`; a run that reused an earlier Ṽ
+    /// has no such spend, and shows N as set).
     fn vocabulary_size(&self) -> String {
         let asked = self.settings.top_n;
         let kept = self.spends.iter().filter(|sp| sp.is(crate::ledger::SpendStage::Vocabulary)).find_map(|sp| sp.params["top_n"].as_u64());
