@@ -56,8 +56,8 @@ bg llm scripts/local-llm.sh install
 # Then the release bundle, in this track too, so that its single-threaded wasm-opt runs beside the
 # native tests rather than after them: trunk waits for the native test build (the marker below)
 # and embeds the bundled vectors (scripts/vectors.sh, trunk's build-stage hook) with that build's
-# `dpkps`, copied before the marker (the native track's last `cargo build` replaces the one in
-# its target folder). The native vectors test (tests/it/vectors.rs) asks for the same vectors;
+# `dpkps`, copied before the marker (a copy of its own: nothing the native track runs later can
+# replace it under the hook). The native vectors test (tests/it/vectors.rs) asks for the same vectors;
 # scripts/vectors.sh's lock lets one of the two compute them and the other read them.
 native_built=target/ci/native-built
 rm -f "$native_built"
@@ -83,11 +83,11 @@ lap "native tests: cargo test (the workspace's native crates; the wasm track bui
 cargo test --locked --no-run
 cp "${CARGO_TARGET_DIR:-target}/debug/dpkps" target/ci/dpkps-vectors
 touch "$native_built"
+# The binaries the end-to-end tests run (the `dpkps` CLI, the LLM test server of
+# tests/e2e/harness.mjs) are built by the line above: integration tests of their crates start
+# them (tests/it, crates/llm-test-server/tests). A `cargo build` here would compile the
+# workspace's crates again under the dev profile (78 s on a warm target folder).
 cargo test --locked
-# The end-to-end tests' LLM server (crates/llm-test-server, for tests/e2e/harness.mjs): cargo
-# test builds only its unit tests. Every native crate, as cargo test selected them: the same
-# features, so nothing is compiled again but the binaries.
-cargo build --locked
 lap "native tests passed; waiting for the wasm track (setup, release binaries, wasm32 tests' build, the release bundle)"
 await wasm
 

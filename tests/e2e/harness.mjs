@@ -157,8 +157,8 @@ export async function loadCardioPulmonary(page, url, corpusPath, { person } = {}
 }
 
 /**
- * Starts the local OpenAI-compatible test server (crates/llm-test-server, built by
- * scripts/test.sh as target/debug/dpkps-llm-test-server, or under $CARGO_TARGET_DIR);
+ * Starts the local OpenAI-compatible test server (crates/llm-test-server, built by `cargo
+ * test` for its integration test as target/debug/dpkps-llm-test-server, or under $CARGO_TARGET_DIR);
  * resolves to { url, origin, control, requests, close }.
  */
 export async function startLlmServer() {
