@@ -43,9 +43,6 @@ pub trait ArmSettings {
     fn eps_voc(&self) -> f64;
     /// ε of one arm's DP summary.
     fn eps_summary(&self) -> f64;
-    /// N, the size of Ṽ asked for (top-N terms; a shorter public list is kept whole), which
-    /// bounds every arm's release size.
-    fn top_n(&self) -> usize;
     /// The summary parameters of the run (each arm replaces the sampler).
     fn arm_summary(&self) -> SummaryParams;
     /// The evaluation parameters of the settings, for `samplers` (see `EvalParams::of_run_settings`).
@@ -99,8 +96,9 @@ impl CheckParams {
     }
 
     /// Public inputs only: arms, holdout, ε, and that every arm's release fits (`classes`
-    /// classes, N kept from a list of `public_terms`), so that nothing fails after Ṽ is drawn.
-    fn validate(&self, settings: &impl ArmSettings, classes: usize, public_terms: usize) -> Result<(), EvalError> {
+    /// classes, `top_n_kept` candidates as in [`Self::every_sampler`]), so that nothing fails
+    /// after Ṽ is drawn.
+    fn validate(&self, settings: &impl ArmSettings, classes: usize, top_n_kept: usize) -> Result<(), EvalError> {
         if self.samplers.is_empty() {
             return Err(ParamError::new("the samplers to compare", "none", "must name at least one sampler").into());
         }
@@ -117,7 +115,7 @@ impl CheckParams {
         }
         crate::dp::check_epsilon("the check's ε", self.epsilon(settings))?;
         for &sampler in &self.samplers {
-            SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(settings.top_n().min(public_terms), classes)?;
+            SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(top_n_kept, classes)?;
         }
         Ok(())
     }
@@ -170,11 +168,11 @@ impl DpCheck {
     /// public list, the terms kept per document): called before anything is recorded or drawn,
     /// so that a refused check costs nothing (and again by [`Self::prepare`]).
     pub fn check_inputs(kept: usize, classes: &ClassSet, public: &PublicVocabulary, settings: &impl ArmSettings, check: &CheckParams) -> Result<EvalParams, EvalError> {
-        check.validate(settings, classes.len(), public.len())?;
+        let params = eval_params(settings, check);
+        check.validate(settings, classes.len(), params.vocab.kept(public.len()))?;
         if classes.len() < 2 {
             return Err(ParamError::new("the classes", classes.len(), "must be at least 2 for the utility check (it trains a classifier)").into());
         }
-        let params = eval_params(settings, check);
         params.validate()?;
         if kept < params.keep() {
             return Err(EvalError::Keep { kept, needed: params.keep() });

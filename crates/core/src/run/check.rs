@@ -111,10 +111,6 @@ impl ArmSettings for RunSettings {
         self.eps_kde
     }
 
-    fn top_n(&self) -> usize {
-        self.top_n
-    }
-
     fn arm_summary(&self) -> SummaryParams {
         self.summary_params()
     }
