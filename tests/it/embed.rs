@@ -162,6 +162,10 @@ fn the_profile_accounts_for_a_documents_model_call() {
     let nodes: f64 = p.ops.iter().map(|(_, ms, _)| ms).sum();
     assert!(nodes > 0.0 && nodes <= p.model_ms + 1e-6, "node times {nodes} ms against the call's {} ms", p.model_ms);
     assert!(p.ops.iter().any(|(k, _, _)| k.contains("MatMul")), "{:?}", p.ops);
+    // Each product of a layer is one row, named by its place in a layer and summed over the 6.
+    let ffn = p.ops.iter().find(|(k, _, _)| k.contains("MatMul") && k.contains("intermediate/dense"));
+    assert_eq!(ffn.map(|o| o.2), Some(6), "{:?}", p.ops);
+    assert!(p.ops.iter().all(|(k, _, _)| !k.contains("layer.")), "{:?}", p.ops);
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/models/");
     let model = std::fs::read(format!("{dir}all-MiniLM-L6-v2.int8w.onnx")).unwrap();
     let plans = dpkps_embed::profile::compare_plans(&model, &e, &texts, &[(1, None)], &now).unwrap();

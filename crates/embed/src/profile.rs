@@ -27,17 +27,23 @@ pub struct Profile {
     pub model_ms: f64,
 }
 
-/// A node's kind: its operation's name, with the datum type of its first input for the
-/// operations whose cost depends on it (a matrix product on int8 weights or f32 ones).
+/// A node's kind: its operation's name, and for the matrix products (whose cost is most of a
+/// call) the node's place in a layer and its inputs' datum types. The place is the ONNX node's
+/// name without its layer (`/encoder/layer.3/attention/self/MatMul_1` → `attention/self/MatMul_1`),
+/// so that each product of a layer is one row summed over the layers: without it the products
+/// were told apart only by their inputs, and a row of the output projections was once read as
+/// attention's (docs/benchmarks.md, "The attention products, looked at again").
 fn kind(node: &TypedNode, inputs: &[TValue]) -> String {
     let name = node.op().name().to_string();
-    match inputs.first() {
-        Some(t) if name.contains("Mat") || name.contains("EinSum") || name.contains("Gemm") => {
-            let types: Vec<String> = inputs.iter().map(|t| format!("{:?}", t.datum_type())).collect();
-            format!("{name} ({}, rank {})", types.join("×"), t.rank())
-        }
-        _ => name,
+    if !(name.contains("Mat") || name.contains("EinSum") || name.contains("Gemm")) {
+        return name;
     }
+    let place = match node.name.split_once("/layer.") {
+        Some((_, rest)) => rest.split_once('/').map_or(rest, |(_, p)| p),
+        None => node.name.as_str(),
+    };
+    let types: Vec<String> = inputs.iter().map(|t| format!("{:?}", t.datum_type())).collect();
+    format!("{name} {place} ({})", types.join("×"))
 }
 
 /// Profiles the one-text plan on each of `texts`, one at a time, as documents are embedded.
@@ -49,7 +55,7 @@ pub fn profile(e: &OnnxEmbedder, texts: &[&str], now: &dyn Fn() -> f64) -> Resul
         let t0 = now();
         let ids = e.ids(text)?;
         let t1 = now();
-        let inputs = e.inputs(&[ids.clone()])?;
+        let inputs = e.inputs(std::slice::from_ref(&ids))?;
         let t2 = now();
         let mut state = SimpleState::new(plan).map_err(model_err)?;
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
