@@ -23,7 +23,7 @@ use super::{EvalError, Progress};
 use crate::input::classes::ClassSet;
 use crate::dp::candidates::kde_candidates;
 use crate::dp::selection::{self, NoisyScores};
-use crate::dp::summary::{KeyphraseSampler, SummaryParams};
+use crate::dp::summary::{KeyphraseSampler, SummaryError, SummaryParams};
 use crate::dp::vocabulary::select_from_documents;
 use crate::base::ParamError;
 use crate::dp::SecureRng;
@@ -60,6 +60,13 @@ pub struct CheckParams {
     pub eps_select: Option<f64>,
 }
 
+/// Whether `sampler`'s arm release fits the size cap with `top_n_kept` candidates for `classes`
+/// classes (public inputs only): the one rule [`CheckParams::every_sampler`] picks the arms by
+/// and [`CheckParams::validate`] refuses a named arm by.
+fn release_fits(settings: &impl ArmSettings, sampler: KeyphraseSampler, top_n_kept: usize, classes: usize) -> Result<(), SummaryError> {
+    SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(top_n_kept, classes)
+}
+
 impl CheckParams {
     /// Every sampler whose release fits the settings (the Markov sampler's size cap: public
     /// inputs only) with `top_n_kept` candidates (N as the public list lets it be kept:
@@ -67,7 +74,7 @@ impl CheckParams {
     pub fn every_sampler(settings: &impl ArmSettings, classes: usize, top_n_kept: usize) -> CheckParams {
         let samplers = KeyphraseSampler::ALL
             .into_iter()
-            .filter(|&sampler| SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(top_n_kept, classes).is_ok())
+            .filter(|&sampler| release_fits(settings, sampler, top_n_kept, classes).is_ok())
             .collect();
         CheckParams { samplers, holdout: DEFAULT_HOLDOUT, eps_select: None }
     }
@@ -115,7 +122,7 @@ impl CheckParams {
         }
         crate::dp::check_epsilon("the check's ε", self.epsilon(settings))?;
         for &sampler in &self.samplers {
-            SummaryParams { sampler, ..settings.arm_summary() }.check_release_size(top_n_kept, classes)?;
+            release_fits(settings, sampler, top_n_kept, classes)?;
         }
         Ok(())
     }
