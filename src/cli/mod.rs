@@ -88,7 +88,15 @@ fn run(command: Command) -> Result<(), CliError> {
         Command::Vocab { corpus, classes, vocab, dp, ledger, out } => {
             let vocabulary = run::vocab(&corpus, &classes, &vocab, &dp, &ledger)?;
             write_json(&out, &vocabulary)?;
-            eprintln!("wrote the private vocabulary ({} terms) to {}", vocabulary.terms.len(), out.display());
+            if vocabulary.whole_list {
+                eprintln!(
+                    "N covers the public list: the private vocabulary is the whole list ({} terms), drawn from nothing, no ε_voc spent; wrote it to {}",
+                    vocabulary.terms.len(),
+                    out.display()
+                );
+            } else {
+                eprintln!("wrote the private vocabulary ({} terms) to {}", vocabulary.terms.len(), out.display());
+            }
             Ok(())
         }
         Command::Sequences { corpus, classes, vocab, private_vocab, summary, model, ledger, out, release } => {

@@ -211,10 +211,12 @@ pub(crate) fn vocab(corpus: &CorpusArgs, classes: &ClassArgs, vocab: &VocabArgs,
     let mc = read_matched(corpus, &public, vp.terms_per_doc, &plan.classes, ledger)?;
     // The privacy unit, as in every run (`dpkps_core::input::units`).
     let mc = dpkps_core::input::units::units(&mc, &plan.classes).into_owned();
-    let mut host = CliHost::open(ledger, &mc, vp.epsilon, Model::None, None)?;
+    // Nothing is planned when N covers the list: Ṽ is then the list, drawn from nothing.
+    let planned = if plan.settings.whole_list() { 0.0 } else { vp.epsilon };
+    let mut host = CliHost::open(ledger, &mc, planned, Model::None, None)?;
     let mut rng = SecureRng::from_os()?;
     block_on(async {
-        let mut rec = Recorder::start(&plan, &mc, vp.epsilon, &mut host, &mut rng).await?;
+        let mut rec = Recorder::start(&plan, &mc, planned, &mut host, &mut rng).await?;
         let pv = run::vocabulary(&plan, &mc, &public, Vocabulary::Draw, &mut rec, &mut host, &mut rng).await?;
         Ok(Rc::unwrap_or_clone(pv))
     })

@@ -193,6 +193,40 @@ fn the_cli_and_the_page_release_the_same_bytes() {
 }
 
 #[test]
+fn with_n_covering_the_list_nothing_is_drawn_or_spent_for_the_vocabulary() {
+    // The default N (50,000) on the 12-term list: Ṽ is the list, and ε_voc is not spent.
+    let page = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":50000,"len":10,"features":2048,"per_class":20,
+        "sampler":"histogram","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":0.1,"vocab_per_class":false,"budget":100.0,"account":"clinic",
+        "sampling":{"distinctiveness":1.0,"distinct_sets":false}}"#;
+    let (plan, public, mc) = page_inputs(page);
+    assert!(plan.settings.whole_list() && (plan.planned_epsilon(true) - 4.1).abs() < 1e-12, "ε_kde + ε_counts planned");
+    let mut host = PageHost { book: LedgerBook::default(), model: HashModel, fail_vectors: false };
+    let mut rng = SecureRng::seeded_for_tests(7);
+    let out: RunOutput =
+        super::run::block_on(run::execute(&plan, RunInputs { corpus: &mc, vocab: &public, vocabulary: Vocabulary::Draw }, &mut host, &mut rng)).expect("run");
+    assert!(out.vocabulary.is_whole_list_of(&public), "the list, in its order");
+    assert!(out.run.spends.iter().all(|s| s.stage != "vocabulary") && (out.run.epsilon() - 4.1).abs() < 1e-12, "{:?}", out.run.spends);
+    let recorded = &host.book.ledger(&mc.fingerprint).runs;
+    assert!(recorded.len() == 1 && (recorded[0].epsilon() - 4.1).abs() < 1e-12, "on record: ε_kde + ε_counts");
+    let r = &out.report;
+    assert!(r.guarantee.contains("(4.1000)-differentially private") && !r.guarantee.contains("ε_voc = 2"), "{}", r.guarantee);
+    assert!(r.guarantee.contains("the whole public list (12 terms, N = 50000)") && r.epsilon_vocabulary == 0.0, "{}", r.guarantee);
+    let html = r.to_html();
+    assert!(html.contains("not spent (set: 2): Ṽ is the whole public list") && html.contains("50000: the whole public list, 12 terms (drawn from nothing: no ε_voc)"), "{html}");
+    assert_eq!(out.sequences.len(), 60, "the run samples as before");
+    // One term short of the list: drawn and paid for.
+    let (short, _, _) = page_inputs(&page.replace("50000", "11"));
+    assert!(!short.settings.whole_list() && (short.planned_epsilon(true) - 6.1).abs() < 1e-12);
+    // The CLI's path releases the same bytes, and its `vocab` command writes the list, spending nothing.
+    let dir = tmpdir("whole-list");
+    let flags = ["--eps-voc", "2", "--eps-kde", "4", "--per-class", "20", "--distinct-sets", "false"];
+    let (cli_release, cli_seqs) = cli_path(&dir, &flags, 7);
+    let (page_release, page_seqs) = page_path(page, 7);
+    assert!(cli_release == page_release && cli_seqs == page_seqs, "the CLI and the page differ");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn the_cli_writes_the_privacy_report_the_page_writes() {
     let dir = tmpdir("report");
     let _ = cli_path(&dir, &["--eps-voc", "1", "--eps-kde", "3", "--top-n", "8"], 3);

@@ -108,6 +108,12 @@ await runTests([
     assert(/must not be private/.test(await page.textContent('#classes-field')), 'the warning on class names');
     assert(/No earlier run/.test(await page.textContent('#ledger-note')), 'ledger note before the first run');
   }],
+  ['N covering the medical list: the private vocabulary is that list, and ε_voc is not planned', async () => {
+    // The defaults: N = 50,000 and the medical list (27,589 terms): nothing is drawn for Ṽ.
+    const note = await page.textContent('#whole-list-note');
+    assert(/N = 50000 covers the whole public list \(\d+ terms\)/.test(note) && /ε_voc is not spent/.test(note), note);
+    assert(/spends ε = 4\.1/.test(await page.textContent('#ledger-note')), `ε_kde + ε_counts planned: ${await page.textContent('#ledger-note')}`);
+  }],
   ['a bad value is refused at its field', async () => {
     await page.fill('#eps_voc', '0');
     await page.waitForSelector('#eps_voc-err:not(:empty)');
@@ -131,6 +137,7 @@ await runTests([
     await page.fill('#budget', '500');
     assert(!(await page.isDisabled('#run')), 'run enabled once the values are valid');
     assert(/spends ε = 25\.1/.test(await page.textContent('#ledger-note')), 'planned ε shown');
+    assert(await page.locator('#whole-list-note').count() === 0, 'N = 12 draws a noisy top N');
   }],
   ['the curator declares the classes; an empty or repeated list is refused at its field', async () => {
     await page.fill('#class-list', '');

@@ -482,6 +482,51 @@ fn sequences_reads_a_given_vocabulary_only_where_its_epsilon_is_on_record() {
     assert!(dir.join("s2.privacy-report.html").exists());
 }
 
+/// N covering the public list: `vocab` writes the list itself and records nothing, `sequences`
+/// reads it with no paying run, and a file that only says it is the list is refused.
+#[test]
+fn a_vocabulary_covering_the_list_is_the_list_and_costs_nothing() {
+    let dir = tmpdir("whole-list");
+    let c = two_class_corpus(&dir, "c.csv", 40, "");
+    let ledger = dir.join("ledger.json").display().to_string();
+    let list = dir.join("terms.txt");
+    std::fs::write(&list, "chest pain\natrial fibrillation\nasthma\ncough\nfracture\n").unwrap();
+    let list = list.display().to_string();
+    let v = dir.join("v.json").display().to_string();
+    let common = ["--corpus", &c, "--text-col", "note", "--label-col", "specialty", "--classes", "Cardio,Pulmo", "--vocabulary", &list];
+    let mut vocab = vec!["vocab"];
+    vocab.extend(common);
+    vocab.extend(["--eps-voc", "0.7", "--out", &v, "--ledger", &ledger, "--budget", "100"]);
+    let o = dpkps(&vocab);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the whole list (5 terms), drawn from nothing, no ε_voc spent"), "{}", stderr(&o));
+    let pv: serde_json::Value = serde_json::from_slice(&std::fs::read(&v).unwrap()).unwrap();
+    assert_eq!(pv["whole_list"], true, "{pv}");
+    let terms: Vec<&str> = pv["terms"].as_array().unwrap().iter().map(|t| t["term"].as_str().unwrap()).collect();
+    assert_eq!(terms, ["chest pain", "atrial fibrillation", "asthma", "cough", "fracture"], "the list in its order");
+    assert!(pv["terms"].as_array().unwrap().iter().all(|t| t.get("noisy_count").is_none()), "no noisy count: {pv}");
+    assert!(!std::path::Path::new(&ledger).exists() || !std::fs::read_to_string(&ledger).unwrap().contains("vocabulary"), "nothing recorded");
+    let seq = |out: &str| {
+        let mut a = vec!["sequences"];
+        a.extend(common);
+        a.extend(["--private-vocab", &v, "--eps-kde", "2", "--per-class", "5", "--ledger", &ledger, "--out", out, "--budget", "100", "--distinct-sets", "false"]);
+        dpkps(&a)
+    };
+    let out = dir.join("s.jsonl");
+    let o = seq(out.to_str().unwrap());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("s.privacy-report.json")).unwrap()).unwrap();
+    assert!((report["epsilon_outputs"].as_f64().unwrap() - 2.1).abs() < 1e-9, "ε_kde + ε_counts only: {report}");
+    assert!(report["guarantee"].as_str().unwrap().contains("the whole public list (5 terms"), "{report}");
+    // A hand-picked subset that says it is the whole list: refused.
+    let mut edited = pv.clone();
+    edited["terms"].as_array_mut().unwrap().truncate(2);
+    std::fs::write(&v, edited.to_string()).unwrap();
+    let o = seq(dir.join("s2.jsonl").to_str().unwrap());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("says it is the whole public list, but it is not"), "{}", stderr(&o));
+}
+
 /// A person column: the run's report, ledger entry and the page's words say the privacy unit is
 /// the person; a document without a person is refused with its line; and a private vocabulary
 /// released per document is not taken as paid for by a run per person.

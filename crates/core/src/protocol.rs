@@ -307,8 +307,13 @@ pub struct CorpusSummary {
 /// The outcome of a run: DP outputs only.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunResult {
-    /// Ṽ with noisy counts, in decreasing noisy count.
+    /// Ṽ with noisy counts, in decreasing noisy count; empty when Ṽ is the whole public list
+    /// (`vocabulary_whole_list`), which has none.
     pub vocabulary: Vec<(String, i64)>,
+    /// The public list's size when Ṽ is that whole list (N at least its size: drawn from
+    /// nothing, no ε_voc; `dp::vocabulary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vocabulary_whole_list: Option<usize>,
     pub sequences: Vec<SequenceOut>,
     pub epsilon_run: f64,
     pub epsilon_total: f64,

@@ -98,6 +98,26 @@ pub fn spent_line(r: &RunResult) -> String {
     )
 }
 
+/// By the settings, when N covers the loaded public list: ε_voc will not be spent, and why.
+pub fn whole_list_note(s: &dpkps_core::protocol::RunSettings) -> Option<String> {
+    let terms = s.public_terms.filter(|_| s.whole_list())?;
+    Some(format!(
+        "N = {} covers the whole public list ({terms} terms): the private vocabulary will be that list, read from no \
+         document, so ε_voc is not spent. Set N below {terms} to draw a noisy top N instead (it costs ε_voc).",
+        s.top_n
+    ))
+}
+
+/// Why Ṽ shows no noisy counts when it is the whole public list (N at least its size).
+pub fn whole_list_line(r: &RunResult) -> Option<String> {
+    r.vocabulary_whole_list.map(|n| {
+        format!(
+            "N covers the whole public list ({n} terms), so the private vocabulary is that list: it was drawn from no \
+             document, has no noisy counts, and cost no ε_voc. The example sequences show what the classes hold."
+        )
+    })
+}
+
 /// The 20 top terms of Ṽ with their noisy counts and the bar's style (width against the largest).
 pub fn top_terms(r: &RunResult) -> Vec<(String, i64, String)> {
     let max = r.vocabulary.iter().map(|(_, c)| *c).max().unwrap_or(1).max(1) as f64;
@@ -194,9 +214,9 @@ pub fn dp_check_cost(epsilon: Option<f64>, refused: Option<&str>) -> String {
     let cost = match epsilon {
         Some(e) => format!(
             "This check costs ε = {e:.3}, charged to the ledger: it compares every sampler whose release fits these \
-             settings (ε_voc + ε_kde per sampler), and its figures are differentially private."
+             settings (ε_voc unless N covers the public list, + ε_kde per sampler), and its figures are differentially private."
         ),
-        None => "The check compares every sampler whose release fits the settings, for ε_voc + ε_kde per sampler, charged to the ledger.".into(),
+        None => "The check compares every sampler whose release fits the settings, for ε_voc (unless N covers the public list) + ε_kde per sampler, charged to the ledger.".into(),
     };
     match refused {
         Some(why) => format!("{cost} Not now: {why}."),

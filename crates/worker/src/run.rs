@@ -181,7 +181,8 @@ pub(super) async fn run(state: &mut State, settings: &RunSettings) -> Result<Eve
     let mut rng = SecureRng::from_os().map_err(|e| Stop::Failed(None, e.to_string()))?;
     let out = execute(&plan, RunInputs { corpus, vocab, vocabulary: source }, &mut host, &mut rng).await?;
     Ok(Event::Finished(RunResult {
-        vocabulary: out.vocabulary.terms.iter().map(|t| (t.term.clone(), t.noisy_count)).collect(),
+        vocabulary: out.vocabulary.terms.iter().filter_map(|t| Some((t.term.clone(), t.noisy_count?))).collect(),
+        vocabulary_whole_list: out.vocabulary.whole_list.then_some(out.vocabulary.terms.len()),
         sequences: dpkps_core::run::sequences_out(&out.sequences, &out.signals, vocab),
         epsilon_run: out.run.epsilon(),
         epsilon_total: out.ledger.total_epsilon(),

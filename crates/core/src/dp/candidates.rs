@@ -123,7 +123,7 @@ mod tests {
         let terms = best
             .iter()
             .enumerate()
-            .map(|(i, &b)| SelectedTerm { term: format!("t{i}"), id: i as TermId, noisy_count: b, best_noisy_count: Some(b) })
+            .map(|(i, &b)| SelectedTerm { term: format!("t{i}"), id: i as TermId, noisy_count: Some(b), best_noisy_count: Some(b) })
             .collect();
         PrivateVocabulary {
             public_vocabulary: "v".into(),
@@ -131,6 +131,7 @@ mod tests {
             params: params(1.0, 1),
             terms,
             clearing_threshold: tau,
+            whole_list: false,
             released_by: None,
         }
     }

@@ -39,7 +39,7 @@ pub const DEFAULT_HOLDOUT: f64 = 0.2;
 /// `crate::run::RunSettings` implements it (in `crate::run::check`, which drives the check), so
 /// that the evaluation, a layer below the run, never imports the run's types.
 pub trait ArmSettings {
-    /// ε of the DP vocabulary Ṽ.
+    /// ε of the DP vocabulary Ṽ (0 when Ṽ is the whole public list: nothing is drawn).
     fn eps_voc(&self) -> f64;
     /// ε of one arm's DP summary.
     fn eps_summary(&self) -> f64;

@@ -15,6 +15,7 @@ use crate::input::classes::{ClassSet, OtherLabels};
 use crate::dp::candidates::kde_candidates;
 use crate::dp::vocabulary::select_from_documents;
 use crate::dp::SecureRng;
+use crate::base::ParamError;
 use crate::embed::TermEmbeddings;
 use crate::dp::summary::{SummaryDoc, SummaryError, SummaryInputs, SummaryParams, Noise, KeyphraseSampler};
 use crate::input::matched::MatchedCorpus;
@@ -99,9 +100,13 @@ impl Evaluation {
                 let train = split.train.iter().map(|&i| (Some(docs[i].class), docs[i].terms.as_slice()));
                 let (mut pv, _spends) = select_from_documents(train, &names, public, &params.vocab, rng)?;
                 if params.partition_selection {
+                    if pv.whole_list {
+                        // No noisy counts to select by: Ṽ was not drawn (`dp::vocabulary`).
+                        return Err(ParamError::new("N (vocabulary size)", params.vocab.top_n, "covers the public list, so no noisy count is drawn for partition selection to read: choose an N below the list's size").into());
+                    }
                     let histograms = if params.vocab.per_class { classes.len() } else { 1 };
                     let tau = crate::dp::vocabulary::noise_threshold(public.len() * histograms, &params.vocab, 1.0);
-                    let keep = pv.terms.iter().filter(|t| t.best_noisy_count.unwrap_or(t.noisy_count) >= tau).count().max(1);
+                    let keep = pv.terms.iter().filter(|t| t.best_noisy_count.or(t.noisy_count).is_some_and(|c| c >= tau)).count().max(1);
                     pv.terms.truncate(keep);
                 }
                 (pv.terms.iter().map(|t| t.id).collect(), kde_candidates(&pv, params.candidates))

@@ -103,8 +103,14 @@ impl EvalParams {
 }
 
 impl ArmSettings for RunSettings {
+    /// None spent when Ṽ is the whole public list (`RunSettings::whole_list`): the check's Ṽ is
+    /// then that list too (`dp::vocabulary::select_from_documents`).
     fn eps_voc(&self) -> f64 {
-        self.eps_voc
+        if self.whole_list() {
+            0.0
+        } else {
+            self.eps_voc
+        }
     }
 
     fn eps_summary(&self) -> f64 {

@@ -51,7 +51,8 @@ pub fn mechanism(stage: SpendStage) -> Option<Mechanism> {
             field: "eps_voc",
             name: "ε_voc",
             setting: |s| Some(s.eps_voc),
-            epsilon: |s| Some(s.eps_voc),
+            // Not spent when Ṽ is the whole public list (N at least its size): nothing is drawn.
+            epsilon: |s| (!s.whole_list()).then_some(s.eps_voc),
             reusable: true,
             words: vocabulary_words,
             after_generation: false,

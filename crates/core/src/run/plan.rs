@@ -33,6 +33,8 @@ impl RunPlan {
         if let Some(p) = settings.check().into_iter().next() {
             return Err(RunError::Settings(p.message));
         }
+        // The list's size is public: with N at least it, ε_voc is not planned (`RunSettings::whole_list`).
+        let settings = RunSettings { public_terms: Some(public_terms), ..settings };
         let classes = settings.class_set(labelled).map_err(|e| RunError::Settings(e.message))?;
         let top_n_kept = settings.vocab_params().kept(public_terms);
         settings.summary_params().check_release_size(top_n_kept, classes.len())?;

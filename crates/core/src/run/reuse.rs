@@ -107,6 +107,7 @@ mod tests {
             params: p,
             terms: Vec::new(),
             clearing_threshold: None,
+            whole_list: false,
             released_by: None,
         })
     }

@@ -84,6 +84,12 @@ pub struct RunSettings {
     /// saved without them draw as before issue 39.
     #[serde(default)]
     pub sampling: Sampling,
+    /// The size of the public list the corpus is matched against (public), once known: set by
+    /// [`super::RunPlan::new`], and by the page from its corpus summary. With N at least it, Ṽ is
+    /// the whole list, released by no mechanism, and ε_voc is not spent ([`Self::whole_list`]).
+    /// `None`: not known, and ε_voc is counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_terms: Option<usize>,
 }
 
 fn yes() -> bool {
@@ -127,6 +133,7 @@ impl Default for RunSettings {
             chosen_by_check: None,
             vote: None,
             sampling: Sampling::DEFAULT,
+            public_terms: None,
         }
     }
 }
@@ -156,6 +163,13 @@ impl RunSettings {
 
     pub fn vocab_params(&self) -> VocabParams {
         VocabParams { epsilon: self.eps_voc, top_n: self.top_n, terms_per_doc: self.terms_per_doc, per_class: self.vocab_per_class }
+    }
+
+    /// Whether Ṽ is the whole public list: N at least the list's size, when that is known
+    /// ([`Self::public_terms`]). Then no vocabulary is drawn and ε_voc is not spent
+    /// (`crate::dp::vocabulary`, "N at least the list's size").
+    pub fn whole_list(&self) -> bool {
+        self.public_terms.is_some_and(|v| self.vocab_params().covers(v))
     }
 
     pub fn summary_params(&self) -> SummaryParams {

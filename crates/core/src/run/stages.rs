@@ -182,6 +182,18 @@ pub async fn vocabulary<H: Host>(
     let draws = source.draws();
     let given = matches!(source, Vocabulary::Given(_));
     let pv = match source {
+        // N at least the list's size: the whole list, drawn from nothing (`dp::vocabulary`).
+        Vocabulary::Draw if plan.settings.whole_list() => Rc::new(PrivateVocabulary::whole_list(vocab, &plan.vocab_params())),
+        Vocabulary::Given(pv) if pv.whole_list => {
+            if !pv.is_whole_list_of(vocab) {
+                let e = RunError::Refused(format!(
+                    "this private vocabulary says it is the whole public list, but it is not “{}” term for term: select one with `dpkps vocab` on this list",
+                    vocab.name
+                ));
+                return Err(host.fail(Some(Stage::Vocabulary), e));
+            }
+            pv
+        }
         Vocabulary::Draw => {
             let (mut pv, spends) = corpus
                 .dp_vocabulary(vocab, &plan.vocab_params(), &plan.classes, rng)
@@ -241,14 +253,17 @@ pub async fn vocabulary<H: Host>(
             pv
         }
     };
-    // Recorded before Ṽ is used: its spend, or (reused, given) the run that paid for it.
-    if draws || rec.reused.is_some() {
+    // Recorded before Ṽ is used: its spend, or (reused, given) the run that paid for it. The
+    // whole list is no release: nothing to record, nothing to keep for reuse.
+    let drawn = draws && !pv.whole_list;
+    if drawn || rec.reused.is_some() {
         rec.commit(plan, corpus, Stage::Vocabulary, host).await?;
     }
-    if draws {
+    if drawn {
         host.vocabulary_recorded(&pv, &rec.run.id);
     }
     let note = match &rec.run.vocabulary_from {
+        _ if pv.whole_list => format!("the whole public list, {} terms (N = {} covers it): drawn from nothing, no ε_voc spent", pv.terms.len(), plan.settings.top_n),
         Some(from) => format!(
             "{} terms, {} {from}{} (ε_voc = {} was spent then, not again)",
             pv.terms.len(),

@@ -274,9 +274,11 @@ impl AppState {
         });
     }
 
-    /// The settings form parsed.
+    /// The settings form parsed, with the loaded public list's size (public; with N at least
+    /// it, ε_voc is not planned: `RunSettings::whole_list`).
     pub fn parsed_settings(&self) -> Result<RunSettings, Vec<FieldError>> {
-        self.settings.parse()
+        let public_terms = self.summary.get().map(|s| s.vocabulary_terms);
+        self.settings.parse().map(|s| RunSettings { public_terms, ..s })
     }
 
     pub fn busy(&self) -> bool {

@@ -36,6 +36,7 @@ fn run_result() -> RunResult {
         report: "{}".into(),
         vocabulary_from: None,
         signals: Vec::new(),
+        vocabulary_whole_list: None,
     }
 }
 
@@ -143,6 +144,23 @@ fn top_terms_are_at_most_twenty_with_bars_against_the_largest() {
     // Every count at or below 0: no division by zero.
     let rows = top_terms(&RunResult { vocabulary: vec![("a".into(), -1)], ..run_result() });
     assert_eq!(rows[0].2, "width: 0.0%");
+}
+
+#[test]
+fn the_settings_say_when_n_covers_the_list() {
+    use dpkps_core::protocol::RunSettings;
+    let s = RunSettings { public_terms: Some(27_589), ..RunSettings::default() };
+    let note = whole_list_note(&s).expect("N = 50,000 covers 27,589 terms");
+    assert!(note.contains("N = 50000 covers the whole public list (27589 terms)") && note.contains("ε_voc is not spent"), "{note}");
+    assert_eq!(whole_list_note(&RunSettings { public_terms: Some(340_453), ..s.clone() }), None, "the English list is longer");
+    assert_eq!(whole_list_note(&RunSettings { public_terms: None, ..s }), None, "no list loaded");
+}
+
+#[test]
+fn the_whole_list_is_said_in_place_of_noisy_counts() {
+    assert_eq!(whole_list_line(&run_result()), None);
+    let line = whole_list_line(&RunResult { vocabulary_whole_list: Some(27_589), ..run_result() }).expect("said");
+    assert!(line.contains("whole public list (27589 terms)") && line.contains("cost no ε_voc"), "{line}");
 }
 
 #[test]

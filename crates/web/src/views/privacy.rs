@@ -50,6 +50,7 @@ pub fn Privacy() -> impl IntoView {
                     <ProportionalField />
                     <VoteFields errors=errors />
                 </div>
+                {move || parsed.get().ok().as_ref().and_then(crate::text::whole_list_note).map(|note| view! { <p class="hint" id="whole-list-note">{note}</p> })}
                 <RaiseBudget />
                 <ClassesField errors=errors />
                 <p class="ledger" id="ledger-note" role="note">{ledger_note}</p>

@@ -61,6 +61,7 @@ pub fn Results() -> impl IntoView {
                     <div class="two">
                         <div>
                             <h3>"Top private vocabulary terms (noisy counts)"</h3>
+                            {text::whole_list_line(&r).map(|line| view! { <p class="hint" id="whole-list">{line}</p> })}
                             <ol class="bars" id="top-terms">{bars}</ol>
                         </div>
                         <div>

@@ -34,6 +34,16 @@
 //! of drawing every entry (the argument is there), so the privacy map above holds as stated.
 //! The per-class round robin reads the noisy histograms only (`vocabulary/round_robin.rs`).
 //!
+//! # N at least the list's size: the whole list, nothing released
+//! When N ≥ |V| the top N is every public term whatever the noise: the set Ṽ is a function of
+//! public inputs (the list and N) alone. What the mechanism would add is only its order and the
+//! noisy counts, which nothing downstream reads (the summaries and the samplers read Ṽ as a set;
+//! `dp::candidates`' rule, which reads counts, is an evaluation option and takes all of Ṽ without
+//! them). So [`select_from_documents`] does not draw at all then: Ṽ is the list in its own order
+//! ([`PrivateVocabulary::whole_list`]), no noisy count, no spend (0-DP: it reads no document),
+//! and the run's ε_voc is not spent (`crate::run::RunSettings::whole_list`). The medical list
+//! (27,589 terms) at the default N (50,000) is this case.
+//!
 //! # The clearing threshold
 //! Every Ṽ also records τ ([`clearing_threshold`]), a public number that
 //! `dp::candidates` compares with the terms' noisy counts (an evaluation-only rule). It is
@@ -79,6 +89,12 @@ impl VocabParams {
     /// largest noisy count sets the bar a term must clear; a shorter list is kept whole.
     pub fn kept(&self, vocab_len: usize) -> usize {
         self.top_n.min(vocab_len)
+    }
+
+    /// Whether N is at least a list of `vocab_len` terms: Ṽ is then the whole list, released by
+    /// no mechanism (module docs, "N at least the list's size").
+    pub fn covers(&self, vocab_len: usize) -> bool {
+        self.top_n >= vocab_len
     }
 
     /// These parameters with N clamped to a list of `vocab_len` terms ([`VocabParams::kept`]):
@@ -155,8 +171,10 @@ pub struct SelectedTerm {
     pub term: String,
     /// Index in the public vocabulary.
     pub id: TermId,
-    /// The noisy count (a DP output, safe to show).
-    pub noisy_count: i64,
+    /// The noisy count (a DP output, safe to show); None in the whole list, where none is
+    /// drawn (module docs, "N at least the list's size").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noisy_count: Option<i64>,
     /// The largest of its noisy counts over the classes' histograms (per class), or its noisy
     /// count (one histogram): what [`super::candidates`] compares with Ṽ's clearing threshold.
     /// None in Ṽs written before it existed.
@@ -177,6 +195,10 @@ pub struct PrivateVocabulary {
     /// N; see [`super::candidates`]). None in Ṽs written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clearing_threshold: Option<i64>,
+    /// Ṽ is the whole public list in its own order, drawn from nothing (module docs, "N at least
+    /// the list's size"): public, no release, no ε_voc; no noisy count or threshold.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_list: bool,
     /// The run that released it (its ε_voc is on record under that id) and its privacy unit:
     /// a later run given this Ṽ (`dpkps sequences`) must find exactly that run in its ledger,
     /// with the same unit. Set by the run (`crate::run::vocabulary`); None in older files.
@@ -202,8 +224,35 @@ impl PrivateVocabulary {
             params: *params,
             terms,
             clearing_threshold: Some(clearing_threshold(vocab.len() * histograms, params)),
+            whole_list: false,
             released_by: None,
         }
+    }
+
+    /// Ṽ when `params`' N is at least the list's size: every public term in the list's order,
+    /// read from nothing private (module docs, "N at least the list's size").
+    pub fn whole_list(vocab: &PublicVocabulary, params: &VocabParams) -> PrivateVocabulary {
+        let terms = (0..vocab.len() as TermId)
+            .map(|id| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count: None, best_noisy_count: None })
+            .collect();
+        PrivateVocabulary {
+            public_vocabulary: vocab.name.clone(),
+            public_vocabulary_checksum: vocab.checksum.clone(),
+            params: params.for_list(vocab.len()),
+            terms,
+            clearing_threshold: None,
+            whole_list: true,
+            released_by: None,
+        }
+    }
+
+    /// Whether this is the whole list `vocab`, term for term, in its order: what a Ṽ marked
+    /// [`Self::whole_list`] must be to be used without a paying run (a file says so of itself).
+    pub fn is_whole_list_of(&self, vocab: &PublicVocabulary) -> bool {
+        self.whole_list
+            && self.public_vocabulary_checksum == vocab.checksum
+            && self.terms.len() == vocab.len()
+            && self.terms.iter().enumerate().all(|(i, t)| t.id as usize == i && t.noisy_count.is_none() && t.best_noisy_count.is_none() && vocab.term(t.id) == t.term)
     }
 
     /// SHA-256 of what was released (the public list's checksum, the parameters, the terms and
@@ -268,7 +317,7 @@ pub fn select_vocabulary(
     let top = NoisyHistogram::draw(&hist.counts, params.top_n, scale, rng).top(params.top_n);
     let terms = top
         .into_iter()
-        .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(noisy_count) })
+        .map(|(id, noisy_count)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count: Some(noisy_count), best_noisy_count: Some(noisy_count) })
         .collect();
     let pv = PrivateVocabulary::new(vocab, params, terms, 1);
     let spend = vocabulary_spend("discrete Laplace on the term histogram, top-N", params, scale, vocab, false)
@@ -297,7 +346,7 @@ pub fn select_vocabulary_by_class(
     let noisy: Vec<NoisyHistogram<'_>> = hists.iter().map(|h| NoisyHistogram::draw(&h.counts, n, scale, rng)).collect();
     let terms: Vec<SelectedTerm> = summed_round_robin(noisy, n, rng)
         .into_iter()
-        .map(|(id, noisy_count, best)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count, best_noisy_count: Some(best) })
+        .map(|(id, noisy_count, best)| SelectedTerm { term: vocab.term(id).to_string(), id, noisy_count: Some(noisy_count), best_noisy_count: Some(best) })
         .collect();
     let pv = PrivateVocabulary::new(vocab, params, terms, hists.len());
     let digest = pv.released_digest();
@@ -327,7 +376,8 @@ fn vocabulary_spend(mechanism: &str, params: &VocabParams, scale: Ratio, vocab: 
 /// Stage 2 on documents given as (class, first terms): one histogram over all of them, or
 /// one per class of the public class set when `params.per_class` (`class_names` in its order;
 /// a document with class `None`, one the class set drops, is then counted nowhere). Returns Ṽ
-/// and its spends (one, or one per class).
+/// and its spends (one, or one per class); with N at least the list's size, the whole list and
+/// no spend, the documents unread (module docs, "N at least the list's size").
 pub fn select_from_documents<'a>(
     docs: impl Iterator<Item = (Option<usize>, &'a [TermId])>,
     class_names: &[&str],
@@ -335,6 +385,10 @@ pub fn select_from_documents<'a>(
     params: &VocabParams,
     rng: &mut SecureRng,
 ) -> Result<(PrivateVocabulary, Vec<Spend>), DpError> {
+    params.validate()?;
+    if params.covers(vocab.len()) {
+        return Ok((PrivateVocabulary::whole_list(vocab, params), Vec::new()));
+    }
     let s = params.terms_per_doc;
     if params.per_class {
         let mut hists: Vec<TermHistogram> = class_names.iter().map(|_| TermHistogram::new(vocab.len(), s)).collect();
@@ -437,7 +491,7 @@ mod tests {
         assert_eq!(ids, [7, 42, 99]);
         assert_eq!(spend.epsilon, 1.0);
         assert_eq!(spend.params["noise_scale"], 3.0);
-        assert!(pv.terms.windows(2).all(|w| w[0].noisy_count >= w[1].noisy_count));
+        assert!(pv.terms.windows(2).all(|w| w[0].noisy_count >= w[1].noisy_count && w[1].noisy_count.is_some()));
     }
 
     #[test]
@@ -458,6 +512,41 @@ mod tests {
         let per_class = VocabParams { per_class: true, ..params };
         let (pv, _) = select_vocabulary_by_class(&[h.clone(), h], &["a", "b"], &v, &per_class, &mut rng).unwrap();
         assert_eq!(pv.terms.len(), 40);
+    }
+
+    #[test]
+    fn with_n_at_least_the_list_the_documents_are_not_read_and_nothing_is_spent() {
+        let v = vocab(40);
+        let mut rng = SecureRng::seeded_for_tests(9);
+        for per_class in [false, true] {
+            for n in [40, 50_000] {
+                let params = VocabParams { epsilon: 1.0, top_n: n, terms_per_doc: 2, per_class };
+                // An iterator that fails the test if the documents are read at all.
+                let docs = std::iter::from_fn(|| -> Option<(Option<usize>, &[TermId])> { panic!("the documents were read") });
+                let (pv, spends) = select_from_documents(docs, &["a", "b"], &v, &params, &mut rng).unwrap();
+                assert!(spends.is_empty(), "nothing released, nothing spent");
+                assert_eq!(pv, PrivateVocabulary::whole_list(&v, &params), "the list in its order");
+                assert!(pv.whole_list && pv.is_whole_list_of(&v) && pv.params.top_n == 40 && pv.clearing_threshold.is_none());
+                assert!(pv.terms.iter().enumerate().all(|(i, t)| t.id as usize == i && t.noisy_count.is_none()));
+            }
+        }
+        // One term short of the list: drawn and paid for as before.
+        let params = VocabParams { epsilon: 1.0, top_n: 39, terms_per_doc: 2, per_class: false };
+        let docs = vec![(None, &[3 as TermId, 4][..])];
+        let (pv, spends) = select_from_documents(docs.into_iter(), &[], &v, &params, &mut rng).unwrap();
+        assert_eq!((pv.terms.len(), spends.len(), pv.whole_list), (39, 1, false));
+        // A file that says it is the whole list must be it, term for term.
+        let whole = PrivateVocabulary::whole_list(&v, &VocabParams { top_n: 40, ..params });
+        let mut edited = whole.clone();
+        edited.terms.pop();
+        assert!(!edited.is_whole_list_of(&v), "39 of 40: not the list");
+        let mut edited = whole.clone();
+        edited.terms.swap(0, 1);
+        assert!(!edited.is_whole_list_of(&v), "reordered");
+        let mut edited = whole.clone();
+        edited.terms[5].noisy_count = Some(3);
+        assert!(!edited.is_whole_list_of(&v), "a count: drawn, not the public list");
+        assert!(!whole.is_whole_list_of(&vocab(41)));
     }
 
     #[test]

@@ -83,6 +83,9 @@ impl PrivacyReport {
     /// has no such spend, and shows N as set).
     fn vocabulary_size(&self) -> String {
         let asked = self.settings.top_n;
+        if let (true, Some(k)) = (self.settings.whole_list(), self.settings.public_terms) {
+            return format!("{asked}: the whole public list, {k} terms (drawn from nothing: no ε_voc)");
+        }
         let kept = self.spends.iter().filter(|sp| sp.is(crate::ledger::SpendStage::Vocabulary)).find_map(|sp| sp.params["top_n"].as_u64());
         match kept {
             Some(k) if (k as usize) < asked => format!("{asked}: the whole public list, {k} terms"),
@@ -95,7 +98,7 @@ impl PrivacyReport {
         let s = &self.settings;
         let row = |k: &str, v: String| format!("<tr><th scope=\"row\">{}</th><td>{}</td></tr>", esc(k), esc(&v));
         let params = [
-            row("ε_voc", s.eps_voc.to_string()),
+            row("ε_voc", if s.whole_list() { format!("not spent (set: {}): Ṽ is the whole public list", s.eps_voc) } else { s.eps_voc.to_string() }),
             row("ε_kde", s.eps_kde.to_string()),
             row("S (terms per document counted)", s.terms_per_doc.to_string()),
             row("N (private vocabulary size)", self.vocabulary_size()),

@@ -138,6 +138,17 @@ impl PrivacyReport {
         let reused_epsilon = if run.vocabulary_from.is_some() { settings.reusable_epsilon() } else { 0.0 };
         // Each mechanism's clause, in the registry's order (`super::mechanisms`).
         let clauses: Vec<String> = mechanisms().filter_map(|m| (m.epsilon)(settings).map(|e| (m.words)(settings, run, e))).collect();
+        // N at least the public list's size: Ṽ is that list, read from no document (`dp::vocabulary`).
+        let whole_list = if settings.whole_list() {
+            format!(
+                " The private vocabulary is the whole public list ({} terms, N = {}): it was read from no document, so nothing \
+                 was released or spent for it (ε_voc is not used).",
+                settings.public_terms.unwrap_or_default(),
+                settings.top_n
+            )
+        } else {
+            String::new()
+        };
         let mut report = PrivacyReport {
             format: Self::FORMAT.into(),
             generated,
@@ -147,11 +158,12 @@ impl PrivacyReport {
             privacy_unit: unit_words(run.person_column.as_deref()),
             guarantee: format!(
                 "The keyphrase sequences, the private vocabulary and everything generated from them (prompts, LLM \
-                 output) are ({:.4})-differentially private: {}. Later steps are post-processing.",
+                 output) are ({:.4})-differentially private: {}. Later steps are post-processing.{whole_list}",
                 run.epsilon() + reused_epsilon,
                 clauses.join(" plus "),
             ),
-            epsilon_vocabulary: settings.eps_voc,
+            // What the run's outputs owe ε_voc: none when Ṽ is the whole list.
+            epsilon_vocabulary: if settings.whole_list() { 0.0 } else { settings.eps_voc },
             epsilon_kde: settings.eps_kde,
             epsilon_run: run.epsilon(),
             epsilon_outputs: run.epsilon() + reused_epsilon,
