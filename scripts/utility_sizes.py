@@ -64,7 +64,7 @@ def main():
     ap.add_argument("--tasks", default="top5,two")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--eps", default="1,10")
-    ap.add_argument("--vocab", default="medical", help="the public list: medical (MeSH, 28k) or english (GloVe, 340k)")
+    ap.add_argument("--vocab", default="medical", help="the public list: medical (MeSH, 28k), english (GloVe, 340k) or a list file")
     ap.add_argument("--reuse", action="store_true", help="summarise a cell's existing report instead of running it again")
     ap.add_argument("--name", default="base", help="a name for this grid's reports")
     ap.add_argument("--corpus", default=os.environ.get("DPKPS_MTSAMPLES", os.path.join(ROOT, "..", "shared", "data", "mtsamples.csv")))
@@ -75,13 +75,15 @@ def main():
     os.makedirs(out, exist_ok=True)
     rows = load(a.corpus)
     ev, ek = a.eps.split(",")
+    # A list file is named by its file name in the reports' names and lines.
+    tag = os.path.splitext(os.path.basename(a.vocab))[0] if os.sep in a.vocab else a.vocab
     lines = []
     for task in a.tasks.split(","):
         for k in [int(x) for x in a.sizes.split(",")]:
             sub = os.path.join(out, f"{task}-{k}.csv")
             if not os.path.exists(sub):
                 write(subset(rows, task, k, 0), sub)
-            rep = os.path.join(out, f"{a.name}-{a.vocab}-{task}-{k}-{ev}-{ek}.json")
+            rep = os.path.join(out, f"{a.name}-{tag}-{task}-{k}-{ev}-{ek}.json")
             cmd = [binary, "evaluate", "--corpus", sub, "--text-col", "transcription", "--label-col", "medical_specialty",
                    "--vocabulary", a.vocab, "--eps-voc", ev, "--eps-kde", ek, "--seeds", str(a.seeds), "--no-dp",
                    "--sampler", "histogram", "--json", rep, "--ledger", os.path.join(out, "ledger.json")]
@@ -89,7 +91,7 @@ def main():
             cmd += a.rest
             t0 = time.time()
             if a.reuse and os.path.exists(rep):
-                line = summarise(rep, f"{a.vocab} {task}-{k}", 0)
+                line = summarise(rep, f"{tag} {task}-{k}", 0)
                 print(line, flush=True)
                 lines.append(line)
                 continue
@@ -97,7 +99,7 @@ def main():
             if r.returncode != 0:
                 print(f"{task}-{k}: failed: {r.stderr[-2000:]}", file=sys.stderr)
                 continue
-            line = summarise(rep, f"{a.vocab} {task}-{k}", time.time() - t0)
+            line = summarise(rep, f"{tag} {task}-{k}", time.time() - t0)
             print(line, flush=True)
             lines.append(line)
     print("\n".join(lines))

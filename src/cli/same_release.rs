@@ -8,6 +8,7 @@ use clap::Parser;
 
 use dpkps_core::input::corpus::{Fields, Format};
 use dpkps_core::dp::SecureRng;
+use dpkps_core::dp::vocabulary::PrivateVocabulary;
 use dpkps_core::embed::{Embed, EmbedError};
 use dpkps_core::dp::summary::{DpSummary, SummaryInputs};
 use dpkps_core::ledger::{LedgerBook, Spend};
@@ -204,7 +205,7 @@ fn with_n_covering_the_list_nothing_is_drawn_or_spent_for_the_vocabulary() {
     let mut rng = SecureRng::seeded_for_tests(7);
     let out: RunOutput =
         super::run::block_on(run::execute(&plan, RunInputs { corpus: &mc, vocab: &public, vocabulary: Vocabulary::Draw }, &mut host, &mut rng)).expect("run");
-    assert!(out.vocabulary.is_whole_list_of(&public), "the list, in its order");
+    assert_eq!(*out.vocabulary, PrivateVocabulary::whole_list(&public, &plan.vocab_params()), "the list, in its order");
     assert!(out.run.spends.iter().all(|s| s.stage != "vocabulary") && (out.run.epsilon() - 4.1).abs() < 1e-12, "{:?}", out.run.spends);
     let recorded = &host.book.ledger(&mc.fingerprint).runs;
     assert!(recorded.len() == 1 && (recorded[0].epsilon() - 4.1).abs() < 1e-12, "on record: ε_kde + ε_counts");

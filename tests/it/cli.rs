@@ -518,13 +518,33 @@ fn a_vocabulary_covering_the_list_is_the_list_and_costs_nothing() {
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("s.privacy-report.json")).unwrap()).unwrap();
     assert!((report["epsilon_outputs"].as_f64().unwrap() - 2.1).abs() < 1e-9, "ε_kde + ε_counts only: {report}");
     assert!(report["guarantee"].as_str().unwrap().contains("the whole public list (5 terms"), "{report}");
-    // A hand-picked subset that says it is the whole list: refused.
+    // Whatever file is given, N covering the list makes Ṽ the list: a hand-picked subset, or one
+    // drawn (noisy counts, a paying run named) before this rule, is not read.
+    for edit in ["subset", "drawn"] {
+        let mut edited = pv.clone();
+        if edit == "subset" {
+            edited["terms"].as_array_mut().unwrap().truncate(2);
+        } else {
+            edited["whole_list"] = serde_json::json!(false);
+            edited["released_by"] = serde_json::json!({ "run": "0123456789abcdef" });
+            for (k, t) in edited["terms"].as_array_mut().unwrap().iter_mut().enumerate() {
+                t["noisy_count"] = serde_json::json!(40 - k as i64);
+            }
+        }
+        std::fs::write(&v, edited.to_string()).unwrap();
+        let name = format!("s-{edit}.jsonl");
+        let o = seq(dir.join(&name).to_str().unwrap());
+        assert!(o.status.success(), "{edit}: {}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(format!("s-{edit}.privacy-report.json"))).unwrap()).unwrap();
+        assert!((report["epsilon_outputs"].as_f64().unwrap() - 2.1).abs() < 1e-9 && report.get("vocabulary_from").is_none(), "{edit}: {report}");
+    }
+    // A file that says it is the whole list with an N below the list's size: refused.
     let mut edited = pv.clone();
-    edited["terms"].as_array_mut().unwrap().truncate(2);
+    edited["params"]["top_n"] = serde_json::json!(2);
     std::fs::write(&v, edited.to_string()).unwrap();
     let o = seq(dir.join("s2.jsonl").to_str().unwrap());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("says it is the whole public list, but it is not"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("says it is the whole public list, but its N (2) does not cover"), "{}", stderr(&o));
 }
 
 /// A person column: the run's report, ledger entry and the page's words say the privacy unit is

@@ -12,7 +12,7 @@ use super::split::{self, Split};
 use super::task::{exact_top_n, shape_task};
 use super::{metrics, EvalError};
 use crate::input::classes::{ClassSet, OtherLabels};
-use crate::dp::candidates::kde_candidates;
+use crate::dp::candidates::{kde_candidates, CandidateRule};
 use crate::dp::vocabulary::select_from_documents;
 use crate::dp::SecureRng;
 use crate::base::ParamError;
@@ -99,11 +99,12 @@ impl Evaluation {
                 let names: Vec<&str> = classes.iter().map(String::as_str).collect();
                 let train = split.train.iter().map(|&i| (Some(docs[i].class), docs[i].terms.as_slice()));
                 let (mut pv, _spends) = select_from_documents(train, &names, public, &params.vocab, rng)?;
+                if pv.whole_list && (params.partition_selection || params.candidates == CandidateRule::Cleared) {
+                    // No noisy counts to select by: Ṽ was not drawn (`dp::vocabulary`).
+                    let why = "covers the public list, so no noisy count is drawn for partition selection or the cleared candidates to read: choose an N below the list's size";
+                    return Err(ParamError::new("N (vocabulary size)", params.vocab.top_n, why).into());
+                }
                 if params.partition_selection {
-                    if pv.whole_list {
-                        // No noisy counts to select by: Ṽ was not drawn (`dp::vocabulary`).
-                        return Err(ParamError::new("N (vocabulary size)", params.vocab.top_n, "covers the public list, so no noisy count is drawn for partition selection to read: choose an N below the list's size").into());
-                    }
                     let histograms = if params.vocab.per_class { classes.len() } else { 1 };
                     let tau = crate::dp::vocabulary::noise_threshold(public.len() * histograms, &params.vocab, 1.0);
                     let keep = pv.terms.iter().filter(|t| t.best_noisy_count.or(t.noisy_count).is_some_and(|c| c >= tau)).count().max(1);

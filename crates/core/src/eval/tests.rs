@@ -304,7 +304,8 @@ fn check_settings(classes: &[&str]) -> crate::run::RunSettings {
     crate::run::RunSettings {
         eps_voc: 5.0,
         eps_kde: 10.0,
-        top_n: 60,
+        // Below the list's 60 terms: Ṽ is drawn (ε_voc).
+        top_n: 50,
         terms_per_doc: 6,
         len: 4,
         features: 256,
@@ -327,6 +328,29 @@ fn dp_check(mc: &MatchedCorpus, classes: &[&str], holdout: f64, seed: u64) -> (d
     let check = dp_check::DpCheck::prepare(mc, &set, &vocab(), &settings, params, &mut rng).unwrap();
     assert!(check.terms_to_embed().iter().all(|&t| t < 60));
     check.run(&embeddings(), &mut rng, &mut |_, _, _| {}).unwrap()
+}
+
+#[test]
+fn the_dp_check_with_n_covering_the_list_draws_no_vocabulary_and_plans_no_eps_voc() {
+    use crate::input::classes::{ClassSet, OtherLabels};
+    let mc = corpus(&[60, 60]);
+    let classes = ["c0", "c1"];
+    let set = ClassSet::declared(&classes, OtherLabels::Drop).unwrap();
+    let params = || dp_check::CheckParams { samplers: vec![KeyphraseSampler::Histogram], holdout: 0.3, eps_select: None };
+    // As a run plans it: the list's size known (`RunPlan::new`), N = 60 covers its 60 terms.
+    let covering = crate::run::RunSettings { top_n: 60, public_terms: Some(60), ..check_settings(&classes) };
+    assert_eq!(params().epsilon(&covering), 10.0, "ε_kde only");
+    let mc = MatchedCorpus { keep: params().keep(&covering), ..mc };
+    let mut rng = SecureRng::seeded_for_tests(3);
+    let check = dp_check::DpCheck::prepare(&mc, &set, &vocab(), &covering, params(), &mut rng).unwrap();
+    assert_eq!(check.released(), (0..60).collect::<Vec<crate::input::public_vocab::TermId>>(), "Ṽ is the list, in its order");
+    let (r, spend) = check.run(&embeddings(), &mut rng, &mut |_, _, _| {}).unwrap();
+    assert_eq!((r.epsilon_train, spend.epsilon), (10.0, 10.0));
+    // Settings that do not know the list covers it plan ε_voc the check would not spend: refused
+    // before anything is scored.
+    let unplanned = crate::run::RunSettings { public_terms: None, ..covering };
+    let e = dp_check::DpCheck::prepare(&mc, &set, &vocab(), &unplanned, params(), &mut rng).err().expect("refused");
+    assert!(e.to_string().contains("planned for another public list"), "{e}");
 }
 
 #[test]

@@ -182,22 +182,28 @@ pub async fn vocabulary<H: Host>(
     let draws = source.draws();
     let given = matches!(source, Vocabulary::Given(_));
     let pv = match source {
-        // N at least the list's size: the whole list, drawn from nothing (`dp::vocabulary`).
-        Vocabulary::Draw if plan.settings.whole_list() => Rc::new(PrivateVocabulary::whole_list(vocab, &plan.vocab_params())),
+        // N at least the list's size: Ṽ is the list, built here from public inputs alone
+        // (`dp::vocabulary`, "N at least the list's size"), whatever the source: a given file (one
+        // drawn before this rule, or edited) is not read, so nothing in it reaches the outputs.
+        _ if plan.settings.whole_list() => Rc::new(PrivateVocabulary::whole_list(vocab, &plan.vocab_params())),
         Vocabulary::Given(pv) if pv.whole_list => {
-            if !pv.is_whole_list_of(vocab) {
-                let e = RunError::Refused(format!(
-                    "this private vocabulary says it is the whole public list, but it is not “{}” term for term: select one with `dpkps vocab` on this list",
-                    vocab.name
-                ));
-                return Err(host.fail(Some(Stage::Vocabulary), e));
-            }
-            pv
+            let e = RunError::Refused(format!(
+                "this private vocabulary says it is the whole public list, but its N ({}) does not cover “{}” ({} terms): select one with `dpkps vocab` on this list",
+                pv.params.top_n,
+                vocab.name,
+                vocab.len()
+            ));
+            return Err(host.fail(Some(Stage::Vocabulary), e));
         }
         Vocabulary::Draw => {
             let (mut pv, spends) = corpus
                 .dp_vocabulary(vocab, &plan.vocab_params(), &plan.classes, rng)
                 .map_err(|e| host.fail(Some(Stage::Vocabulary), e.into()))?;
+            // The plan and the mechanism judge N against the same list (`RunPlan::new`).
+            if pv.whole_list {
+                let e = RunError::Refused("the plan was made for another public list than the one matched".into());
+                return Err(host.fail(Some(Stage::Vocabulary), e));
+            }
             rec.run.spends.extend(spends);
             // Bound to this run and unit: a later run given this Ṽ must find this run's spend.
             pv.released_by = Some(ReleasedBy { run: rec.run.id.clone(), person_column: unit.map(str::to_string) });

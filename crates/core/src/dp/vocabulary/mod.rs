@@ -35,14 +35,17 @@
 //! The per-class round robin reads the noisy histograms only (`vocabulary/round_robin.rs`).
 //!
 //! # N at least the list's size: the whole list, nothing released
-//! When N ≥ |V| the top N is every public term whatever the noise: the set Ṽ is a function of
-//! public inputs (the list and N) alone. What the mechanism would add is only its order and the
-//! noisy counts, which nothing downstream reads (the summaries and the samplers read Ṽ as a set;
-//! `dp::candidates`' rule, which reads counts, is an evaluation option and takes all of Ṽ without
-//! them). So [`select_from_documents`] does not draw at all then: Ṽ is the list in its own order
-//! ([`PrivateVocabulary::whole_list`]), no noisy count, no spend (0-DP: it reads no document),
-//! and the run's ε_voc is not spent (`crate::run::RunSettings::whole_list`). The medical list
-//! (27,589 terms) at the default N (50,000) is this case.
+//! When N ≥ |V| the top N is every public term whatever the noise, so the mechanism has nothing
+//! to choose. [`select_from_documents`] then draws nothing: Ṽ is the list in its own order
+//! ([`PrivateVocabulary::whole_list`]), with no noisy count and no spend. The argument: Ṽ is a
+//! fixed function of (V, N), both public, and reads no document, so it is 0-DP, and everything
+//! computed from it with the later releases is post-processing of those (the summaries are laid
+//! out in Ṽ's order, which is now the list's). It rests on V being fixed independently of the
+//! data, as every use of the public list does. The run's ε_voc is then neither planned, charged
+//! nor claimed (`crate::run::RunSettings::whole_list`, from the list's public size); the run
+//! builds this Ṽ itself whatever it is given (`crate::run::stages::vocabulary`). Readers of the
+//! noisy counts refuse it (`evaluate --partition-selection`, `--candidates cleared`). The
+//! medical list (27,589 terms) at the default N (50,000) is this case.
 //!
 //! # The clearing threshold
 //! Every Ṽ also records τ ([`clearing_threshold`]), a public number that
@@ -188,7 +191,7 @@ pub struct PrivateVocabulary {
     pub public_vocabulary: String,
     pub public_vocabulary_checksum: String,
     pub params: VocabParams,
-    /// In decreasing noisy count.
+    /// In decreasing noisy count; the whole list in its own order ([`Self::whole_list`]).
     pub terms: Vec<SelectedTerm>,
     /// τ: the noisy count that at most N/10 zero-count entries, over all the noisy histograms,
     /// are expected to reach (a public function of |V|, the number of histograms, ε_voc, S and
@@ -246,14 +249,6 @@ impl PrivateVocabulary {
         }
     }
 
-    /// Whether this is the whole list `vocab`, term for term, in its order: what a Ṽ marked
-    /// [`Self::whole_list`] must be to be used without a paying run (a file says so of itself).
-    pub fn is_whole_list_of(&self, vocab: &PublicVocabulary) -> bool {
-        self.whole_list
-            && self.public_vocabulary_checksum == vocab.checksum
-            && self.terms.len() == vocab.len()
-            && self.terms.iter().enumerate().all(|(i, t)| t.id as usize == i && t.noisy_count.is_none() && t.best_noisy_count.is_none() && vocab.term(t.id) == t.term)
-    }
 
     /// SHA-256 of what was released (the public list's checksum, the parameters, the terms and
     /// their noisy counts, the threshold), recorded in the release's spend: a Ṽ given to a later
@@ -526,7 +521,7 @@ mod tests {
                 let (pv, spends) = select_from_documents(docs, &["a", "b"], &v, &params, &mut rng).unwrap();
                 assert!(spends.is_empty(), "nothing released, nothing spent");
                 assert_eq!(pv, PrivateVocabulary::whole_list(&v, &params), "the list in its order");
-                assert!(pv.whole_list && pv.is_whole_list_of(&v) && pv.params.top_n == 40 && pv.clearing_threshold.is_none());
+                assert!(pv.whole_list && pv.terms.len() == 40 && pv.params.top_n == 40 && pv.clearing_threshold.is_none());
                 assert!(pv.terms.iter().enumerate().all(|(i, t)| t.id as usize == i && t.noisy_count.is_none()));
             }
         }
@@ -535,18 +530,6 @@ mod tests {
         let docs = vec![(None, &[3 as TermId, 4][..])];
         let (pv, spends) = select_from_documents(docs.into_iter(), &[], &v, &params, &mut rng).unwrap();
         assert_eq!((pv.terms.len(), spends.len(), pv.whole_list), (39, 1, false));
-        // A file that says it is the whole list must be it, term for term.
-        let whole = PrivateVocabulary::whole_list(&v, &VocabParams { top_n: 40, ..params });
-        let mut edited = whole.clone();
-        edited.terms.pop();
-        assert!(!edited.is_whole_list_of(&v), "39 of 40: not the list");
-        let mut edited = whole.clone();
-        edited.terms.swap(0, 1);
-        assert!(!edited.is_whole_list_of(&v), "reordered");
-        let mut edited = whole.clone();
-        edited.terms[5].noisy_count = Some(3);
-        assert!(!edited.is_whole_list_of(&v), "a count: drawn, not the public list");
-        assert!(!whole.is_whole_list_of(&vocab(41)));
     }
 
     #[test]
