@@ -113,6 +113,7 @@ await runTests([
     const note = await page.textContent('#whole-list-note');
     assert(/N = 50000 covers the whole public list \(\d+ terms\)/.test(note) && /ε_voc is not spent/.test(note), note);
     assert(/spends ε = 4\.1/.test(await page.textContent('#ledger-note')), `ε_kde + ε_counts planned: ${await page.textContent('#ledger-note')}`);
+    await page.locator('section:has(#priv-h)').screenshot({ path: path.join(SHOTS, 'app-2a-whole-list.png') });
   }],
   ['a bad value is refused at its field', async () => {
     await page.fill('#eps_voc', '0');
