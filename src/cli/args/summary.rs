@@ -62,11 +62,15 @@ pub(crate) struct SamplingArgs {
     /// near-duplicates; false: every draw is kept.
     #[arg(long, default_value_t = dpkps_core::sample::Sampling::DEFAULT.distinct_sets, action = clap::ArgAction::Set)]
     pub(crate) distinct_sets: bool,
+    /// q: the histogram sampler's threshold lets about q of a class's N noisy entries through
+    /// on noise alone (τ = ln(N/(2q))/ε_kde; post-processing: crates/core/src/sample/hist.rs).
+    #[arg(long, default_value_t = dpkps_core::sample::Sampling::DEFAULT.noise_survivors)]
+    pub(crate) noise_survivors: f64,
 }
 
 impl SamplingArgs {
     pub(crate) fn get(&self) -> dpkps_core::sample::Sampling {
-        dpkps_core::sample::Sampling { distinctiveness: self.distinctiveness, distinct_sets: self.distinct_sets }
+        dpkps_core::sample::Sampling { distinctiveness: self.distinctiveness, distinct_sets: self.distinct_sets, noise_survivors: self.noise_survivors }
     }
 }
 

@@ -4,7 +4,8 @@
 //! # Post-processing choices (data-independent)
 //! - τ = ln(R)/ε in document units, R the entries per row (N): a pure-noise entry exceeds it
 //!   with probability ½·e^{−ln R} = 1/(2R), so about half an entry per row survives on noise
-//!   alone, while a keyphrase used by a few documents stays.
+//!   alone, while a keyphrase used by a few documents stays. `histogram` takes a public q
+//!   ([`Sampling::noise_survivors`], ½ unless set): τ = ln(R/(2q))/ε lets about q through.
 //! - Smoothing (optional, `smoothing` > 0): p′(w) = Σ_v p(v)·K(v, w)/Σ_u K(v, u) with
 //!   K(v, w) = exp(−‖v − w‖²/smoothing) over Ṽ's embeddings: the paper's semantic spreading,
 //!   applied to the noisy histogram instead of through the noise.
@@ -40,7 +41,13 @@ use crate::input::public_vocab::TermId;
 
 /// The noise threshold τ in grid units for ε and rows of `row_len` entries (module docs).
 pub fn threshold(epsilon: f64, row_len: usize) -> f64 {
-    (row_len.max(2) as f64).ln() / epsilon * DOC_WEIGHT as f64
+    threshold_for(epsilon, row_len, 0.5)
+}
+
+/// τ = ln(R/(2q))/ε in grid units: about `survivors` = q of a row's R pure-noise entries exceed
+/// it (½·e^{−ετ} each); at least 0. q = ½ is [`threshold`].
+pub fn threshold_for(epsilon: f64, row_len: usize, survivors: f64) -> f64 {
+    ((row_len.max(2) as f64) / (2.0 * survivors)).max(1.0).ln() / epsilon * DOC_WEIGHT as f64
 }
 
 /// max(x − τ, 0) for one row of noisy sums, in document units.
@@ -88,12 +95,12 @@ impl Smoother {
 /// no keyphrase for the class (it is noise-dominated, [`super::signal`]) and the draw is uniform
 /// over Ṽ, what the curator gets by including such a class.
 pub fn sample_unigram(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>, len: usize, count: usize, rng: &mut SecureRng) -> Vec<Vec<usize>> {
-    draw_unigram(unigram_weights(sums, epsilon, smoother), len, count, false, rng)
+    draw_unigram(unigram_weights(sums, epsilon, 0.5, smoother), len, count, false, rng)
 }
 
-/// One class's weights: its clipped (and smoothed) histogram.
-fn unigram_weights(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>) -> Vec<f64> {
-    let p = clipped(sums, threshold(epsilon, sums.len()));
+/// One class's weights: its histogram clipped at τ for `survivors` (and smoothed).
+fn unigram_weights(sums: &[i64], epsilon: f64, survivors: f64, smoother: Option<&Smoother>) -> Vec<f64> {
+    let p = clipped(sums, threshold_for(epsilon, sums.len(), survivors));
     match smoother {
         Some(s) => s.apply(&p),
         None => p,
@@ -220,7 +227,7 @@ pub(super) fn sample_histograms(set: &DpSummary, kind: HistKind, cands: &Candida
     let mut out = Vec::with_capacity(counts.iter().sum());
     let mut unigram: Vec<Vec<f64>> = Vec::new();
     if kind == HistKind::Unigram {
-        unigram = set.classes.iter().map(|c| unigram_weights(&c.sums[0], eps, smoother.as_ref())).collect();
+        unigram = set.classes.iter().map(|c| unigram_weights(&c.sums[0], eps, sampling.noise_survivors, smoother.as_ref())).collect();
         distinctive_weights(&mut unigram, sampling.distinctiveness);
     }
     for (k, (class, &count)) in set.classes.iter().zip(counts).enumerate() {
@@ -298,5 +305,35 @@ mod tests {
         let seqs = draw_unigram(vec![1.0; 12], 3, 30, true, &mut rng);
         let sets: HashSet<Vec<usize>> = seqs.iter().map(|s| { let mut k = s.clone(); k.sort_unstable(); k }).collect();
         assert_eq!((seqs.len(), sets.len()), (30, 30));
+    }
+
+    #[test]
+    fn the_threshold_lets_about_q_pure_noise_entries_through() {
+        let g = DOC_WEIGHT as f64;
+        // q = ½ is the threshold as it was: ln N/ε.
+        assert_eq!(threshold(10.0, 50_000), threshold_for(10.0, 50_000, 0.5));
+        assert!((threshold(10.0, 50_000) / g - (50_000f64).ln() / 10.0).abs() < 1e-12);
+        // A larger q, a lower τ: ln(N/(2q))/ε; never below 0.
+        assert!((threshold_for(10.0, 50_000, 5.0) / g - (5_000f64).ln() / 10.0).abs() < 1e-12);
+        assert_eq!(threshold_for(10.0, 4, 50.0), 0.0);
+        // Measured on pure noise: N entries of discrete Laplace noise of scale 1/ε documents,
+        // about q above τ (Poisson-like: the mean over 40 rows within a few q/√40).
+        let (eps, n) = (10.0, 2_000);
+        let mut rng = SecureRng::seeded_for_tests(12);
+        let scale = crate::dp::noise::Ratio::int_over_f64(DOC_WEIGHT, eps).unwrap();
+        for q in [0.5, 5.0] {
+            let tau = threshold_for(eps, n, q);
+            let rows = 40;
+            let above: usize = (0..rows)
+                .map(|_| (0..n).filter(|_| crate::dp::noise::discrete_laplace(&mut rng, scale) as f64 > tau).count())
+                .sum();
+            let mean = above as f64 / rows as f64;
+            assert!((mean - q).abs() < 3.0 * (q / rows as f64).sqrt() + 0.1, "q = {q}: {mean} a row");
+        }
+        let bad = Sampling { noise_survivors: 0.0, ..Sampling::DEFAULT };
+        assert!(bad.validate().is_err() && Sampling::DEFAULT.validate().is_ok());
+        // Settings saved before q existed read as ½.
+        let old: Sampling = serde_json::from_str(r#"{"distinctiveness":1.0,"distinct_sets":true}"#).unwrap();
+        assert_eq!(old, Sampling::DEFAULT);
     }
 }

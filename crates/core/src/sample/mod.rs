@@ -146,26 +146,47 @@ pub struct Drawn {
 
 /// The histogram sampler's post-processing choices beyond the release (`hist` module docs):
 /// public, they read nothing but the release. [`Sampling::OFF`] draws as before issue 39.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
     /// γ: draw ∝ p̃(t|c)·(p̃(t|c)/p̃(t))^γ (`histogram` only); 0: ∝ p̃(t|c).
     pub distinctiveness: f64,
     /// Each class's sequences are distinct sets of keyphrases (fewer where the release supports
     /// few terms); the histogram sampler only.
     pub distinct_sets: bool,
+    /// q: the `histogram` sampler's threshold τ = ln(N/(2q))/ε_kde lets about q of a class's N
+    /// entries through on noise alone, in expectation (`hist` module docs). ½ (τ = ln N/ε_kde)
+    /// unless set.
+    #[serde(default = "Sampling::half")]
+    pub noise_survivors: f64,
+}
+
+impl Default for Sampling {
+    /// Settings saved without the field draw as before issue 39 ([`Sampling::OFF`]).
+    fn default() -> Self {
+        Sampling::OFF
+    }
 }
 
 impl Sampling {
-    pub const OFF: Sampling = Sampling { distinctiveness: 0.0, distinct_sets: false };
+    pub const OFF: Sampling = Sampling { distinctiveness: 0.0, distinct_sets: false, noise_survivors: 0.5 };
     /// The defaults of the page and the CLI (docs/utility.md, "Seeds that carry the class at
     /// every size"): γ = 1 and distinct sets.
-    pub const DEFAULT: Sampling = Sampling { distinctiveness: 1.0, distinct_sets: true };
+    pub const DEFAULT: Sampling = Sampling { distinctiveness: 1.0, distinct_sets: true, noise_survivors: 0.5 };
     /// The largest γ accepted.
     pub const MAX_DISTINCTIVENESS: f64 = 8.0;
+    /// The most pure-noise survivors a row may be set to let through.
+    pub const MAX_NOISE_SURVIVORS: f64 = 1000.0;
+
+    fn half() -> f64 {
+        0.5
+    }
 
     pub fn validate(&self) -> Result<(), crate::base::ParamError> {
         if !(self.distinctiveness.is_finite() && (0.0..=Self::MAX_DISTINCTIVENESS).contains(&self.distinctiveness)) {
             return Err(crate::base::ParamError::new("the distinctiveness exponent γ", self.distinctiveness, "must be between 0 and 8"));
+        }
+        if !(self.noise_survivors > 0.0 && self.noise_survivors <= Self::MAX_NOISE_SURVIVORS) {
+            return Err(crate::base::ParamError::new("the noise survivors q", self.noise_survivors, "must be above 0 and at most 1000"));
         }
         Ok(())
     }
