@@ -80,15 +80,9 @@ python3 tests/serve_test.py
 python3 tests/setup_test.py
 
 lap "native tests: cargo test (the workspace's native crates; the wasm track builds beside it)"
-# The integration tests first: their build makes the `dpkps` CLI (their CARGO_BIN_EXE), with
-# the features the whole test build resolves (the same selection of packages), so that the
-# bundled vectors (trunk's hook, and the vectors test) start while the other test binaries
-# are still compiling, filling that build's one-crate stretches, rather than after it.
-cargo test --locked --no-run --test it
+cargo test --locked --no-run
 cp "${CARGO_TARGET_DIR:-target}/debug/dpkps" target/ci/dpkps-vectors
 touch "$native_built"
-lap "native tests: the CLI is built (the bundle may start); the other test binaries"
-cargo test --locked --no-run
 # The binaries the end-to-end tests run (the `dpkps` CLI, the LLM test server of
 # tests/e2e/harness.mjs) are built by the line above: integration tests of their crates start
 # them (tests/it, crates/llm-test-server/tests). A `cargo build` here would compile the
