@@ -483,7 +483,8 @@ fn sequences_reads_a_given_vocabulary_only_where_its_epsilon_is_on_record() {
 }
 
 /// N covering the public list: `vocab` writes the list itself and records nothing, `sequences`
-/// reads it with no paying run, and a file that only says it is the list is refused.
+/// uses the list with no paying run whatever file it is given, and a file marked whole whose N
+/// does not cover the list is refused.
 #[test]
 fn a_vocabulary_covering_the_list_is_the_list_and_costs_nothing() {
     let dir = tmpdir("whole-list");

@@ -184,6 +184,12 @@ impl DpCheck {
         if kept < params.keep() {
             return Err(EvalError::Keep { kept, needed: params.keep() });
         }
+        // The planned ε_voc (none for the whole list) and what `select_from_documents` will do
+        // judge N against the same list (`RunPlan::new` sets the settings' list size).
+        if params.vocab.covers(public.len()) != (settings.eps_voc() == 0.0) {
+            let why = "was planned for another public list than the one given (whether N covers it decides whether ε_voc is spent)";
+            return Err(ParamError::new("the check's ε_voc", settings.eps_voc(), why).into());
+        }
         Ok(params)
     }
 
@@ -203,12 +209,6 @@ impl DpCheck {
         // count in a global Ṽ only).
         let train_docs = units.docs.iter().zip(&test).filter(|(_, &t)| !t).map(|(d, _)| (classes.assign(d.label.as_deref()), d.terms.as_slice()));
         let (pv, spends) = select_from_documents(train_docs, &classes.names(), public, &params.vocab, rng)?;
-        // What was planned (ε_voc, or none for the whole list) and what was drawn agree: both
-        // judge N against this list (`RunPlan::new` sets the settings' list size).
-        if pv.whole_list != (settings.eps_voc() == 0.0) {
-            let why = "was planned for another public list than the one given (whether N covers it decides whether ε_voc is spent)";
-            return Err(ParamError::new("the check's ε_voc", settings.eps_voc(), why).into());
-        }
         let dp_vocab: Vec<TermId> = pv.terms.iter().map(|t| t.id).collect();
         let dp_candidates = kde_candidates(&pv, params.candidates);
         // The task's documents: the units of a declared class (the others are read by Ṽ only).

@@ -84,6 +84,11 @@ impl Evaluation {
         }
 
         let needs_dp = !params.samplers.is_empty();
+        if needs_dp && params.vocab.covers(public.len()) && (params.partition_selection || params.candidates == CandidateRule::Cleared) {
+            // No noisy counts to select by: Ṽ is the whole list, drawn from nothing (`dp::vocabulary`).
+            let why = "covers the public list, so no noisy count is drawn for partition selection or the cleared candidates to read: choose an N below the list's size";
+            return Err(ParamError::new("N (vocabulary size)", params.vocab.top_n, why).into());
+        }
         let needs_exact = needs_dp && params.no_dp_arms;
         let mut rounds = Vec::with_capacity(params.seeds.len());
         let (mut no_terms_test, mut no_terms_train) = (0usize, 0usize);
@@ -99,11 +104,6 @@ impl Evaluation {
                 let names: Vec<&str> = classes.iter().map(String::as_str).collect();
                 let train = split.train.iter().map(|&i| (Some(docs[i].class), docs[i].terms.as_slice()));
                 let (mut pv, _spends) = select_from_documents(train, &names, public, &params.vocab, rng)?;
-                if pv.whole_list && (params.partition_selection || params.candidates == CandidateRule::Cleared) {
-                    // No noisy counts to select by: Ṽ was not drawn (`dp::vocabulary`).
-                    let why = "covers the public list, so no noisy count is drawn for partition selection or the cleared candidates to read: choose an N below the list's size";
-                    return Err(ParamError::new("N (vocabulary size)", params.vocab.top_n, why).into());
-                }
                 if params.partition_selection {
                     let histograms = if params.vocab.per_class { classes.len() } else { 1 };
                     let tau = crate::dp::vocabulary::noise_threshold(public.len() * histograms, &params.vocab, 1.0);

@@ -106,11 +106,7 @@ impl ArmSettings for RunSettings {
     /// None spent when Ṽ is the whole public list (`RunSettings::whole_list`): the check's Ṽ is
     /// then that list too (`dp::vocabulary::select_from_documents`).
     fn eps_voc(&self) -> f64 {
-        if self.whole_list() {
-            0.0
-        } else {
-            self.eps_voc
-        }
+        self.vocabulary_epsilon()
     }
 
     fn eps_summary(&self) -> f64 {

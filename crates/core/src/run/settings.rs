@@ -342,6 +342,11 @@ impl RunSettings {
     pub fn reusable_epsilon(&self) -> f64 {
         self.epsilon_of(super::mechanisms::mechanisms().filter(|m| m.reusable))
     }
+
+    /// ε_voc as a run spends it (the registry's entry): 0 when Ṽ is the whole public list.
+    pub fn vocabulary_epsilon(&self) -> f64 {
+        self.epsilon_of(super::mechanisms::mechanisms().filter(|m| m.stage == crate::ledger::SpendStage::Vocabulary))
+    }
 }
 
 /// The vote's settings, each wrong one named by its form field (`eps_select`,

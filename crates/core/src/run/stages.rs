@@ -181,6 +181,11 @@ pub async fn vocabulary<H: Host>(
     let unit = corpus.persons.as_ref().map(|p| p.column.as_str());
     let draws = source.draws();
     let given = matches!(source, Vocabulary::Given(_));
+    // The plan and the mechanism judge N against the same list (`RunPlan::new`).
+    if plan.settings.whole_list() != plan.vocab_params().covers(vocab.len()) {
+        let e = RunError::Refused("the plan was made for another public list than the one matched".into());
+        return Err(host.fail(Some(Stage::Vocabulary), e));
+    }
     let pv = match source {
         // N at least the list's size: Ṽ is the list, built here from public inputs alone
         // (`dp::vocabulary`, "N at least the list's size"), whatever the source: a given file (one
@@ -199,11 +204,6 @@ pub async fn vocabulary<H: Host>(
             let (mut pv, spends) = corpus
                 .dp_vocabulary(vocab, &plan.vocab_params(), &plan.classes, rng)
                 .map_err(|e| host.fail(Some(Stage::Vocabulary), e.into()))?;
-            // The plan and the mechanism judge N against the same list (`RunPlan::new`).
-            if pv.whole_list {
-                let e = RunError::Refused("the plan was made for another public list than the one matched".into());
-                return Err(host.fail(Some(Stage::Vocabulary), e));
-            }
             rec.run.spends.extend(spends);
             // Bound to this run and unit: a later run given this Ṽ must find this run's spend.
             pv.released_by = Some(ReleasedBy { run: rec.run.id.clone(), person_column: unit.map(str::to_string) });

@@ -41,7 +41,7 @@ use crate::input::public_vocab::TermId;
 
 /// The noise threshold τ in grid units for ε and rows of `row_len` entries (module docs).
 pub fn threshold(epsilon: f64, row_len: usize) -> f64 {
-    threshold_for(epsilon, row_len, 0.5)
+    threshold_for(epsilon, row_len, Sampling::HALF_A_SURVIVOR)
 }
 
 /// τ = ln(R/(2q))/ε in grid units: about `survivors` = q of a row's R pure-noise entries exceed
@@ -95,7 +95,7 @@ impl Smoother {
 /// no keyphrase for the class (it is noise-dominated, [`super::signal`]) and the draw is uniform
 /// over Ṽ, what the curator gets by including such a class.
 pub fn sample_unigram(sums: &[i64], epsilon: f64, smoother: Option<&Smoother>, len: usize, count: usize, rng: &mut SecureRng) -> Vec<Vec<usize>> {
-    draw_unigram(unigram_weights(sums, epsilon, 0.5, smoother), len, count, false, rng)
+    draw_unigram(unigram_weights(sums, epsilon, Sampling::HALF_A_SURVIVOR, smoother), len, count, false, rng)
 }
 
 /// One class's weights: its histogram clipped at τ for `survivors` (and smoothed).

@@ -168,17 +168,19 @@ impl Default for Sampling {
 }
 
 impl Sampling {
-    pub const OFF: Sampling = Sampling { distinctiveness: 0.0, distinct_sets: false, noise_survivors: 0.5 };
+    /// q = ½: τ = ln N/ε_kde, the threshold before q could be set.
+    pub const HALF_A_SURVIVOR: f64 = 0.5;
+    pub const OFF: Sampling = Sampling { distinctiveness: 0.0, distinct_sets: false, noise_survivors: Self::HALF_A_SURVIVOR };
     /// The defaults of the page and the CLI (docs/utility.md, "Seeds that carry the class at
     /// every size"): γ = 1 and distinct sets.
-    pub const DEFAULT: Sampling = Sampling { distinctiveness: 1.0, distinct_sets: true, noise_survivors: 0.5 };
+    pub const DEFAULT: Sampling = Sampling { distinctiveness: 1.0, distinct_sets: true, noise_survivors: Self::HALF_A_SURVIVOR };
     /// The largest γ accepted.
     pub const MAX_DISTINCTIVENESS: f64 = 8.0;
     /// The most pure-noise survivors a row may be set to let through.
     pub const MAX_NOISE_SURVIVORS: f64 = 1000.0;
 
     fn half() -> f64 {
-        0.5
+        Self::HALF_A_SURVIVOR
     }
 
     pub fn validate(&self) -> Result<(), crate::base::ParamError> {

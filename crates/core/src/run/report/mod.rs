@@ -163,7 +163,7 @@ impl PrivacyReport {
                 clauses.join(" plus "),
             ),
             // What the run's outputs owe ε_voc: none when Ṽ is the whole list.
-            epsilon_vocabulary: if settings.whole_list() { 0.0 } else { settings.eps_voc },
+            epsilon_vocabulary: settings.vocabulary_epsilon(),
             epsilon_kde: settings.eps_kde,
             epsilon_run: run.epsilon(),
             epsilon_outputs: run.epsilon() + reused_epsilon,
