@@ -63,8 +63,11 @@ fi
 if ! has_version wasm-bindgen "wasm-bindgen $WBG_VERSION"; then
   step "cargo install --locked wasm-bindgen-cli $WBG_VERSION"
   # The crate's source as cargo downloads it (checked against the registry index's checksum):
-  # a package that depends on it alone, then where `cargo metadata` says its manifest is.
-  stub=$DPKPS_ROOT/.tools/wasm-bindgen-cli-fetch
+  # a package that depends on it alone, then where `cargo metadata` says its manifest is. Both
+  # in a folder outside the repository: inside it, cargo would take the repository's workspace
+  # for theirs and refuse them ("believes it's in a workspace when it's not").
+  work=$(mktemp -d)
+  stub=$work/fetch
   mkdir -p "$stub/src"
   : > "$stub/src/lib.rs"
   printf '[package]\nname = "fetch-wasm-bindgen-cli"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n[dependencies]\nwasm-bindgen-cli = "=%s"\n' \
@@ -73,7 +76,7 @@ if ! has_version wasm-bindgen "wasm-bindgen $WBG_VERSION"; then
 import json, sys
 m = json.load(sys.stdin)
 print(next(p["manifest_path"] for p in m["packages"] if p["name"] == "wasm-bindgen-cli" and p["version"] == sys.argv[1]))' "$WBG_VERSION")
-  src=$DPKPS_ROOT/.tools/wasm-bindgen-cli-$WBG_VERSION
+  src=$work/wasm-bindgen-cli-$WBG_VERSION
   rm -rf "$src"
   cp -r "$(dirname "$manifest")" "$src"
   python3 - "$src/Cargo.lock" <<'PY'
@@ -90,7 +93,7 @@ for (name, old, old_sum), (new, new_sum) in SWAPS.items():
 open(path, "w").write(lock)
 PY
   (cd / && cargo install --force --locked --root "$TOOLS_ROOT" --path "$src")
-  rm -rf "$src" "$stub"
+  rm -rf "$work"
 fi
 if ! has_version trunk "trunk $TRUNK_VERSION"; then
   step "cargo install --locked trunk --version $TRUNK_VERSION"

@@ -645,6 +645,9 @@ await runTests([
     // The load-time probe of term batches (crates/core/src/embed/rows.rs) passes in this browser's wasm:
     // short terms go 8 to a model call.
     assert(/Short terms are embedded 8 a model call/.test(text), `term batches: ${text}`);
+    // The products by the weights run on integers (crates/embed/src/int_products), and the
+    // worker's WebAssembly kernel gives the plain product's exact sums.
+    assert(/ 36 products by the weights run on integers \(this browser's kernel gives the exact sums\)/.test(text), `integer products: ${text}`);
     // With a spare core the worker starts helper workers (worker/pool.rs); the check sends the
     // terms through them too, so they must have embedded some, correctly.
     if (await page.evaluate(() => navigator.hardwareConcurrency) >= 2) {

@@ -262,6 +262,13 @@ pub enum Event {
         /// probe found a batch's rows independent on this machine, else 1.
         #[serde(default)]
         term_width: usize,
+        /// The model's products by its weights that run on integers (the embedder's
+        /// `int_products`: 36 for the bundled model), and whether this machine's integer kernel
+        /// gave the plain product's sums (None) or where it did not.
+        #[serde(default)]
+        int_products: usize,
+        #[serde(default)]
+        int_kernel_error: Option<String>,
     },
     Benched(BenchFigures),
     BenchedDocs(DocBenchFigures),

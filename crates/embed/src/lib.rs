@@ -4,3 +4,4 @@
 
 pub mod onnx;
 pub mod profile;
+pub mod int_products;

@@ -40,6 +40,9 @@ pub struct OnnxEmbedder {
     /// load-time probe found a row's vector independent of its batch-mates, else 1.
     term_width: usize,
     rows_key: String,
+    /// Products by the weights run on integers (`crate::int_products`): 36 for the bundled
+    /// model, 0 for a model whose weights are not int8.
+    int_products: usize,
 }
 
 /// Whether `checksum` is the bundled model's, as `models/SHA256SUMS` lists it.
@@ -54,9 +57,14 @@ pub(crate) fn model_err(e: impl std::fmt::Display) -> EmbedError {
 }
 
 /// The graph typed and decluttered (weights folded to f32 constants), before it is optimised
-/// for given shapes.
-pub(crate) fn decluttered(inference: InferenceModel) -> Result<TypedModel, EmbedError> {
-    inference.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))
+/// for given shapes; with `integers`, its products by int8 weights on integers
+/// ([`crate::int_products`]), and how many there are.
+pub(crate) fn decluttered(inference: InferenceModel, integers: bool) -> Result<(TypedModel, usize), EmbedError> {
+    let typed = inference.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))?;
+    if !integers {
+        return Ok((typed, 0));
+    }
+    crate::int_products::on_integers(typed).map_err(|e| EmbedError::Model(format!("cannot prepare the model's products: {e}")))
 }
 
 /// `model` optimised with its batch and sequence axes fixed where given.
@@ -96,7 +104,7 @@ impl OnnxEmbedder {
                 inference.outputs.len()
             )));
         }
-        let decluttered = decluttered(inference)?;
+        let (decluttered, int_products) = decluttered(inference, true)?;
         let order: Vec<usize> = INPUTS
             .iter()
             .map(|want| decluttered.inputs.iter().position(|o| decluttered.node(o.node).name == *want).unwrap_or(usize::MAX))
@@ -107,7 +115,7 @@ impl OnnxEmbedder {
         // natively (`dpkps bench embed`), for about 26 MB more (the weights packed once more).
         let one = plan_at(&decluttered, Some(1), None)?;
         let plan = decluttered.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))?;
-        let mut e = OnnxEmbedder { plan, one, tokenizer, reorder: order, dim: 0, checksum, term_width: 1, rows_key: String::new() };
+        let mut e = OnnxEmbedder { plan, one, tokenizer, reorder: order, dim: 0, checksum, term_width: 1, rows_key: String::new(), int_products };
         // The output dimension, read by running the model once on a probe.
         let probe = e.run(&["dimension probe"])?;
         e.dim = probe.first().map_or(0, Vec::len);
@@ -177,6 +185,11 @@ impl OnnxEmbedder {
     /// width, another engine or CPU) is not read for this one.
     pub fn rows_key(&self) -> &str {
         &self.rows_key
+    }
+
+    /// How many of the model's products by its weights run on integers ([`crate::int_products`]).
+    pub fn int_products(&self) -> usize {
+        self.int_products
     }
 
     /// A text's token ids as the model sees them ([CLS] … [SEP], truncated, no padding).

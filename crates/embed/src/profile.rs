@@ -35,7 +35,7 @@ pub struct Profile {
 /// attention's (docs/benchmarks.md, "The attention products, looked at again").
 fn kind(node: &TypedNode, inputs: &[TValue]) -> String {
     let name = node.op().name().to_string();
-    if !(name.contains("Mat") || name.contains("EinSum") || name.contains("Gemm")) {
+    if !(name.contains("Mat") || name.contains("EinSum") || name.contains("Gemm") || name == "IntProduct") {
         return name;
     }
     let place = match node.name.split_once("/layer.") {
@@ -107,7 +107,8 @@ impl Profile {
 
 /// Experiments on the plans: for each (batch, seq) fixed (None: left open), milliseconds per
 /// document over `texts` run `batch` at a time padded to `seq`, and whether every vector came out
-/// bit for bit as the one-text plan makes it.
+/// bit for bit as the one-text plan makes it; then one row for the one-text plan with its
+/// products in f32 (the vectors are unit length: their dot product is the cosine).
 pub fn compare_plans(
     model: &[u8],
     e: &OnnxEmbedder,
@@ -116,7 +117,7 @@ pub fn compare_plans(
     now: &dyn Fn() -> f64,
 ) -> Result<Vec<(String, f64, bool, f64)>, EmbedError> {
     let inference = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(model)).map_err(model_err)?;
-    let typed = crate::onnx::decluttered(inference)?;
+    let typed = crate::onnx::decluttered(inference, true)?.0;
     let ids: Vec<Vec<u32>> = texts.iter().map(|t| e.ids(t)).collect::<Result<_, _>>()?;
     let run = |plan: &crate::onnx::Plan, rows: &[Vec<u32>], seq: usize| -> Result<Vec<Vec<f32>>, EmbedError> {
         let out = plan.run(e.inputs_padded(rows, seq)?).map_err(model_err)?;
@@ -144,5 +145,19 @@ pub fn compare_plans(
         }
         out.push((format!("batch {batch}, length {}", seq.map_or("open".into(), |s| s.to_string())), (now() - t) / k.max(1) as f64, same, build));
     }
+    // The same documents one at a time with every product on tract's f32 kernels, as before
+    // `crate::int_products`: its time, and how far its vectors are from the integer ones.
+    let inference = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(model)).map_err(model_err)?;
+    let t = now();
+    let plan = crate::onnx::plan_at(&crate::onnx::decluttered(inference, false)?.0, Some(1), None)?;
+    let build = now() - t;
+    let t = now();
+    let mut lowest = 1f64;
+    for (k, row) in ids.iter().enumerate() {
+        let v = run(&plan, std::slice::from_ref(row), 0)?.remove(0);
+        lowest = lowest.min(v.iter().zip(&base[k]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>());
+    }
+    let same = lowest == 1.0;
+    out.push((format!("one text, products in f32 (lowest cosine to the integer products' vectors {lowest:.6})"), (now() - t) / ids.len().max(1) as f64, same, build));
     Ok(out)
 }

@@ -99,7 +99,7 @@ impl AppState {
                 self.model_check.set(None);
                 self.job.set(None);
             }
-            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers, vectors_checked, vectors_worst_cosine, vectors_worst_term, term_width } => {
+            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers, vectors_checked, vectors_worst_cosine, vectors_worst_term, term_width, int_products, int_kernel_error } => {
                 let workers = match helpers {
                     0 => "this worker alone".to_string(),
                     1 => format!("{by_helpers} of them by 1 helper worker"),
@@ -113,10 +113,15 @@ impl AppState {
                     1 => " Terms are embedded one a model call.".to_string(),
                     w => format!(" Short terms are embedded {w} a model call (each row found independent of the others on this machine)."),
                 };
+                let ints = match (int_products, int_kernel_error) {
+                    (_, Some(e)) => format!(" Integer products: FAILED: {e}."),
+                    (0, None) => " The model's products run in f32 (its weights are not int8).".to_string(),
+                    (n, None) => format!(" {n} products by the weights run on integers (this browser's kernel gives the exact sums)."),
+                };
                 self.model_check.set(Some(if passed {
-                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).{vectors}{rows}")
+                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).{vectors}{rows}{ints}")
                 } else {
-                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).{vectors}{rows}")
+                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).{vectors}{rows}{ints}")
                 }));
                 self.job.set(None);
             }
