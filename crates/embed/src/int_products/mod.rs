@@ -19,7 +19,9 @@
 //!   everywhere, so these products give the same bits natively and in the page.
 //!
 //! Where: [`on_integers`] replaces each f32 `EinSum` of an activation by a constant matrix whose
-//! every column lies on an int8 grid (`|w| = q · s`, q ≤ 127 an integer) with an
+//! every column lies on an int8 grid (`w = q · s`, |q| ≤ 127 an integer, the column's largest
+//! |q| = 127; a 0/1 matrix is on such a grid too, and then also only its activations are
+//! rounded) with an
 //! [`IntProduct`], taking in the `Add` of a constant bias that follows it (tract fuses that into
 //! its own products; left alone it cost as much as the product natively); any other product
 //! (attention's, a model whose weights are not int8) stays on tract's f32 kernels. It runs on the
@@ -89,17 +91,17 @@ impl IntProduct {
         let mut scales = Vec::with_capacity(n);
         let mut q = vec![0i16; k * n];
         for j in 0..n {
-            let top = (0..k).map(|kk| at(kk, j).abs()).fold(0f32, f32::max);
-            if !top.is_finite() {
+            if (0..k).any(|kk| !at(kk, j).is_finite()) {
                 return Ok(None);
             }
+            let top = (0..k).map(|kk| at(kk, j).abs()).fold(0f32, f32::max);
             let s = top / 127.0;
             for kk in 0..k {
                 let x = at(kk, j);
                 let r = if s > 0.0 { (x / s).round() } else { 0.0 };
                 // On the grid: the value is r · s but for f32 rounding (the model's
                 // DequantizeLinear is one product q · scale).
-                if r.abs() > 127.0 || (x - r * s).abs() > s * 1e-3 {
+                if !(r.abs() <= 127.0 && (x - r * s).abs() <= s * 1e-3) {
                     return Ok(None);
                 }
                 q[kk * n + j] = r as i16;
@@ -117,12 +119,21 @@ impl IntProduct {
         let mut row_scale = vec![0f32; rows];
         for m in 0..rows {
             let row = &x[m * k..(m + 1) * k];
+            if !row.iter().all(|v| v.is_finite()) {
+                // As an f32 product would, the row's outputs are not numbers.
+                row_scale[m] = f32::NAN;
+                continue;
+            }
             let top = row.iter().fold(0f32, |t, v| t.max(v.abs()));
-            if top > 0.0 {
-                let s = top / bound;
+            // A row whose scale would not be a normal f32 (its largest value below about
+            // 4·10⁻³⁴) is taken as zero: rounded under a subnormal scale, its integers could
+            // pass the bound. Its products are below 10⁻³¹ anyway.
+            let s = top / bound;
+            if s >= f32::MIN_POSITIVE {
                 row_scale[m] = s;
                 for (q, &v) in a[m * len..m * len + k].iter_mut().zip(row) {
-                    // Half away from zero; `as` saturates (and maps NaN to 0).
+                    // About half away from zero (r + 0.5 is itself rounded): the same f32
+                    // operations everywhere, so the same integers; |r| ≤ bound.
                     let r = v / s;
                     *q = (r + 0.5f32.copysign(r)) as i16;
                 }
@@ -233,7 +244,7 @@ pub(crate) fn on_integers(mut model: TypedModel) -> TractResult<(TypedModel, usi
             let other = add.inputs.iter().find(|i| i.node != node.id);
             if let (Some(_), Some(&other), 2) = (bin, other, add.inputs.len()) {
                 if let Some(b) = model.outlet_fact(other)?.konst.clone() {
-                    let rank_ok = b.rank() <= x.rank() && b.shape().iter().rev().skip(1).all(|&d| d == 1);
+                    let rank_ok = b.shape().iter().rev().skip(1).all(|&d| d == 1);
                     if b.datum_type() == f32::datum_type() && rank_ok && b.shape().last() == Some(&op.w.n) {
                         op.bias = Some(Arc::new(b.try_as_plain_ram()?.as_slice::<f32>()?.to_vec()));
                         last = add.id;
@@ -241,10 +252,15 @@ pub(crate) fn on_integers(mut model: TypedModel) -> TractResult<(TypedModel, usi
                 }
             }
         }
-        let mut patch = TypedModelPatch::default();
-        let tap = patch.tap_model(&model, node.inputs[0])?;
-        let wire = patch.wire_node(&node.name, op, &[tap])?;
-        patch.shunt_outside(&model, OutletId::new(last, 0), wire[0])?;
+        // A product whose patch cannot be made (a shape this op does not take) stays on tract's.
+        let patch = || -> TractResult<TypedModelPatch> {
+            let mut patch = TypedModelPatch::default();
+            let tap = patch.tap_model(&model, node.inputs[0])?;
+            let wire = patch.wire_node(&node.name, op, &[tap])?;
+            patch.shunt_outside(&model, OutletId::new(last, 0), wire[0])?;
+            Ok(patch)
+        };
+        let Ok(patch) = patch() else { continue };
         patch.apply(&mut model)?;
         done += 1;
     }
@@ -312,6 +328,23 @@ mod tests {
         let mut off = wf.clone();
         off[3] += scales[3] * 0.4;
         assert!(IntProduct::from_weights(&Tensor::from_shape(&[k, n], &off).unwrap(), false).unwrap().is_none());
+    }
+
+    /// Not numbers stay not numbers: a weight that is not finite keeps the product on tract's
+    /// f32 kernels, and a row holding one gives outputs that are not numbers. A row too small
+    /// for a normal scale gives zeros (its integers never pass the bound).
+    #[test]
+    fn non_finite_and_tiny_values() {
+        let (k, n) = (4, 2);
+        let mut wf: Vec<f32> = vec![1.27, -1.27, 0.5, 0.25, -0.01, 0.0, 0.3, 0.02];
+        let op = IntProduct::from_weights(&Tensor::from_shape(&[k, n], &wf).unwrap(), false).unwrap().unwrap();
+        wf[2] = f32::NAN;
+        assert!(IntProduct::from_weights(&Tensor::from_shape(&[k, n], &wf).unwrap(), false).unwrap().is_none());
+        let x = [1.0f32, f32::NAN, 0.0, 2.0, 1.0, 0.5, -0.25, 2.0, 1e-40, -3e-41, 0.0, 1e-42];
+        let out = op.apply(&x, 3);
+        assert!(out[0].is_nan() && out[1].is_nan(), "{out:?}");
+        assert!(out[2].is_finite() && out[3].is_finite(), "{out:?}");
+        assert_eq!(&out[4..], &[0.0, 0.0]);
     }
 
     /// A bias taken in is added to every row after the scaling, as tract's Add did.
