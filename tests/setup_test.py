@@ -21,7 +21,8 @@ def cargo_installs():
         with open(path) as f:
             for n, line in enumerate(f, 1):
                 code = line.split("#", 1)[0]
-                if re.search(r"\bcargo install\b", code) and not re.match(r'\s*(step|echo|need)\b', code):
+                # `cargo install`, or with options before the verb (`cargo --config K=V install`)
+                if re.search(r"\bcargo(\s+--config\s+\S+)*\s+install\b", code) and not re.match(r'\s*(step|echo|need)\b', code):
                     out.append((os.path.basename(path), n, code.strip()))
     return out
 
