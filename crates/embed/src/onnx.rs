@@ -57,14 +57,15 @@ pub(crate) fn model_err(e: impl std::fmt::Display) -> EmbedError {
 }
 
 /// The graph typed and decluttered (weights folded to f32 constants), before it is optimised
-/// for given shapes; with `integers`, its products by int8 weights on integers
-/// ([`crate::int_products`]), and how many there are.
-pub(crate) fn decluttered(inference: InferenceModel, integers: bool) -> Result<(TypedModel, usize), EmbedError> {
-    let typed = inference.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))?;
-    if !integers {
-        return Ok((typed, 0));
-    }
-    crate::int_products::on_integers(typed).map_err(|e| EmbedError::Model(format!("cannot prepare the model's products: {e}")))
+/// for given shapes.
+pub(crate) fn decluttered(inference: InferenceModel) -> Result<TypedModel, EmbedError> {
+    inference.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))
+}
+
+/// A decluttered graph with its products by int8 weights on integers ([`crate::int_products`]),
+/// and how many there are.
+pub(crate) fn on_integers(decluttered: TypedModel) -> Result<(TypedModel, usize), EmbedError> {
+    crate::int_products::on_integers(decluttered).map_err(|e| EmbedError::Model(format!("cannot prepare the model's products: {e}")))
 }
 
 /// `model` optimised with its batch and sequence axes fixed where given.
@@ -104,7 +105,7 @@ impl OnnxEmbedder {
                 inference.outputs.len()
             )));
         }
-        let (decluttered, int_products) = decluttered(inference, true)?;
+        let (decluttered, int_products) = on_integers(decluttered(inference)?)?;
         let order: Vec<usize> = INPUTS
             .iter()
             .map(|want| decluttered.inputs.iter().position(|o| decluttered.node(o.node).name == *want).unwrap_or(usize::MAX))

@@ -117,7 +117,8 @@ pub fn compare_plans(
     now: &dyn Fn() -> f64,
 ) -> Result<Vec<(String, f64, bool, f64)>, EmbedError> {
     let inference = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(model)).map_err(model_err)?;
-    let typed = crate::onnx::decluttered(inference, true)?.0;
+    let in_f32 = crate::onnx::decluttered(inference)?;
+    let typed = crate::onnx::on_integers(in_f32.clone())?.0;
     let ids: Vec<Vec<u32>> = texts.iter().map(|t| e.ids(t)).collect::<Result<_, _>>()?;
     let run = |plan: &crate::onnx::Plan, rows: &[Vec<u32>], seq: usize| -> Result<Vec<Vec<f32>>, EmbedError> {
         let out = plan.run(e.inputs_padded(rows, seq)?).map_err(model_err)?;
@@ -125,6 +126,7 @@ pub fn compare_plans(
         Ok(view.outer_iter().map(|r| r.iter().copied().collect()).collect())
     };
     let base: Vec<Vec<f32>> = ids.iter().map(|r| run(e.one_plan(), std::slice::from_ref(r), 0).map(|mut v| v.remove(0))).collect::<Result<_, _>>()?;
+    let same_bits = |v: &[f32], k: usize| v.iter().zip(&base[k]).all(|(a, b)| a.to_bits() == b.to_bits());
     let mut out = Vec::new();
     for &(batch, seq) in shapes {
         let t = now();
@@ -139,7 +141,7 @@ pub fn compare_plans(
             }
             let vecs = run(&plan, chunk, seq.unwrap_or(0))?;
             for v in vecs {
-                same &= v.iter().zip(&base[k]).all(|(a, b)| a.to_bits() == b.to_bits());
+                same &= same_bits(&v, k);
                 k += 1;
             }
         }
@@ -147,16 +149,15 @@ pub fn compare_plans(
     }
     // The same documents one at a time with every product on tract's f32 kernels, as before
     // `crate::int_products`: its time, and how far its vectors are from the integer ones.
-    let inference = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(model)).map_err(model_err)?;
     let t = now();
-    let plan = crate::onnx::plan_at(&crate::onnx::decluttered(inference, false)?.0, Some(1), None)?;
+    let plan = crate::onnx::plan_at(&in_f32, Some(1), None)?;
     let build = now() - t;
     let t = now();
     let (mut lowest, mut same) = (1f64, true);
     for (k, row) in ids.iter().enumerate() {
         let v = run(&plan, std::slice::from_ref(row), 0)?.remove(0);
         lowest = lowest.min(v.iter().zip(&base[k]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>());
-        same &= v.iter().zip(&base[k]).all(|(a, b)| a.to_bits() == b.to_bits());
+        same &= same_bits(&v, k);
     }
     out.push((format!("one text, products in f32 (lowest cosine to the integer products' vectors {lowest:.6})"), (now() - t) / ids.len().max(1) as f64, same, build));
     Ok(out)

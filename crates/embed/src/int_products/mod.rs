@@ -362,6 +362,54 @@ mod tests {
         assert_ne!(plain, with);
     }
 
+    /// `on_integers` on a graph: a product by int8-grid weights and the bias `Add` after it
+    /// become one `IntProduct` (the same values within the rounding); a product by weights off
+    /// the grid and a product of two activations stay tract's `EinSum`.
+    #[test]
+    fn on_integers_replaces_only_products_by_int8_weights() {
+        let (m, k, n) = (3, 6, 4);
+        let grid: Vec<f32> = (0..k * n).map(|i| if i < n { 127.0 } else { (i as f32 * 11.0) % 254.0 - 127.0 } * 0.01).collect();
+        let mut off = grid.clone();
+        off[n + 1] += 0.004;
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact([m, k])).unwrap();
+        let y = model.add_source("y", f32::fact([m, k])).unwrap();
+        let product = |model: &mut TypedModel, name: &str, a: OutletId, b: OutletId, axes: &str| {
+            model.wire_node(name, EinSum::new(axes.parse().unwrap(), f32::datum_type()), &[a, b]).unwrap()[0]
+        };
+        let w = model.add_const("w", Tensor::from_shape(&[k, n], &grid).unwrap()).unwrap();
+        let bias = model.add_const("bias", Tensor::from_shape(&[1, n], &[0.5f32, -1.0, 2.0, 0.0]).unwrap()).unwrap();
+        let on_grid = product(&mut model, "on_grid", x, w, "mk,kn->mn");
+        let biased = model.wire_node("bias_add", tract_onnx::tract_core::ops::math::add(), &[on_grid, bias]).unwrap()[0];
+        let w_off = model.add_const("w_off", Tensor::from_shape(&[k, n], &off).unwrap()).unwrap();
+        let off_grid = product(&mut model, "off_grid", x, w_off, "mk,kn->mn");
+        let pair = product(&mut model, "pair", x, y, "mk,nk->mn");
+        model.select_output_outlets(&[biased, off_grid, pair]).unwrap();
+
+        let (ints, replaced) = on_integers(model.clone()).unwrap();
+        assert_eq!(replaced, 1);
+        let names = |model: &TypedModel, op: &str| model.nodes().iter().filter(|node| node.op().name() == op).map(|node| node.name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&ints, "IntProduct"), ["on_grid"]);
+        assert_eq!(names(&ints, "EinSum"), ["off_grid", "pair"]);
+        assert!(names(&ints, "Add").is_empty(), "the bias Add is taken in: {:?}", names(&ints, "Add"));
+
+        let xs: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.37).sin()).collect();
+        let ys: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.11).cos()).collect();
+        let inputs = || tvec![Tensor::from_shape(&[m, k], &xs).unwrap().into_tvalue(), Tensor::from_shape(&[m, k], &ys).unwrap().into_tvalue()];
+        let run = |model: TypedModel| -> Vec<Vec<f32>> {
+            let out = model.into_runnable().unwrap().run(inputs()).unwrap();
+            out.iter().map(|t| t.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec()).collect()
+        };
+        let (want, got) = (run(model), run(ints));
+        // The product on integers within its rounding (K values of at most half a step each);
+        // the two products left to tract unchanged.
+        for (i, (g, w)) in got[0].iter().zip(&want[0]).enumerate() {
+            let top = xs[(i / n) * k..(i / n + 1) * k].iter().fold(0f32, |t, v| t.max(v.abs()));
+            assert!((g - w).abs() <= k as f32 * 0.5 * top / activation_bound(k) as f32 * 1.27 * 1.01 + 1e-6, "{i}: {g} against {w}");
+        }
+        assert_eq!(got[1..], want[1..]);
+    }
+
     /// A row's result depends on that row alone.
     #[test]
     fn a_row_is_rounded_on_its_own() {
