@@ -8,7 +8,14 @@
 #   2. if that fails (rustup's server unreachable): Debian's rustc-web 1.96 with its std
 #      sources and `-Zbuild-std`, linked with LLVM's wasm-ld-22; recorded in .tools/route and
 #      selected by scripts/env.sh.
+#
+# --without-built-tools: everything but the tools built from crates.io (step 3) and the final
+# check; scripts/test.sh compiles the app's wasm binaries first (they need only the wasm32 std)
+# and the tools after them, so that the worker's long one-core link runs beside the native
+# build rather than at the end.
 set -euo pipefail
+built_tools=1
+[[ ${1:-} == --without-built-tools ]] && built_tools=0
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$DPKPS_ROOT"
 step() { printf '==> %s\n' "$*"; }
@@ -60,7 +67,7 @@ fi
 #    crate at the version and checksum of its own lockfile, never whatever is newest that day.
 #    That lockfile pins webpki-roots 1.0.11, which some registry mirrors lack; it is built with
 #    1.0.10 (the CA roots a release earlier, by its checksum) in its place, all else as locked.
-if ! has_version wasm-bindgen "wasm-bindgen $WBG_VERSION"; then
+if ((built_tools)) && ! has_version wasm-bindgen "wasm-bindgen $WBG_VERSION"; then
   step "cargo install --locked wasm-bindgen-cli $WBG_VERSION"
   # The crate's source as cargo downloads it (checked against the registry index's checksum):
   # a package that depends on it alone, then where `cargo metadata` says its manifest is. Both
@@ -97,7 +104,7 @@ PY
   (cd / && cargo --config profile.release.opt-level=1 install --force --locked --root "$TOOLS_ROOT" --path "$src")
   rm -rf "$work"
 fi
-if ! has_version trunk "trunk $TRUNK_VERSION"; then
+if ((built_tools)) && ! has_version trunk "trunk $TRUNK_VERSION"; then
   step "cargo install --locked trunk --version $TRUNK_VERSION"
   # Without debug information: 617 s of CPU against 706 s with it (2-core machine, one job).
   (cd / && cargo --config profile.dev.debug=false install --force --locked --debug --root "$TOOLS_ROOT" trunk --version "$TRUNK_VERSION")
@@ -126,5 +133,9 @@ fi
 # The local LLM for tests/e2e/llm_real.mjs (about 600 MB) is installed by scripts/test.sh
 # (`scripts/local-llm.sh install`), not here: serving the app does not need it.
 
-check_tools
-step "toolchain ready ($((SECONDS - t0)) s)"
+if ((built_tools)); then
+  check_tools
+  step "toolchain ready ($((SECONDS - t0)) s)"
+else
+  step "toolchain ready but for trunk and wasm-bindgen-cli ($((SECONDS - t0)) s)"
+fi

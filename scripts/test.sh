@@ -45,13 +45,16 @@ trap 'for p in "${job_pid[@]}"; do kill_tree "$p"; done' EXIT
 # network time hidden behind compile time; waited for before the LLM stage.
 bg llm scripts/local-llm.sh install
 
-# The wasm track: the tools (trunk and wasm-bindgen-cli are built from crates.io on a new
-# machine; the wasm32 std), then the app's two release binaries, built exactly as trunk builds
-# them (index.html: each member's manifest, profile wasm-release) so that trunk's own cargo
-# calls below find them done, then the wasm32 tests' build: the core alone (crates/core: no
-# Leptos, no tract, no candle) under the wasm-test profile (Cargo.toml: nothing optimised; the
-# tests run in under a second, and the build is about four times quicker than with optimised
-# dependencies). The native build needs none of the tools, so it starts at once beside it.
+# The wasm track: the wasm32 std, then the app's two release binaries, built exactly as trunk
+# builds them (index.html: each member's manifest, profile wasm-release) so that trunk's own
+# cargo calls below find them done, the worker first (its fat-LTO link runs on one core for
+# minutes: beside the native build it fills the other core, at the end it would leave one idle);
+# then the tools built from crates.io (trunk and wasm-bindgen-cli, on a new machine: about 1,100 s
+# of CPU on the 2-core machine, in many crates at a time); then the wasm32 tests' build: the
+# core alone (crates/core: no Leptos, no tract, no candle) under the wasm-test profile
+# (Cargo.toml: nothing optimised; the tests run in under a second, and the build is about four
+# times quicker than with optimised dependencies). The native build needs none of the tools, so
+# it starts at once beside it.
 #
 # Then the release bundle, in this track too, so that its single-threaded wasm-opt runs beside the
 # native tests rather than after them: trunk waits for the native test build (the marker below)
@@ -62,9 +65,10 @@ bg llm scripts/local-llm.sh install
 native_built=target/ci/native-built
 rm -f "$native_built"
 wasm_track() {
-  scripts/setup.sh
-  cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/web/Cargo.toml --bin dpkps-web
+  scripts/setup.sh --without-built-tools
   cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/worker/Cargo.toml --bin dpkps-worker
+  cargo build --locked --target wasm32-unknown-unknown --profile wasm-release --manifest-path crates/web/Cargo.toml --bin dpkps-web
+  scripts/setup.sh
   cargo test --locked --target wasm32-unknown-unknown -p dpkps-core --test web --profile wasm-test --no-run
   lap "wasm track: release binaries and wasm32 tests built; waiting for the native test build"
   while [[ ! -f $native_built ]]; do sleep 2; done
