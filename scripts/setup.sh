@@ -15,7 +15,11 @@
 # build rather than at the end.
 set -euo pipefail
 built_tools=1
-[[ ${1:-} == --without-built-tools ]] && built_tools=0
+case ${1:-} in
+  '') ;;
+  --without-built-tools) built_tools=0 ;;
+  *) echo "usage: scripts/setup.sh [--without-built-tools]" >&2; exit 2 ;;
+esac
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 cd "$DPKPS_ROOT"
 step() { printf '==> %s\n' "$*"; }
