@@ -115,7 +115,9 @@ fi
 if ((built_tools)) && ! has_version trunk "trunk $TRUNK_VERSION"; then
   step "cargo install --locked trunk --version $TRUNK_VERSION"
   # Without debug information: 617 s of CPU against 706 s with it (2-core machine, one job).
-  # Without its default features (an update check on crates.io, TLS): Trunk.toml runs it offline.
+  # Without its default features: TLS, and an update check that asked crates.io on every run
+  # (Trunk.toml's `offline` does not stop it, only the command line's --offline or
+  # --skip-version-check would); Trunk.toml keeps trunk from downloading tools, so it needs no TLS.
   # 579 s of CPU against 605 s (both beside other builds).
   (cd / && cargo --config profile.dev.debug=false install --force --locked --debug --no-default-features --root "$TOOLS_ROOT" trunk --version "$TRUNK_VERSION")
 fi
