@@ -376,6 +376,9 @@ fn a_killed_job_resumes_and_sends_each_remaining_document_exactly_once() {
     // A kill in the middle of writing an outcome leaves a torn last line.
     std::fs::OpenOptions::new().append(true).open(out.join("outcomes.jsonl")).unwrap().write_all(br#"{"job":"x","index":11,"outc"#).unwrap();
     assert!(done.len() >= 4 && done.len() < 12, "{done:?}");
+    // The killed run's last request may reach the server's log after the kill (its bytes were
+    // sent): let it land before counting, or the resumed run would seem to send it again.
+    server.settle(Duration::from_millis(500));
     let before = server.seen().len();
 
     let o = generate(&run, &server.url, &out, &["--concurrency", "2"]).output().unwrap();

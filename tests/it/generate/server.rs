@@ -86,6 +86,31 @@ impl Server {
         self.state.lock().unwrap().seen.clone()
     }
 
+    /// Waits until no request has been in flight, and none has arrived, for `quiet` on end. After
+    /// a client is killed, a request it had sent just before may still be read and recorded by
+    /// its connection's thread: a count taken at once would miss it and lay it at the door of
+    /// whichever client runs next.
+    pub(super) fn settle(&self, quiet: Duration) {
+        let t0 = Instant::now();
+        let mut calm: Option<(Instant, usize)> = None;
+        loop {
+            let (busy, n) = {
+                let s = self.state.lock().unwrap();
+                (s.in_flight > 0, s.seen.len())
+            };
+            match calm {
+                Some((since, seen)) if !busy && seen == n => {
+                    if since.elapsed() >= quiet {
+                        return;
+                    }
+                }
+                _ => calm = (!busy).then(|| (Instant::now(), n)),
+            }
+            assert!(t0.elapsed() < Duration::from_secs(60), "the test server never settled");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Requests per document.
     pub(super) fn counts(&self) -> BTreeMap<usize, usize> {
         let mut c = BTreeMap::new();
