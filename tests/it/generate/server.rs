@@ -92,19 +92,17 @@ impl Server {
     /// whichever client runs next.
     pub(super) fn settle(&self, quiet: Duration) {
         let t0 = Instant::now();
-        let mut calm: Option<(Instant, usize)> = None;
+        // When the server was last seen busy or with a new request, and how many it had seen.
+        let (mut since, mut seen) = (t0, usize::MAX);
         loop {
             let (busy, n) = {
                 let s = self.state.lock().unwrap();
                 (s.in_flight > 0, s.seen.len())
             };
-            match calm {
-                Some((since, seen)) if !busy && seen == n => {
-                    if since.elapsed() >= quiet {
-                        return;
-                    }
-                }
-                _ => calm = (!busy).then(|| (Instant::now(), n)),
+            if busy || n != seen {
+                (since, seen) = (Instant::now(), n);
+            } else if since.elapsed() >= quiet {
+                return;
             }
             assert!(t0.elapsed() < Duration::from_secs(60), "the test server never settled");
             std::thread::sleep(Duration::from_millis(10));
