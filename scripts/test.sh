@@ -12,7 +12,7 @@ lap() { printf '==> %s (%d s so far)\n' "$*" $((SECONDS - t0)); }
 
 # What runs at the same time, and why: on two cores most of this is CPU work, and much of it
 # is single-threaded (a crate at the end of a dependency chain such as tract-core, the fat-LTO
-# link of each wasm binary, wasm-opt, which is binaryen compiled to JavaScript). The native
+# link of each wasm binary, wasm-opt on the UI's module, which is binaryen compiled to JavaScript). The native
 # track (cargo test) and the wasm track (the app's two release binaries, the wasm32 tests'
 # build, then trunk) share no build output (separate profile folders under target/), so they
 # run side by side and each fills the other's single-threaded stretches. Every background job
@@ -56,8 +56,8 @@ bg llm scripts/local-llm.sh install
 # times quicker than with optimised dependencies). The native build needs none of the tools, so
 # it starts at once beside it.
 #
-# Then the release bundle, in this track too, so that its single-threaded wasm-opt runs beside the
-# native tests rather than after them: trunk waits for the native test build (the marker below)
+# Then the release bundle, in this track too, so that its single-threaded steps (wasm-bindgen,
+# wasm-opt on the UI) run beside the native tests rather than after them: trunk waits for the native test build (the marker below)
 # and embeds the bundled vectors (scripts/vectors.sh, trunk's build-stage hook) with that build's
 # `dpkps`, copied before the marker (a copy of its own: nothing the native track runs later can
 # replace it under the hook). The native vectors test (tests/it/vectors.rs) asks for the same vectors;
@@ -72,16 +72,17 @@ wasm_track() {
   cargo test --locked --target wasm32-unknown-unknown -p dpkps-core --test web --profile wasm-test --no-run
   lap "wasm track: release binaries and wasm32 tests built; waiting for the native test build"
   while [[ ! -f $native_built ]]; do sleep 2; done
-  lap "wasm track: release bundle: trunk build --release (the binaries already built: the bundled vectors, wasm-bindgen, wasm-opt, the hooks)"
+  lap "wasm track: release bundle: trunk build --release (the binaries already built: the bundled vectors, wasm-bindgen, the UI's wasm-opt, the hooks)"
   DPKPS_BIN=$PWD/target/ci/dpkps-vectors trunk build --release --config Trunk.toml
   ls -l dist/*.wasm
   lap "wasm track: done"
 }
 bg wasm wasm_track
 
-lap "scripts: the static server (tests/serve_test.py) and the pinned tool installs (tests/setup_test.py)"
+lap "scripts: the static server (tests/serve_test.py), the pinned tool installs (tests/setup_test.py), the worker's name section (tests/wasm_names_test.py)"
 python3 tests/serve_test.py
 python3 tests/setup_test.py
+python3 tests/wasm_names_test.py
 
 lap "native tests: cargo test (the workspace's native crates; the wasm track builds beside it)"
 cargo test --locked --no-run
