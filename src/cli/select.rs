@@ -196,7 +196,7 @@ pub(crate) fn run(args: SelectArgs) -> Result<(), CliError> {
         classes_ticked: Vec::new(),
         ..RunSettings::default()
     };
-    let plan = dpkps_core::run::vote::plan(settings, args.corpus.labelled())?;
+    let plan = dpkps_core::run::RunPlan::for_vote(settings, args.corpus.labelled())?;
     let params = VoteParams { epsilon: args.eps_select, sample_rate: args.sample_rate };
     params.check().map_err(|e| CliError::Input { path: "--eps-select, --sample-rate".into(), message: e.to_string() })?;
     let keep = match (args.keep, args.candidates_per_kept) {

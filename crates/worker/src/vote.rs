@@ -57,7 +57,7 @@ pub async fn vote(state: &mut State, ask: VoteAsk, files: &[File]) -> Result<Eve
     let Some(plan_vote) = ask.settings.vote else {
         return Err(failed("the DP vote is off in these settings".into()));
     };
-    let plan = dpkps_core::run::vote::plan(ask.settings.clone(), *labelled).map_err(at(stage))?;
+    let plan = dpkps_core::run::RunPlan::for_vote(ask.settings.clone(), *labelled).map_err(at(stage))?;
     if plan.account.is_none() {
         return Err(failed("name the budget account (the dataset) first: every vote is recorded under one".into()));
     }

@@ -42,6 +42,21 @@ impl RunPlan {
         Ok(RunPlan { settings, classes, account, top_n_kept })
     }
 
+    /// The plan a DP vote (`super::vote`) is held to: the class set (declared, public), the
+    /// account and the budget. A vote reads no other setting (its own parameters are
+    /// `VoteSettings`, checked there), so the others stay as given and unchecked, and no public
+    /// list is involved (`top_n_kept` is the settings' N, read by nothing in a vote).
+    pub fn for_vote(settings: RunSettings, labelled: bool) -> Result<RunPlan, RunError> {
+        let classes = settings.class_set(labelled).map_err(|e| RunError::Settings(e.message))?;
+        if let Some(b) = settings.budget {
+            if !(b.is_finite() && b >= 0.0) {
+                return Err(RunError::Settings(format!("the budget {b} must be a number of at least 0")));
+            }
+        }
+        let account = settings.account_name();
+        Ok(RunPlan { top_n_kept: settings.top_n, settings, classes, account })
+    }
+
     pub fn vocab_params(&self) -> VocabParams {
         self.settings.vocab_params()
     }

@@ -23,7 +23,7 @@
 
 
 use super::stages::Recorder;
-use super::{Host, RunError, RunPlan, RunSettings, Stage};
+use super::{Host, RunError, RunPlan, Stage};
 use crate::dp::vote::{self, Candidates, ClassOutcome, KeepMode, UnitVector, VoteParams};
 pub use crate::dp::vote::{mechanism_words, KeepRule};
 pub use super::report::vote::{VoteRecord, VoteReport};
@@ -93,20 +93,6 @@ pub fn candidates_sha256<'a>(candidates: impl IntoIterator<Item = (Option<&'a st
 pub struct VoteOutput {
     pub run: Run,
     pub report: VoteReport,
-}
-
-/// The plan a vote is held to: the class set (declared, public), the account and the budget;
-/// the other settings stay at their defaults and are not read. `labelled`: whether the corpus
-/// is read with a label column.
-pub fn plan(settings: RunSettings, labelled: bool) -> Result<RunPlan, RunError> {
-    let classes = settings.class_set(labelled).map_err(|e| RunError::Settings(e.message))?;
-    if let Some(b) = settings.budget {
-        if !(b.is_finite() && b >= 0.0) {
-            return Err(RunError::Settings(format!("the budget {b} must be a number of at least 0")));
-        }
-    }
-    let account = settings.account_name();
-    Ok(RunPlan { top_n_kept: settings.top_n, settings, classes, account })
 }
 
 /// Runs the vote of `inputs.corpus`'s units over the candidates and records its ε; the release

@@ -10,7 +10,7 @@ use crate::dp::summary::{DpSummary, SummaryInputs};
 use crate::input::matched::MatchedDoc;
 use crate::input::public_vocab::{PublicVocabulary, TermId};
 use crate::ledger::{LedgerBook, SpendStage, Spend};
-use crate::run::Vectors;
+use crate::run::{RunSettings, Vectors};
 
 struct Memory {
     book: Rc<RefCell<LedgerBook>>,
@@ -83,7 +83,7 @@ fn the_vote_is_on_record_before_anything_is_embedded_and_keeps_per_class() {
     for persons in [false, true] {
         let book = Rc::new(RefCell::new(LedgerBook::default()));
         let mut host = Memory { book: book.clone() };
-        let plan = plan(settings(10.0), true).unwrap();
+        let plan = RunPlan::for_vote(settings(10.0), true).unwrap();
         let vs = VoteSettings { params: VoteParams { epsilon: 5.0, sample_rate: 1.0 }, keep: KeepRule::PerClass(2), mode: KeepMode::Top };
         let c = corpus(persons);
         let seen = Rc::new(RefCell::new(Vec::new()));
@@ -130,22 +130,22 @@ fn a_vote_over_budget_is_refused_before_anything_is_embedded_and_subsampling_cha
     let cands = candidates();
     let over = VoteSettings { params: VoteParams { epsilon: 3.0, sample_rate: 1.0 }, keep: KeepRule::CandidatesPerKept(2), mode: KeepMode::Proportional };
     let inputs = || VoteInputs { corpus: &c, candidates: &cands, candidates_from: serde_json::Value::Null, from_run: None };
-    let refused = block_on(vote(&plan(settings(2.0), true).unwrap(), inputs(), &over, &mut embed, &mut host, &mut rng));
+    let refused = block_on(vote(&RunPlan::for_vote(settings(2.0), true).unwrap(), inputs(), &over, &mut embed, &mut host, &mut rng));
     assert!(refused.is_err());
     assert_eq!((*calls.borrow(), book.borrow().ledger("fp").total_epsilon()), (0, 0.0));
     // The same ε with q = 0.2 fits: ε′ = ln(1 + 0.2(e³ − 1)) ≈ 1.63.
     let sub = VoteSettings { params: VoteParams { epsilon: 3.0, sample_rate: 0.2 }, ..over };
-    let out = block_on(vote(&plan(settings(2.0), true).unwrap(), inputs(), &sub, &mut embed, &mut host, &mut rng)).unwrap();
+    let out = block_on(vote(&RunPlan::for_vote(settings(2.0), true).unwrap(), inputs(), &sub, &mut embed, &mut host, &mut rng)).unwrap();
     assert!((out.run.epsilon() - sub.params.charged_epsilon()).abs() < 1e-12 && out.run.epsilon() < 1.7);
     // One kept per two candidates: a keeps 2, b keeps 1.
     assert_eq!(out.report.classes.iter().map(|c| c.kept.len()).collect::<Vec<_>>(), [2, 1]);
     assert!(out.report.mechanism.contains("Poisson subsampling"));
     // Bad settings are refused before anything is recorded.
     let bad = VoteSettings { keep: KeepRule::PerClass(0), ..sub.clone() };
-    assert!(block_on(vote(&plan(settings(9.0), true).unwrap(), inputs(), &bad, &mut embed, &mut host, &mut rng)).is_err());
+    assert!(block_on(vote(&RunPlan::for_vote(settings(9.0), true).unwrap(), inputs(), &bad, &mut embed, &mut host, &mut rng)).is_err());
     let wrong = Candidates::new(3, &[vec![vec![1.0, 0.0, 0.0]]]).unwrap();
     let three = VoteInputs { corpus: &c, candidates: &wrong, candidates_from: serde_json::Value::Null, from_run: None };
-    assert!(block_on(vote(&plan(settings(9.0), true).unwrap(), three, &sub, &mut embed, &mut host, &mut rng)).is_err());
+    assert!(block_on(vote(&RunPlan::for_vote(settings(9.0), true).unwrap(), three, &sub, &mut embed, &mut host, &mut rng)).is_err());
     assert_eq!(book.borrow().ledger("fp").runs.len(), 1);
 }
 
@@ -164,7 +164,7 @@ fn the_report_of_the_kept_documents_states_the_vote_and_its_epsilon() {
     let mut embed = |docs: &[usize]| -> Result<Vec<Vec<f32>>, RunError> { Ok(docs.iter().map(|&i| doc_vector(i)).collect()) };
     let mut rng = SecureRng::seeded_for_tests(7);
     let inputs = VoteInputs { corpus: &c, candidates: &candidates(), candidates_from: serde_json::json!({"sha256": "c"}), from_run: None };
-    let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut host, &mut rng)).unwrap();
+    let out = block_on(vote(&RunPlan::for_vote(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut host, &mut rng)).unwrap();
     let kept = out.report.classes.iter().map(|c| c.kept.len()).sum();
     assert_eq!(kept, 3, "4 and 2 candidates, one kept in 2: 2 + 1");
     let record = VoteRecord { vote: out.report, candidates_from: serde_json::json!({"sha256": "c"}), kept };
@@ -172,7 +172,7 @@ fn the_report_of_the_kept_documents_states_the_vote_and_its_epsilon() {
     let run_settings = RunSettings { vote: Some(plan_vote), ..settings(10.0) };
     let run = crate::ledger::Run::new("r".into(), "t".into());
     let checked = || Checked { name: "x".into(), sha256: "a".repeat(64) };
-    let r = PrivacyReport::new("now".into(), &run_settings, &run, &Ledger::new("fp".into()), checked(), checked(), &plan(run_settings.clone(), true).unwrap().classes, 12, &[]);
+    let r = PrivacyReport::new("now".into(), &run_settings, &run, &Ledger::new("fp".into()), checked(), checked(), &RunPlan::for_vote(run_settings.clone(), true).unwrap().classes, 12, &[]);
     let json = serde_json::to_string(&r).unwrap();
     assert!(!json.contains("\"vote\":{\"vote\"") && !r.to_html().contains("DP vote over the generated documents"), "no vote before one is run");
     let with = PrivacyReport::with_vote(&json, record.clone()).unwrap();
@@ -227,7 +227,7 @@ fn a_vote_tied_to_a_run_is_refused_on_another_corpus_or_unit_before_anything_is_
     book.borrow_mut().record("fp", vote_run);
     let c = corpus(false);
     let inputs = VoteInputs { corpus: &c, candidates: &cands, candidates_from: serde_json::Value::Null, from_run: Some("v1") };
-    let e = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book }, &mut rng)).err().map(|e| e.to_string()).unwrap_or_default();
+    let e = block_on(vote(&RunPlan::for_vote(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book }, &mut rng)).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("released no keyphrase sequences"), "{e}");
     for (unit, persons, named, refused) in cases {
         let book = book_with_run(unit);
@@ -235,7 +235,7 @@ fn a_vote_tied_to_a_run_is_refused_on_another_corpus_or_unit_before_anything_is_
         let c = corpus(persons);
         *embedded.borrow_mut() = 0;
         let inputs = VoteInputs { corpus: &c, candidates: &cands, candidates_from: serde_json::json!({"sha256": "c", "run": named}), from_run: Some(named) };
-        let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut host, &mut rng));
+        let out = block_on(vote(&RunPlan::for_vote(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut host, &mut rng));
         match refused {
             Some(why) => {
                 let e = out.err().map(|e| e.to_string()).unwrap_or_default();
@@ -265,7 +265,7 @@ fn voting_again_on_the_same_candidates_adds_up_in_the_release_and_the_report() {
     let mut go = |epsilon: f64, sha: &str, run: Option<&str>| {
         // Only a vote naming r1 is tied to it (r1 is on record); the others name no run to check.
         let inputs = VoteInputs { corpus: &c, candidates: &cands, candidates_from: from(sha, run), from_run: run.filter(|r| *r == "r1") };
-        block_on(vote(&plan(settings(20.0), true).unwrap(), inputs, &vs(epsilon), &mut embed, &mut host, &mut rng)).unwrap().report
+        block_on(vote(&RunPlan::for_vote(settings(20.0), true).unwrap(), inputs, &vs(epsilon), &mut embed, &mut host, &mut rng)).unwrap().report
     };
     let first = go(1.0, "c", Some("r1"));
     assert_eq!((first.votes_on_candidates, first.epsilon_votes_on_candidates), (1, 1.0));
@@ -284,7 +284,7 @@ fn voting_again_on_the_same_candidates_adds_up_in_the_release_and_the_report() {
     run.spends.push(Spend { stage: "kde".into(), mechanism: "m".into(), epsilon: 5.0, params: serde_json::Value::Null, scope: crate::ledger::Scope::AllDocuments });
     let checked = || Checked { name: "x".into(), sha256: "a".repeat(64) };
     let report = |run: &crate::ledger::Run| {
-        let r = PrivacyReport::new("now".into(), &settings(20.0), run, &Ledger::new("fp".into()), checked(), checked(), &plan(settings(20.0), true).unwrap().classes, 2, &[]);
+        let r = PrivacyReport::new("now".into(), &settings(20.0), run, &Ledger::new("fp".into()), checked(), checked(), &RunPlan::for_vote(settings(20.0), true).unwrap().classes, 2, &[]);
         serde_json::to_string(&r).unwrap()
     };
     let record = VoteRecord { vote: again.clone(), candidates_from: from("c2", Some("r1")), kept: 2 };
@@ -328,7 +328,7 @@ fn a_vote_on_the_same_documents_grouped_into_other_persons_is_refused() {
         let book = book_with_run(Some("patient"));
         book.borrow_mut().ledgers.get_mut("fp").unwrap().runs[0].persons_digest = digest.clone();
         let inputs = VoteInputs { corpus: c, candidates: &cands, candidates_from: serde_json::Value::Null, from_run: Some("r1") };
-        let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book: book.clone() }, &mut rng));
+        let out = block_on(vote(&RunPlan::for_vote(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book: book.clone() }, &mut rng));
         match out {
             Err(e) => assert!(refused && e.to_string().contains("grouped into other persons"), "{e}"),
             Ok(o) => assert!(!refused && o.run.persons_digest == digest && o.report.unit_verified, "the vote records the grouping it read"),
@@ -338,6 +338,6 @@ fn a_vote_on_the_same_documents_grouped_into_other_persons_is_refused() {
     // report then states the run's ε and the vote's apart).
     let book = book_with_run(Some("patient"));
     let inputs = VoteInputs { corpus: &reordered, candidates: &cands, candidates_from: serde_json::Value::Null, from_run: Some("r1") };
-    let out = block_on(vote(&plan(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book }, &mut rng)).unwrap();
+    let out = block_on(vote(&RunPlan::for_vote(settings(10.0), true).unwrap(), inputs, &vs, &mut embed, &mut Memory { book }, &mut rng)).unwrap();
     assert!(!out.report.unit_verified);
 }
