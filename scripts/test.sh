@@ -12,10 +12,10 @@ lap() { printf '==> %s (%d s so far)\n' "$*" $((SECONDS - t0)); }
 
 # What runs at the same time, and why: on two cores most of this is CPU work, and much of it
 # is single-threaded (a crate at the end of a dependency chain such as tract-core, the fat-LTO
-# link of each wasm binary, wasm-opt on the UI's module, which is binaryen compiled to JavaScript). The native
-# track (cargo test) and the wasm track (the app's two release binaries, the wasm32 tests'
-# build, then trunk) share no build output (separate profile folders under target/), so they
-# run side by side and each fills the other's single-threaded stretches. Every background job
+# link of each wasm binary, wasm-opt on the UI's module: binaryen compiled to WebAssembly, run
+# by Node). The native track (cargo test) and the wasm track (the app's two release binaries,
+# the wasm32 tests' build, then trunk) share no build output (separate profile folders under
+# target/), so they run side by side and each fills the other's single-threaded stretches. Every background job
 # writes a log under target/ci/, printed when it is waited for; a failure fails the run there.
 mkdir -p target/ci
 declare -A job_pid job_log
@@ -75,6 +75,7 @@ wasm_track() {
   lap "wasm track: release bundle: trunk build --release (the binaries already built: the bundled vectors, wasm-bindgen, the UI's wasm-opt, the hooks)"
   DPKPS_BIN=$PWD/target/ci/dpkps-vectors trunk build --release --config Trunk.toml
   ls -l dist/*.wasm
+  python3 scripts/wasm_names.py --check dist/dpkps-worker_bg.wasm
   lap "wasm track: done"
 }
 bg wasm wasm_track

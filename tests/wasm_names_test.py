@@ -8,7 +8,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
-from wasm_names import MAGIC, without_names  # noqa: E402
+from wasm_names import MAGIC, has_names, without_names  # noqa: E402
 
 
 def uleb(n):
@@ -20,8 +20,13 @@ def uleb(n):
             return bytes(out)
 
 
-def section(kind, body):
-    return bytes([kind]) + uleb(len(body)) + body
+def uleb5(n):
+    """n as wasm-ld writes section sizes: padded to 5 bytes."""
+    return bytes([(n >> 7 * i) & 0x7F | (0x80 if i < 4 else 0) for i in range(5)])
+
+
+def section(kind, body, size=uleb):
+    return bytes([kind]) + size(len(body)) + body
 
 
 def custom(name, payload):
@@ -38,6 +43,14 @@ class WasmNamesTest(unittest.TestCase):
         module = MAGIC + types + names + code + target + bindgen
         self.assertEqual(without_names(module), MAGIC + types + code + target + bindgen)
 
+    def test_sizes_padded_to_five_bytes_are_read(self):
+        names = section(0, uleb5(4) + b"name" + b"\x00\x01", size=uleb5)
+        code = section(10, b"\x00", size=uleb5)
+        module = MAGIC + names + code
+        self.assertTrue(has_names(module))
+        self.assertEqual(without_names(module), MAGIC + code)
+        self.assertFalse(has_names(without_names(module)))
+
     def test_a_module_without_names_is_unchanged(self):
         module = MAGIC + section(1, b"\x00") + custom(b"names", b"not the name section")
         self.assertEqual(without_names(module), module)
@@ -49,6 +62,14 @@ class WasmNamesTest(unittest.TestCase):
             without_names(MAGIC + bytes([1]) + uleb(50) + b"\x00")
         with self.assertRaisesRegex(ValueError, "cut short"):
             without_names(MAGIC + bytes([1, 0x80]))
+        with self.assertRaisesRegex(ValueError, "not a 32-bit number"):
+            without_names(MAGIC + bytes([1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00]))
+        # A custom section whose name runs past its end, or an empty one: its name is not read
+        # from the next section.
+        with self.assertRaisesRegex(ValueError, "name longer than itself"):
+            without_names(MAGIC + section(0, uleb(9) + b"name") + section(1, b"\x00"))
+        with self.assertRaisesRegex(ValueError, "cut short"):
+            without_names(MAGIC + section(0, b"") + section(4, b"name"))
 
 
 if __name__ == "__main__":
