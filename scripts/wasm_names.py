@@ -3,8 +3,8 @@
 Trunk.toml, before scripts/single_file.py reads the module).
 
 The worker is not run through wasm-opt (index.html: `data-wasm-opt="0"`): on the 2-core machine
-its -O1 took about 115 s of one core in every release build, for a module 4% smaller in its
-code and no measured difference in speed (docs/benchmarks.md, "The worker without wasm-opt").
+its -O1 took about 105 s of one core in every release build, for a module 4% smaller in its
+code and no speed difference measurable here (docs/benchmarks.md, "The worker without wasm-opt").
 What wasm-opt also removed was the name section, the functions' names (1.7 MB of the 15.9 MB
 module): only a debugger or a stack trace reads it, and the release profile keeps it (without
 debug information Cargo strips only that: `strip = "debuginfo"`). (`strip = "symbols"` was not tried: it is reported to drop the
