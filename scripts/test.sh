@@ -15,8 +15,9 @@ lap() { printf '==> %s (%d s so far)\n' "$*" $((SECONDS - t0)); }
 # link of each wasm binary, wasm-opt on the UI's module: binaryen compiled to WebAssembly, run
 # by Node). The native track (cargo test) and the wasm track (the app's two release binaries,
 # the wasm32 tests' build, then trunk) share no build output (separate profile folders under
-# target/), so they run side by side and each fills the other's single-threaded stretches. Every background job
-# writes a log under target/ci/, printed when it is waited for; a failure fails the run there.
+# target/), so they run side by side and each fills the other's single-threaded stretches.
+# Every background job writes a log under target/ci/, printed when it is waited for; a failure
+# fails the run there.
 mkdir -p target/ci
 declare -A job_pid job_log
 bg() { # NAME CMD...: runs CMD in the background
@@ -57,11 +58,12 @@ bg llm scripts/local-llm.sh install
 # it starts at once beside it.
 #
 # Then the release bundle, in this track too, so that its single-threaded steps (wasm-bindgen,
-# wasm-opt on the UI) run beside the native tests rather than after them: trunk waits for the native test build (the marker below)
-# and embeds the bundled vectors (scripts/vectors.sh, trunk's build-stage hook) with that build's
-# `dpkps`, copied before the marker (a copy of its own: nothing the native track runs later can
-# replace it under the hook). The native vectors test (tests/it/vectors.rs) asks for the same vectors;
-# scripts/vectors.sh's lock lets one of the two compute them and the other read them.
+# wasm-opt on the UI) run beside the native tests rather than after them: trunk waits for the
+# native test build (the marker below) and embeds the bundled vectors (scripts/vectors.sh,
+# trunk's build-stage hook) with that build's `dpkps`, copied before the marker (a copy of its
+# own: nothing the native track runs later can replace it under the hook). The native vectors
+# test (tests/it/vectors.rs) asks for the same vectors; scripts/vectors.sh's lock lets one of the
+# two compute them and the other read them.
 native_built=target/ci/native-built
 rm -f "$native_built"
 wasm_track() {

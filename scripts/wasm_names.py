@@ -7,9 +7,10 @@ its -O1 took about 105 s of one core in every release build, for a module 4% sma
 code and no speed difference measurable here (docs/benchmarks.md, "The worker without wasm-opt").
 What wasm-opt also removed was the name section, the functions' names (1.7 MB of the 15.9 MB
 module): only a debugger or a stack trace reads it, and the release profile keeps it (without
-debug information Cargo strips only that: `strip = "debuginfo"`). (`strip = "symbols"` was not tried: it is reported to drop the
-target_features section as well, which wasm-bindgen reads; cloudflare/workers-rs#1015.) So this
-hook removes that one custom section and leaves every other byte as wasm-bindgen wrote it.
+debug information Cargo strips only that: `strip = "debuginfo"`). `strip = "symbols"` was not
+tried: it is reported to drop the target_features section as well, which wasm-bindgen reads
+(cloudflare/workers-rs#1015). So this hook removes that one custom section and leaves every
+other byte as wasm-bindgen wrote it.
 
     python3 scripts/wasm_names.py [FILE.wasm ...]
         (default: dpkps-worker_bg.wasm in $TRUNK_STAGING_DIR)
