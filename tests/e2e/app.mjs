@@ -648,6 +648,10 @@ await runTests([
     // The products by the weights run on integers (crates/embed/src/int_products), and the
     // worker's WebAssembly kernel gives the plain product's exact sums.
     assert(/ 36 products by the weights run on integers \(this browser's kernel gives the exact sums\)/.test(text), `integer products: ${text}`);
+    // Each layer's attention is one operation (crates/embed/src/attention), and the worker's
+    // WebAssembly kernel stays within 10⁻⁵ of the plain attention, with the same bits as the
+    // plain-Rust lanes.
+    assert(/ 6 attentions run as one operation each \(this browser's kernel agrees with the plain one\)/.test(text), `attention: ${text}`);
     // With a spare core the worker starts helper workers (worker/pool.rs); the check sends the
     // terms through them too, so they must have embedded some, correctly.
     if (await page.evaluate(() => navigator.hardwareConcurrency) >= 2) {

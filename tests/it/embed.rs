@@ -34,6 +34,8 @@ fn matches_sentence_transformers_reference_embeddings() {
     // Every product by the weights (six a layer, six layers) runs on integers
     // (dpkps_embed::int_products): the vectors below are those products'.
     assert_eq!(e.int_products(), 36);
+    // And each layer's attention is one operation (dpkps_embed::attention).
+    assert_eq!(e.attentions(), 6);
     // Batched (padding to the longest) and one at a time must both match.
     let batched = e.embed(&terms).unwrap();
     let mut worst = 1.0f64;
@@ -173,9 +175,10 @@ fn the_profile_accounts_for_a_documents_model_call() {
     let model = std::fs::read(format!("{dir}all-MiniLM-L6-v2.int8w.onnx")).unwrap();
     let plans = dpkps_embed::profile::compare_plans(&model, &e, &texts, &[(1, None)], &now).unwrap();
     assert!(plans[0].2, "the rebuilt one-text plan gives other bits: {plans:?}");
-    // The last row: the same plan with its products in f32 on tract's kernels, close to the
-    // integer products' vectors (their difference is the activations' rounding).
+    // The last row: the same plan with its products and attention on tract's f32 kernels, close
+    // to the prepared plan's vectors (their difference is the activations' rounding and the
+    // attention's exponential).
     let f32_row = &plans[plans.len() - 1].0;
     let cosine: f64 = f32_row.rsplit(' ').next().and_then(|c| c.trim_end_matches(')').parse().ok()).unwrap_or(0.0);
-    assert!(f32_row.contains("products in f32") && cosine >= 0.9999, "{plans:?}");
+    assert!(f32_row.contains("in tract's f32") && cosine >= 0.9999, "{plans:?}");
 }

@@ -269,6 +269,13 @@ pub enum Event {
         int_products: usize,
         #[serde(default)]
         int_kernel_error: Option<String>,
+        /// The model's attentions that run as one operation (the embedder's `attentions`: 6 for
+        /// the bundled model), and whether this machine's attention kernel stayed near the plain
+        /// one (None) or where it did not.
+        #[serde(default)]
+        attentions: usize,
+        #[serde(default)]
+        attention_kernel_error: Option<String>,
     },
     Benched(BenchFigures),
     BenchedDocs(DocBenchFigures),

@@ -5,3 +5,4 @@
 pub mod onnx;
 pub mod profile;
 pub mod int_products;
+pub mod attention;

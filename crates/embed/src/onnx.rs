@@ -43,6 +43,9 @@ pub struct OnnxEmbedder {
     /// Products by the weights run on integers (`crate::int_products`): 36 for the bundled
     /// model, 0 for a model whose weights are not int8.
     int_products: usize,
+    /// Attentions run as one operation (`crate::attention`): 6 for the bundled model (one a
+    /// layer), 0 for a graph that writes them otherwise.
+    attentions: usize,
 }
 
 /// Whether `checksum` is the bundled model's, as `models/SHA256SUMS` lists it.
@@ -62,10 +65,13 @@ pub(crate) fn decluttered(inference: InferenceModel) -> Result<TypedModel, Embed
     inference.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))
 }
 
-/// A decluttered graph with its products by int8 weights on integers ([`crate::int_products`]),
-/// and how many there are.
-pub(crate) fn on_integers(decluttered: TypedModel) -> Result<(TypedModel, usize), EmbedError> {
-    crate::int_products::on_integers(decluttered).map_err(|e| EmbedError::Model(format!("cannot prepare the model's products: {e}")))
+/// A decluttered graph prepared to run: its products by int8 weights on integers
+/// ([`crate::int_products`]) and each attention as one operation ([`crate::attention`]); how
+/// many of each.
+pub(crate) fn prepared(decluttered: TypedModel) -> Result<(TypedModel, usize, usize), EmbedError> {
+    let (model, products) = crate::int_products::on_integers(decluttered).map_err(|e| EmbedError::Model(format!("cannot prepare the model's products: {e}")))?;
+    let (model, attentions) = crate::attention::fused(model).map_err(|e| EmbedError::Model(format!("cannot prepare the model's attention: {e}")))?;
+    Ok((model, products, attentions))
 }
 
 /// `model` optimised with its batch and sequence axes fixed where given.
@@ -105,7 +111,7 @@ impl OnnxEmbedder {
                 inference.outputs.len()
             )));
         }
-        let (decluttered, int_products) = on_integers(decluttered(inference)?)?;
+        let (decluttered, int_products, attentions) = prepared(decluttered(inference)?)?;
         let order: Vec<usize> = INPUTS
             .iter()
             .map(|want| decluttered.inputs.iter().position(|o| decluttered.node(o.node).name == *want).unwrap_or(usize::MAX))
@@ -116,7 +122,7 @@ impl OnnxEmbedder {
         // natively (`dpkps bench embed`), for about 26 MB more (the weights packed once more).
         let one = plan_at(&decluttered, Some(1), None)?;
         let plan = decluttered.into_optimized().and_then(|m| m.into_runnable()).map_err(|e| EmbedError::Model(format!("cannot optimise the model: {e}")))?;
-        let mut e = OnnxEmbedder { plan, one, tokenizer, reorder: order, dim: 0, checksum, term_width: 1, rows_key: String::new(), int_products };
+        let mut e = OnnxEmbedder { plan, one, tokenizer, reorder: order, dim: 0, checksum, term_width: 1, rows_key: String::new(), int_products, attentions };
         // The output dimension, read by running the model once on a probe.
         let probe = e.run(&["dimension probe"])?;
         e.dim = probe.first().map_or(0, Vec::len);
@@ -191,6 +197,11 @@ impl OnnxEmbedder {
     /// How many of the model's products by its weights run on integers ([`crate::int_products`]).
     pub fn int_products(&self) -> usize {
         self.int_products
+    }
+
+    /// How many of the model's attentions run as one operation ([`crate::attention`]).
+    pub fn attentions(&self) -> usize {
+        self.attentions
     }
 
     /// A text's token ids as the model sees them ([CLS] … [SEP], truncated, no padding).

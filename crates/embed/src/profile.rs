@@ -107,8 +107,9 @@ impl Profile {
 
 /// Experiments on the plans: for each (batch, seq) fixed (None: left open), milliseconds per
 /// document over `texts` run `batch` at a time padded to `seq`, and whether every vector came out
-/// bit for bit as the one-text plan makes it; then one row for the one-text plan with its
-/// products in f32 (the vectors are unit length: their dot product is the cosine).
+/// bit for bit as the one-text plan makes it; then one row for the one-text plan with every
+/// product and attention left to tract (the vectors are unit length: their dot product is the
+/// cosine).
 pub fn compare_plans(
     model: &[u8],
     e: &OnnxEmbedder,
@@ -118,7 +119,7 @@ pub fn compare_plans(
 ) -> Result<Vec<(String, f64, bool, f64)>, EmbedError> {
     let inference = tract_onnx::onnx().model_for_read(&mut std::io::Cursor::new(model)).map_err(model_err)?;
     let in_f32 = crate::onnx::decluttered(inference)?;
-    let typed = crate::onnx::on_integers(in_f32.clone())?.0;
+    let typed = crate::onnx::prepared(in_f32.clone())?.0;
     let ids: Vec<Vec<u32>> = texts.iter().map(|t| e.ids(t)).collect::<Result<_, _>>()?;
     let run = |plan: &crate::onnx::Plan, rows: &[Vec<u32>], seq: usize| -> Result<Vec<Vec<f32>>, EmbedError> {
         let out = plan.run(e.inputs_padded(rows, seq)?).map_err(model_err)?;
@@ -147,8 +148,9 @@ pub fn compare_plans(
         }
         out.push((format!("batch {batch}, length {}", seq.map_or("open".into(), |s| s.to_string())), (now() - t) / k.max(1) as f64, same, build));
     }
-    // The same documents one at a time with every product on tract's f32 kernels, as before
-    // `crate::int_products`: its time, and how far its vectors are from the integer ones.
+    // The same documents one at a time with every product and attention on tract's f32 kernels,
+    // as before `crate::int_products` and `crate::attention`: its time, and how far its vectors
+    // are from the prepared plan's.
     let t = now();
     let plan = crate::onnx::plan_at(&in_f32, Some(1), None)?;
     let build = now() - t;
@@ -159,6 +161,6 @@ pub fn compare_plans(
         lowest = lowest.min(v.iter().zip(&base[k]).map(|(a, b)| *a as f64 * *b as f64).sum::<f64>());
         same &= same_bits(&v, k);
     }
-    out.push((format!("one text, products in f32 (lowest cosine to the integer products' vectors {lowest:.6})"), (now() - t) / ids.len().max(1) as f64, same, build));
+    out.push((format!("one text, all of it in tract's f32 (lowest cosine to the prepared plan's vectors {lowest:.6})"), (now() - t) / ids.len().max(1) as f64, same, build));
     Ok(out)
 }

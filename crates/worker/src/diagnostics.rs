@@ -65,11 +65,13 @@ pub async fn model_check(state: &mut State) -> Result<Event, Stop> {
         })?;
     // The integer products' kernel, as this browser compiled it, against the plain product.
     let int_kernel_error = dpkps_embed::int_products::check_kernel().err();
+    // And the attention kernel, against the plain attention.
+    let attention_kernel_error = dpkps_embed::attention::check_kernel().err();
     Ok(Event::ModelChecked {
         terms: r.terms.len(),
         worst_cosine: worst.0,
         worst_term: worst.1,
-        passed: worst.0 >= 0.999 && (vectors_checked == 0 || vectors_worst_cosine >= 0.995) && int_kernel_error.is_none(),
+        passed: worst.0 >= 0.999 && (vectors_checked == 0 || vectors_worst_cosine >= 0.995) && int_kernel_error.is_none() && attention_kernel_error.is_none(),
         helpers: helper_count,
         by_helpers,
         vectors_checked,
@@ -78,6 +80,8 @@ pub async fn model_check(state: &mut State) -> Result<Event, Stop> {
         term_width: m.embedder.term_width(),
         int_products: m.embedder.int_products(),
         int_kernel_error,
+        attentions: m.embedder.attentions(),
+        attention_kernel_error,
     })
 }
 

@@ -99,7 +99,7 @@ impl AppState {
                 self.model_check.set(None);
                 self.job.set(None);
             }
-            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers, vectors_checked, vectors_worst_cosine, vectors_worst_term, term_width, int_products, int_kernel_error } => {
+            Event::ModelChecked { terms, worst_cosine, worst_term, passed, helpers, by_helpers, vectors_checked, vectors_worst_cosine, vectors_worst_term, term_width, int_products, int_kernel_error, attentions, attention_kernel_error } => {
                 let workers = match helpers {
                     0 => "this worker alone".to_string(),
                     1 => format!("{by_helpers} of them by 1 helper worker"),
@@ -118,10 +118,15 @@ impl AppState {
                     (0, None) => " The model's products run in f32 (its weights are not int8).".to_string(),
                     (n, None) => format!(" {n} products by the weights run on integers (this browser's kernel gives the exact sums)."),
                 };
+                let attention = match (attentions, attention_kernel_error) {
+                    (_, Some(e)) => format!(" Attention: FAILED: {e}."),
+                    (0, None) => " The model's attention runs as tract's operations.".to_string(),
+                    (n, None) => format!(" {n} attentions run as one operation each (this browser's kernel agrees with the plain one)."),
+                };
                 self.model_check.set(Some(if passed {
-                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).{vectors}{rows}{ints}")
+                    format!("Passed: {terms} reference terms ({workers}), lowest cosine similarity {worst_cosine:.5} (“{worst_term}”).{vectors}{rows}{ints}{attention}")
                 } else {
-                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).{vectors}{rows}{ints}")
+                    format!("FAILED: lowest cosine similarity {worst_cosine:.5} for “{worst_term}” (needs ≥ 0.999).{vectors}{rows}{ints}{attention}")
                 }));
                 self.job.set(None);
             }
