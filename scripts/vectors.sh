@@ -21,7 +21,9 @@ inputs=(models/all-MiniLM-L6-v2.int8w.onnx models/tokenizer.json
         www/vocab/english_glove6b.txt www/vocab/stoplist_english.txt
         crates/core/src/embed/*.rs src/cli/vectors.rs crates/core/src/input/public_vocab.rs crates/core/src/input/text.rs Cargo.lock scripts/vectors.sh)
 # Every source file of the embedding crate, in whatever folder: each can change a vector's bits.
-mapfile -t embed_sources < <(find crates/embed/src -name '*.rs' | LC_ALL=C sort)
+# (A command substitution, not `< <(…)`: a failing `find` then stops the script under set -e.)
+embed_sources=$(find crates/embed/src -name '*.rs' | LC_ALL=C sort)
+mapfile -t embed_sources <<< "$embed_sources"
 inputs+=("${embed_sources[@]}")
 key=$({ sha256sum "${inputs[@]}"; echo "english head $ENGLISH_HEAD"; } | sha256sum | cut -c1-16)
 cache=target/vectors/$key

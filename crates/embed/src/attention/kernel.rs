@@ -5,7 +5,8 @@
 //! AVX2 natively where the CPU has it, else SSE (x86-64's baseline), plain Rust elsewhere. Every
 //! lane does the same IEEE operations in the same order (a multiply then an add, never fused; the
 //! exponential below), and the one sum across lanes is written once, so the page and the CLI
-//! compute the same bits. [`plain`] is the textbook version (`f32::exp`,
+//! compute the same bits. (A head size that is not a multiple of 8, which the bundled model's 32
+//! is, takes [`plain`] instead, whose `f32::exp` is each platform's own.) [`plain`] is the textbook version (`f32::exp`,
 //! one score at a time) that the tests and the page's model check hold the kernel to.
 //!
 //! Layout (as a BERT's heads leave Q, K and V): `q` is [items, queries, heads, dim], `k` and `v`
@@ -112,6 +113,9 @@ pub(crate) fn plain(sh: &Shape, q: &[f32], k: &[f32], v: &[f32], mask: Option<&[
 ///    each row times 1 / its sum.
 #[inline(always)]
 fn blocks<L: Lanes>(sh: &Shape, q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]>, scale: f32, out: &mut [f32]) {
+    // What the unchecked loads and stores below rely on, besides the lengths.
+    check_lengths(sh, q, k, v, mask, out);
+    assert!(sh.queries > 0 && sh.dim % 8 == 0, "attention: blocks need queries and a head size that is a multiple of 8, not {sh:?}");
     let (hd, d) = (sh.heads * sh.dim, sh.dim);
     let padded = sh.keys.div_ceil(8) * 8;
     let mut kt = vec![0f32; d * padded];
@@ -290,24 +294,26 @@ mod tests {
     }
 
     #[test]
-    fn not_a_number_stays_so_and_a_row_of_an_item_is_its_own() {
-        let sh = Shape { items: 2, queries: 3, keys: 5, heads: 1, dim: 8 };
-        let q: Vec<f32> = (0..sh.q_len()).map(|i| (i as f32 * 0.37).sin()).collect();
-        let k: Vec<f32> = (0..sh.kv_len()).map(|i| (i as f32 * 0.11).cos()).collect();
-        let mut v: Vec<f32> = (0..sh.kv_len()).map(|i| (i as f32 * 0.23).sin()).collect();
+    fn an_item_reads_its_own_rows_and_mask_only() {
+        let sh = Shape { items: 2, queries: 5, keys: 5, heads: 2, dim: 8 };
+        let wave = |n: usize, f: f32| (0..n).map(|i| (i as f32 * f).sin() * 2.0).collect::<Vec<f32>>();
+        let (mut q, mut k, mut v) = (wave(sh.q_len(), 0.37), wave(sh.kv_len(), 0.11), wave(sh.kv_len(), 0.23));
+        let mut mask = vec![0f32; 2 * sh.keys];
+        mask[3] = -10_000.0;
         let mut out = vec![0f32; sh.q_len()];
-        attend(&sh, &q, &k, &v, None, 0.5, &mut out);
-        let first = out[..sh.q_len() / 2].to_vec();
-        // The second item's values changed: the first item's outputs keep their bits.
-        v[sh.kv_len() / 2 + 3] = f32::NAN;
-        attend(&sh, &q, &k, &v, None, 0.5, &mut out);
-        assert_eq!(first.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), out[..sh.q_len() / 2].iter().map(|x| x.to_bits()).collect::<Vec<_>>());
-        assert!(out[sh.q_len() / 2..].iter().any(|x| x.is_nan()));
+        attend(&sh, &q, &k, &v, Some(&mask), 0.5, &mut out);
+        let bits = |o: &[f32]| o.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        let first = bits(&out[..sh.q_len() / 2]);
+        // Everything of the second item changed, a NaN in its V included: the first item's
+        // outputs keep their bits, and the second's are not numbers.
+        let (half_q, half_kv) = (sh.q_len() / 2, sh.kv_len() / 2);
+        q[half_q..].iter_mut().for_each(|x| *x = -*x * 3.0);
+        k[half_kv..].iter_mut().for_each(|x| *x += 1.5);
+        v[half_kv..].iter_mut().for_each(|x| *x *= 7.0);
+        v[half_kv + 3] = f32::NAN;
+        mask[sh.keys..].iter_mut().for_each(|x| *x = -5.0);
+        attend(&sh, &q, &k, &v, Some(&mask), 0.5, &mut out);
+        assert_eq!(first, bits(&out[..half_q]));
+        assert!(out[half_q..].iter().any(|x| x.is_nan()));
     }
 }
-
-
-
-
-
-

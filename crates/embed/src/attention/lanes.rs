@@ -1,12 +1,12 @@
 //! Eight f32 lanes ([`Lanes`]) for the attention kernel: two WebAssembly or SSE vectors, one AVX2
-//! vector, or plain Rust. Every implementation does one IEEE operation a lane for each method,
-//! never a fused multiply-add, so all give the same bits; the one sum across lanes and the
-//! exponential are written once, here, for all of them.
+//! vector, or plain Rust. Every implementation computes each method's result the same way, lane
+//! by lane (never a fused multiply-add), so all give the same bits; the one sum across lanes and
+//! the exponential are written once, here, for all of them.
 
 /// Eight f32 lanes and the few operations attention needs: two 128-bit vectors in WebAssembly and
-/// SSE, one 256-bit vector with AVX2. Each is one IEEE operation a lane, never fused, so every
-/// implementation gives the same bits for the same lanes; the horizontal sum below is written
-/// once, over the eight lanes, for the same reason.
+/// SSE, one 256-bit vector with AVX2. `add`, `sub` and `mul` are one IEEE operation a lane, never
+/// fused; the others are exact; so every implementation gives the same bits for the same lanes.
+/// The horizontal sum below is written once, over the eight lanes, for the same reason.
 pub(crate) trait Lanes: Copy {
     fn splat(x: f32) -> Self;
     /// SAFETY: eight f32 readable from `p` (no alignment needed).
@@ -16,9 +16,9 @@ pub(crate) trait Lanes: Copy {
     fn add(self, o: Self) -> Self;
     fn sub(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
-    /// `o` where `self < o`, else `self` (WebAssembly's `pmax`, x86's `maxps o, self`): one
-    /// instruction everywhere and the same result everywhere, NaN and signed zeros included (a NaN
-    /// in `self` is kept, one in `o` is not).
+    /// `o` where `self < o`, else `self` (WebAssembly's `pmax`, x86's `maxps o, self`: one
+    /// instruction a vector), the same result everywhere, NaN and signed zeros included (a NaN in
+    /// `self` is kept, one in `o` is not).
     fn max(self, o: Self) -> Self;
     /// To the nearest integer, ties to even.
     fn nearest(self) -> Self;
@@ -43,7 +43,8 @@ pub(crate) trait Lanes: Copy {
         ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]))
     }
 
-    /// e^x for x ≤ 0 (not a number stays so; below -87.3, where e^x leaves f32's normal range, 0).
+    /// e^x for x ≤ 0 (not a number stays so; below -87.336 55, where e^x leaves f32's normal
+    /// range, 0).
     /// Cephes' `expf`: x = n·ln 2 + r with |r| ≤ ½ ln 2 (ln 2 in two parts, so that r is exact),
     /// a degree-7 polynomial for e^r, then 2ⁿ by the exponent field: within 2 ulp of `f32::exp`
     /// (a unit test sweeps it).
@@ -62,7 +63,6 @@ pub(crate) trait Lanes: Copy {
         self.zero_below(lo, y.mul(n.pow2()))
     }
 }
-
 
 /// Two four-lane vectors as eight lanes (WebAssembly, SSE): each operation on both halves.
 macro_rules! pair_lanes {
@@ -164,8 +164,10 @@ pub(crate) mod sse {
 pub(crate) mod avx2 {
     use std::arch::x86_64::*;
 
-    /// Eight lanes in one AVX register. Its operations are AVX2 instructions: they may only run
-    /// inside a function compiled for AVX2 (`kernel`'s `blocks_avx2`), into which they are inlined.
+    /// Eight lanes in one AVX register. Its operations are AVX and AVX2 instructions, in safe
+    /// methods (a trait's methods cannot carry `#[target_feature]`): by this module's rule they
+    /// are only used inside `kernel`'s `blocks_avx2`, which runs only where AVX2 was detected and
+    /// is compiled for it, so that they are inlined there.
     #[derive(Clone, Copy)]
     pub(crate) struct A(__m256);
 
@@ -216,7 +218,6 @@ pub(crate) mod avx2 {
 
 /// Eight lanes in plain Rust, for other machines, and for the check that the others give the
 /// same bits.
-#[allow(dead_code)]
 pub(crate) mod one {
     #[derive(Clone, Copy)]
     pub(crate) struct One([f32; 8]);

@@ -14,7 +14,8 @@
 //! softmax's sum; the reference test and the page's model check bound the effect. What does not:
 //! every item of a batch is computed from its own rows and mask only (a term's vector does not
 //! depend on its batch-mates: `dpkps_core::embed::rows`), and the page and the CLI run the same
-//! operations in the same order (WebAssembly SIMD, AVX2 or SSE), so they compute the same bits.
+//! operations in the same order (WebAssembly SIMD, AVX2 or SSE), so they compute the same bits
+//! (for head sizes that are a multiple of 8, as the bundled model's 32: `kernel`).
 
 mod kernel;
 mod lanes;
@@ -27,13 +28,12 @@ use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::nn::{Softmax, SoftmaxKind};
 
-/// Attention over inputs Q [items, queries, heads, dim], K and V [items, keys, heads, dim] and,
-/// if `masked`, a mask [items or 1, 1, 1, keys]; output as Q.
+/// Attention over inputs Q [items, queries, heads, dim], K and V [items, keys, heads, dim] and a
+/// mask [items or 1, 1, 1, keys] added to the scores; output as Q.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Attention {
     /// The scores' factor (1/√dim), as its bits.
     scale: u32,
-    masked: bool,
 }
 
 impl Op for Attention {
@@ -42,7 +42,7 @@ impl Op for Attention {
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
-        Ok(vec![format!("softmax(QKᵀ · {}{}) · V", f32::from_bits(self.scale), if self.masked { " + mask" } else { "" })])
+        Ok(vec![format!("softmax(QKᵀ · {} + mask) · V", f32::from_bits(self.scale))])
     }
 
     op_as_typed_op!();
@@ -52,35 +52,35 @@ impl EvalOp for Attention {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let want = 3 + self.masked as usize;
-        ensure!(inputs.len() == want && inputs.iter().all(|t| t.datum_type() == f32::datum_type()), "Attention: expected {want} f32 inputs");
-        let (q, k, v) = (inputs[0].shape(), inputs[1].shape(), inputs[2].shape());
-        ensure!(q.len() == 4 && k.len() == 4 && k == v && q[0] == k[0] && q[2] == k[2] && q[3] == k[3], "Attention: Q {q:?}, K {k:?}, V {v:?}");
+        ensure!(inputs.len() == 4 && inputs.iter().all(|t| t.datum_type() == f32::datum_type()), "Attention: expected 4 f32 inputs");
+        let (q, k, v, m) = (inputs[0].shape(), inputs[1].shape(), inputs[2].shape(), inputs[3].shape());
+        ensure!(shapes_fit(q, k, v, m, &1), "Attention: Q {q:?}, K {k:?}, V {v:?}, mask {m:?}");
         let sh = kernel::Shape { items: q[0], queries: q[1], keys: k[1], heads: q[2], dim: q[3] };
-        let mask = match inputs.get(3) {
-            Some(m) => {
-                let s = m.shape();
-                ensure!(s.len() == 4 && (s[0] == sh.items || s[0] == 1) && s[1] == 1 && s[2] == 1 && s[3] == sh.keys, "Attention: a mask of shape {s:?} for {k:?}");
-                Some(m.try_as_plain_ram()?)
-            }
-            None => None,
-        };
-        let mask = mask.as_ref().map(|m| m.as_slice::<f32>()).transpose()?;
         let plain = |i: usize| inputs[i].try_as_plain_ram();
-        let (qp, kp, vp) = (plain(0)?, plain(1)?, plain(2)?);
+        let (qp, kp, vp, mp) = (plain(0)?, plain(1)?, plain(2)?, plain(3)?);
         let mut out = vec![0f32; qp.len()];
-        kernel::attend(&sh, qp.as_slice::<f32>()?, kp.as_slice::<f32>()?, vp.as_slice::<f32>()?, mask, f32::from_bits(self.scale), &mut out);
+        kernel::attend(&sh, qp.as_slice::<f32>()?, kp.as_slice::<f32>()?, vp.as_slice::<f32>()?, Some(mp.as_slice::<f32>()?), f32::from_bits(self.scale), &mut out);
         Ok(tvec!(Tensor::from_shape(q, &out)?.into_tvalue()))
     }
 }
 
 impl TypedOp for Attention {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(inputs.len() >= 3 && inputs[0].rank() == 4, "Attention: expected Q [items, queries, heads, dim]");
+        ensure!(inputs.len() == 4 && inputs.iter().all(|f| f.datum_type == f32::datum_type()), "Attention: expected 4 f32 inputs");
+        let dims = |i: usize| inputs[i].shape.iter().cloned().collect::<Vec<TDim>>();
+        let (q, k, v, m) = (dims(0), dims(1), dims(2), dims(3));
+        ensure!(shapes_fit(&q, &k, &v, &m, &TDim::Val(1)), "Attention: Q {q:?}, K {k:?}, V {v:?}, mask {m:?}");
         Ok(tvec!(f32::fact(inputs[0].shape.clone())))
     }
 
     as_op!();
+}
+
+/// Whether the inputs' shapes are Q [items, queries, heads, dim], K and V [items, keys, heads,
+/// dim], and the mask [items or 1, 1, 1, keys] (sizes or tract's symbolic dimensions).
+fn shapes_fit<D: PartialEq>(q: &[D], k: &[D], v: &[D], m: &[D], one: &D) -> bool {
+    q.len() == 4 && k.len() == 4 && k == v && q[0] == k[0] && q[2] == k[2] && q[3] == k[3]
+        && m.len() == 4 && (m[0] == k[0] || m[0] == *one) && m[1] == *one && m[2] == *one && m[3] == k[1]
 }
 
 /// Whether `left,right->out` is QKᵀ as a BERT's heads give it, `amhd,anhd->ahmn` (any letters):
@@ -127,7 +127,8 @@ fn bin_succ<'m>(model: &'m TypedModel, id: usize, name: &str) -> TractResult<Opt
 
 /// `model` with every attention written as the five nodes (module docs) replaced by one
 /// [`Attention`], and how many. Anything else (another layout, a scale that is not one constant,
-/// a mask of another shape, no softmax between) stays as it is.
+/// a mask of another shape, another softmax, a step read by another node or as an output) stays
+/// as it is.
 pub(crate) fn fused(mut model: TypedModel) -> TractResult<(TypedModel, usize)> {
     let mut done = 0;
     for id in model.eval_order()? {
@@ -140,13 +141,6 @@ pub(crate) fn fused(mut model: TypedModel) -> TractResult<(TypedModel, usize)> {
         let Some(scale) = model.outlet_fact(factor)?.konst.clone().filter(|k| k.len() == 1 && k.datum_type() == f32::datum_type()) else { continue };
         let scale = scale.try_as_plain_ram()?.as_slice::<f32>()?[0];
         let Some((add, mask)) = bin_succ(&model, mul.id, "Add")? else { continue };
-        let (q, k) = (model.outlet_fact(node.inputs[0])?, model.outlet_fact(node.inputs[1])?);
-        let m = model.outlet_fact(mask)?;
-        let one = TDim::Val(1);
-        let mask_fits = m.konst.is_none() && m.datum_type == f32::datum_type() && m.rank() == 4 && (m.shape[0] == q.shape[0] || m.shape[0] == one) && m.shape[1] == one && m.shape[2] == one && m.shape[3] == k.shape[1];
-        if !mask_fits {
-            continue;
-        }
         let Some(soft) = model.single_succ(add.id)? else { continue };
         let is_softmax = soft.op_as::<Softmax>().is_some_and(|s| s.kind == SoftmaxKind::Softmax && s.quant_output_dt.is_none() && s.axes.as_slice() == [3]);
         let Some(av) = model.single_succ(soft.id)?.filter(|_| is_softmax) else { continue };
@@ -154,11 +148,18 @@ pub(crate) fn fused(mut model: TypedModel) -> TractResult<(TypedModel, usize)> {
         if av.inputs[0].node != soft.id || !values_layout(&l2, &r2, &o2) {
             continue;
         }
-        let v = model.outlet_fact(av.inputs[1])?;
-        if v.shape != k.shape {
+        // The shapes the op takes (as `Attention::eval` checks them), a mask computed in the
+        // graph, and no step between the first product and the last one read by anything else
+        // (a model output among them would keep the five nodes running as well).
+        let dims = |o: OutletId| -> TractResult<Vec<TDim>> { Ok(model.outlet_fact(o)?.shape.iter().cloned().collect()) };
+        let m = model.outlet_fact(mask)?;
+        let fits = m.konst.is_none() && m.datum_type == f32::datum_type()
+            && shapes_fit(&dims(node.inputs[0])?, &dims(node.inputs[1])?, &dims(av.inputs[1])?, &dims(mask)?, &TDim::Val(1));
+        let inner = [id, mul.id, add.id, soft.id];
+        if !fits || model.outputs.iter().any(|o| inner.contains(&o.node)) {
             continue;
         }
-        let op = Attention { scale: scale.to_bits(), masked: true };
+        let op = Attention { scale: scale.to_bits() };
         let inputs = [node.inputs[0], node.inputs[1], av.inputs[1], mask];
         let patch = || -> TractResult<TypedModelPatch> {
             let mut patch = TypedModelPatch::default();
