@@ -6,3 +6,4 @@ pub mod onnx;
 pub mod profile;
 pub mod int_products;
 pub mod attention;
+mod rewrite;

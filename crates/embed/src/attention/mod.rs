@@ -161,17 +161,11 @@ pub(crate) fn fused(mut model: TypedModel) -> TractResult<(TypedModel, usize)> {
         }
         let op = Attention { scale: scale.to_bits() };
         let inputs = [node.inputs[0], node.inputs[1], av.inputs[1], mask];
-        let patch = || -> TractResult<TypedModelPatch> {
-            let mut patch = TypedModelPatch::default();
-            let taps = inputs.iter().map(|&i| patch.tap_model(&model, i)).collect::<TractResult<TVec<_>>>()?;
-            let wire = patch.wire_node(&av.name, op, &taps)?;
-            patch.shunt_outside(&model, OutletId::new(av.id, 0), wire[0])?;
-            Ok(patch)
-        };
+        let (name, replaced) = (av.name.clone(), OutletId::new(av.id, 0));
         // An attention whose patch cannot be made stays as tract's five nodes.
-        let Ok(patch) = patch() else { continue };
-        patch.apply(&mut model)?;
-        done += 1;
+        if crate::rewrite::put_in_place(&mut model, &name, op, &inputs, replaced)? {
+            done += 1;
+        }
     }
     Ok((model.into_compact()?, done))
 }

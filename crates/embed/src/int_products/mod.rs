@@ -253,16 +253,9 @@ pub(crate) fn on_integers(mut model: TypedModel) -> TractResult<(TypedModel, usi
             }
         }
         // A product whose patch cannot be made (a shape this op does not take) stays on tract's.
-        let patch = || -> TractResult<TypedModelPatch> {
-            let mut patch = TypedModelPatch::default();
-            let tap = patch.tap_model(&model, node.inputs[0])?;
-            let wire = patch.wire_node(&node.name, op, &[tap])?;
-            patch.shunt_outside(&model, OutletId::new(last, 0), wire[0])?;
-            Ok(patch)
-        };
-        let Ok(patch) = patch() else { continue };
-        patch.apply(&mut model)?;
-        done += 1;
+        if crate::rewrite::put_in_place(&mut model, &node.name, op, &[node.inputs[0]], OutletId::new(last, 0))? {
+            done += 1;
+        }
     }
     Ok((model.into_compact()?, done))
 }
