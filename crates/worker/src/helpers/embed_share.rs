@@ -56,7 +56,7 @@ pub async fn embed_batches(
                 }
             }
             while let Some(&k) = queue.front() {
-                let Some(seq) = p.send(&batches[k], width) else { break };
+                let Some(seq) = p.send_ahead(&batches[k], width) else { break };
                 away.insert(seq, (k, now_ms()));
                 queue.pop_front();
             }

@@ -35,7 +35,9 @@ enum SlotState {
     Starting,
     Loading,
     Idle,
-    Busy(u64),
+    /// Embedding or summing request `.0`, with `.1` (if any) waiting behind it in the helper's
+    /// queue ([`Pool::send_ahead`]).
+    Busy(u64, Option<u64>),
     /// Crashed or refused the model: never used again.
     Dead,
 }
@@ -129,7 +131,7 @@ impl Pool {
 
     /// Helpers still starting, loading, or busy (perhaps with a batch of a cancelled job).
     pub fn pending(&self) -> usize {
-        self.slots.iter().filter(|s| matches!(s.state, SlotState::Starting | SlotState::Loading | SlotState::Busy(_))).count()
+        self.slots.iter().filter(|s| matches!(s.state, SlotState::Starting | SlotState::Loading | SlotState::Busy(..))).count()
     }
 
     /// The live helpers' wasm memory in bytes, as each last reported it.
@@ -146,9 +148,18 @@ impl Pool {
     /// an idle helper; returns the sequence number, or None if no helper is idle (or posting
     /// failed, which kills that helper).
     pub fn send(&mut self, texts: &[&str], width: usize) -> Option<u64> {
-        self.slots.iter().position(|s| s.state == SlotState::Idle)?;
-        let json = serde_json::to_string(texts).ok()?;
-        self.send_request(&js_sys::Array::of4(&EMBED.into(), &JsValue::NULL, &json.into(), &JsValue::from_f64(width as f64)))
+        let k = self.slots.iter().position(|s| s.state == SlotState::Idle)?;
+        self.post(k, &embed_request(texts, width)?)
+    }
+
+    /// As [`Pool::send`], but where no helper is idle, to one that has a single batch: it waits
+    /// in that helper's queue and starts the moment the first ends. Why: this worker reads
+    /// replies only between its own model calls, so a helper given one batch at a time sat idle
+    /// from its reply to the end of this worker's call, about half a document each time (the
+    /// worker and one helper embedded 1.53 times what the worker alone did).
+    pub fn send_ahead(&mut self, texts: &[&str], width: usize) -> Option<u64> {
+        let k = self.slots.iter().position(|s| s.state == SlotState::Idle).or_else(|| self.slots.iter().position(|s| matches!(s.state, SlotState::Busy(_, None))))?;
+        self.post(k, &embed_request(texts, width)?)
     }
 
     /// Hands a request (a JS array whose first element is a helper kind, second element
@@ -156,12 +167,20 @@ impl Pool {
     /// or None if no helper is idle (or posting failed, which kills that helper).
     pub fn send_request(&mut self, msg: &js_sys::Array) -> Option<u64> {
         let k = self.slots.iter().position(|s| s.state == SlotState::Idle)?;
+        self.post(k, msg)
+    }
+
+    /// Posts `msg` to helper `k` (idle, or busy with one request) with the next sequence number.
+    fn post(&mut self, k: usize, msg: &js_sys::Array) -> Option<u64> {
         self.next_seq += 1;
         let seq = self.next_seq;
         msg.set(1, JsValue::from_f64(seq as f64));
         match self.slots[k].worker.post_message(msg) {
             Ok(()) => {
-                self.slots[k].state = SlotState::Busy(seq);
+                self.slots[k].state = match self.slots[k].state {
+                    SlotState::Busy(first, None) => SlotState::Busy(first, Some(seq)),
+                    _ => SlotState::Busy(seq, None),
+                };
                 Some(seq)
             }
             Err(_) => {
@@ -217,20 +236,19 @@ impl Pool {
                 }
                 Said::Loaded(_) => {}
                 Said::Embedded(seq, flat, _) => {
-                    if state == SlotState::Busy(seq) {
-                        self.slots[k].state = SlotState::Idle;
-                    }
+                    self.slots[k].state = after_reply(state, seq);
                     done.push(Reply { seq, slot: k, result: Ok(flat), sums: Vec::new() });
                 }
                 Said::Summed(seq, sums, _) => {
-                    if state == SlotState::Busy(seq) {
-                        self.slots[k].state = SlotState::Idle;
-                    }
+                    self.slots[k].state = after_reply(state, seq);
                     done.push(Reply { seq, slot: k, result: Ok(Vec::new()), sums });
                 }
                 Said::Failed(seq, message) => {
-                    if let SlotState::Busy(b) = state {
-                        done.push(Reply { seq: b, slot: k, result: Err(message), sums: Vec::new() });
+                    if let SlotState::Busy(b, next) = state {
+                        // The request waiting behind it goes back too: the helper is killed.
+                        for b in std::iter::once(b).chain(next) {
+                            done.push(Reply { seq: b, slot: k, result: Err(message.clone()), sums: Vec::new() });
+                        }
                     } else if let Some(seq) = seq {
                         done.push(Reply { seq, slot: k, result: Err(message), sums: Vec::new() });
                     }
@@ -243,4 +261,20 @@ impl Pool {
         }
         done
     }
+}
+
+/// A helper's state once it has answered request `seq`: the request waiting behind it, if any,
+/// is now running; else it is idle. (A reply to anything else leaves the state as it was.)
+fn after_reply(state: SlotState, seq: u64) -> SlotState {
+    match state {
+        SlotState::Busy(first, next) if first == seq => next.map_or(SlotState::Idle, |n| SlotState::Busy(n, None)),
+        other => other,
+    }
+}
+
+/// The message asking a helper to embed `texts` (term batches of `width` rows laid end to end);
+/// its sequence number is filled in when it is posted.
+fn embed_request(texts: &[&str], width: usize) -> Option<js_sys::Array> {
+    let json = serde_json::to_string(texts).ok()?;
+    Some(js_sys::Array::of4(&EMBED.into(), &JsValue::NULL, &json.into(), &JsValue::from_f64(width as f64)))
 }
