@@ -9,9 +9,21 @@
 //! `(w[k][j], w[k+1][j])`. A pair of activations `(a[m][k], a[m][k+1])` read as one 32-bit word
 //! and broadcast to every lane then meets a panel row in one pairwise multiply-add. Activation
 //! rows are `2 · pairs` long (odd K padded with a zero); columns past N are zero.
+//!
+//! Also here, since it is as hot: the rounding of a row of f32 activations to those 16-bit
+//! integers ([`quantize`]), in vectors where the machine has them.
 
 /// Columns of a panel: two WebAssembly vectors of four 32-bit sums, one AVX2 vector of eight.
 pub(crate) const PANEL: usize = 8;
+
+/// Panels a kernel takes at a time: every block of rows meets the group's panels before the next
+/// block comes. The block's rows (K · 8 bytes for four) stay in the nearest cache while they do,
+/// the group's panels (K · 128 bytes) in the next, and each row's 64 sums are written as 256
+/// bytes in a row. Panel by panel under every row, as the kernels went until 2026-11-29, read all
+/// the rows again for each panel and wrote a row's sums 32 bytes at a time, each time to a line
+/// of its own: a product with K = 384 and N = 1,536 took about 40% longer for it in a stand-alone
+/// copy of the kernel in V8 (docs/benchmarks.md).
+pub(crate) const GROUP: usize = 8;
 
 /// The weights, packed for the kernels.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -98,70 +110,182 @@ fn write_block(acc: &[i32; PANEL], m: usize, p: usize, n: usize, out: &mut [i32]
     out[m * n + j0..m * n + j0 + width].copy_from_slice(&acc[..width]);
 }
 
+/// Rounds a row of activations to integers of at most `bound` in magnitude under the row's own
+/// scale `s = max |v| / bound`: `out[i] = v[i] / s` rounded half away from zero. Returns `s`; a
+/// row with a value that is not finite returns NaN, and one whose scale would not be a normal f32
+/// (its largest value below about 4·10⁻³⁴) returns 0, both leaving `out` as it was.
+///
+/// One pass a row over K values against K · N multiply-adds, yet in the page the plain loop (the
+/// largest value and the rounding a value at a time) took about a fifth of the products' time,
+/// four times what the vector one takes (docs/benchmarks.md). Every implementation makes the same
+/// IEEE operations a value (a division, an addition of ±½, a truncation), so they agree to the
+/// bit with [`quantize_plain`] ([`check`]).
+pub(crate) fn quantize(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
+    assert!(out.len() >= row.len(), "quantize: output too short");
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return wasm::quantize(row, bound, out);
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; the length was checked above.
+    return unsafe { sse2::quantize(row, bound, out) };
+    #[allow(unreachable_code)]
+    quantize_plain(row, bound, out)
+}
+
+/// [`quantize`] in plain Rust, a value at a time: what every other implementation must equal.
+pub(crate) fn quantize_plain(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
+    if !row.iter().all(|v| v.is_finite()) {
+        // As an f32 product would, the row's outputs are then not numbers.
+        return f32::NAN;
+    }
+    let top = row.iter().fold(0f32, |t, v| t.max(v.abs()));
+    match scale(top, bound) {
+        Some(s) => {
+            for (q, &v) in out.iter_mut().zip(row) {
+                *q = round(v, s);
+            }
+            s
+        }
+        None => 0.0,
+    }
+}
+
+/// The scale for a row whose largest magnitude is `top`, if it is a normal f32: rounded under a
+/// subnormal scale, a row's integers could pass the bound (its products are below 10⁻³¹ anyway).
+#[inline(always)]
+fn scale(top: f32, bound: f32) -> Option<f32> {
+    let s = top / bound;
+    (s >= f32::MIN_POSITIVE).then_some(s)
+}
+
+/// `v / s` to the integer half away from zero (`r + ½` with r's sign, itself rounded, then
+/// truncated): |result| ≤ bound for |v| ≤ bound · s.
+#[inline(always)]
+fn round(v: f32, s: f32) -> i16 {
+    let r = v / s;
+    (r + 0.5f32.copysign(r)) as i16
+}
+
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm {
-    use super::{write_block, Packed, PANEL};
+    use super::{write_block, Packed, GROUP, PANEL};
     use core::arch::wasm32::*;
 
     /// Blocks of four rows by one panel: eight accumulators, two panel vectors and the broadcast
-    /// pair in the sixteen vector registers V8 has on x86-64. Panel by panel, every row under
-    /// each: a panel (K · 16 bytes) stays in the nearest cache while the rows pass it.
+    /// pair in the sixteen vector registers V8 has on x86-64; panels in groups of [`GROUP`] (see
+    /// there).
     ///
     /// Written out by hand, each accumulator a variable of its own: the worker is built for size
     /// (`opt-level = "s"`, fat LTO), and there a loop over an array of accumulators kept them in
     /// memory, at about half the speed (docs/benchmarks.md).
     pub(super) fn product(a: &[i16], rows: usize, w: &Packed, out: &mut [i32]) {
         let len = 2 * w.pairs;
-        for p in 0..w.panels() {
-            let panel = w.panel(p);
+        for group in (0..w.panels()).step_by(GROUP) {
+            let panels = group..(group + GROUP).min(w.panels());
             let mut m = 0;
             while m + 4 <= rows {
-                let block = &a[m * len..(m + 4) * len];
-                let z = i32x4_splat(0);
-                let (mut a00, mut a01, mut a10, mut a11, mut a20, mut a21, mut a30, mut a31) = (z, z, z, z, z, z, z, z);
-                for q in 0..w.pairs {
-                    // SAFETY: `panel` holds `pairs · PANEL · 2` values, so 16 from q · 16 are in
-                    // it; `block` holds 4 rows of `len` = 2 · pairs values, so the pair at 2q of
-                    // each is in it. Unaligned loads are allowed in WebAssembly.
-                    unsafe {
-                        let wp = panel.as_ptr().add(q * PANEL * 2);
-                        let (w0, w1) = (v128_load(wp as *const v128), v128_load(wp.add(PANEL) as *const v128));
-                        let ap = block.as_ptr().add(2 * q);
-                        let x = v128_load32_splat(ap as *const u32);
-                        a00 = i32x4_add(a00, i32x4_dot_i16x8(x, w0));
-                        a01 = i32x4_add(a01, i32x4_dot_i16x8(x, w1));
-                        let x = v128_load32_splat(ap.add(len) as *const u32);
-                        a10 = i32x4_add(a10, i32x4_dot_i16x8(x, w0));
-                        a11 = i32x4_add(a11, i32x4_dot_i16x8(x, w1));
-                        let x = v128_load32_splat(ap.add(2 * len) as *const u32);
-                        a20 = i32x4_add(a20, i32x4_dot_i16x8(x, w0));
-                        a21 = i32x4_add(a21, i32x4_dot_i16x8(x, w1));
-                        let x = v128_load32_splat(ap.add(3 * len) as *const u32);
-                        a30 = i32x4_add(a30, i32x4_dot_i16x8(x, w0));
-                        a31 = i32x4_add(a31, i32x4_dot_i16x8(x, w1));
-                    }
-                }
-                for (r, (lo, hi)) in [(a00, a01), (a10, a11), (a20, a21), (a30, a31)].into_iter().enumerate() {
-                    store(lo, hi, m + r, p, w.n, out);
+                for p in panels.clone() {
+                    four_rows(&a[m * len..(m + 4) * len], w, p, m, out);
                 }
                 m += 4;
             }
-            while m < rows {
-                let row = &a[m * len..(m + 1) * len];
-                let (mut lo, mut hi) = (i32x4_splat(0), i32x4_splat(0));
-                for q in 0..w.pairs {
-                    // SAFETY: as above, for one row.
-                    unsafe {
-                        let wp = panel.as_ptr().add(q * PANEL * 2);
-                        let x = v128_load32_splat(row.as_ptr().add(2 * q) as *const u32);
-                        lo = i32x4_add(lo, i32x4_dot_i16x8(x, v128_load(wp as *const v128)));
-                        hi = i32x4_add(hi, i32x4_dot_i16x8(x, v128_load(wp.add(PANEL) as *const v128)));
-                    }
+            for m in m..rows {
+                for p in panels.clone() {
+                    one_row(&a[m * len..(m + 1) * len], w, p, m, out);
                 }
-                store(lo, hi, m, p, w.n, out);
-                m += 1;
             }
         }
+    }
+
+    /// Rows m..m + 4 (`block`) by panel `p`, into `out`.
+    #[inline(always)]
+    fn four_rows(block: &[i16], w: &Packed, p: usize, m: usize, out: &mut [i32]) {
+        let (len, panel) = (2 * w.pairs, w.panel(p));
+        let z = i32x4_splat(0);
+        let (mut a00, mut a01, mut a10, mut a11, mut a20, mut a21, mut a30, mut a31) = (z, z, z, z, z, z, z, z);
+        for q in 0..w.pairs {
+            // SAFETY: `panel` holds `pairs · PANEL · 2` values, so 16 from q · 16 are in it;
+            // `block` holds 4 rows of `len` = 2 · pairs values, so the pair at 2q of each is in
+            // it. Unaligned loads are allowed in WebAssembly.
+            unsafe {
+                let wp = panel.as_ptr().add(q * PANEL * 2);
+                let (w0, w1) = (v128_load(wp as *const v128), v128_load(wp.add(PANEL) as *const v128));
+                let ap = block.as_ptr().add(2 * q);
+                let x = v128_load32_splat(ap as *const u32);
+                a00 = i32x4_add(a00, i32x4_dot_i16x8(x, w0));
+                a01 = i32x4_add(a01, i32x4_dot_i16x8(x, w1));
+                let x = v128_load32_splat(ap.add(len) as *const u32);
+                a10 = i32x4_add(a10, i32x4_dot_i16x8(x, w0));
+                a11 = i32x4_add(a11, i32x4_dot_i16x8(x, w1));
+                let x = v128_load32_splat(ap.add(2 * len) as *const u32);
+                a20 = i32x4_add(a20, i32x4_dot_i16x8(x, w0));
+                a21 = i32x4_add(a21, i32x4_dot_i16x8(x, w1));
+                let x = v128_load32_splat(ap.add(3 * len) as *const u32);
+                a30 = i32x4_add(a30, i32x4_dot_i16x8(x, w0));
+                a31 = i32x4_add(a31, i32x4_dot_i16x8(x, w1));
+            }
+        }
+        for (r, (lo, hi)) in [(a00, a01), (a10, a11), (a20, a21), (a30, a31)].into_iter().enumerate() {
+            store(lo, hi, m + r, p, w.n, out);
+        }
+    }
+
+    /// Row m (`row`) by panel `p`, into `out`.
+    #[inline(always)]
+    fn one_row(row: &[i16], w: &Packed, p: usize, m: usize, out: &mut [i32]) {
+        let panel = w.panel(p);
+        let (mut lo, mut hi) = (i32x4_splat(0), i32x4_splat(0));
+        for q in 0..w.pairs {
+            // SAFETY: as in `four_rows`, for one row.
+            unsafe {
+                let wp = panel.as_ptr().add(q * PANEL * 2);
+                let x = v128_load32_splat(row.as_ptr().add(2 * q) as *const u32);
+                lo = i32x4_add(lo, i32x4_dot_i16x8(x, v128_load(wp as *const v128)));
+                hi = i32x4_add(hi, i32x4_dot_i16x8(x, v128_load(wp.add(PANEL) as *const v128)));
+            }
+        }
+        store(lo, hi, m, p, w.n, out);
+    }
+
+    /// [`super::quantize`], four values a vector: the largest magnitude by `pmax` (the row is
+    /// checked finite in the same pass, so NaN never meets it), then eight values at a time
+    /// divided, given ±½ by their sign bit, truncated (saturating, as Rust's `as` is) and
+    /// narrowed to 16 bits (in range: |r + ½| < 32,768).
+    pub(super) fn quantize(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
+        let (k, p) = (row.len(), row.as_ptr());
+        let (mut top, mut bad, inf) = (f32x4_splat(0.0), i32x4_splat(0), f32x4_splat(f32::INFINITY));
+        for c in 0..k / 4 {
+            // SAFETY: values 4c..4c + 4 are in `row`; unaligned loads are allowed.
+            let v = f32x4_abs(unsafe { v128_load(p.add(4 * c) as *const v128) });
+            bad = v128_or(bad, v128_not(f32x4_lt(v, inf)));
+            top = f32x4_pmax(top, v);
+        }
+        let lanes = [f32x4_extract_lane::<0>(top), f32x4_extract_lane::<1>(top), f32x4_extract_lane::<2>(top), f32x4_extract_lane::<3>(top)];
+        let mut top = lanes.into_iter().fold(0f32, f32::max);
+        let mut finite = !v128_any_true(bad);
+        for &v in &row[k / 4 * 4..] {
+            finite &= v.is_finite();
+            top = top.max(v.abs());
+        }
+        if !finite {
+            return f32::NAN;
+        }
+        let Some(s) = super::scale(top, bound) else { return 0.0 };
+        let (sv, half, sign) = (f32x4_splat(s), f32x4_splat(0.5), f32x4_splat(-0.0));
+        let q = out.as_mut_ptr();
+        for c in 0..k / 8 {
+            // SAFETY: values 8c..8c + 8 are in `row`, and `out` is at least as long.
+            unsafe {
+                let r0 = f32x4_div(v128_load(p.add(8 * c) as *const v128), sv);
+                let r1 = f32x4_div(v128_load(p.add(8 * c + 4) as *const v128), sv);
+                let i0 = i32x4_trunc_sat_f32x4(f32x4_add(r0, v128_or(half, v128_and(r0, sign))));
+                let i1 = i32x4_trunc_sat_f32x4(f32x4_add(r1, v128_or(half, v128_and(r1, sign))));
+                v128_store(q.add(8 * c) as *mut v128, i16x8_narrow_i32x4(i0, i1));
+            }
+        }
+        for i in k / 8 * 8..k {
+            out[i] = super::round(row[i], s);
+        }
+        s
     }
 
     /// A row's eight sums for panel `p` into `out`.
@@ -176,36 +300,82 @@ mod wasm {
     }
 }
 
+/// [`quantize`] with SSE2 (every x86-64 has it), as the WebAssembly one.
 #[cfg(target_arch = "x86_64")]
-mod avx2 {
-    use super::{write_block, Packed, PANEL};
+mod sse2 {
     use std::arch::x86_64::*;
 
-    /// Blocks of four rows by two panels (eight accumulators of eight sums), two panels at a
-    /// time with every row under them (as the WebAssembly kernel).
+    /// SAFETY: `out` is at least as long as `row`.
+    pub(super) unsafe fn quantize(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
+        let (k, p) = (row.len(), row.as_ptr());
+        let (abs, inf) = (_mm_castsi128_ps(_mm_set1_epi32(i32::MAX)), _mm_set1_ps(f32::INFINITY));
+        let (mut top, mut finite) = (_mm_setzero_ps(), 0xf);
+        for c in 0..k / 4 {
+            let v = _mm_and_ps(_mm_loadu_ps(p.add(4 * c)), abs);
+            finite &= _mm_movemask_ps(_mm_cmplt_ps(v, inf));
+            top = _mm_max_ps(v, top);
+        }
+        let mut lanes = [0f32; 4];
+        _mm_storeu_ps(lanes.as_mut_ptr(), top);
+        let mut top = lanes.into_iter().fold(0f32, f32::max);
+        let mut finite = finite == 0xf;
+        for &v in &row[k / 4 * 4..] {
+            finite &= v.is_finite();
+            top = top.max(v.abs());
+        }
+        if !finite {
+            return f32::NAN;
+        }
+        let Some(s) = super::scale(top, bound) else { return 0.0 };
+        let (sv, half, sign) = (_mm_set1_ps(s), _mm_set1_ps(0.5), _mm_set1_ps(-0.0));
+        let q = out.as_mut_ptr();
+        for c in 0..k / 8 {
+            let r0 = _mm_div_ps(_mm_loadu_ps(p.add(8 * c)), sv);
+            let r1 = _mm_div_ps(_mm_loadu_ps(p.add(8 * c + 4)), sv);
+            let i0 = _mm_cvttps_epi32(_mm_add_ps(r0, _mm_or_ps(half, _mm_and_ps(r0, sign))));
+            let i1 = _mm_cvttps_epi32(_mm_add_ps(r1, _mm_or_ps(half, _mm_and_ps(r1, sign))));
+            _mm_storeu_si128(q.add(8 * c) as *mut __m128i, _mm_packs_epi32(i0, i1));
+        }
+        for i in k / 8 * 8..k {
+            out[i] = super::round(row[i], s);
+        }
+        s
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{write_block, Packed, GROUP, PANEL};
+    use std::arch::x86_64::*;
+
+    /// Blocks of four rows by two panels (eight accumulators of eight sums), panels in groups of
+    /// [`GROUP`] (as the WebAssembly kernel).
     /// SAFETY: the caller checks that AVX2 is present and the buffers' lengths.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn product(a: &[i16], rows: usize, w: &Packed, out: &mut [i32]) {
-        let mut p = 0;
-        while p + 2 <= w.panels() {
-            panels::<2>(a, rows, p, w, out);
-            p += 2;
-        }
-        if p < w.panels() {
-            panels::<1>(a, rows, p, w, out);
+        for group in (0..w.panels()).step_by(GROUP) {
+            let end = (group + GROUP).min(w.panels());
+            let mut m = 0;
+            while m + 4 <= rows {
+                panels::<4>(a, m, group, end, w, out);
+                m += 4;
+            }
+            for m in m..rows {
+                panels::<1>(a, m, group, end, w, out);
+            }
         }
     }
 
+    /// Rows m..m + R by panels `from..to`, two at a time.
     #[target_feature(enable = "avx2")]
-    unsafe fn panels<const P: usize>(a: &[i16], rows: usize, p: usize, w: &Packed, out: &mut [i32]) {
-        let mut m = 0;
-        while m + 4 <= rows {
-            block::<4, P>(a, m, p, w, out);
-            m += 4;
+    unsafe fn panels<const R: usize>(a: &[i16], m: usize, from: usize, to: usize, w: &Packed, out: &mut [i32]) {
+        let mut p = from;
+        while p + 2 <= to {
+            block::<R, 2>(a, m, p, w, out);
+            p += 2;
         }
-        while m < rows {
-            block::<1, P>(a, m, p, w, out);
-            m += 1;
+        if p < to {
+            block::<R, 1>(a, m, p, w, out);
         }
     }
 
@@ -246,10 +416,11 @@ mod avx2 {
 }
 
 /// Whether the kernel this machine runs ([`product`]) equals the plain one, bit for bit, and the
-/// plain one the exact product, on shapes with odd K, N not a multiple of a panel (nor of two),
-/// row counts not a multiple of a block, and the extreme values the callers allow. The unit
-/// tests run it natively; the page's model check runs it in the worker, on its WebAssembly
-/// kernel. Err says where the first difference is.
+/// plain one the exact product, on shapes with odd K, N not a multiple of a panel (nor of two, nor
+/// of a group), row counts not a multiple of a block, and the extreme values the callers allow;
+/// and whether its rounding of activations ([`quantize`]) equals the plain one. The unit tests run
+/// it natively; the page's model check runs it in the worker, on its WebAssembly kernels. Err says
+/// where the first difference is.
 pub fn check() -> Result<(), String> {
     let mut s = 0x9e37_79b9u32;
     let mut next = move || {
@@ -258,7 +429,7 @@ pub fn check() -> Result<(), String> {
         s ^= s << 5;
         s
     };
-    for &(rows, k, n) in &[(1, 1, 1), (3, 5, 7), (4, 384, 384), (7, 33, 17), (9, 1536, 24), (5, 64, 9)] {
+    for &(rows, k, n) in &[(1, 1, 1), (3, 5, 7), (4, 384, 384), (7, 33, 17), (9, 1536, 24), (5, 64, 9), (6, 40, 100)] {
         let w: Vec<i16> = (0..k * n).map(|_| (next() % 255) as i16 - 127).collect();
         let packed = Packed::new(k, n, |kk, j| w[kk * n + j]);
         let len = 2 * packed.pairs;
@@ -285,6 +456,38 @@ pub fn check() -> Result<(), String> {
                 if i64::from(want[m * n + j]) != sum {
                     return Err(format!("the plain product is wrong at rows {rows}, k {k}, n {n}"));
                 }
+            }
+        }
+    }
+    // The rounding of a row, against the plain one: lengths with every tail, ordinary rows, a
+    // signed zero, values on exact halves, rows of zeros, rows too small for a normal scale, and
+    // rows holding a NaN or an infinity.
+    for &k in &[1, 3, 4, 7, 8, 9, 17, 384, 1001, 1536] {
+        let bound = f32::from(super::activation_bound(k));
+        for case in 0..7 {
+            let mut row: Vec<f32> = (0..k).map(|_| (next() as f32 / u32::MAX as f32 - 0.5) * 7.0).collect();
+            let at = next() as usize % k;
+            match case {
+                1 => row[at] = -0.0,
+                2 => row.iter_mut().for_each(|v| *v *= 1e-36),
+                3 => row[at] = f32::NAN,
+                4 => row[at] = f32::NEG_INFINITY,
+                5 => {
+                    // The largest value is the bound, so the scale is 1 and every other value,
+                    // an integer and a half, is rounded on a tie.
+                    for v in row.iter_mut() {
+                        let half = (next() % (bound as u32 - 1)) as f32 + 0.5;
+                        *v = if next() % 2 == 0 { half } else { -half };
+                    }
+                    row[at] = bound;
+                }
+                6 => row.iter_mut().enumerate().for_each(|(i, v)| *v = if i % 2 == 0 { 0.0 } else { -0.0 }),
+                _ => {}
+            }
+            let (mut want, mut got) = (vec![7i16; k], vec![7i16; k]);
+            let (s_want, s_got) = (quantize_plain(&row, bound, &mut want), quantize(&row, bound, &mut got));
+            if s_want.to_bits() != s_got.to_bits() || want != got {
+                return Err(format!("the rounding of activations differs from the plain one at k {k}, case {case}"));
             }
         }
     }

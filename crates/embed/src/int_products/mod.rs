@@ -116,29 +116,7 @@ impl IntProduct {
         let (k, n, len) = (self.w.k, self.w.n, 2 * self.w.pairs);
         let bound = activation_bound(k) as f32;
         let mut a = vec![0i16; rows * len];
-        let mut row_scale = vec![0f32; rows];
-        for m in 0..rows {
-            let row = &x[m * k..(m + 1) * k];
-            if !row.iter().all(|v| v.is_finite()) {
-                // As an f32 product would, the row's outputs are not numbers.
-                row_scale[m] = f32::NAN;
-                continue;
-            }
-            let top = row.iter().fold(0f32, |t, v| t.max(v.abs()));
-            // A row whose scale would not be a normal f32 (its largest value below about
-            // 4·10⁻³⁴) is taken as zero: rounded under a subnormal scale, its integers could
-            // pass the bound. Its products are below 10⁻³¹ anyway.
-            let s = top / bound;
-            if s >= f32::MIN_POSITIVE {
-                row_scale[m] = s;
-                for (q, &v) in a[m * len..m * len + k].iter_mut().zip(row) {
-                    // About half away from zero (r + 0.5 is itself rounded): the same f32
-                    // operations everywhere, so the same integers; |r| ≤ bound.
-                    let r = v / s;
-                    *q = (r + 0.5f32.copysign(r)) as i16;
-                }
-            }
-        }
+        let row_scale: Vec<f32> = (0..rows).map(|m| kernel::quantize(&x[m * k..(m + 1) * k], bound, &mut a[m * len..m * len + k])).collect();
         let mut acc = vec![0i32; rows * n];
         kernel::product(&a, rows, &self.w, &mut acc);
         let mut out = vec![0f32; rows * n];
