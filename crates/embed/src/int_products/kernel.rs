@@ -19,10 +19,10 @@ pub(crate) const PANEL: usize = 8;
 /// Panels a kernel takes at a time: every block of rows meets the group's panels before the next
 /// block comes. The block's rows (K · 8 bytes for four) stay in the nearest cache while they do,
 /// the group's panels (K · 128 bytes) in the next, and each row's 64 sums are written as 256
-/// bytes in a row. Panel by panel under every row, as the kernels went until 2026-11-29, read all
-/// the rows again for each panel and wrote a row's sums 32 bytes at a time, each time to a line
-/// of its own: a product with K = 384 and N = 1,536 took about 40% longer for it in a stand-alone
-/// copy of the kernel in V8 (docs/benchmarks.md).
+/// bytes in a row, where panel by panel under every row read all the rows again for each panel
+/// and wrote a row's sums 32 bytes at a time, each to another cache line than the row's last.
+/// For 256 rows with K = 384 and N = 1,536 that was about 40% slower in a stand-alone copy of the
+/// WebAssembly kernel, and the product about 15% slower in the page (docs/benchmarks.md).
 pub(crate) const GROUP: usize = 8;
 
 /// The weights, packed for the kernels.
@@ -113,11 +113,13 @@ fn write_block(acc: &[i32; PANEL], m: usize, p: usize, n: usize, out: &mut [i32]
 /// Rounds a row of activations to integers of at most `bound` in magnitude under the row's own
 /// scale `s = max |v| / bound`: `out[i] = v[i] / s` rounded half away from zero. Returns `s`; a
 /// row with a value that is not finite returns NaN, and one whose scale would not be a normal f32
-/// (its largest value below about 4·10⁻³⁴) returns 0, both leaving `out` as it was.
+/// (its largest value under `bound` times the smallest normal f32, about 10⁻³⁴) returns 0, both
+/// leaving `out` as it was.
 ///
 /// One pass a row over K values against K · N multiply-adds, yet in the page the plain loop (the
-/// largest value and the rounding a value at a time) took about a fifth of the products' time,
-/// four times what the vector one takes (docs/benchmarks.md). Every implementation makes the same
+/// largest value and the rounding a value at a time) was slow enough that doing it in vectors cut
+/// the products by about a fifth; stand-alone, the vector loop is 4–6 times quicker
+/// (docs/benchmarks.md). Every implementation makes the same
 /// IEEE operations a value (a division, an addition of ±½, a truncation), so they agree to the
 /// bit with [`quantize_plain`] ([`check`]).
 pub(crate) fn quantize(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
@@ -155,6 +157,30 @@ pub(crate) fn quantize_plain(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
 fn scale(top: f32, bound: f32) -> Option<f32> {
     let s = top / bound;
     (s >= f32::MIN_POSITIVE).then_some(s)
+}
+
+/// The largest magnitude of a row from its vector part's four lanes of largest magnitudes
+/// (`finite`: whether every value they saw was finite) and its last values, or None if a value is
+/// not finite.
+#[cfg_attr(not(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128"))), allow(dead_code))]
+#[inline(always)]
+fn largest(lanes: [f32; 4], finite: bool, tail: &[f32]) -> Option<f32> {
+    let mut top = lanes.into_iter().fold(0f32, f32::max);
+    let mut finite = finite;
+    for &v in tail {
+        finite &= v.is_finite();
+        top = top.max(v.abs());
+    }
+    finite.then_some(top)
+}
+
+/// [`round`] on the values from `from` on: the tail a vector loop leaves.
+#[cfg_attr(not(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128"))), allow(dead_code))]
+#[inline(always)]
+fn round_from(from: usize, row: &[f32], s: f32, out: &mut [i16]) {
+    for (q, &v) in out[from..row.len()].iter_mut().zip(&row[from..]) {
+        *q = round(v, s);
+    }
 }
 
 /// `v / s` to the integer half away from zero (`r + ½` with r's sign, itself rounded, then
@@ -246,10 +272,11 @@ mod wasm {
         store(lo, hi, m, p, w.n, out);
     }
 
-    /// [`super::quantize`], four values a vector: the largest magnitude by `pmax` (the row is
-    /// checked finite in the same pass, so NaN never meets it), then eight values at a time
-    /// divided, given ±½ by their sign bit, truncated (saturating, as Rust's `as` is) and
-    /// narrowed to 16 bits (in range: |r + ½| < 32,768).
+    /// [`super::quantize`], four values a vector: the largest magnitude by `pmax` (a NaN lane
+    /// never gets into it, since `pmax` keeps its first operand when the comparison fails; the
+    /// same pass marks the row not finite), then eight values at a time divided, given ±½ by
+    /// their sign bit, truncated (saturating, as Rust's `as` is) and narrowed to 16 bits (in
+    /// range: |r + ½| < bound + 1).
     pub(super) fn quantize(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
         let (k, p) = (row.len(), row.as_ptr());
         let (mut top, mut bad, inf) = (f32x4_splat(0.0), i32x4_splat(0), f32x4_splat(f32::INFINITY));
@@ -260,15 +287,7 @@ mod wasm {
             top = f32x4_pmax(top, v);
         }
         let lanes = [f32x4_extract_lane::<0>(top), f32x4_extract_lane::<1>(top), f32x4_extract_lane::<2>(top), f32x4_extract_lane::<3>(top)];
-        let mut top = lanes.into_iter().fold(0f32, f32::max);
-        let mut finite = !v128_any_true(bad);
-        for &v in &row[k / 4 * 4..] {
-            finite &= v.is_finite();
-            top = top.max(v.abs());
-        }
-        if !finite {
-            return f32::NAN;
-        }
+        let Some(top) = super::largest(lanes, !v128_any_true(bad), &row[k / 4 * 4..]) else { return f32::NAN };
         let Some(s) = super::scale(top, bound) else { return 0.0 };
         let (sv, half, sign) = (f32x4_splat(s), f32x4_splat(0.5), f32x4_splat(-0.0));
         let q = out.as_mut_ptr();
@@ -282,9 +301,7 @@ mod wasm {
                 v128_store(q.add(8 * c) as *mut v128, i16x8_narrow_i32x4(i0, i1));
             }
         }
-        for i in k / 8 * 8..k {
-            out[i] = super::round(row[i], s);
-        }
+        super::round_from(k / 8 * 8, row, s, out);
         s
     }
 
@@ -317,15 +334,7 @@ mod sse2 {
         }
         let mut lanes = [0f32; 4];
         _mm_storeu_ps(lanes.as_mut_ptr(), top);
-        let mut top = lanes.into_iter().fold(0f32, f32::max);
-        let mut finite = finite == 0xf;
-        for &v in &row[k / 4 * 4..] {
-            finite &= v.is_finite();
-            top = top.max(v.abs());
-        }
-        if !finite {
-            return f32::NAN;
-        }
+        let Some(top) = super::largest(lanes, finite == 0xf, &row[k / 4 * 4..]) else { return f32::NAN };
         let Some(s) = super::scale(top, bound) else { return 0.0 };
         let (sv, half, sign) = (_mm_set1_ps(s), _mm_set1_ps(0.5), _mm_set1_ps(-0.0));
         let q = out.as_mut_ptr();
@@ -336,9 +345,7 @@ mod sse2 {
             let i1 = _mm_cvttps_epi32(_mm_add_ps(r1, _mm_or_ps(half, _mm_and_ps(r1, sign))));
             _mm_storeu_si128(q.add(8 * c) as *mut __m128i, _mm_packs_epi32(i0, i1));
         }
-        for i in k / 8 * 8..k {
-            out[i] = super::round(row[i], s);
-        }
+        super::round_from(k / 8 * 8, row, s, out);
         s
     }
 }
@@ -459,32 +466,44 @@ pub fn check() -> Result<(), String> {
             }
         }
     }
-    // The rounding of a row, against the plain one: lengths with every tail, ordinary rows, a
-    // signed zero, values on exact halves, rows of zeros, rows too small for a normal scale, and
-    // rows holding a NaN or an infinity.
-    for &k in &[1, 3, 4, 7, 8, 9, 17, 384, 1001, 1536] {
+    // The rounding of a row, against the plain one: lengths with every remainder by 4 and by 8;
+    // ordinary rows; each special value at the first place (a vector's), the last (the tail's)
+    // and one drawn: NaN, both infinities, a signed zero; values on exact halves and one ulp
+    // either side of them (a path that multiplied by a reciprocal, or rounded ties otherwise,
+    // would differ there); rows of zeros, rows too small for a normal scale, and subnormal values
+    // in a row of normal scale. `out` is longer than the row: nothing past it may be written.
+    for &k in &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 14, 17, 384, 1001, 1536] {
         let bound = f32::from(super::activation_bound(k));
-        for case in 0..7 {
+        for case in 0..10 {
             let mut row: Vec<f32> = (0..k).map(|_| (next() as f32 / u32::MAX as f32 - 0.5) * 7.0).collect();
-            let at = next() as usize % k;
+            let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0];
             match case {
-                1 => row[at] = -0.0,
-                2 => row.iter_mut().for_each(|v| *v *= 1e-36),
-                3 => row[at] = f32::NAN,
-                4 => row[at] = f32::NEG_INFINITY,
-                5 => {
-                    // The largest value is the bound, so the scale is 1 and every other value,
-                    // an integer and a half, is rounded on a tie.
+                1..=3 => {
+                    let at = [0, k - 1, next() as usize % k][case - 1];
+                    row[at] = special[next() as usize % special.len()];
+                }
+                4 | 5 => {
+                    // The largest value is the bound, so the scale is exactly 1: every other
+                    // value, n + ½ (case 4) or one ulp either side of it or of ½ (case 5), is
+                    // rounded at or next to a tie.
                     for v in row.iter_mut() {
                         let half = (next() % (bound as u32 - 1)) as f32 + 0.5;
-                        *v = if next() % 2 == 0 { half } else { -half };
+                        let half = if case == 5 && next() % 4 == 0 { 0.5 } else { half };
+                        let near = match (case, next() % 3) {
+                            (5, 0) => f32::from_bits(half.to_bits() - 1),
+                            (5, 1) => f32::from_bits(half.to_bits() + 1),
+                            _ => half,
+                        };
+                        *v = if next() % 2 == 0 { near } else { -near };
                     }
-                    row[at] = bound;
+                    row[next() as usize % k] = bound;
                 }
                 6 => row.iter_mut().enumerate().for_each(|(i, v)| *v = if i % 2 == 0 { 0.0 } else { -0.0 }),
+                7 => row.iter_mut().for_each(|v| *v *= 1e-36),
+                8 => row.iter_mut().step_by(2).for_each(|v| *v *= 1e-40),
                 _ => {}
             }
-            let (mut want, mut got) = (vec![7i16; k], vec![7i16; k]);
+            let (mut want, mut got) = (vec![7i16; k + 8], vec![7i16; k + 8]);
             let (s_want, s_got) = (quantize_plain(&row, bound, &mut want), quantize(&row, bound, &mut got));
             if s_want.to_bits() != s_got.to_bits() || want != got {
                 return Err(format!("the rounding of activations differs from the plain one at k {k}, case {case}"));
