@@ -10,8 +10,8 @@
 //! and broadcast to every lane then meets a panel row in one pairwise multiply-add. Activation
 //! rows are `2 · pairs` long (odd K padded with a zero); columns past N are zero.
 //!
-//! Also here, since it is as hot: the rounding of a row of f32 activations to those 16-bit
-//! integers ([`quantize`]), in vectors where the machine has them.
+//! Also here, since every product's input passes through it: the rounding of a row of f32
+//! activations to those 16-bit integers ([`quantize`]), in vectors where the machine has them.
 
 /// Columns of a panel: two WebAssembly vectors of four 32-bit sums, one AVX2 vector of eight.
 pub(crate) const PANEL: usize = 8;
@@ -119,9 +119,8 @@ fn write_block(acc: &[i32; PANEL], m: usize, p: usize, n: usize, out: &mut [i32]
 /// One pass a row over K values against K · N multiply-adds, yet in the page the plain loop (the
 /// largest value and the rounding a value at a time) was slow enough that doing it in vectors cut
 /// the products by about a fifth; stand-alone, the vector loop is 4–6 times quicker
-/// (docs/benchmarks.md). Every implementation makes the same
-/// IEEE operations a value (a division, an addition of ±½, a truncation), so they agree to the
-/// bit with [`quantize_plain`] ([`check`]).
+/// (docs/benchmarks.md). Every implementation makes the same IEEE operations a value (a division,
+/// an addition of ±½, a truncation), so they agree to the bit with [`quantize_plain`] ([`check`]).
 pub(crate) fn quantize(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
     assert!(out.len() >= row.len(), "quantize: output too short");
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
