@@ -148,7 +148,7 @@ impl Pool {
     /// an idle helper; returns the sequence number, or None if no helper is idle (or posting
     /// failed, which kills that helper).
     pub fn send(&mut self, texts: &[&str], width: usize) -> Option<u64> {
-        let k = self.slots.iter().position(|s| s.state == SlotState::Idle)?;
+        let k = self.first_idle()?;
         self.post(k, &embed_request(texts, width)?)
     }
 
@@ -158,7 +158,7 @@ impl Pool {
     /// from its reply to the end of this worker's call, about half a document each time (the
     /// worker and one helper embedded 1.53 times what the worker alone did).
     pub fn send_ahead(&mut self, texts: &[&str], width: usize) -> Option<u64> {
-        let k = self.slots.iter().position(|s| s.state == SlotState::Idle).or_else(|| self.slots.iter().position(|s| matches!(s.state, SlotState::Busy(_, None))))?;
+        let k = self.first_idle().or_else(|| self.slots.iter().position(|s| matches!(s.state, SlotState::Busy(_, None))))?;
         self.post(k, &embed_request(texts, width)?)
     }
 
@@ -166,8 +166,13 @@ impl Pool {
     /// filled in here with the sequence number) to an idle helper; returns the sequence number,
     /// or None if no helper is idle (or posting failed, which kills that helper).
     pub fn send_request(&mut self, msg: &js_sys::Array) -> Option<u64> {
-        let k = self.slots.iter().position(|s| s.state == SlotState::Idle)?;
+        let k = self.first_idle()?;
         self.post(k, msg)
+    }
+
+    /// The first idle helper.
+    fn first_idle(&self) -> Option<usize> {
+        self.slots.iter().position(|s| s.state == SlotState::Idle)
     }
 
     /// Posts `msg` to helper `k` (idle, or busy with one request) with the next sequence number.
