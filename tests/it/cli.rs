@@ -284,7 +284,8 @@ fn the_class_set_is_declared_and_an_undeclared_label_changes_nothing_in_the_rele
                 .map(|c| c["sums"].as_array().unwrap().iter().map(|m| m.as_array().unwrap().len()).collect())
                 .collect();
             let seqs = std::fs::read_to_string(out.join("sequences.jsonl")).unwrap();
-            assert!(!seqs.contains("Zebra") && !std::fs::read_to_string(out.join("release.json")).unwrap().contains("Zebra"));
+            // The undeclared label itself: the public list holds "Zebrafish", which noise may select.
+            assert!(!seqs.contains("Zebra-Clinic") && !std::fs::read_to_string(out.join("release.json")).unwrap().contains("Zebra-Clinic"));
             assert_eq!(seqs.lines().count(), 15, "5 per declared class on average, 3 classes");
             // Neuro's release is noise, flagged in the report and on its sequences (which
             // generation leaves out by default). (At ε_voc = 1 over MeSH's 28,000 terms most
