@@ -58,9 +58,11 @@ impl EvalOp for Attention {
         let sh = kernel::Shape { items: q[0], queries: q[1], keys: k[1], heads: q[2], dim: q[3] };
         let plain = |i: usize| inputs[i].try_as_plain_ram();
         let (qp, kp, vp, mp) = (plain(0)?, plain(1)?, plain(2)?, plain(3)?);
-        let mut out = vec![0f32; qp.len()];
-        kernel::attend(&sh, qp.as_slice::<f32>()?, kp.as_slice::<f32>()?, vp.as_slice::<f32>()?, Some(mp.as_slice::<f32>()?), f32::from_bits(self.scale), &mut out);
-        Ok(tvec!(Tensor::from_shape(q, &out)?.into_tvalue()))
+        // Written in place, as the products are.
+        let mut out = Tensor::zero::<f32>(q)?;
+        let mut view = out.try_as_plain_ram_mut()?;
+        kernel::attend(&sh, qp.as_slice::<f32>()?, kp.as_slice::<f32>()?, vp.as_slice::<f32>()?, Some(mp.as_slice::<f32>()?), f32::from_bits(self.scale), view.as_slice_mut::<f32>()?);
+        Ok(tvec!(out.into_tvalue()))
     }
 }
 

@@ -1,8 +1,10 @@
 //! The integer product `acc[m][j] = Σ_k a[m][k] · w[k][j]` of 16-bit activations by 8-bit
 //! weights into 32-bit sums, on whatever the machine has: WebAssembly SIMD (`i32x4.dot_i16x8_s`:
 //! eight multiply-adds an instruction, against four for an f32x4 multiply and add), AVX2
-//! natively (`vpmaddwd`: sixteen), or plain Rust. The sums are exact integers, so every kernel
-//! gives the same bits for the same inputs (a test holds each one to the plain one).
+//! natively (`vpmaddwd`: sixteen), or plain Rust; each block of sums is scaled to f32 as it
+//! leaves the registers ([`Scaling`]). The sums are exact integers and the scaling is the same
+//! f32 operations in the same order in every kernel, so every kernel gives the same bits for the
+//! same inputs (a test holds each one to the plain one).
 //!
 //! Layout (the weights are packed once, when the model is loaded): panels of [`PANEL`] columns;
 //! within a panel, for each pair of rows of `w` (k, k+1), the panel's columns as pairs
@@ -69,23 +71,51 @@ impl Packed {
     }
 }
 
-/// `out[m · n + j] = Σ_k a[m · 2·pairs + k] · w[k][j]` for `rows` rows of `a`.
-/// The caller keeps every sum within i32 (`super::activation_bound`).
-pub(crate) fn product(a: &[i16], rows: usize, w: &Packed, out: &mut [i32]) {
+/// What turns row m's exact sum for column j into the product's value:
+/// `sum as f32 · rows[m] · cols[j]`, then `+ bias[j]` where there is a bias, these f32
+/// operations in this order in every kernel (none fused), so that all give the same bits.
+///
+/// Why here and not in a pass after the product: the sums then never go to memory. Stand-alone,
+/// scaling as the sums leave the registers, straight into the output tensor, took about a tenth
+/// off a 256 × 384 × 1,536 product in WebAssembly (docs/benchmarks.md).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Scaling<'a> {
+    /// Each row's scale (its activations' rounding, [`quantize`]).
+    pub rows: &'a [f32],
+    /// Each column's scale (the int8 weights').
+    pub cols: &'a [f32],
+    pub bias: Option<&'a [f32]>,
+}
+
+impl Scaling<'_> {
+    #[inline(always)]
+    fn value(&self, sum: i32, m: usize, j: usize) -> f32 {
+        let v = sum as f32 * self.rows[m] * self.cols[j];
+        match self.bias {
+            Some(b) => v + b[j],
+            None => v,
+        }
+    }
+}
+
+/// `out[m · n + j]` = row m's `Σ_k a[m · 2·pairs + k] · w[k][j]`, scaled by `scaling`, for `rows`
+/// rows of `a`. The caller keeps every sum within i32 (`super::activation_bound`).
+pub(crate) fn product(a: &[i16], rows: usize, w: &Packed, scaling: &Scaling, out: &mut [f32]) {
     assert!(a.len() >= rows * 2 * w.pairs && out.len() >= rows * w.n, "product: buffers too short");
+    assert!(scaling.rows.len() >= rows && scaling.cols.len() >= w.n && scaling.bias.is_none_or(|b| b.len() >= w.n), "product: scales too short");
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    return wasm::product(a, rows, w, out);
+    return wasm::product(a, rows, w, scaling, out);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: AVX2 is present (checked above); the lengths were checked above.
-        return unsafe { avx2::product(a, rows, w, out) };
+        return unsafe { avx2::product(a, rows, w, scaling, out) };
     }
     #[allow(unreachable_code)]
-    plain(a, rows, w, out)
+    plain(a, rows, w, scaling, out)
 }
 
 /// The same in plain Rust: what every other kernel must equal.
-pub(crate) fn plain(a: &[i16], rows: usize, w: &Packed, out: &mut [i32]) {
+pub(crate) fn plain(a: &[i16], rows: usize, w: &Packed, scaling: &Scaling, out: &mut [f32]) {
     let len = 2 * w.pairs;
     for m in 0..rows {
         let row = &a[m * len..(m + 1) * len];
@@ -98,16 +128,18 @@ pub(crate) fn plain(a: &[i16], rows: usize, w: &Packed, out: &mut [i32]) {
                     acc[c] += pair[0] as i32 * ws[2 * c] as i32 + pair[1] as i32 * ws[2 * c + 1] as i32;
                 }
             }
-            write_block(&acc, m, p, w.n, out);
+            write_block(&acc, m, p, scaling, w.n, out);
         }
     }
 }
 
-/// One row's sums for panel `p` into `out`, the columns past `n` left out.
-fn write_block(acc: &[i32; PANEL], m: usize, p: usize, n: usize, out: &mut [i32]) {
+/// One row's sums for panel `p`, scaled, into `out`, the columns past `n` left out.
+fn write_block(acc: &[i32; PANEL], m: usize, p: usize, scaling: &Scaling, n: usize, out: &mut [f32]) {
     let j0 = p * PANEL;
     let width = PANEL.min(n - j0);
-    out[m * n + j0..m * n + j0 + width].copy_from_slice(&acc[..width]);
+    for (c, (o, &sum)) in out[m * n + j0..m * n + j0 + width].iter_mut().zip(acc).enumerate() {
+        *o = scaling.value(sum, m, j0 + c);
+    }
 }
 
 /// Rounds a row of activations to integers of at most `bound` in magnitude under the row's own
@@ -192,7 +224,7 @@ fn round(v: f32, s: f32) -> i16 {
 
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm {
-    use super::{write_block, Packed, GROUP, PANEL};
+    use super::{write_block, Packed, Scaling, GROUP, PANEL};
     use core::arch::wasm32::*;
 
     /// Blocks of four rows by one panel: eight accumulators, two panel vectors and the broadcast
@@ -202,20 +234,20 @@ mod wasm {
     /// Written out by hand, each accumulator a variable of its own: the worker is built for size
     /// (`opt-level = "s"`, fat LTO), and there a loop over an array of accumulators kept them in
     /// memory, at about half the speed (docs/benchmarks.md).
-    pub(super) fn product(a: &[i16], rows: usize, w: &Packed, out: &mut [i32]) {
+    pub(super) fn product(a: &[i16], rows: usize, w: &Packed, scaling: &Scaling, out: &mut [f32]) {
         let len = 2 * w.pairs;
         for group in (0..w.panels()).step_by(GROUP) {
             let panels = group..(group + GROUP).min(w.panels());
             let mut m = 0;
             while m + 4 <= rows {
                 for p in panels.clone() {
-                    four_rows(&a[m * len..(m + 4) * len], w, p, m, out);
+                    four_rows(&a[m * len..(m + 4) * len], w, p, m, scaling, out);
                 }
                 m += 4;
             }
             for m in m..rows {
                 for p in panels.clone() {
-                    one_row(&a[m * len..(m + 1) * len], w, p, m, out);
+                    one_row(&a[m * len..(m + 1) * len], w, p, m, scaling, out);
                 }
             }
         }
@@ -223,7 +255,7 @@ mod wasm {
 
     /// Rows m..m + 4 (`block`) by panel `p`, into `out`.
     #[inline(always)]
-    fn four_rows(block: &[i16], w: &Packed, p: usize, m: usize, out: &mut [i32]) {
+    fn four_rows(block: &[i16], w: &Packed, p: usize, m: usize, scaling: &Scaling, out: &mut [f32]) {
         let (len, panel) = (2 * w.pairs, w.panel(p));
         let z = i32x4_splat(0);
         let (mut a00, mut a01, mut a10, mut a11, mut a20, mut a21, mut a30, mut a31) = (z, z, z, z, z, z, z, z);
@@ -250,13 +282,13 @@ mod wasm {
             }
         }
         for (r, (lo, hi)) in [(a00, a01), (a10, a11), (a20, a21), (a30, a31)].into_iter().enumerate() {
-            store(lo, hi, m + r, p, w.n, out);
+            store(lo, hi, m + r, p, scaling, w.n, out);
         }
     }
 
     /// Row m (`row`) by panel `p`, into `out`.
     #[inline(always)]
-    fn one_row(row: &[i16], w: &Packed, p: usize, m: usize, out: &mut [i32]) {
+    fn one_row(row: &[i16], w: &Packed, p: usize, m: usize, scaling: &Scaling, out: &mut [f32]) {
         let panel = w.panel(p);
         let (mut lo, mut hi) = (i32x4_splat(0), i32x4_splat(0));
         for q in 0..w.pairs {
@@ -268,7 +300,7 @@ mod wasm {
                 hi = i32x4_add(hi, i32x4_dot_i16x8(x, v128_load(wp.add(PANEL) as *const v128)));
             }
         }
-        store(lo, hi, m, p, w.n, out);
+        store(lo, hi, m, p, scaling, w.n, out);
     }
 
     /// [`super::quantize`], four values a vector: the largest magnitude by `pmax` (a NaN lane
@@ -304,15 +336,36 @@ mod wasm {
         s
     }
 
-    /// A row's eight sums for panel `p` into `out`.
-    fn store(lo: v128, hi: v128, m: usize, p: usize, n: usize, out: &mut [i32]) {
-        let mut sums = [0i32; PANEL];
-        // SAFETY: `sums` holds eight i32, two vectors.
-        unsafe {
-            v128_store(sums.as_mut_ptr() as *mut v128, lo);
-            v128_store(sums.as_mut_ptr().add(4) as *mut v128, hi);
+    /// Row m's eight sums for panel `p`, scaled, into `out`: in vectors (`f32x4.convert_i32x4_s`
+    /// rounds to nearest, as Rust's `as f32` does; then the multiplications and the addition of
+    /// [`Scaling`], unfused) unless the panel passes the last column.
+    #[inline(always)]
+    fn store(lo: v128, hi: v128, m: usize, p: usize, scaling: &Scaling, n: usize, out: &mut [f32]) {
+        let j0 = p * PANEL;
+        if j0 + PANEL > n {
+            let mut sums = [0i32; PANEL];
+            // SAFETY: `sums` holds eight i32, two vectors.
+            unsafe {
+                v128_store(sums.as_mut_ptr() as *mut v128, lo);
+                v128_store(sums.as_mut_ptr().add(4) as *mut v128, hi);
+            }
+            return write_block(&sums, m, p, scaling, n, out);
         }
-        write_block(&sums, m, p, n, out);
+        let (cols, o) = (&scaling.cols[j0..j0 + PANEL], &mut out[m * n + j0..m * n + j0 + PANEL]);
+        let s = f32x4_splat(scaling.rows[m]);
+        // SAFETY: `cols` and `o` are eight f32 long, two vectors each (the slicing checked it);
+        // unaligned loads and stores are allowed.
+        unsafe {
+            let mut v0 = f32x4_mul(f32x4_mul(f32x4_convert_i32x4(lo), s), v128_load(cols.as_ptr() as *const v128));
+            let mut v1 = f32x4_mul(f32x4_mul(f32x4_convert_i32x4(hi), s), v128_load(cols.as_ptr().add(4) as *const v128));
+            if let Some(bias) = scaling.bias {
+                let b = &bias[j0..j0 + PANEL];
+                v0 = f32x4_add(v0, v128_load(b.as_ptr() as *const v128));
+                v1 = f32x4_add(v1, v128_load(b.as_ptr().add(4) as *const v128));
+            }
+            v128_store(o.as_mut_ptr() as *mut v128, v0);
+            v128_store(o.as_mut_ptr().add(4) as *mut v128, v1);
+        }
     }
 }
 
@@ -351,42 +404,42 @@ mod sse2 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{write_block, Packed, GROUP, PANEL};
+    use super::{write_block, Packed, Scaling, GROUP, PANEL};
     use std::arch::x86_64::*;
 
     /// Blocks of four rows by two panels (eight accumulators of eight sums), panels in groups of
     /// [`GROUP`] (as the WebAssembly kernel).
     /// SAFETY: the caller checks that AVX2 is present and the buffers' lengths.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn product(a: &[i16], rows: usize, w: &Packed, out: &mut [i32]) {
+    pub(super) unsafe fn product(a: &[i16], rows: usize, w: &Packed, scaling: &Scaling, out: &mut [f32]) {
         for group in (0..w.panels()).step_by(GROUP) {
             let end = (group + GROUP).min(w.panels());
             let mut m = 0;
             while m + 4 <= rows {
-                panels::<4>(a, m, group, end, w, out);
+                panels::<4>(a, m, group, end, w, scaling, out);
                 m += 4;
             }
             for m in m..rows {
-                panels::<1>(a, m, group, end, w, out);
+                panels::<1>(a, m, group, end, w, scaling, out);
             }
         }
     }
 
     /// Rows m..m + R by panels `from..to`, two at a time.
     #[target_feature(enable = "avx2")]
-    unsafe fn panels<const R: usize>(a: &[i16], m: usize, from: usize, to: usize, w: &Packed, out: &mut [i32]) {
+    unsafe fn panels<const R: usize>(a: &[i16], m: usize, from: usize, to: usize, w: &Packed, scaling: &Scaling, out: &mut [f32]) {
         let mut p = from;
         while p + 2 <= to {
-            block::<R, 2>(a, m, p, w, out);
+            block::<R, 2>(a, m, p, w, scaling, out);
             p += 2;
         }
         if p < to {
-            block::<R, 1>(a, m, p, w, out);
+            block::<R, 1>(a, m, p, w, scaling, out);
         }
     }
 
     #[target_feature(enable = "avx2")]
-    unsafe fn block<const R: usize, const P: usize>(a: &[i16], m: usize, p: usize, w: &Packed, out: &mut [i32]) {
+    unsafe fn block<const R: usize, const P: usize>(a: &[i16], m: usize, p: usize, w: &Packed, scaling: &Scaling, out: &mut [f32]) {
         let len = 2 * w.pairs;
         let rows = &a[m * len..(m + R) * len];
         // No closures here: a closure does not inherit this function's target features, so an
@@ -411,22 +464,45 @@ mod avx2 {
             }
         }
         for (r, acc) in acc.iter().enumerate() {
-            for (i, v) in acc.iter().enumerate() {
-                let mut sums = [0i32; PANEL];
-                // SAFETY: `sums` holds eight i32.
-                unsafe { _mm256_storeu_si256(sums.as_mut_ptr() as *mut __m256i, *v) };
-                write_block(&sums, m + r, p + i, w.n, out);
+            for (i, &v) in acc.iter().enumerate() {
+                store(v, m + r, p + i, scaling, w.n, out);
             }
+        }
+    }
+
+    /// Row m's eight sums for panel `p`, scaled, into `out`, as the WebAssembly kernel's `store`
+    /// (`vcvtdq2ps` rounds to nearest under the default MXCSR, as Rust's `as f32` does).
+    /// SAFETY: the caller checks that AVX2 is present; every load and store is on a slice of
+    /// eight values cut (bounds-checked) just before it.
+    #[target_feature(enable = "avx2")]
+    unsafe fn store(sums: __m256i, m: usize, p: usize, scaling: &Scaling, n: usize, out: &mut [f32]) {
+        let j0 = p * PANEL;
+        if j0 + PANEL > n {
+            let mut lanes = [0i32; PANEL];
+            // SAFETY: `lanes` holds eight i32.
+            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, sums) };
+            return write_block(&lanes, m, p, scaling, n, out);
+        }
+        let (cols, o) = (&scaling.cols[j0..j0 + PANEL], &mut out[m * n + j0..m * n + j0 + PANEL]);
+        // SAFETY: `cols` and `o` (and the bias's slice) are eight f32 long (the slicing checked it).
+        unsafe {
+            let mut v = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(scaling.rows[m])), _mm256_loadu_ps(cols.as_ptr()));
+            if let Some(bias) = scaling.bias {
+                v = _mm256_add_ps(v, _mm256_loadu_ps(bias[j0..j0 + PANEL].as_ptr()));
+            }
+            _mm256_storeu_ps(o.as_mut_ptr(), v);
         }
     }
 }
 
-/// Whether the kernel this machine runs ([`product`]) equals the plain one, bit for bit, and the
-/// plain one the exact product, on shapes with odd K, N not a multiple of a panel (nor of two, nor
-/// of a group), row counts not a multiple of a block, and the extreme values the callers allow;
-/// and whether its rounding of activations ([`quantize`]) equals the plain one. The unit tests run
-/// it natively; the page's model check runs it in the worker, on its WebAssembly kernels. Err says
-/// where the first difference is.
+/// Whether the kernel this machine runs ([`product`]) and the plain one both give the exact
+/// product under unit scales (rounded to f32 as the exact sum is, and where every sum is at most
+/// 2²⁴, the sum itself), and the same bits as each other under drawn scales, with a bias and
+/// without; on shapes with odd K, N not a multiple of a panel (nor of two, nor of a group), row
+/// counts not a multiple of a block, and the extreme values the callers allow; and whether its
+/// rounding of activations ([`quantize`]) equals the plain one. The unit tests run it natively;
+/// the page's model check runs it in the worker, on its WebAssembly kernels. Err says where the
+/// first difference is.
 pub fn check() -> Result<(), String> {
     let mut s = 0x9e37_79b9u32;
     let mut next = move || {
@@ -435,12 +511,41 @@ pub fn check() -> Result<(), String> {
         s ^= s << 5;
         s
     };
+    // Bit for bit, a NaN against a NaN (its payload is the machine's to choose).
+    let same = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
     for &(rows, k, n) in &[(1, 1, 1), (3, 5, 7), (4, 384, 384), (7, 33, 17), (9, 1536, 24), (5, 64, 9), (6, 40, 100)] {
         let w: Vec<i16> = (0..k * n).map(|_| (next() % 255) as i16 - 127).collect();
         let packed = Packed::new(k, n, |kk, j| w[kk * n + j]);
         let len = 2 * packed.pairs;
         let bound = i32::from(super::activation_bound(k));
+        // Under unit scales each value is its i32 sum rounded to f32 as the exact sum is (a sum
+        // that wrapped would be 2³² off), and for activations small enough that every sum is at
+        // most 2²⁴ in magnitude, the sum itself: both kernels are held to the exact product.
+        let unit = (vec![1f32; rows], vec![1f32; n]);
+        let exact = Scaling { rows: &unit.0, cols: &unit.1, bias: None };
+        let is_exact = |a: &[i16]| {
+            let (mut want, mut got) = (vec![7f32; rows * n], vec![7f32; rows * n]);
+            plain(a, rows, &packed, &exact, &mut want);
+            product(a, rows, &packed, &exact, &mut got);
+            (0..rows * n).all(|i| {
+                let (m, j) = (i / n, i % n);
+                let sum: i64 = (0..k).map(|kk| i64::from(a[m * len + kk]) * i64::from(w[kk * n + j])).sum();
+                want[i] == sum as f32 && got[i] == sum as f32
+            })
+        };
+        let small = ((1 << 24) / (127 * len as i32)).min(bound);
         let mut a = vec![0i16; rows * len];
+        for m in 0..rows {
+            for kk in 0..k {
+                a[m * len + kk] = ((next() % (2 * small as u32 + 1)) as i32 - small) as i16;
+            }
+        }
+        if !is_exact(&a) {
+            return Err(format!("a product of small activations is not the exact one at rows {rows}, k {k}, n {n}"));
+        }
+        // The extremes the bound allows: exact as above, then under drawn scales (a row of scale
+        // NaN, one of 0, a column of 0), with a bias and without, the machine's kernel against the
+        // plain one.
         for m in 0..rows {
             for kk in 0..k {
                 a[m * len + kk] = match next() % 8 {
@@ -450,18 +555,21 @@ pub fn check() -> Result<(), String> {
                 };
             }
         }
-        let (mut want, mut got) = (vec![0i32; rows * n], vec![0i32; rows * n]);
-        plain(&a, rows, &packed, &mut want);
-        product(&a, rows, &packed, &mut got);
-        if got != want {
-            return Err(format!("the kernel differs from the plain product at rows {rows}, k {k}, n {n}"));
+        if !is_exact(&a) {
+            return Err(format!("a product at the bound is not the exact one at rows {rows}, k {k}, n {n}"));
         }
-        for m in 0..rows {
-            for j in 0..n {
-                let sum: i64 = (0..k).map(|kk| i64::from(a[m * len + kk]) * i64::from(w[kk * n + j])).sum();
-                if i64::from(want[m * n + j]) != sum {
-                    return Err(format!("the plain product is wrong at rows {rows}, k {k}, n {n}"));
-                }
+        let mut draw = |n: usize, lo: f32| -> Vec<f32> { (0..n).map(|_| lo + next() as f32 / u32::MAX as f32 * 1e-2).collect() };
+        let (mut row_scales, mut cols, bias) = (draw(rows, 1e-5), draw(n, 1e-5), draw(n, -5e-3));
+        row_scales[rows / 2] = f32::NAN;
+        row_scales[rows - 1] = 0.0;
+        cols[n / 3] = 0.0;
+        for bias in [None, Some(&bias[..])] {
+            let scaling = Scaling { rows: &row_scales, cols: &cols, bias };
+            let (mut want, mut got) = (vec![7f32; rows * n], vec![7f32; rows * n]);
+            plain(&a, rows, &packed, &scaling, &mut want);
+            product(&a, rows, &packed, &scaling, &mut got);
+            if !same(&want, &got) {
+                return Err(format!("the kernel differs from the plain product at rows {rows}, k {k}, n {n}, bias {}", bias.is_some()));
             }
         }
     }

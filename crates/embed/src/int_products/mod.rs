@@ -111,23 +111,20 @@ impl IntProduct {
         Ok(Some(IntProduct { contracted, w: Arc::new(Packed::new(k, n, |kk, j| q[kk * n + j])), scales: Arc::new(scales), bias: None }))
     }
 
-    /// The product of `rows` rows of `x` (each `k` long): `rows · n` values.
-    fn apply(&self, x: &[f32], rows: usize) -> Vec<f32> {
-        let (k, n, len) = (self.w.k, self.w.n, 2 * self.w.pairs);
+    /// The product of `rows` rows of `x` (each `k` long) into `out` (`rows · n` values).
+    fn apply_into(&self, x: &[f32], rows: usize, out: &mut [f32]) {
+        let (k, len) = (self.w.k, 2 * self.w.pairs);
         let bound = activation_bound(k) as f32;
         let mut a = vec![0i16; rows * len];
-        let row_scale: Vec<f32> = (0..rows).map(|m| kernel::quantize(&x[m * k..(m + 1) * k], bound, &mut a[m * len..m * len + k])).collect();
-        let mut acc = vec![0i32; rows * n];
-        kernel::product(&a, rows, &self.w, &mut acc);
-        let mut out = vec![0f32; rows * n];
-        for m in 0..rows {
-            let s = row_scale[m];
-            let row = out[m * n..(m + 1) * n].iter_mut().zip(&acc[m * n..(m + 1) * n]).zip(self.scales.iter());
-            match &self.bias {
-                None => row.for_each(|((o, &sum), &col)| *o = sum as f32 * s * col),
-                Some(b) => row.zip(b.iter()).for_each(|(((o, &sum), &col), &b)| *o = sum as f32 * s * col + b),
-            }
-        }
+        let row_scales: Vec<f32> = (0..rows).map(|m| kernel::quantize(&x[m * k..(m + 1) * k], bound, &mut a[m * len..m * len + k])).collect();
+        let scaling = kernel::Scaling { rows: &row_scales, cols: &self.scales, bias: self.bias.as_deref().map(Vec::as_slice) };
+        kernel::product(&a, rows, &self.w, &scaling, out);
+    }
+
+    #[cfg(test)]
+    fn apply(&self, x: &[f32], rows: usize) -> Vec<f32> {
+        let mut out = vec![0f32; rows * self.w.n];
+        self.apply_into(x, rows, &mut out);
         out
     }
 }
@@ -153,11 +150,12 @@ impl EvalOp for IntProduct {
         let inner: usize = x.shape()[rank.saturating_sub(self.contracted)..].iter().product();
         ensure!(x.datum_type() == f32::datum_type() && rank >= self.contracted && inner == k, "IntProduct: expected f32 [..., {k}], got {:?} {:?}", x.datum_type(), x.shape());
         let rows = x.len() / k;
-        let plain = x.try_as_plain_ram()?;
-        let out = self.apply(plain.as_slice::<f32>()?, rows);
         let mut shape: TVec<usize> = x.shape()[..rank - self.contracted].into();
         shape.push(self.w.n);
-        Ok(tvec!(Tensor::from_shape(&shape, &out)?.into_tvalue()))
+        // Written in place: the kernel scales its sums straight into the output tensor.
+        let mut out = Tensor::zero::<f32>(&shape)?;
+        self.apply_into(x.try_as_plain_ram()?.as_slice::<f32>()?, rows, out.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?);
+        Ok(tvec!(out.into_tvalue()))
     }
 }
 
