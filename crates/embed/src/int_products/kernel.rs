@@ -72,8 +72,9 @@ impl Packed {
 }
 
 /// What turns row m's exact sum for column j into the product's value:
-/// `sum as f32 · rows[m] · cols[j]`, then `+ bias[j]` where there is a bias, these f32
-/// operations in this order in every kernel (none fused), so that all give the same bits.
+/// `sum as f32 · rows[m] · cols[j]`, then `+ bias[j]` where there is a bias, then GELU where
+/// asked ([`super::gelu`]), these f32 operations in this order in every kernel (none fused), so
+/// that all give the same bits.
 ///
 /// Why here and not in a pass after the product: the sums then never go to memory. Stand-alone,
 /// scaling as the sums leave the registers, straight into the output tensor, took about a tenth
@@ -85,15 +86,21 @@ pub(crate) struct Scaling<'a> {
     /// Each column's scale (the int8 weights').
     pub cols: &'a [f32],
     pub bias: Option<&'a [f32]>,
+    pub gelu: bool,
 }
 
 impl Scaling<'_> {
     #[inline(always)]
     fn value(&self, sum: i32, m: usize, j: usize) -> f32 {
         let v = sum as f32 * self.rows[m] * self.cols[j];
-        match self.bias {
+        let v = match self.bias {
             Some(b) => v + b[j],
             None => v,
+        };
+        if self.gelu {
+            super::gelu::gelu(v)
+        } else {
+            v
         }
     }
 }
@@ -152,7 +159,8 @@ fn write_block(acc: &[i32; PANEL], m: usize, p: usize, scaling: &Scaling, n: usi
 /// largest value and the rounding a value at a time) was slow enough that doing it in vectors cut
 /// the products by about a fifth; stand-alone, the vector loop is 4–6 times quicker
 /// (docs/benchmarks.md). Every implementation makes the same IEEE operations a value (a division,
-/// an addition of ±½, a truncation), so they agree to the bit with [`quantize_plain`] ([`check`]).
+/// an addition of ±½, a truncation), so they agree to the bit with [`quantize_plain`]
+/// ([`super::check::check`]).
 pub(crate) fn quantize(row: &[f32], bound: f32, out: &mut [i16]) -> f32 {
     assert!(out.len() >= row.len(), "quantize: output too short");
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -363,6 +371,9 @@ mod wasm {
                 v0 = f32x4_add(v0, v128_load(b.as_ptr() as *const v128));
                 v1 = f32x4_add(v1, v128_load(b.as_ptr().add(4) as *const v128));
             }
+            if scaling.gelu {
+                (v0, v1) = (super::super::gelu::gelu4(v0), super::super::gelu::gelu4(v1));
+            }
             v128_store(o.as_mut_ptr() as *mut v128, v0);
             v128_store(o.as_mut_ptr().add(4) as *mut v128, v1);
         }
@@ -490,140 +501,10 @@ mod avx2 {
             if let Some(bias) = scaling.bias {
                 v = _mm256_add_ps(v, _mm256_loadu_ps(bias[j0..j0 + PANEL].as_ptr()));
             }
+            if scaling.gelu {
+                v = super::super::gelu::gelu8(v);
+            }
             _mm256_storeu_ps(o.as_mut_ptr(), v);
         }
-    }
-}
-
-/// Whether the kernel this machine runs ([`product`]) and the plain one both give the exact
-/// product under unit scales (rounded to f32 as the exact sum is, and where every sum is at most
-/// 2²⁴, the sum itself), and the same bits as each other under drawn scales, with a bias and
-/// without; on shapes with odd K, N not a multiple of a panel (nor of two, nor of a group), row
-/// counts not a multiple of a block, and the extreme values the callers allow; and whether its
-/// rounding of activations ([`quantize`]) equals the plain one. The unit tests run it natively;
-/// the page's model check runs it in the worker, on its WebAssembly kernels. Err says where the
-/// first difference is.
-pub fn check() -> Result<(), String> {
-    let mut s = 0x9e37_79b9u32;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 17;
-        s ^= s << 5;
-        s
-    };
-    // Bit for bit, a NaN against a NaN (its payload is the machine's to choose).
-    let same = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
-    for &(rows, k, n) in &[(1, 1, 1), (3, 5, 7), (4, 384, 384), (7, 33, 17), (9, 1536, 24), (5, 64, 9), (6, 40, 100)] {
-        let w: Vec<i16> = (0..k * n).map(|_| (next() % 255) as i16 - 127).collect();
-        let packed = Packed::new(k, n, |kk, j| w[kk * n + j]);
-        let len = 2 * packed.pairs;
-        let bound = i32::from(super::activation_bound(k));
-        // Under unit scales each value is its i32 sum rounded to f32 as the exact sum is (a sum
-        // that wrapped would be 2³² off), and for activations small enough that every sum is at
-        // most 2²⁴ in magnitude, the sum itself: both kernels are held to the exact product.
-        let unit = (vec![1f32; rows], vec![1f32; n]);
-        let exact = Scaling { rows: &unit.0, cols: &unit.1, bias: None };
-        let is_exact = |a: &[i16]| {
-            let (mut want, mut got) = (vec![7f32; rows * n], vec![7f32; rows * n]);
-            plain(a, rows, &packed, &exact, &mut want);
-            product(a, rows, &packed, &exact, &mut got);
-            (0..rows * n).all(|i| {
-                let (m, j) = (i / n, i % n);
-                let sum: i64 = (0..k).map(|kk| i64::from(a[m * len + kk]) * i64::from(w[kk * n + j])).sum();
-                want[i] == sum as f32 && got[i] == sum as f32
-            })
-        };
-        let small = ((1 << 24) / (127 * len as i32)).min(bound);
-        let mut a = vec![0i16; rows * len];
-        for m in 0..rows {
-            for kk in 0..k {
-                a[m * len + kk] = ((next() % (2 * small as u32 + 1)) as i32 - small) as i16;
-            }
-        }
-        if !is_exact(&a) {
-            return Err(format!("a product of small activations is not the exact one at rows {rows}, k {k}, n {n}"));
-        }
-        // The extremes the bound allows: exact as above, then under drawn scales (a row of scale
-        // NaN, one of 0, a column of 0), with a bias and without, the machine's kernel against the
-        // plain one.
-        for m in 0..rows {
-            for kk in 0..k {
-                a[m * len + kk] = match next() % 8 {
-                    0 => bound as i16,
-                    1 => -bound as i16,
-                    _ => ((next() % (2 * bound as u32 + 1)) as i32 - bound) as i16,
-                };
-            }
-        }
-        if !is_exact(&a) {
-            return Err(format!("a product at the bound is not the exact one at rows {rows}, k {k}, n {n}"));
-        }
-        let mut draw = |n: usize, lo: f32| -> Vec<f32> { (0..n).map(|_| lo + next() as f32 / u32::MAX as f32 * 1e-2).collect() };
-        let (mut row_scales, mut cols, bias) = (draw(rows, 1e-5), draw(n, 1e-5), draw(n, -5e-3));
-        row_scales[rows / 2] = f32::NAN;
-        row_scales[rows - 1] = 0.0;
-        cols[n / 3] = 0.0;
-        for bias in [None, Some(&bias[..])] {
-            let scaling = Scaling { rows: &row_scales, cols: &cols, bias };
-            let (mut want, mut got) = (vec![7f32; rows * n], vec![7f32; rows * n]);
-            plain(&a, rows, &packed, &scaling, &mut want);
-            product(&a, rows, &packed, &scaling, &mut got);
-            if !same(&want, &got) {
-                return Err(format!("the kernel differs from the plain product at rows {rows}, k {k}, n {n}, bias {}", bias.is_some()));
-            }
-        }
-    }
-    // The rounding of a row, against the plain one: lengths with every remainder by 4 and by 8;
-    // ordinary rows; each special value at the first place (a vector's), the last (the tail's)
-    // and one drawn: NaN, both infinities, a signed zero; values on exact halves and one ulp
-    // either side of them (a path that multiplied by a reciprocal, or rounded ties otherwise,
-    // would differ there); rows of zeros, rows too small for a normal scale, and subnormal values
-    // in a row of normal scale. `out` is longer than the row: nothing past it may be written.
-    for &k in &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 13, 14, 17, 384, 1001, 1536] {
-        let bound = f32::from(super::activation_bound(k));
-        for case in 0..10 {
-            let mut row: Vec<f32> = (0..k).map(|_| (next() as f32 / u32::MAX as f32 - 0.5) * 7.0).collect();
-            let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0];
-            match case {
-                1..=3 => {
-                    let at = [0, k - 1, next() as usize % k][case - 1];
-                    row[at] = special[next() as usize % special.len()];
-                }
-                4 | 5 => {
-                    // The largest value is the bound, so the scale is exactly 1: every other
-                    // value, n + ½ (case 4) or one ulp either side of it or of ½ (case 5), is
-                    // rounded at or next to a tie.
-                    for v in row.iter_mut() {
-                        let half = (next() % (bound as u32 - 1)) as f32 + 0.5;
-                        let half = if case == 5 && next() % 4 == 0 { 0.5 } else { half };
-                        let near = match (case, next() % 3) {
-                            (5, 0) => f32::from_bits(half.to_bits() - 1),
-                            (5, 1) => f32::from_bits(half.to_bits() + 1),
-                            _ => half,
-                        };
-                        *v = if next() % 2 == 0 { near } else { -near };
-                    }
-                    row[next() as usize % k] = bound;
-                }
-                6 => row.iter_mut().enumerate().for_each(|(i, v)| *v = if i % 2 == 0 { 0.0 } else { -0.0 }),
-                7 => row.iter_mut().for_each(|v| *v *= 1e-36),
-                8 => row.iter_mut().step_by(2).for_each(|v| *v *= 1e-40),
-                _ => {}
-            }
-            let (mut want, mut got) = (vec![7i16; k + 8], vec![7i16; k + 8]);
-            let (s_want, s_got) = (quantize_plain(&row, bound, &mut want), quantize(&row, bound, &mut got));
-            if s_want.to_bits() != s_got.to_bits() || want != got {
-                return Err(format!("the rounding of activations differs from the plain one at k {k}, case {case}"));
-            }
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_machines_kernel_equals_the_plain_one() {
-        super::check().unwrap();
     }
 }

@@ -23,14 +23,17 @@
 //! |q| = 127; a 0/1 matrix is on such a grid too, and then also only its activations are
 //! rounded) with an
 //! [`IntProduct`], taking in the `Add` of a constant bias that follows it (tract fuses that into
-//! its own products; left alone it cost as much as the product natively); any other product
+//! its own products; left alone it cost as much as the product natively) and a `GeluExact` after
+//! that (the feed-forward product in's: [`gelu`]); any other product
 //! (attention's, a model whose weights are not int8) stays on tract's f32 kernels. It runs on the
 //! decluttered model, before tract optimises it. The bundled model has 36 such products (six a
 //! layer: Q, K, V, the attention output over its heads, the feed-forward in and out).
 
+mod check;
+mod gelu;
 mod kernel;
 
-pub use kernel::check as check_kernel;
+pub use check::check as check_kernel;
 
 use std::sync::Arc;
 
@@ -38,6 +41,8 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::einsum::EinSum;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+use tract_onnx::tract_core::ops::nn::GeluExact;
 
 use kernel::Packed;
 
@@ -61,6 +66,8 @@ pub struct IntProduct {
     /// A bias added to every row (the `Add` of a constant that followed the product, taken in:
     /// tract fuses it into its own products, and alone it cost more than the product natively).
     bias: Option<Arc<Vec<f32>>>,
+    /// GELU on every value, after the bias (the `GeluExact` that followed, taken in: [`gelu`]).
+    gelu: bool,
 }
 
 impl PartialEq for IntProduct {
@@ -70,6 +77,7 @@ impl PartialEq for IntProduct {
             && self.w == other.w
             && bits(&self.scales) == bits(&other.scales)
             && self.bias.as_deref().map(|b| bits(b)) == other.bias.as_deref().map(|b| bits(b))
+            && self.gelu == other.gelu
     }
 }
 impl Eq for IntProduct {}
@@ -108,7 +116,7 @@ impl IntProduct {
             }
             scales.push(s);
         }
-        Ok(Some(IntProduct { contracted, w: Arc::new(Packed::new(k, n, |kk, j| q[kk * n + j])), scales: Arc::new(scales), bias: None }))
+        Ok(Some(IntProduct { contracted, w: Arc::new(Packed::new(k, n, |kk, j| q[kk * n + j])), scales: Arc::new(scales), bias: None, gelu: false }))
     }
 
     /// The product of `rows` rows of `x` (each `k` long) into `out` (`rows · n` values).
@@ -117,7 +125,7 @@ impl IntProduct {
         let bound = activation_bound(k) as f32;
         let mut a = vec![0i16; rows * len];
         let row_scales: Vec<f32> = (0..rows).map(|m| kernel::quantize(&x[m * k..(m + 1) * k], bound, &mut a[m * len..m * len + k])).collect();
-        let scaling = kernel::Scaling { rows: &row_scales, cols: &self.scales, bias: self.bias.as_deref().map(Vec::as_slice) };
+        let scaling = kernel::Scaling { rows: &row_scales, cols: &self.scales, bias: self.bias.as_deref().map(Vec::as_slice), gelu: self.gelu };
         kernel::product(&a, rows, &self.w, &scaling, out);
     }
 
@@ -135,7 +143,8 @@ impl Op for IntProduct {
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
-        Ok(vec![format!("{}×{} int8 weights, 16-bit activations", self.w.k, self.w.n)])
+        let gelu = if self.gelu { ", then GELU" } else { "" };
+        Ok(vec![format!("{}×{} int8 weights, 16-bit activations{gelu}", self.w.k, self.w.n)])
     }
 
     op_as_typed_op!();
@@ -226,6 +235,14 @@ pub(crate) fn on_integers(mut model: TypedModel) -> TractResult<(TypedModel, usi
                         last = add.id;
                     }
                 }
+            }
+        }
+        // GELU, tract's `GeluExact` in f32, the bias's (or the product's) only successor.
+        if let Some(next) = model.single_succ(last)? {
+            let is_gelu = next.op_as::<ElementWiseOp>().is_some_and(|e| e.0.is::<GeluExact>() && e.1.is_none_or(|dt| dt == f32::datum_type()));
+            if is_gelu && next.inputs.len() == 1 {
+                op.gelu = true;
+                last = next.id;
             }
         }
         // A product whose patch cannot be made (a shape this op does not take) stays on tract's.
@@ -380,6 +397,43 @@ mod tests {
             assert!((g - w).abs() <= k as f32 * 0.5 * step * largest_weight * 1.01 + 1e-6, "{i}: {g} against {w}");
         }
         assert_eq!(got[1..], want[1..]);
+    }
+
+    /// A `GeluExact` after the bias is taken in too: one `IntProduct`, the values tract's but
+    /// for the activations' rounding and GELU's last bits.
+    #[test]
+    fn a_gelu_after_the_bias_is_taken_in() {
+        let (m, k, n) = (5, 8, 12);
+        let grid: Vec<f32> = (0..k * n).map(|i| if i < n { 127.0 } else { (i as f32 * 7.0) % 254.0 - 127.0 } * 0.01).collect();
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact([m, k])).unwrap();
+        let w = model.add_const("w", Tensor::from_shape(&[k, n], &grid).unwrap()).unwrap();
+        let bias = model.add_const("bias", Tensor::from_shape(&[1, n], &(0..n).map(|j| j as f32 * 0.1 - 0.5).collect::<Vec<f32>>()).unwrap()).unwrap();
+        let p = model.wire_node("ff_in", EinSum::new("mk,kn->mn".parse().unwrap(), f32::datum_type()), &[x, w]).unwrap()[0];
+        let p = model.wire_node("bias_add", tract_onnx::tract_core::ops::math::add(), &[p, bias]).unwrap()[0];
+        let g = model.wire_node("gelu", tract_onnx::tract_core::ops::nn::gelu_exact::gelu_exact(), &[p]).unwrap()[0];
+        model.select_output_outlets(&[g]).unwrap();
+        let (ints, replaced) = on_integers(model.clone()).unwrap();
+        assert_eq!(replaced, 1);
+        let kinds: Vec<String> = ints.nodes().iter().map(|node| node.op().name().to_string()).collect();
+        assert!(kinds.iter().all(|k| !k.contains("Gelu") && k != "Add" && k != "EinSum"), "{kinds:?}");
+        let op = ints.nodes().iter().find_map(|node| node.op_as::<IntProduct>()).unwrap();
+        assert!(op.gelu && op.bias.is_some());
+
+        let xs: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.61).sin() * 2.0).collect();
+        let run = |model: TypedModel| -> Vec<f32> {
+            let out = model.into_runnable().unwrap().run(tvec![Tensor::from_shape(&[m, k], &xs).unwrap().into_tvalue()]).unwrap();
+            out[0].try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec()
+        };
+        let (want, got) = (run(model), run(ints));
+        // GELU's slope is at most 1.13: the product's rounding bound (as in the test above) times
+        // that, and 10⁻⁵ for the two erf's last bits.
+        let largest_weight = grid.iter().fold(0f32, |t, v| t.max(v.abs()));
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let top = xs[(i / n) * k..(i / n + 1) * k].iter().fold(0f32, |t, v| t.max(v.abs()));
+            let step = top / activation_bound(k) as f32;
+            assert!((g - w).abs() <= 1.13 * k as f32 * 0.5 * step * largest_weight * 1.01 + 1e-5, "{i}: {g} against {w}");
+        }
     }
 
     /// A row's result depends on that row alone.

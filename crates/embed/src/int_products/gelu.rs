@@ -1,0 +1,149 @@
+//! GELU, `x · ½ · (1 + erf(x / √2))`, as the product that feeds it finishes its values
+//! ([`super::kernel::Scaling`]'s `gelu`): the bundled model's feed-forward product in is followed
+//! by one, and as a pass of its own (tract's `GeluExact`) it read and wrote the product's whole
+//! output again (256 × 1,536 values a 256-token note, six times a note).
+//!
+//! The arithmetic is tract-linalg's WebAssembly kernel's for `GeluExact` (`WasmErf4` inside
+//! `x · ½ · (erf(x · (1/√2)) + 1)`): erf by Abramowitz and Stegun's 7.1.28,
+//! `1 − 1 / (1 + a₁|z| + … + a₆|z|⁶)¹⁶` with z's sign (maximum error 3 · 10⁻⁷), the sixteenth
+//! power by four squarings, nothing fused. So the page's vectors keep their bits; natively tract
+//! fuses the multiply-adds (AVX2 + FMA), so there a vector moves in its last bits, as the
+//! reference test allows. Every implementation here makes the same operations a value ([`check`]).
+
+/// 1/√2 as tract computes it (`2f32.sqrt().recip()`: both correctly rounded).
+const INV_SQRT2: f32 = 0.707_106_77;
+/// a₁ … a₆, as tract-linalg writes them.
+#[allow(clippy::excessive_precision)]
+const A: [f32; 6] = [0.0705230784, 0.0422820123, 0.0092705272, 0.0001520143, 0.0002765672, 0.0000430638];
+
+/// One value.
+#[inline(always)]
+pub(crate) fn gelu(x: f32) -> f32 {
+    let z = x * INV_SQRT2;
+    let abs = z.abs();
+    let mut y = A[5] * abs;
+    for a in A[..5].iter().rev() {
+        y = (y + a) * abs;
+    }
+    let mut r = y + 1.0;
+    for _ in 0..4 {
+        r = r * r;
+    }
+    let erf = f32::from_bits((1.0 - 1.0 / r).to_bits() | (z.to_bits() & 0x8000_0000));
+    x * 0.5 * (erf + 1.0)
+}
+
+/// Four values, with WebAssembly SIMD.
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[inline(always)]
+pub(crate) fn gelu4(x: core::arch::wasm32::v128) -> core::arch::wasm32::v128 {
+    use core::arch::wasm32::*;
+    let one = f32x4_splat(1.0);
+    let z = f32x4_mul(x, f32x4_splat(INV_SQRT2));
+    let abs = f32x4_abs(z);
+    let mut y = f32x4_mul(f32x4_splat(A[5]), abs);
+    for &a in A[..5].iter().rev() {
+        y = f32x4_mul(f32x4_add(y, f32x4_splat(a)), abs);
+    }
+    let mut r = f32x4_add(y, one);
+    for _ in 0..4 {
+        r = f32x4_mul(r, r);
+    }
+    let erf = v128_or(f32x4_sub(one, f32x4_div(one, r)), v128_and(z, f32x4_splat(-0.0)));
+    f32x4_mul(f32x4_mul(x, f32x4_splat(0.5)), f32x4_add(erf, one))
+}
+
+/// Eight values, with AVX (no FMA: the operations are [`gelu`]'s, one by one).
+/// SAFETY: the caller checks that AVX2 is present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) unsafe fn gelu8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
+    use std::arch::x86_64::*;
+    let one = _mm256_set1_ps(1.0);
+    let z = _mm256_mul_ps(x, _mm256_set1_ps(INV_SQRT2));
+    let sign = _mm256_set1_ps(-0.0);
+    let abs = _mm256_andnot_ps(sign, z);
+    let mut y = _mm256_mul_ps(_mm256_set1_ps(A[5]), abs);
+    for &a in A[..5].iter().rev() {
+        y = _mm256_mul_ps(_mm256_add_ps(y, _mm256_set1_ps(a)), abs);
+    }
+    let mut r = _mm256_add_ps(y, one);
+    for _ in 0..4 {
+        r = _mm256_mul_ps(r, r);
+    }
+    let erf = _mm256_or_ps(_mm256_sub_ps(one, _mm256_div_ps(one, r)), _mm256_and_ps(z, sign));
+    _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5)), _mm256_add_ps(erf, one))
+}
+
+/// The values `check` puts through each implementation: the special ones, the erf
+/// polynomial's whole range and past it, and values next to zero.
+pub(crate) fn check_values() -> Vec<f32> {
+    let mut v = vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, 1e-40, -1e-40, 1e-30, -3.5, 3.5, 10.0, -10.0, 1e6, -1e6];
+    v.extend((-2000..=2000).map(|i| i as f32 * 0.004_37));
+    v
+}
+
+/// Whether this machine's vector GELU equals [`gelu`] value for value (a NaN against a NaN).
+pub(crate) fn check() -> Result<(), String> {
+    let values = check_values();
+    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+    #[allow(unused_mut)]
+    let mut got: Vec<f32> = values.iter().map(|&x| gelu(x)).collect();
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    for (c, out) in values.chunks_exact(4).zip(got.chunks_exact_mut(4)) {
+        use core::arch::wasm32::*;
+        // SAFETY: `c` and `out` are four f32 each; unaligned loads and stores are allowed.
+        unsafe { v128_store(out.as_mut_ptr() as *mut v128, gelu4(v128_load(c.as_ptr() as *const v128))) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        for (c, out) in values.chunks_exact(8).zip(got.chunks_exact_mut(8)) {
+            use std::arch::x86_64::*;
+            // SAFETY: AVX2 is present; `c` and `out` are eight f32 each.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), gelu8(_mm256_loadu_ps(c.as_ptr()))) };
+        }
+    }
+    match values.iter().zip(&got).find(|(x, g)| !same(gelu(**x), **g)) {
+        Some((x, g)) => Err(format!("GELU of {x} is {g} in vectors, {} in plain code", gelu(*x))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_over_root_two_is_tracts() {
+        assert_eq!(INV_SQRT2.to_bits(), 2f32.sqrt().recip().to_bits());
+    }
+
+    /// Against GELU in f64 with erf from its Taylor series (|z| < 3): within the approximation's
+    /// 3 · 10⁻⁷ of erf and the f32 arithmetic's error (about 10⁻⁶ of erf, from 1/r¹⁶), times |x| / 2.
+    #[test]
+    fn it_is_gelu() {
+        let erf = |z: f64| -> f64 {
+            let (mut term, mut sum, mut k) = (z, z, 0.0);
+            while term.abs() > 1e-17 {
+                k += 1.0;
+                term *= -z * z / k;
+                sum += term / (2.0 * k + 1.0);
+            }
+            sum * 2.0 / std::f64::consts::PI.sqrt()
+        };
+        for x in (-420..=420).map(|i| i as f32 * 0.01) {
+            let want = x as f64 * 0.5 * (1.0 + erf(x as f64 / 2f64.sqrt()));
+            let tol = 1.5e-6 * (x.abs() as f64 * 0.5) + 2e-7 * want.abs() + 1e-9;
+            assert!((gelu(x) as f64 - want).abs() <= tol, "GELU({x}) = {} against {want}", gelu(x));
+        }
+        assert!(gelu(f32::NAN).is_nan());
+        assert_eq!(gelu(f32::INFINITY), f32::INFINITY);
+        assert_eq!(gelu(0.0), 0.0);
+    }
+
+    #[test]
+    fn the_machines_vectors_equal_the_plain_code() {
+        check().unwrap();
+    }
+}
