@@ -73,8 +73,13 @@ pub fn check() -> Result<(), String> {
         row_scales[rows / 2] = f32::NAN;
         row_scales[rows - 1] = 0.0;
         cols[n / 3] = 0.0;
-        for (bias, gelu) in [(None, false), (Some(&bias[..]), false), (None, true), (Some(&bias[..]), true)] {
-            let scaling = Scaling { rows: &row_scales, cols: &cols, bias, gelu };
+        // Row scales that bring each row's values to ±6, where GELU is neither 0 nor x.
+        let mut sums = vec![0f32; rows * n];
+        plain(&a, rows, &packed, &exact, &mut sums);
+        let mid: Vec<f32> = sums.chunks(n).map(|r| 6.0 / r.iter().fold(1f32, |t, v| t.max(v.abs()))).collect();
+        let cases = [(&row_scales, None, false), (&row_scales, Some(&bias[..]), false), (&row_scales, None, true), (&row_scales, Some(&bias[..]), true), (&mid, None, true), (&mid, Some(&bias[..]), true)];
+        for (row_scales, bias, gelu) in cases {
+            let scaling = Scaling { rows: row_scales, cols: &cols, bias, gelu };
             let (mut want, mut got) = (vec![7f32; rows * n], vec![7f32; rows * n]);
             plain(&a, rows, &packed, &scaling, &mut want);
             product(&a, rows, &packed, &scaling, &mut got);

@@ -81,6 +81,8 @@ pub(crate) unsafe fn gelu8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::_
 pub(crate) fn check_values() -> Vec<f32> {
     let mut v = vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, 1e-40, -1e-40, 1e-30, -3.5, 3.5, 10.0, -10.0, 1e6, -1e6];
     v.extend((-2000..=2000).map(|i| i as f32 * 0.004_37));
+    // A multiple of eight, so that every value goes through the vectors too.
+    v.extend([0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 3.0][..(8 - v.len() % 8) % 8].iter());
     v
 }
 
