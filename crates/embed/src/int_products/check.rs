@@ -13,7 +13,7 @@ use super::kernel::{plain, product, quantize, quantize_plain, Packed, Scaling};
 /// the page's model check runs it in the worker, on its WebAssembly kernels. Err says where the
 /// first difference is.
 pub fn check() -> Result<(), String> {
-    super::gelu::check()?;
+    check_gelu()?;
     let mut s = 0x9e37_79b9u32;
     let mut next = move || {
         s ^= s << 13;
@@ -21,8 +21,6 @@ pub fn check() -> Result<(), String> {
         s ^= s << 5;
         s
     };
-    // Bit for bit, a NaN against a NaN (its payload is the machine's to choose).
-    let same = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
     for &(rows, k, n) in &[(1, 1, 1), (3, 5, 7), (4, 384, 384), (7, 33, 17), (9, 1536, 24), (5, 64, 9), (6, 40, 100)] {
         let w: Vec<i16> = (0..k * n).map(|_| (next() % 255) as i16 - 127).collect();
         let packed = Packed::new(k, n, |kk, j| w[kk * n + j]);
@@ -83,7 +81,7 @@ pub fn check() -> Result<(), String> {
             let (mut want, mut got) = (vec![7f32; rows * n], vec![7f32; rows * n]);
             plain(&a, rows, &packed, &scaling, &mut want);
             product(&a, rows, &packed, &scaling, &mut got);
-            if !same(&want, &got) {
+            if !want.iter().zip(&got).all(|(&a, &b)| same(a, b)) {
                 return Err(format!("the kernel differs from the plain product at rows {rows}, k {k}, n {n}, bias {}, GELU {gelu}", bias.is_some()));
             }
         }
@@ -133,6 +131,47 @@ pub fn check() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Bit for bit, a NaN against a NaN (its payload is the machine's to choose).
+fn same(a: f32, b: f32) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+/// The values `check_gelu` puts through each implementation: the special ones, the erf
+/// polynomial's whole range and past it, and values next to zero.
+fn gelu_values() -> Vec<f32> {
+    let mut v = vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, 1e-40, -1e-40, 1e-30, -3.5, 3.5, 10.0, -10.0, 1e6, -1e6];
+    v.extend((-2000..=2000).map(|i| i as f32 * 0.004_37));
+    // A multiple of eight, so that every value goes through the vectors too.
+    v.extend([0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 3.0][..(8 - v.len() % 8) % 8].iter());
+    v
+}
+
+/// Whether this machine's vector GELU equals the plain one value for value (a NaN against a NaN).
+pub(super) fn check_gelu() -> Result<(), String> {
+    use super::gelu::gelu;
+    let values = gelu_values();
+    #[allow(unused_mut)]
+    let mut got: Vec<f32> = values.iter().map(|&x| gelu(x)).collect();
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    for (c, out) in values.chunks_exact(4).zip(got.chunks_exact_mut(4)) {
+        use core::arch::wasm32::*;
+        // SAFETY: `c` and `out` are four f32 each; unaligned loads and stores are allowed.
+        unsafe { v128_store(out.as_mut_ptr() as *mut v128, super::gelu::gelu4(v128_load(c.as_ptr() as *const v128))) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        for (c, out) in values.chunks_exact(8).zip(got.chunks_exact_mut(8)) {
+            use std::arch::x86_64::*;
+            // SAFETY: AVX2 is present; `c` and `out` are eight f32 each.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), super::gelu::gelu8(_mm256_loadu_ps(c.as_ptr()))) };
+        }
+    }
+    match values.iter().zip(&got).find(|(x, g)| !same(gelu(**x), **g)) {
+        Some((x, g)) => Err(format!("GELU of {x} is {g} in vectors, {} in plain code", gelu(*x))),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

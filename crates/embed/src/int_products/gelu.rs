@@ -8,7 +8,8 @@
 //! `1 − 1 / (1 + a₁|z| + … + a₆|z|⁶)¹⁶` with z's sign (maximum error 3 · 10⁻⁷), the sixteenth
 //! power by four squarings, nothing fused. So the page's vectors keep their bits; natively tract
 //! fuses the multiply-adds (AVX2 + FMA), so there a vector moves in its last bits, as the
-//! reference test allows. Every implementation here makes the same operations a value ([`check`]).
+//! reference test allows. Every implementation here makes the same operations a value
+//! ([`super::check::check_gelu`]).
 
 /// 1/√2 as tract computes it (`2f32.sqrt().recip()`: both correctly rounded).
 const INV_SQRT2: f32 = 0.707_106_77;
@@ -76,42 +77,6 @@ pub(crate) unsafe fn gelu8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::_
     _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5)), _mm256_add_ps(erf, one))
 }
 
-/// The values `check` puts through each implementation: the special ones, the erf
-/// polynomial's whole range and past it, and values next to zero.
-pub(crate) fn check_values() -> Vec<f32> {
-    let mut v = vec![0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, 1e-40, -1e-40, 1e-30, -3.5, 3.5, 10.0, -10.0, 1e6, -1e6];
-    v.extend((-2000..=2000).map(|i| i as f32 * 0.004_37));
-    // A multiple of eight, so that every value goes through the vectors too.
-    v.extend([0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 3.0][..(8 - v.len() % 8) % 8].iter());
-    v
-}
-
-/// Whether this machine's vector GELU equals [`gelu`] value for value (a NaN against a NaN).
-pub(crate) fn check() -> Result<(), String> {
-    let values = check_values();
-    let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-    #[allow(unused_mut)]
-    let mut got: Vec<f32> = values.iter().map(|&x| gelu(x)).collect();
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    for (c, out) in values.chunks_exact(4).zip(got.chunks_exact_mut(4)) {
-        use core::arch::wasm32::*;
-        // SAFETY: `c` and `out` are four f32 each; unaligned loads and stores are allowed.
-        unsafe { v128_store(out.as_mut_ptr() as *mut v128, gelu4(v128_load(c.as_ptr() as *const v128))) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        for (c, out) in values.chunks_exact(8).zip(got.chunks_exact_mut(8)) {
-            use std::arch::x86_64::*;
-            // SAFETY: AVX2 is present; `c` and `out` are eight f32 each.
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), gelu8(_mm256_loadu_ps(c.as_ptr()))) };
-        }
-    }
-    match values.iter().zip(&got).find(|(x, g)| !same(gelu(**x), **g)) {
-        Some((x, g)) => Err(format!("GELU of {x} is {g} in vectors, {} in plain code", gelu(*x))),
-        None => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,6 +111,6 @@ mod tests {
 
     #[test]
     fn the_machines_vectors_equal_the_plain_code() {
-        check().unwrap();
+        super::super::check::check_gelu().unwrap();
     }
 }
