@@ -255,6 +255,7 @@ fn create_temp(path: &Path, private: bool) -> std::io::Result<(PathBuf, File)> {
 mod tests {
     use super::*;
 
+    /// A fresh folder, removed by the test that passes (a failing one leaves it to look at).
     fn temp_dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("dpkps-io-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
@@ -285,6 +286,7 @@ mod tests {
         write_file(&linked, b"[]").unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the victim's own text");
         assert!(!std::fs::symlink_metadata(&linked).unwrap().file_type().is_symlink());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -307,6 +309,7 @@ mod tests {
         let f = open_kept(&dir.join("new.lock"), OpenOptions::new().read(true).write(true).create(true), true).unwrap();
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -112,6 +112,7 @@ mod tests {
     use super::*;
     use dpkps_core::ledger::Run;
 
+    /// A fresh folder, removed by the test that passes (a failing one leaves it to look at).
     fn temp_dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("dpkps-ledger-file-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
@@ -129,6 +130,8 @@ mod tests {
         assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
         drop(held);
         other.try_lock().expect("dropping the ledger releases the lock");
+        drop(other);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[test]
@@ -139,6 +142,7 @@ mod tests {
         assert!(matches!(e, CliError::LedgerLock { .. }), "{e}");
         assert!(e.to_string().starts_with(&format!("could not lock the privacy ledger {}", path.display())), "{e}");
         assert!(!path.exists(), "nothing written");
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[cfg(unix)]
@@ -154,6 +158,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         assert_ne!(std::fs::metadata(&victim).unwrap().permissions().mode() & 0o777, 0o600, "the victim keeps its mode");
         assert!(!path.exists(), "nothing written");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -182,6 +187,7 @@ mod tests {
         let failed_saves: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
         let runs = read(&path).unwrap().ledger("corpus").runs.len();
         assert_eq!((failed_saves, runs), (0, 2 * N), "(failed saves, runs recorded) of {} runs", 2 * N);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 
     #[cfg(unix)]
@@ -209,5 +215,7 @@ mod tests {
             .filter(|n| n.starts_with("ledger.json.") && n.ends_with(".tmp~"))
             .collect();
         assert!(temporary.is_empty(), "the temporary file was renamed onto the ledger: {temporary:?}");
+        drop(ledger);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

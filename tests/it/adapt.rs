@@ -11,7 +11,6 @@
 //! Then `dpkps train` and `dpkps predict` on a few notes of tests/fixtures/mtsamples_shift.csv:
 //! the files they write.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use dpkps_adapt::score::score;
@@ -151,6 +150,6 @@ fn train_writes_the_model_predictions_and_report_and_predict_reads_the_model() {
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+fn tmpdir(name: &str) -> super::common::Scratch {
     super::common::tmpdir("adapt", name)
 }

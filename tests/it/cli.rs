@@ -1,6 +1,5 @@
 //! The `dpkps` CLI's contract (README, "Command-line tool"): outputs, ledger, errors, exit codes.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use super::common::{dpkps, stderr};
@@ -92,7 +91,7 @@ fn concurrent_runs_on_one_ledger_lose_no_spend() {
     const RUNS: usize = 4;
     let writers: Vec<_> = (0..2)
         .map(|w| {
-            let (c, ledger, dir) = (c.clone(), ledger.clone(), dir.clone());
+            let (c, ledger, dir) = (c.clone(), ledger.clone(), dir.to_path_buf());
             std::thread::spawn(move || {
                 for i in 0..RUNS {
                     let out = dir.join(format!("vocab-{w}-{i}.json")).display().to_string();
@@ -692,6 +691,6 @@ fn a_dp_utility_check_is_paid_for_and_a_run_chosen_by_it_says_so() {
     assert!(html.contains("The run names no DP utility check, but 1 DP utility check(s) are on record for this corpus"), "{html}");
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+fn tmpdir(name: &str) -> super::common::Scratch {
     super::common::tmpdir("cli", name)
 }

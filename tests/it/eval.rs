@@ -1,7 +1,7 @@
 //! `dpkps evaluate` (README, "evaluate"): the report's shape, the floor and ceiling arms on an
 //! easy corpus, the text view, and the errors for bad inputs. Uses the bundled model.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use super::common::{stderr};
@@ -259,6 +259,6 @@ fn a_eval(c: &str) -> Vec<String> {
     a
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+fn tmpdir(name: &str) -> super::common::Scratch {
     super::common::tmpdir("eval", name)
 }

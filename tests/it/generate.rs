@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -23,7 +23,8 @@ use server::{Fault, Server, KEY};
 fn real_report() -> &'static str {
     static REPORT: OnceLock<String> = OnceLock::new();
     REPORT.get_or_init(|| {
-        let dir = tmpdir("pipeline");
+        // Kept: `the_replay_corpus_is_compared_with_the_runs_ledger_entry` reads its corpus and ledger.
+        let dir = tmpdir("pipeline").keep();
         let mut csv = String::from("note,specialty\n");
         for k in 0..20 {
             let (text, label) = if k % 2 == 0 { ("Heart failure with chest pain and hypertension.", "Cardio") } else { ("Asthma with cough and pneumonia.", "Pulmo") };
@@ -538,6 +539,6 @@ fn no_proxy_for_this_machine_no_resolver_for_localhost_names_and_no_raw_control_
     assert!(err.contains("\\u{1b}]0;PWNED"), "{err}");
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+fn tmpdir(name: &str) -> super::common::Scratch {
     super::common::tmpdir("generate", name)
 }

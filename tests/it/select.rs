@@ -2,7 +2,7 @@
 //! what the ledger records (stage "vote", before anything is drawn), the person unit, the
 //! subsampled vote's smaller charge, and a refusal over budget that writes nothing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use serde_json::Value;
@@ -168,6 +168,6 @@ fn select_keeps_the_candidates_the_private_notes_vote_for_and_records_the_vote()
     assert!(!written.contains("exact") && !written.contains("vector"), "{written}");
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+fn tmpdir(name: &str) -> super::common::Scratch {
     super::common::tmpdir("select", name)
 }
