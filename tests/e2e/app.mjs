@@ -648,7 +648,7 @@ await runTests([
     // The products by the weights run on integers (crates/embed/src/int_products), and the
     // worker's WebAssembly kernels give the plain product's exact sums and the plain rounding of
     // the activations, bit for bit.
-    assert(/ 36 products by the weights run on integers \(this browser's kernels round the activations, give the exact sums and scale them as the plain code does\)/.test(text), `integer products: ${text}`);
+    assert(/ 36 products by the weights run on integers \(this browser's kernels round the activations, give the exact sums and scale them as the plain code does, and compute GELU as tract does\)/.test(text), `integer products: ${text}`);
     // Each layer's attention is one operation (crates/embed/src/attention), and the worker's
     // WebAssembly kernel stays within 10⁻⁵ of the plain attention, with the same bits as the
     // plain-Rust lanes.

@@ -436,6 +436,53 @@ mod tests {
         }
     }
 
+    /// Without a bias, the `GeluExact` right after the product is taken in; a `GeluExact` after a
+    /// bias that something else reads as well is not (the bias is, and GELU stays tract's), and
+    /// every output keeps tract's values within the rounding.
+    #[test]
+    fn gelu_is_taken_in_only_as_the_only_reader() {
+        let (m, k, n) = (4, 8, 8);
+        let grid: Vec<f32> = (0..k * n).map(|i| if i < n { 127.0 } else { (i as f32 * 5.0) % 254.0 - 127.0 } * 0.01).collect();
+        let gelu = || tract_onnx::tract_core::ops::nn::gelu_exact::gelu_exact();
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact([m, k])).unwrap();
+        let w = model.add_const("w", Tensor::from_shape(&[k, n], &grid).unwrap()).unwrap();
+        let bias = model.add_const("bias", Tensor::from_shape(&[1, n], &[0.25f32; 8]).unwrap()).unwrap();
+        // No bias: product → GELU.
+        let p = model.wire_node("bare", EinSum::new("mk,kn->mn".parse().unwrap(), f32::datum_type()), &[x, w]).unwrap()[0];
+        let bare = model.wire_node("bare_gelu", gelu(), &[p]).unwrap()[0];
+        // product → bias → GELU, the bias's output read by a Mul too.
+        let p = model.wire_node("shared", EinSum::new("mk,kn->mn".parse().unwrap(), f32::datum_type()), &[x, w]).unwrap()[0];
+        let biased = model.wire_node("shared_bias", tract_onnx::tract_core::ops::math::add(), &[p, bias]).unwrap()[0];
+        let shared = model.wire_node("shared_gelu", gelu(), &[biased]).unwrap()[0];
+        let twice = model.wire_node("shared_twice", tract_onnx::tract_core::ops::math::add(), &[biased, biased]).unwrap()[0];
+        model.select_output_outlets(&[bare, shared, twice]).unwrap();
+
+        let (ints, replaced) = on_integers(model.clone()).unwrap();
+        assert_eq!(replaced, 2);
+        let ops: Vec<(String, bool, bool)> = ints.nodes().iter().filter_map(|node| node.op_as::<IntProduct>().map(|op| (node.name.clone(), op.bias.is_some(), op.gelu))).collect();
+        assert_eq!(ops, [("bare".to_string(), false, true), ("shared".to_string(), true, false)]);
+        let gelus: Vec<&str> = ints.nodes().iter().filter(|node| node.op().name().contains("Gelu")).map(|node| node.name.as_str()).collect();
+        assert_eq!(gelus, ["shared_gelu"]);
+
+        let xs: Vec<f32> = (0..m * k).map(|i| (i as f32 * 0.43).cos() * 1.5).collect();
+        let run = |model: TypedModel| -> Vec<Vec<f32>> {
+            let out = model.into_runnable().unwrap().run(tvec![Tensor::from_shape(&[m, k], &xs).unwrap().into_tvalue()]).unwrap();
+            out.iter().map(|t| t.try_as_plain_ram().unwrap().as_slice::<f32>().unwrap().to_vec()).collect()
+        };
+        let (want, got) = (run(model), run(ints));
+        // As in the test above: the rounding's bound, times 2 for the output that adds the biased
+        // product to itself, and GELU's slope and last bits.
+        let largest_weight = grid.iter().fold(0f32, |t, v| t.max(v.abs()));
+        for (o, factor) in [(0, 1.13), (1, 1.13), (2, 2.0)] {
+            for (i, (g, w)) in got[o].iter().zip(&want[o]).enumerate() {
+                let top = xs[(i / n) * k..(i / n + 1) * k].iter().fold(0f32, |t, v| t.max(v.abs()));
+                let step = top / activation_bound(k) as f32;
+                assert!((g - w).abs() <= factor * k as f32 * 0.5 * step * largest_weight * 1.01 + 1e-5, "output {o}, {i}: {g} against {w}");
+            }
+        }
+    }
+
     /// A row's result depends on that row alone.
     #[test]
     fn a_row_is_rounded_on_its_own() {

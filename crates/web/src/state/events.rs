@@ -116,7 +116,7 @@ impl AppState {
                 let ints = match (int_products, int_kernel_error) {
                     (_, Some(e)) => format!(" Integer products: FAILED: {e}."),
                     (0, None) => " The model's products run in f32 (its weights are not int8).".to_string(),
-                    (n, None) => format!(" {n} products by the weights run on integers (this browser's kernels round the activations, give the exact sums and scale them as the plain code does)."),
+                    (n, None) => format!(" {n} products by the weights run on integers (this browser's kernels round the activations, give the exact sums and scale them as the plain code does, and compute GELU as tract does)."),
                 };
                 let attention = match (attentions, attention_kernel_error) {
                     (_, Some(e)) => format!(" Attention: FAILED: {e}."),
