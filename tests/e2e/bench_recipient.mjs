@@ -14,8 +14,8 @@
 //   the model reads a document's first 256 tokens, about that many characters);
 // - test: DPKPS_BENCH_TEST (0) further notes, labelled.
 // DPKPS_BENCH_CLASSES (40): only the notes of that many largest specialties.
-// DPKPS_BENCH_WHERE: `page` (the default), `native` (`dpkps train` on the same files, the release
-// binary DPKPS_BENCH_CLI or target/release/dpkps: its own embedding and training times, peak
+// DPKPS_BENCH_WHERE: `page` (the default), `native` (`dpkps train` on the same files, the binary
+// DPKPS_BENCH_CLI, named in the output, or target/release/dpkps: its own embedding and training times, peak
 // memory from the kernel) or `both`.
 // Run by `scripts/bench.sh --recipient` after `trunk build --release` (and `--recipient-native`
 // after `cargo build --release`).
@@ -72,7 +72,7 @@ const sizes = `${N.syn} labelled documents (${kept.size} classes, ${mean(syn)} c
 
 // The CLI on the same files: what it prints, and the wall time of the whole command.
 if (where !== 'page') {
-  console.log(`benchmark: the recipient's classifier, native (\`dpkps train\`, release, ${os.cpus().length} cores): ${sizes}, defaults otherwise`);
+  console.log(`benchmark: the recipient's classifier, native (\`dpkps train\`, ${cli}, ${os.cpus().length} cores): ${sizes}, defaults otherwise`);
   const args = ['train', '--synthetic', files.syn, '--unlabeled', files.own, '--out-dir', path.join(tmp, 'native')];
   if (files.test) args.push('--test', files.test);
   if (compare) args.push('--compare');
