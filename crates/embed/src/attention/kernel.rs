@@ -48,7 +48,7 @@ fn check_lengths(sh: &Shape, q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32
     );
 }
 
-/// `out` for `q`, `k`, `v` (module docs), on this machine's lanes.
+/// `out` for `q`, `k`, `v` (module docs), on this machine's lanes: every value of it written.
 pub(crate) fn attend(sh: &Shape, q: &[f32], k: &[f32], v: &[f32], mask: Option<&[f32]>, scale: f32, out: &mut [f32]) {
     check_lengths(sh, q, k, v, mask, out);
     if sh.queries == 0 || sh.keys == 0 || sh.dim % 8 != 0 {
@@ -239,7 +239,9 @@ pub fn check() -> Result<(), String> {
             1 => Some((0..keys).map(|n| if n % 3 == 2 { -10_000.0 } else { 0.0 }).collect()),
             _ => Some((0..items * keys).map(|i| if (i * 7) % 5 == 1 && i % keys != 0 { -10_000.0 } else { next() }).collect()),
         };
-        let (mut want, mut got, mut plain_lanes) = (vec![0f32; sh.q_len()], vec![0f32; sh.q_len()], vec![0f32; sh.q_len()]);
+        // `got` starts as NaN: a value the kernel left unwritten fails the comparison with the
+        // plain code below (the operation's output is not zeroed before the kernel writes it).
+        let (mut want, mut got, mut plain_lanes) = (vec![0f32; sh.q_len()], vec![f32::NAN; sh.q_len()], vec![0f32; sh.q_len()]);
         plain(&sh, &q, &k, &v, mask.as_deref(), 0.177, &mut want);
         attend(&sh, &q, &k, &v, mask.as_deref(), 0.177, &mut got);
         if sh.queries > 0 && sh.keys > 0 && sh.dim % 8 == 0 {

@@ -58,8 +58,11 @@ impl EvalOp for Attention {
         let sh = kernel::Shape { items: q[0], queries: q[1], keys: k[1], heads: q[2], dim: q[3] };
         let plain = |i: usize| inputs[i].try_as_plain_ram();
         let (qp, kp, vp, mp) = (plain(0)?, plain(1)?, plain(2)?, plain(3)?);
-        // Written in place, as the products are.
-        let mut out = Tensor::zero::<f32>(q)?;
+        // Written in place, as the products are, and not zeroed first.
+        // SAFETY: f32 has no invalid bit patterns, and `kernel::attend` writes every value of
+        // its output (each query row of each item and head, all `dim` values) before anything
+        // reads it.
+        let mut out = unsafe { Tensor::uninitialized::<f32>(q)? };
         let mut view = out.try_as_plain_ram_mut()?;
         kernel::attend(&sh, qp.as_slice::<f32>()?, kp.as_slice::<f32>()?, vp.as_slice::<f32>()?, Some(mp.as_slice::<f32>()?), f32::from_bits(self.scale), view.as_slice_mut::<f32>()?);
         Ok(tvec!(out.into_tvalue()))

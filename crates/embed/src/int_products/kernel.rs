@@ -106,7 +106,9 @@ impl Scaling<'_> {
 }
 
 /// `out[m · n + j]` = row m's `Σ_k a[m · 2·pairs + k] · w[k][j]`, scaled by `scaling`, for `rows`
-/// rows of `a`. The caller keeps every sum within i32 (`super::activation_bound`).
+/// rows of `a`: every value of `out[..rows · n]` written (the operation's output is not zeroed
+/// first; `check` starts from other values). The caller keeps every sum within i32
+/// (`super::activation_bound`).
 pub(crate) fn product(a: &[i16], rows: usize, w: &Packed, scaling: &Scaling, out: &mut [f32]) {
     assert!(a.len() >= rows * 2 * w.pairs && out.len() >= rows * w.n, "product: buffers too short");
     assert!(scaling.rows.len() >= rows && scaling.cols.len() >= w.n && scaling.bias.is_none_or(|b| b.len() >= w.n), "product: scales too short");

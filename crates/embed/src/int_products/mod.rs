@@ -119,7 +119,8 @@ impl IntProduct {
         Ok(Some(IntProduct { contracted, w: Arc::new(Packed::new(k, n, |kk, j| q[kk * n + j])), scales: Arc::new(scales), bias: None, gelu: false }))
     }
 
-    /// The product of `rows` rows of `x` (each `k` long) into `out` (`rows · n` values).
+    /// The product of `rows` rows of `x` (each `k` long) into `out` (`rows · n` values), each of
+    /// which it writes.
     fn apply_into(&self, x: &[f32], rows: usize, out: &mut [f32]) {
         let (k, len) = (self.w.k, 2 * self.w.pairs);
         let bound = activation_bound(k) as f32;
@@ -161,8 +162,13 @@ impl EvalOp for IntProduct {
         let rows = x.len() / k;
         let mut shape: TVec<usize> = x.shape()[..rank - self.contracted].into();
         shape.push(self.w.n);
-        // Written in place: the kernel scales its sums straight into the output tensor.
-        let mut out = Tensor::zero::<f32>(&shape)?;
+        // Written in place: the kernel scales its sums straight into the output tensor, every
+        // value of it, so it is not zeroed first (a pass over as much memory as the product
+        // writes: 2–4% of a native model call, `perf`; docs/benchmarks.md).
+        // SAFETY: f32 has no invalid bit patterns, and `apply_into` writes each of the `rows · n`
+        // values (`kernel::product`) before anything reads them; tract's own operations make
+        // their outputs the same way.
+        let mut out = unsafe { Tensor::uninitialized::<f32>(&shape)? };
         self.apply_into(x.try_as_plain_ram()?.as_slice::<f32>()?, rows, out.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?);
         Ok(tvec!(out.into_tvalue()))
     }
