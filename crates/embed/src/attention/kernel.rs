@@ -239,9 +239,10 @@ pub fn check() -> Result<(), String> {
             1 => Some((0..keys).map(|n| if n % 3 == 2 { -10_000.0 } else { 0.0 }).collect()),
             _ => Some((0..items * keys).map(|i| if (i * 7) % 5 == 1 && i % keys != 0 { -10_000.0 } else { next() }).collect()),
         };
-        // `got` starts as NaN: a value the kernel left unwritten fails the comparison with the
-        // plain code below (the operation's output is not zeroed before the kernel writes it).
-        let (mut want, mut got, mut plain_lanes) = (vec![0f32; sh.q_len()], vec![f32::NAN; sh.q_len()], vec![0f32; sh.q_len()]);
+        // The kernels' outputs start as NaN: a value one left unwritten fails the comparison
+        // with the plain code below (the operation's output is not zeroed before the kernel
+        // writes it).
+        let (mut want, mut got, mut plain_lanes) = (vec![0f32; sh.q_len()], vec![f32::NAN; sh.q_len()], vec![f32::NAN; sh.q_len()]);
         plain(&sh, &q, &k, &v, mask.as_deref(), 0.177, &mut want);
         attend(&sh, &q, &k, &v, mask.as_deref(), 0.177, &mut got);
         if sh.queries > 0 && sh.keys > 0 && sh.dim % 8 == 0 {
@@ -252,7 +253,7 @@ pub fn check() -> Result<(), String> {
             // Natively, SSE too (the kernel above is AVX2's where the machine has it).
             #[cfg(target_arch = "x86_64")]
             {
-                let mut sse = vec![0f32; sh.q_len()];
+                let mut sse = vec![f32::NAN; sh.q_len()];
                 blocks::<lanes::sse::S>(&sh, &q, &k, &v, mask.as_deref(), 0.177, &mut sse);
                 if sse.iter().zip(&plain_lanes).any(|(a, b)| a.to_bits() != b.to_bits()) {
                     return Err(format!("attention: SSE's bits differ from the plain lanes' at {sh:?}"));

@@ -59,9 +59,9 @@ impl EvalOp for Attention {
         let plain = |i: usize| inputs[i].try_as_plain_ram();
         let (qp, kp, vp, mp) = (plain(0)?, plain(1)?, plain(2)?, plain(3)?);
         // Written in place, as the products are, and not zeroed first.
-        // SAFETY: f32 has no invalid bit patterns, and `kernel::attend` writes every value of
-        // its output (each query row of each item and head, all `dim` values) before anything
-        // reads it.
+        // SAFETY: nothing reads the tensor before `kernel::attend` has written every value of it
+        // (each query row of each item and head, all `dim` values, by the way its loops are
+        // written; its check tests that on the shapes it draws).
         let mut out = unsafe { Tensor::uninitialized::<f32>(q)? };
         let mut view = out.try_as_plain_ram_mut()?;
         kernel::attend(&sh, qp.as_slice::<f32>()?, kp.as_slice::<f32>()?, vp.as_slice::<f32>()?, Some(mp.as_slice::<f32>()?), f32::from_bits(self.scale), view.as_slice_mut::<f32>()?);

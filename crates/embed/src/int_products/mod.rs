@@ -164,10 +164,10 @@ impl EvalOp for IntProduct {
         shape.push(self.w.n);
         // Written in place: the kernel scales its sums straight into the output tensor, every
         // value of it, so it is not zeroed first (a pass over as much memory as the product
-        // writes: 2–4% of a native model call, `perf`; docs/benchmarks.md).
-        // SAFETY: f32 has no invalid bit patterns, and `apply_into` writes each of the `rows · n`
-        // values (`kernel::product`) before anything reads them; tract's own operations make
-        // their outputs the same way.
+        // writes: about 2% of a native model call, `perf`; docs/benchmarks.md).
+        // SAFETY: nothing reads the tensor before `apply_into` has written each of its `rows · n`
+        // values (`kernel::product` writes every value by the way its loops are written; its
+        // check tests that on every path); tract's own operations make their outputs the same way.
         let mut out = unsafe { Tensor::uninitialized::<f32>(&shape)? };
         self.apply_into(x.try_as_plain_ram()?.as_slice::<f32>()?, rows, out.try_as_plain_ram_mut()?.as_slice_mut::<f32>()?);
         Ok(tvec!(out.into_tvalue()))
