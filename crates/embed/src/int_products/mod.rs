@@ -164,7 +164,7 @@ impl EvalOp for IntProduct {
         shape.push(self.w.n);
         // Written in place: the kernel scales its sums straight into the output tensor, every
         // value of it, so it is not zeroed first (a pass over as much memory as the product
-        // writes: about 2% of a native model call, `perf`; docs/benchmarks.md).
+        // writes: about 1% of a native model call, `perf`; docs/benchmarks.md).
         // SAFETY: nothing reads the tensor before `apply_into` has written each of its `rows · n`
         // values (`kernel::product` writes every value by the way its loops are written; its
         // check tests that on every path); tract's own operations make their outputs the same way.
