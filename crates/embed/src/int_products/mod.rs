@@ -396,12 +396,7 @@ mod tests {
         // The product on integers within its rounding: K activations, each off by at most half
         // a step of its row's scale, times a weight of at most the grid's largest (1% slack for
         // the f32 arithmetic); the two products left to tract unchanged.
-        let largest_weight = grid.iter().fold(0f32, |t, v| t.max(v.abs()));
-        for (i, (g, w)) in got[0].iter().zip(&want[0]).enumerate() {
-            let top = xs[(i / n) * k..(i / n + 1) * k].iter().fold(0f32, |t, v| t.max(v.abs()));
-            let step = top / activation_bound(k) as f32;
-            assert!((g - w).abs() <= k as f32 * 0.5 * step * largest_weight * 1.01 + 1e-6, "{i}: {g} against {w}");
-        }
+        within_rounding(&got[0], &want[0], &xs, &grid, (k, n), 1.0, 1e-6, "");
         assert_eq!(got[1..], want[1..]);
     }
 
@@ -434,12 +429,7 @@ mod tests {
         let (want, got) = (run(model), run(ints));
         // GELU's slope is at most 1.13: the product's rounding bound (as in the test above) times
         // that, and 10⁻⁵ for the two erf's last bits.
-        let largest_weight = grid.iter().fold(0f32, |t, v| t.max(v.abs()));
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            let top = xs[(i / n) * k..(i / n + 1) * k].iter().fold(0f32, |t, v| t.max(v.abs()));
-            let step = top / activation_bound(k) as f32;
-            assert!((g - w).abs() <= 1.13 * k as f32 * 0.5 * step * largest_weight * 1.01 + 1e-5, "{i}: {g} against {w}");
-        }
+        within_rounding(&got, &want, &xs, &grid, (k, n), 1.13, 1e-5, "");
     }
 
     /// Without a bias, the `GeluExact` right after the product is taken in; a `GeluExact` after a
@@ -479,13 +469,22 @@ mod tests {
         let (want, got) = (run(model), run(ints));
         // As in the test above: the rounding's bound, times 2 for the output that adds the biased
         // product to itself, and GELU's slope and last bits.
-        let largest_weight = grid.iter().fold(0f32, |t, v| t.max(v.abs()));
         for (o, factor) in [(0, 1.13), (1, 1.13), (2, 2.0)] {
-            for (i, (g, w)) in got[o].iter().zip(&want[o]).enumerate() {
-                let top = xs[(i / n) * k..(i / n + 1) * k].iter().fold(0f32, |t, v| t.max(v.abs()));
-                let step = top / activation_bound(k) as f32;
-                assert!((g - w).abs() <= factor * k as f32 * 0.5 * step * largest_weight * 1.01 + 1e-5, "output {o}, {i}: {g} against {w}");
-            }
+            within_rounding(&got[o], &want[o], &xs, &grid, (k, n), factor, 1e-5, &format!("output {o}, "));
+        }
+    }
+
+    /// Each value of `got` (rows of `n`, from activations `xs` in rows of `k`) within `factor`
+    /// times the rounding's bound of `want`, plus `slack`: K activations, each off by at most half
+    /// a step of its row's scale, times a weight of at most the grid's largest (1% slack for the
+    /// f32 arithmetic).
+    #[allow(clippy::too_many_arguments)]
+    fn within_rounding(got: &[f32], want: &[f32], xs: &[f32], grid: &[f32], (k, n): (usize, usize), factor: f32, slack: f32, what: &str) {
+        let largest_weight = grid.iter().fold(0f32, |t, v| t.max(v.abs()));
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            let top = xs[(i / n) * k..(i / n + 1) * k].iter().fold(0f32, |t, v| t.max(v.abs()));
+            let step = top / activation_bound(k) as f32;
+            assert!((g - w).abs() <= factor * k as f32 * 0.5 * step * largest_weight * 1.01 + slack, "{what}{i}: {g} against {w}");
         }
     }
 
