@@ -6,4 +6,5 @@ pub mod onnx;
 pub mod profile;
 pub mod int_products;
 pub mod attention;
+mod lanes;
 mod rewrite;

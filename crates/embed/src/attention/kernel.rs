@@ -13,7 +13,7 @@
 //! [items, keys, heads, dim], `out` as `q`; `mask`, if any, `keys` values added to every score of
 //! an item (one set for every item, or one per item).
 
-use super::lanes::{self, Lanes};
+use crate::lanes::{self, Lanes};
 
 /// The sizes of one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

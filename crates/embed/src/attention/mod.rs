@@ -18,7 +18,6 @@
 //! (for head sizes that are a multiple of 8, as the bundled model's 32: `kernel`).
 
 mod kernel;
-mod lanes;
 
 pub use kernel::check as check_kernel;
 

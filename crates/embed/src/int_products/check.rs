@@ -156,18 +156,11 @@ pub(super) fn check_gelu() -> Result<(), String> {
     #[allow(unused_mut)]
     let mut got: Vec<f32> = values.iter().map(|&x| gelu(x)).collect();
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    for (c, out) in values.chunks_exact(4).zip(got.chunks_exact_mut(4)) {
-        use core::arch::wasm32::*;
-        // SAFETY: `c` and `out` are four f32 each; unaligned loads and stores are allowed.
-        unsafe { v128_store(out.as_mut_ptr() as *mut v128, super::gelu::gelu4(v128_load(c.as_ptr() as *const v128))) };
-    }
+    gelu_on::<crate::lanes::wasm::W>(&values, &mut got);
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
-        for (c, out) in values.chunks_exact(8).zip(got.chunks_exact_mut(8)) {
-            use std::arch::x86_64::*;
-            // SAFETY: AVX2 is present; `c` and `out` are eight f32 each.
-            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), super::gelu::gelu8(_mm256_loadu_ps(c.as_ptr()))) };
-        }
+        // SAFETY: AVX2 is present.
+        unsafe { gelu_avx2(&values, &mut got) };
     }
     if let Some((x, g)) = values.iter().zip(&got).find(|(x, g)| !same(gelu(**x), **g)) {
         return Err(format!("GELU of {x} is {g} in vectors, {} in plain code", gelu(*x)));
@@ -188,6 +181,24 @@ pub(super) fn check_gelu() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// [`super::gelu::gelu_lanes`] on lanes `L`, eight values at a time (`values` is a multiple of 8).
+#[cfg_attr(not(any(target_arch = "x86_64", all(target_arch = "wasm32", target_feature = "simd128"))), allow(dead_code))]
+#[inline(always)]
+fn gelu_on<L: crate::lanes::Lanes>(values: &[f32], got: &mut [f32]) {
+    for (c, out) in values.chunks_exact(8).zip(got.chunks_exact_mut(8)) {
+        // SAFETY: `c` and `out` are eight f32 each.
+        unsafe { super::gelu::gelu_lanes(L::load(c.as_ptr())).store(out.as_mut_ptr()) };
+    }
+}
+
+/// [`gelu_on`] AVX2's lanes, compiled for AVX2 so that their instructions are inlined into it.
+/// SAFETY: the caller checks that AVX2 is present.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn gelu_avx2(values: &[f32], got: &mut [f32]) {
+    gelu_on::<crate::lanes::avx2::A>(values, got)
 }
 
 #[cfg(test)]

@@ -8,8 +8,11 @@
 //! `1 − 1 / (1 + a₁|z| + … + a₆|z|⁶)¹⁶` with z's sign (maximum error 3 · 10⁻⁷), the sixteenth
 //! power by four squarings, nothing fused. So the page's vectors keep their bits; natively tract
 //! fuses the multiply-adds (AVX2 + FMA), so there a vector moves in its last bits, as the
-//! reference test allows. Every implementation here makes the same operations a value
+//! reference test allows. [`gelu`] (a value) and [`gelu_lanes`] (eight, on any machine's
+//! [`Lanes`], the ones attention's kernel runs on) make the same operations a value
 //! ([`super::check::check_gelu`]).
+
+use crate::lanes::Lanes;
 
 /// 1/√2 as tract computes it (`2f32.sqrt().recip()`: both correctly rounded).
 const INV_SQRT2: f32 = 0.707_106_77;
@@ -34,47 +37,23 @@ pub(crate) fn gelu(x: f32) -> f32 {
     x * 0.5 * (erf + 1.0)
 }
 
-/// Four values, with WebAssembly SIMD.
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+/// Eight values, on any machine's [`Lanes`] (WebAssembly SIMD in the page, AVX2 natively): the
+/// operations are [`gelu`]'s, one by one, none fused.
 #[inline(always)]
-pub(crate) fn gelu4(x: core::arch::wasm32::v128) -> core::arch::wasm32::v128 {
-    use core::arch::wasm32::*;
-    let one = f32x4_splat(1.0);
-    let z = f32x4_mul(x, f32x4_splat(INV_SQRT2));
-    let abs = f32x4_abs(z);
-    let mut y = f32x4_mul(f32x4_splat(A[5]), abs);
+pub(crate) fn gelu_lanes<L: Lanes>(x: L) -> L {
+    let one = L::splat(1.0);
+    let z = x.mul(L::splat(INV_SQRT2));
+    let abs = z.abs();
+    let mut y = L::splat(A[5]).mul(abs);
     for &a in A[..5].iter().rev() {
-        y = f32x4_mul(f32x4_add(y, f32x4_splat(a)), abs);
+        y = y.add(L::splat(a)).mul(abs);
     }
-    let mut r = f32x4_add(y, one);
+    let mut r = y.add(one);
     for _ in 0..4 {
-        r = f32x4_mul(r, r);
+        r = r.mul(r);
     }
-    let erf = v128_or(f32x4_sub(one, f32x4_div(one, r)), v128_and(z, f32x4_splat(-0.0)));
-    f32x4_mul(f32x4_mul(x, f32x4_splat(0.5)), f32x4_add(erf, one))
-}
-
-/// Eight values, with AVX (no FMA: the operations are [`gelu`]'s, one by one).
-/// SAFETY: the caller checks that AVX2 is present.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-#[inline]
-pub(crate) unsafe fn gelu8(x: std::arch::x86_64::__m256) -> std::arch::x86_64::__m256 {
-    use std::arch::x86_64::*;
-    let one = _mm256_set1_ps(1.0);
-    let z = _mm256_mul_ps(x, _mm256_set1_ps(INV_SQRT2));
-    let sign = _mm256_set1_ps(-0.0);
-    let abs = _mm256_andnot_ps(sign, z);
-    let mut y = _mm256_mul_ps(_mm256_set1_ps(A[5]), abs);
-    for &a in A[..5].iter().rev() {
-        y = _mm256_mul_ps(_mm256_add_ps(y, _mm256_set1_ps(a)), abs);
-    }
-    let mut r = _mm256_add_ps(y, one);
-    for _ in 0..4 {
-        r = _mm256_mul_ps(r, r);
-    }
-    let erf = _mm256_or_ps(_mm256_sub_ps(one, _mm256_div_ps(one, r)), _mm256_and_ps(z, sign));
-    _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5)), _mm256_add_ps(erf, one))
+    let erf = one.sub(one.div(r)).with_sign_of(z);
+    x.mul(L::splat(0.5)).mul(erf.add(one))
 }
 
 #[cfg(test)]

@@ -374,7 +374,8 @@ mod wasm {
                 v1 = f32x4_add(v1, v128_load(b.as_ptr().add(4) as *const v128));
             }
             if scaling.gelu {
-                (v0, v1) = (super::super::gelu::gelu4(v0), super::super::gelu::gelu4(v1));
+                let g = super::super::gelu::gelu_lanes(crate::lanes::wasm::W(v0, v1));
+                (v0, v1) = (g.0, g.1);
             }
             v128_store(o.as_mut_ptr() as *mut v128, v0);
             v128_store(o.as_mut_ptr().add(4) as *mut v128, v1);
@@ -504,7 +505,7 @@ mod avx2 {
                 v = _mm256_add_ps(v, _mm256_loadu_ps(bias[j0..j0 + PANEL].as_ptr()));
             }
             if scaling.gelu {
-                v = super::super::gelu::gelu8(v);
+                v = super::super::gelu::gelu_lanes(crate::lanes::avx2::A(v)).0;
             }
             _mm256_storeu_ps(o.as_mut_ptr(), v);
         }

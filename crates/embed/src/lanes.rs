@@ -1,11 +1,12 @@
-//! Eight f32 lanes ([`Lanes`]) for the attention kernel: two WebAssembly or SSE vectors, one AVX2
-//! vector, or plain Rust. Every implementation computes each method's result the same way, lane
+//! Eight f32 lanes ([`Lanes`]) for the kernels written once for every machine (attention, and the
+//! GELU the integer products finish with): two WebAssembly or SSE vectors, one AVX2 vector, or
+//! plain Rust. Every implementation computes each method's result the same way, lane
 //! by lane (never a fused multiply-add), so all give the same bits; the one sum across lanes and
 //! the exponential are written once, here, for all of them.
 
-/// Eight f32 lanes and the few operations attention needs: two 128-bit vectors in WebAssembly and
-/// SSE, one 256-bit vector with AVX2. `add`, `sub` and `mul` are one IEEE operation a lane, never
-/// fused; the others are exact; so every implementation gives the same bits for the same lanes.
+/// Eight f32 lanes and the few operations the kernels need: two 128-bit vectors in WebAssembly and
+/// SSE, one 256-bit vector with AVX2. `add`, `sub`, `mul` and `div` are one IEEE operation a lane,
+/// never fused; the others are exact; so every implementation gives the same bits for the same lanes.
 /// The horizontal sum below is written once, over the eight lanes, for the same reason.
 pub(crate) trait Lanes: Copy {
     fn splat(x: f32) -> Self;
@@ -16,6 +17,11 @@ pub(crate) trait Lanes: Copy {
     fn add(self, o: Self) -> Self;
     fn sub(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    /// Each lane with its sign bit cleared.
+    fn abs(self) -> Self;
+    /// Each lane with `z`'s sign bit ORed into it (for a lane without one: `z`'s sign).
+    fn with_sign_of(self, z: Self) -> Self;
     /// `o` where `self < o`, else `self` (WebAssembly's `pmax`, x86's `maxps o, self`: one
     /// instruction a vector), the same result everywhere, NaN and signed zeros included (a NaN in
     /// `self` is kept, one in `o` is not).
@@ -66,9 +72,9 @@ pub(crate) trait Lanes: Copy {
 
 /// Two four-lane vectors as eight lanes (WebAssembly, SSE): each operation on both halves.
 macro_rules! pair_lanes {
-    ($name:ident, $v:ty, splat: $splat:expr, load: $load:expr, store: $store:expr, add: $add:expr, sub: $sub:expr, mul: $mul:expr, max: $max:expr, nearest: $nearest:expr, pow2: $pow2:expr, zero_below: $zb:expr) => {
+    ($name:ident, $v:ty, splat: $splat:expr, load: $load:expr, store: $store:expr, add: $add:expr, sub: $sub:expr, mul: $mul:expr, div: $div:expr, abs: $abs:expr, with_sign_of: $ws:expr, max: $max:expr, nearest: $nearest:expr, pow2: $pow2:expr, zero_below: $zb:expr) => {
         #[derive(Clone, Copy)]
-        pub(crate) struct $name($v, $v);
+        pub(crate) struct $name(pub(crate) $v, pub(crate) $v);
 
         impl super::Lanes for $name {
             #[inline(always)]
@@ -102,6 +108,18 @@ macro_rules! pair_lanes {
                 $name($mul(self.0, o.0), $mul(self.1, o.1))
             }
             #[inline(always)]
+            fn div(self, o: Self) -> Self {
+                $name($div(self.0, o.0), $div(self.1, o.1))
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                $name($abs(self.0), $abs(self.1))
+            }
+            #[inline(always)]
+            fn with_sign_of(self, z: Self) -> Self {
+                $name($ws(self.0, z.0), $ws(self.1, z.1))
+            }
+            #[inline(always)]
             fn max(self, o: Self) -> Self {
                 $name($max(self.0, o.0), $max(self.1, o.1))
             }
@@ -133,6 +151,9 @@ pub(crate) mod wasm {
         add: f32x4_add,
         sub: f32x4_sub,
         mul: f32x4_mul,
+        div: f32x4_div,
+        abs: f32x4_abs,
+        with_sign_of: |a, z| v128_or(a, v128_and(z, f32x4_splat(-0.0))),
         max: f32x4_pmax,
         nearest: f32x4_nearest,
         pow2: |n| i32x4_shl(i32x4_add(i32x4_trunc_sat_f32x4(n), i32x4_splat(127)), 23),
@@ -154,6 +175,9 @@ pub(crate) mod sse {
         add: |a, b| unsafe { _mm_add_ps(a, b) },
         sub: |a, b| unsafe { _mm_sub_ps(a, b) },
         mul: |a, b| unsafe { _mm_mul_ps(a, b) },
+        div: |a, b| unsafe { _mm_div_ps(a, b) },
+        abs: |a| unsafe { _mm_andnot_ps(_mm_set1_ps(-0.0), a) },
+        with_sign_of: |a, z| unsafe { _mm_or_ps(a, _mm_and_ps(z, _mm_set1_ps(-0.0))) },
         max: |a, b| unsafe { _mm_max_ps(b, a) },
         nearest: |x| unsafe { _mm_cvtepi32_ps(_mm_cvtps_epi32(x)) },
         pow2: |n| unsafe { _mm_castsi128_ps(_mm_slli_epi32::<23>(_mm_add_epi32(_mm_cvttps_epi32(n), _mm_set1_epi32(127)))) },
@@ -169,7 +193,7 @@ pub(crate) mod avx2 {
     /// are only used inside `kernel`'s `blocks_avx2`, which runs only where AVX2 was detected and
     /// is compiled for it, so that they are inlined there.
     #[derive(Clone, Copy)]
-    pub(crate) struct A(__m256);
+    pub(crate) struct A(pub(crate) __m256);
 
     // SAFETY (every `unsafe` below): AVX2 is present wherever these run (above).
     impl super::Lanes for A {
@@ -196,6 +220,18 @@ pub(crate) mod avx2 {
         #[inline(always)]
         fn mul(self, o: Self) -> Self {
             A(unsafe { _mm256_mul_ps(self.0, o.0) })
+        }
+        #[inline(always)]
+        fn div(self, o: Self) -> Self {
+            A(unsafe { _mm256_div_ps(self.0, o.0) })
+        }
+        #[inline(always)]
+        fn abs(self) -> Self {
+            A(unsafe { _mm256_andnot_ps(_mm256_set1_ps(-0.0), self.0) })
+        }
+        #[inline(always)]
+        fn with_sign_of(self, z: Self) -> Self {
+            A(unsafe { _mm256_or_ps(self.0, _mm256_and_ps(z.0, _mm256_set1_ps(-0.0))) })
         }
         #[inline(always)]
         fn max(self, o: Self) -> Self {
@@ -248,6 +284,15 @@ pub(crate) mod one {
         }
         fn mul(self, o: Self) -> Self {
             self.map2(o, |a, b| a * b)
+        }
+        fn div(self, o: Self) -> Self {
+            self.map2(o, |a, b| a / b)
+        }
+        fn abs(self) -> Self {
+            One(self.0.map(f32::abs))
+        }
+        fn with_sign_of(self, z: Self) -> Self {
+            self.map2(z, |a, z| f32::from_bits(a.to_bits() | (z.to_bits() & 0x8000_0000)))
         }
         fn max(self, o: Self) -> Self {
             self.map2(o, |a, b| if a < b { b } else { a })
