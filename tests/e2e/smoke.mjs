@@ -1,11 +1,14 @@
 // Smoke test of the built app (dist/): it loads its wasm, renders, loads the bundled model,
 // tokenizer and vocabularies from its own origin, logs no error, and requests nothing from
 // any other host; its Content-Security-Policy (meta and header, page and worker) blocks
-// requests to hosts outside the allowlist. A screenshot is kept in target/screenshots/ for people to look at.
+// requests to hosts outside the allowlist; and a run at the page's own defaults goes through
+// (every other script sets its own N and ε). Screenshots are kept in target/screenshots/ for
+// people to look at.
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
-import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert } from './harness.mjs';
+import { ROOT, SHOTS, serveStatic, launch, guard, runTests, assert, cardioPulmonaryRows, loadCardioPulmonary } from './harness.mjs';
 
 const dist = path.join(ROOT, 'dist');
 assert(fs.existsSync(path.join(dist, 'index.html')), 'dist/index.html is missing: run `trunk build --release` first');
@@ -33,6 +36,38 @@ await runTests([
     assert(await page.evaluate(() => document.activeElement?.className === 'skip'), 'skip link not first in tab order');
     assert(problems.length === 0, problems.join('\n'));
     await page.close();
+  }],
+  ['a run at the page\'s defaults: the medical list kept whole (no ε_voc), ε_kde and ε_counts spent', async () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'dpkps-smoke-'));
+    const corpusPath = path.join(tmp, 'notes.csv');
+    fs.writeFileSync(corpusPath, cardioPulmonaryRows(40).map((r) => r.join(',')).join('\n') + '\n');
+    const page = await browser.context.newPage();
+    const problems = guard(page, origin);
+    await loadCardioPulmonary(page, server.url, corpusPath);
+    // Only what the page cannot default: the budget (the classes are ticked by the loader).
+    await page.fill('#budget', '10');
+    await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 10_000 });
+    const defaults = {};
+    for (const id of ['eps_voc', 'eps_kde', 'top_n']) defaults[id] = await page.inputValue(`#${id}`);
+    assert(JSON.stringify(defaults) === '{"eps_voc":"2","eps_kde":"4","top_n":"50000"}', `the defaults: ${JSON.stringify(defaults)}`);
+    assert(await page.inputValue('#sampler') === 'histogram', 'the default sampler');
+    await page.click('#run');
+    await page.waitForSelector('#results', { timeout: 240_000 });
+    await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout: 240_000 });
+    const vocab = await page.textContent('li[data-stage="vocabulary"]');
+    assert(/the whole public list, 27589 terms \(N = 50000 covers it\): drawn from nothing, no ε_voc spent/.test(vocab), vocab);
+    const spent = await page.textContent('#spent');
+    assert(/This run spent ε = 4\.100/.test(spent), spent);
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-report')]);
+    const report = JSON.parse(fs.readFileSync(await dl.path(), 'utf8'));
+    assert(Math.abs(report.epsilon_run - 4.1) < 1e-9, `the report's ε: ${report.epsilon_run}`);
+    const [sq] = await Promise.all([page.waitForEvent('download'), page.click('#dl-jsonl')]);
+    const sequences = fs.readFileSync(await sq.path(), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert(sequences.length > 0 && sequences.every((q) => q.keyphrases.length > 0), `${sequences.length} sequences`);
+    await page.screenshot({ path: path.join(SHOTS, 'smoke-defaults.png'), fullPage: true });
+    assert(problems.length === 0, problems.join('\n'));
+    await page.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
   }],
   ['the policy blocks requests to other hosts, from the page and from its worker; the guard notices', async () => {
     // Listeners on a loopback address outside the allowlist (127.0.0.2) and on an allowed one
