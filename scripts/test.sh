@@ -109,7 +109,7 @@ WASM_BINDGEN_TEST_TIMEOUT=${WASM_BINDGEN_TEST_TIMEOUT:-300} \
 # browser whose worker mostly keeps one core busy, and the LLM runs on one thread, so the two
 # cores share them. Each script starts its own static server on a free port and a fresh browser
 # profile, so they do not see each other. The groups are about equal in length (alone, on this
-# machine: app 55 s; smoke, person 4 s each; file 17 s, vote 15 s, recipient 14 s).
+# machine: app 55 s; smoke 7 s, person 4 s; file 17 s, vote 15 s, recipient 14 s).
 lap "end-to-end browser tests, two scripts at a time, and the local LLM beside them"
 e2e() { local s; for s in "$@"; do node "tests/e2e/$s.mjs" || return 1; done; }
 bg e2e-a e2e app smoke person

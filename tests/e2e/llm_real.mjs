@@ -82,11 +82,12 @@ await runTests([
     await page.fill('#llm-endpoint', llm.url);
     await page.fill('#llm-model', pinned.id);
     await page.fill('#llm-max-tokens', String(MAX_TOKENS));
-    await page.fill('#llm-concurrency', '2');
-    // The model answers one request at a time on one thread, so a request waits for the one
-    // before it: with the test command's other work on the same two cores that took over the
-    // default 120 s once, and the timeout's retry then failed the count below. Timeouts are
-    // app.mjs's to test (the mock server); here only a hung server should time out.
+    // One request at a time: the model answers one at a time on one thread, so a second request
+    // in flight would wait inside its own timeout for the first. With the test command's other
+    // work on the same two cores, such a wait once passed the default 120 s, and the timeout's
+    // retry failed the count below. The timeout is raised too, for a slow machine; timeouts and
+    // retries are app.mjs's to test (the mock server).
+    await page.fill('#llm-concurrency', '1');
     await page.fill('#llm-timeout', '600');
     await page.click('#test-connection');
     await page.waitForFunction(() => /Connected/.test(document.querySelector('#connection')?.textContent ?? ''), null, { timeout: 20_000 });
@@ -104,7 +105,8 @@ await runTests([
     await page.check('#reviewed');
     const sent = Date.now();
     await page.click('#send');
-    await page.waitForSelector(`#gen-progress[data-done="${DOCS}"][data-running="false"]`, { timeout: 600_000 });
+    await page.waitForSelector(`#gen-progress[data-done="${DOCS}"][data-running="false"]`, { timeout: 900_000 })
+      .catch(async (e) => { throw new Error(`${e.message}\n${await page.textContent('#gen-progress')}\nmodel server: ${llm.log().slice(-2000)}`); });
     const secs = (Date.now() - sent) / 1000;
     const status = await page.textContent('#gen-progress');
     assert(new RegExp(`${DOCS} of ${DOCS} documents generated, 0 failed`).test(status), status);

@@ -42,32 +42,38 @@ await runTests([
     const corpusPath = path.join(tmp, 'notes.csv');
     fs.writeFileSync(corpusPath, cardioPulmonaryRows(40).map((r) => r.join(',')).join('\n') + '\n');
     const page = await browser.context.newPage();
-    const problems = guard(page, origin);
-    await loadCardioPulmonary(page, server.url, corpusPath);
-    // Only what the page cannot default: the budget (the classes are ticked by the loader).
-    await page.fill('#budget', '10');
-    await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 10_000 });
-    const defaults = {};
-    for (const id of ['eps_voc', 'eps_kde', 'top_n']) defaults[id] = await page.inputValue(`#${id}`);
-    assert(JSON.stringify(defaults) === '{"eps_voc":"2","eps_kde":"4","top_n":"50000"}', `the defaults: ${JSON.stringify(defaults)}`);
-    assert(await page.inputValue('#sampler') === 'histogram', 'the default sampler');
-    await page.click('#run');
-    await page.waitForSelector('#results', { timeout: 240_000 });
-    await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout: 240_000 });
-    const vocab = await page.textContent('li[data-stage="vocabulary"]');
-    assert(/the whole public list, 27589 terms \(N = 50000 covers it\): drawn from nothing, no ε_voc spent/.test(vocab), vocab);
-    const spent = await page.textContent('#spent');
-    assert(/This run spent ε = 4\.100/.test(spent), spent);
-    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-report')]);
-    const report = JSON.parse(fs.readFileSync(await dl.path(), 'utf8'));
-    assert(Math.abs(report.epsilon_run - 4.1) < 1e-9, `the report's ε: ${report.epsilon_run}`);
-    const [sq] = await Promise.all([page.waitForEvent('download'), page.click('#dl-jsonl')]);
-    const sequences = fs.readFileSync(await sq.path(), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    assert(sequences.length > 0 && sequences.every((q) => q.keyphrases.length > 0), `${sequences.length} sequences`);
-    await page.screenshot({ path: path.join(SHOTS, 'smoke-defaults.png'), fullPage: true });
-    assert(problems.length === 0, problems.join('\n'));
-    await page.close();
-    fs.rmSync(tmp, { recursive: true, force: true });
+    try {
+      const problems = guard(page, origin);
+      await loadCardioPulmonary(page, server.url, corpusPath);
+      // Only what the page cannot default: the budget (the classes are ticked by the loader).
+      await page.fill('#budget', '10');
+      await page.waitForFunction(() => !document.querySelector('#run').disabled, null, { timeout: 10_000 });
+      const defaults = {};
+      for (const id of ['eps_voc', 'eps_kde', 'top_n']) defaults[id] = await page.inputValue(`#${id}`);
+      assert(JSON.stringify(defaults) === '{"eps_voc":"2","eps_kde":"4","top_n":"50000"}', `the defaults: ${JSON.stringify(defaults)}`);
+      assert(await page.inputValue('#sampler') === 'histogram', 'the default sampler');
+      await page.click('#run');
+      await page.waitForSelector('#results', { timeout: 240_000 });
+      await page.waitForFunction(() => !document.querySelector('#cancel'), null, { timeout: 240_000 });
+      const vocab = await page.textContent('li[data-stage="vocabulary"]');
+      assert(/the whole public list, 27589 terms \(N = 50000 covers it\): drawn from nothing, no ε_voc spent/.test(vocab), vocab);
+      const spent = await page.textContent('#spent');
+      assert(/This run spent ε = 4\.100/.test(spent), spent);
+      const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-report')]);
+      const report = JSON.parse(fs.readFileSync(await dl.path(), 'utf8'));
+      assert(Math.abs(report.epsilon_run - 4.1) < 1e-9, `the report's ε: ${report.epsilon_run}`);
+      // Every keyphrase of every sequence is a term of the bundled medical list.
+      const [sq] = await Promise.all([page.waitForEvent('download'), page.click('#dl-jsonl')]);
+      const sequences = fs.readFileSync(await sq.path(), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const medical = new Set(fs.readFileSync(path.join(ROOT, 'www/vocab/medical_mesh2017.txt'), 'utf8').split('\n').map((l) => l.trim()));
+      const phrases = sequences.flatMap((q) => q.keyphrases);
+      assert(sequences.length > 0 && phrases.length > 0 && phrases.every((k) => medical.has(k)), `sequences: ${JSON.stringify(sequences).slice(0, 300)}`);
+      await page.screenshot({ path: path.join(SHOTS, 'smoke-defaults.png'), fullPage: true });
+      assert(problems.length === 0, problems.join('\n'));
+    } finally {
+      await page.close();
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
   }],
   ['the policy blocks requests to other hosts, from the page and from its worker; the guard notices', async () => {
     // Listeners on a loopback address outside the allowlist (127.0.0.2) and on an allowed one
