@@ -6,5 +6,6 @@ pub mod onnx;
 pub mod profile;
 pub mod int_products;
 pub mod attention;
+mod draws;
 mod lanes;
 mod rewrite;

@@ -14,13 +14,7 @@ use super::kernel::{plain, product, quantize, quantize_plain, Packed, Scaling};
 /// first difference is.
 pub fn check() -> Result<(), String> {
     check_gelu()?;
-    let mut s = 0x9e37_79b9u32;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 17;
-        s ^= s << 5;
-        s
-    };
+    let mut next = crate::draws::xorshift32(0x9e37_79b9);
     for &(rows, k, n) in &[(1, 1, 1), (3, 5, 7), (4, 384, 384), (7, 33, 17), (9, 1536, 24), (5, 64, 9), (6, 40, 100)] {
         let w: Vec<i16> = (0..k * n).map(|_| (next() % 255) as i16 - 127).collect();
         let packed = Packed::new(k, n, |kk, j| w[kk * n + j]);
