@@ -150,6 +150,18 @@ fn a_vote_over_budget_is_refused_before_anything_is_embedded_and_subsampling_cha
 }
 
 #[test]
+fn a_vote_takes_only_a_budget_a_run_would() {
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 5000.0] {
+        let run = settings(bad).check().into_iter().find(|e| e.field == "budget").map(|e| e.message);
+        let vote = RunPlan::for_vote(settings(bad), true).err().map(|e| e.to_string());
+        assert!(run.is_some(), "a run takes the budget {bad}");
+        assert!(vote.is_some_and(|v| v.contains(run.as_deref().unwrap_or_default())), "a vote takes the budget {bad}");
+    }
+    assert!(RunPlan::for_vote(settings(10.0), true).is_ok());
+    assert!(RunPlan::for_vote(RunSettings { budget: None, ..settings(10.0) }, true).is_ok(), "no budget: the stored one");
+}
+
+#[test]
 fn the_report_of_the_kept_documents_states_the_vote_and_its_epsilon() {
     use crate::dp::vote::VotePlan;
     use crate::ledger::Ledger;
