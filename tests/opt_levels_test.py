@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Cargo.toml's list of crates built at opt-level 0 in dev builds is exactly the crates that only
+run at build time (proc macros, build scripts and what they alone depend on).
+
+`[profile.dev.package."*"]` sets opt-level 2 for every dependency, and a named package or "*"
+takes precedence over `build-override`, so the build-time crates are named one by one at 0
+(Cargo.toml says why). Both ways matter: a build-time crate missing from the list is compiled
+optimised for nothing (slower builds), and a listed crate that the code also runs (a dependency
+change can make it one) would run unoptimised in every test and dev tool. The sets come from
+`cargo tree`: every package of the default members' normal, build and dev edges, less those
+reached through normal and dev edges without going through a proc macro.
+
+    python3 tests/opt_levels_test.py        (scripts/test.sh runs it after the native build,
+                                             when every package is in cargo's cache)
+"""
+import os
+import subprocess
+import tomllib
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+
+
+def packages(edges):
+    out = subprocess.run(
+        ["cargo", "tree", "--locked", "-q", "-e", edges, "--prefix", "none", "--format", "{p}"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def listed_at_zero():
+    with open(os.path.join(ROOT, "Cargo.toml"), "rb") as f:
+        manifest = tomllib.load(f)
+    named = manifest["profile"]["dev"]["package"]
+    return {name for name, p in named.items() if name != "*" and p.get("opt-level") == 0}
+
+
+class OptLevelsTest(unittest.TestCase):
+    def test_the_opt_level_0_list_is_the_build_time_crates(self):
+        build_only = packages("normal,build,dev") - packages("normal,dev,no-proc-macro")
+        listed = listed_at_zero()
+        self.assertTrue(build_only, "cargo tree found no build-time crates: the check reads nothing")
+        self.assertEqual(
+            {"add at opt-level 0 (built optimised for nothing)": sorted(build_only - listed),
+             "remove from the list (the code runs them, or they are gone)": sorted(listed - build_only)},
+            {"add at opt-level 0 (built optimised for nothing)": [],
+             "remove from the list (the code runs them, or they are gone)": []},
+            "Cargo.toml's [profile.dev.package.NAME] opt-level = 0 list",
+        )
+
+if __name__ == "__main__":
+    unittest.main()
