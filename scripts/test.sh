@@ -91,8 +91,7 @@ lap "native tests: cargo test (the workspace's native crates; the wasm track bui
 cargo test --locked --no-run
 cp "${CARGO_TARGET_DIR:-target}/debug/dpkps" target/ci/dpkps-vectors
 touch "$native_built"
-# Cargo.toml's opt-level-0 list against the dependency graph (`cargo tree`, about a second, from
-# the packages the build just fetched).
+lap "Cargo.toml's opt-level-0 list against the dependency graph (tests/opt_levels_test.py: cargo tree, from the packages the build just fetched)"
 python3 tests/opt_levels_test.py
 # The binaries the end-to-end tests run (the `dpkps` CLI, the LLM test server of
 # tests/e2e/harness.mjs) are built by the line above: integration tests of their crates start

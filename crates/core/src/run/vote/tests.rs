@@ -151,13 +151,15 @@ fn a_vote_over_budget_is_refused_before_anything_is_embedded_and_subsampling_cha
 
 #[test]
 fn a_vote_takes_only_a_budget_a_run_would() {
-    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 5000.0] {
+    for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 0.0005, 1000.5, 5000.0] {
         let run = settings(bad).check().into_iter().find(|e| e.field == "budget").map(|e| e.message);
         let vote = RunPlan::for_vote(settings(bad), true).err().map(|e| e.to_string());
         assert!(run.is_some(), "a run takes the budget {bad}");
         assert!(vote.is_some_and(|v| v.contains(run.as_deref().unwrap_or_default())), "a vote takes the budget {bad}");
     }
-    assert!(RunPlan::for_vote(settings(10.0), true).is_ok());
+    for good in [0.001, 10.0, 1000.0] {
+        assert!(settings(good).check().iter().all(|e| e.field != "budget") && RunPlan::for_vote(settings(good), true).is_ok(), "the budget {good}");
+    }
     assert!(RunPlan::for_vote(RunSettings { budget: None, ..settings(10.0) }, true).is_ok(), "no budget: the stored one");
 }
 
