@@ -14,6 +14,7 @@ pub(crate) struct LedgerArgs {
     /// The most ε ever spent on this corpus (with --account: under the account), stored in
     /// the ledger: a run that would exceed it is refused. Required before the first run; later
     /// runs use the stored one, a lower value replaces it, a higher one needs --raise-budget.
+    /// Between 0.001 and 1000, as every ε.
     #[arg(long)]
     pub(crate) budget: Option<f64>,
     /// Confirms that --budget raises the stored budget (the raise is recorded in the ledger
