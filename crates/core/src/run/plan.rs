@@ -46,12 +46,12 @@ impl RunPlan {
     /// account and the budget. A vote reads no other setting (its own parameters are
     /// `VoteSettings`, checked there), so the others stay as given and unchecked, and no public
     /// list is involved (`top_n_kept` is the settings' N, read by nothing in a vote). A budget
-    /// given with it is held to the rule a run's is (`RunSettings::check`), since it may be
+    /// given with it is held to the run's rule (`RunSettings::budget_error`), since it may be
     /// stored as the account's budget for every later run.
     pub fn for_vote(settings: RunSettings, labelled: bool) -> Result<RunPlan, RunError> {
         let classes = settings.class_set(labelled).map_err(|e| RunError::Settings(e.message))?;
-        if let Some(b) = settings.budget {
-            crate::dp::check_epsilon("the budget", b).map_err(|e| RunError::Settings(e.to_string()))?;
+        if let Some(e) = settings.budget_error() {
+            return Err(RunError::Settings(e.message));
         }
         let account = settings.account_name();
         Ok(RunPlan { top_n_kept: settings.top_n, settings, classes, account })

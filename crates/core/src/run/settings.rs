@@ -201,6 +201,14 @@ impl RunSettings {
         self.terms_per_doc.max(self.summary_params().doc_terms_read())
     }
 
+    /// The budget given with these settings, if any, against the rule for every ε
+    /// (`dp::check_epsilon`): what [`Self::check`] says of it, and all a vote checks of it
+    /// (`RunPlan::for_vote`), since either may store it as the account's budget.
+    pub fn budget_error(&self) -> Option<FieldError> {
+        let b = self.budget?;
+        crate::dp::check_epsilon("the budget", b).err().map(|e| FieldError { field: "budget", message: e.to_string() })
+    }
+
     /// Every problem, one per field, in the words the core uses. (Any N ≥ 1: one above the
     /// public list's size keeps all of it, `VocabParams::kept`.)
     pub fn check(&self) -> Vec<FieldError> {
@@ -240,11 +248,7 @@ impl RunSettings {
                 out.push(FieldError { field: "eps_kde", message: format!("ε_kde is too small for these I and L: {e}") });
             }
         }
-        if let Some(b) = self.budget {
-            if let Err(e) = crate::dp::check_epsilon("the budget", b) {
-                out.push(FieldError { field: "budget", message: e.to_string() });
-            }
-        }
+        out.extend(self.budget_error());
         if let Some(v) = &self.vote {
             out.extend(vote_errors(v, self.per_class));
         }
