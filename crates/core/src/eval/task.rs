@@ -10,7 +10,7 @@ use crate::dp::vocabulary::round_robin;
 use crate::input::matched::MatchedCorpus;
 use crate::input::public_vocab::TermId;
 
-/// The exact top-N terms by document frequency among the first S terms of the training
+/// The exact top-N terms by document frequency among the first S kept terms of the training
 /// documents (ties: lower id), terms with a zero count left out; with `per_class` (the number
 /// of classes), the round robin over the classes' own exact rankings, as the DP rule does.
 /// NOT private: only for the noiseless comparison arms.

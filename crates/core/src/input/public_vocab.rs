@@ -11,6 +11,13 @@
 //! Occurrences are reported in document order. The matcher is an Aho–Corasick automaton
 //! (`aho-corasick`) over the normalised text with every pattern framed by spaces, so a match
 //! can only start and end at word boundaries.
+//!
+//! What a run keeps of a document is its distinct terms **by how often it uses them**
+//! ([`Matcher::most_used`]): the terms a note repeats are what it is about, where its first
+//! words are often its template's ("history", "patient", "presents"). Every later stage reads a
+//! document's terms in that order: its S for the vocabulary, its first M in Ṽ for the
+//! summaries, its first L as its own sequence. Measured in docs/utility.md ("A document's
+//! terms by use").
 
 use std::collections::HashMap;
 
@@ -193,6 +200,10 @@ pub struct Matcher {
 pub struct MatchScratch {
     normalized: String,
     hits: Vec<(usize, usize, TermId)>,
+    /// [`Matcher::most_used`]: each distinct term's place in `uses`, and (term, uses) in order
+    /// of first use.
+    slot: rustc_hash::FxHashMap<TermId, usize>,
+    uses: Vec<(TermId, u32)>,
 }
 
 impl Matcher {
@@ -212,7 +223,7 @@ impl Matcher {
     /// Calls `each` with every term occurrence of `text`, in document order (leftmost-longest,
     /// non-overlapping). Stops early when `each` returns `false`.
     pub fn for_each(&self, text: &str, scratch: &mut MatchScratch, mut each: impl FnMut(TermId) -> bool) {
-        let MatchScratch { normalized, hits } = scratch;
+        let MatchScratch { normalized, hits, .. } = scratch;
         normalized.clear();
         normalized.push(' ');
         push_normalized(text, normalized);
@@ -247,19 +258,34 @@ impl Matcher {
         out
     }
 
-    /// The first `s` DISTINCT terms of `text`, in order of first occurrence. This is what a
-    /// document contributes to the DP vocabulary histogram (at most `s` entries, each once).
-    pub fn first_distinct(&self, text: &str, s: usize, scratch: &mut MatchScratch) -> Vec<TermId> {
-        let mut out: Vec<TermId> = Vec::with_capacity(s.min(64));
+    /// The DISTINCT terms of `text`, most used first (ties: the one used first comes first), at
+    /// most `s`. This is what a run keeps of a document (module docs), and so what it
+    /// contributes to every release: its first S to the vocabulary histogram (each once), its
+    /// first M in Ṽ to the summaries. A function of the one document alone, like the
+    /// first-used order it replaced, so no sensitivity changes (`dp::vocabulary`).
+    pub fn most_used(&self, text: &str, s: usize, scratch: &mut MatchScratch) -> Vec<TermId> {
         if s == 0 {
-            return out;
+            return Vec::new();
         }
+        let mut slot = std::mem::take(&mut scratch.slot);
+        let mut uses = std::mem::take(&mut scratch.uses);
+        slot.clear();
+        uses.clear();
         self.for_each(text, scratch, |id| {
-            if !out.contains(&id) {
-                out.push(id);
+            match slot.get(&id) {
+                Some(&i) => uses[i].1 += 1,
+                None => {
+                    slot.insert(id, uses.len());
+                    uses.push((id, 1));
+                }
             }
-            out.len() < s
+            true
         });
+        // Stable: equal counts keep their order of first use.
+        uses.sort_by(|a, b| b.1.cmp(&a.1));
+        let out = uses.iter().take(s).map(|&(id, _)| id).collect();
+        scratch.slot = slot;
+        scratch.uses = uses;
         out
     }
 }
@@ -311,13 +337,19 @@ mod tests {
     }
 
     #[test]
-    fn first_distinct_stops_at_s() {
+    fn most_used_first_then_first_used_and_stops_at_s() {
         let v = vocab(&["a b", "c", "d", "e"]);
         let m = Matcher::new(&v).unwrap();
         let mut s = MatchScratch::default();
-        let got = m.first_distinct("c c A-B c d e", 3, &mut s);
-        assert_eq!(words(&v, &got), ["c", "a b", "d"]);
-        assert!(m.first_distinct("c d", 0, &mut s).is_empty());
+        // c 3 times; e twice; d and "a b" once each, "a b" used before d.
+        let got = m.most_used("d A-B c e c c e", 4, &mut s);
+        assert_eq!(words(&v, &got), ["c", "e", "d", "a b"]);
+        let got = m.most_used("d A-B c e c c e", 3, &mut s);
+        assert_eq!(words(&v, &got), ["c", "e", "d"]);
+        // Each term once: the order of first use.
+        assert_eq!(words(&v, &m.most_used("e d c a b", 9, &mut s)), ["e", "d", "c", "a b"]);
+        assert!(m.most_used("c d", 0, &mut s).is_empty());
+        assert!(m.most_used("nothing here", 3, &mut s).is_empty());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! the app. (The run's stages, which read it, are `crate::run`.)
 //!
 //! [`MatchedCorpus`] is the only thing a run keeps of a private document: its label
-//! and the ids of its first distinct matched public terms. The text itself is dropped as soon
+//! and the ids of its most used distinct matched public terms. The text itself is dropped as soon
 //! as it has been matched, so memory grows with the number of documents, not their size.
 
 use std::io::Read;
@@ -27,7 +27,8 @@ pub struct MatchedDoc {
     /// column; `None` without one). The names themselves are not kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<u32>,
-    /// First distinct matched terms, in document order (at most [`MatchedCorpus::keep`]).
+    /// Its distinct matched terms, most used first (ties: first used first), at most
+    /// [`MatchedCorpus::keep`] ([`crate::input::public_vocab::Matcher::most_used`]).
     pub terms: Vec<TermId>,
 }
 
@@ -55,7 +56,7 @@ pub struct Persons {
     pub count: usize,
 }
 
-/// Streams inputs through the matcher, keeping the first `keep` distinct terms of each document.
+/// Streams inputs through the matcher, keeping the `keep` most used distinct terms of each document.
 pub struct MatchingSink<'m> {
     /// `None`: only count and fingerprint (no matching).
     matcher: Option<&'m Matcher>,
@@ -96,7 +97,7 @@ impl<'m> MatchingSink<'m> {
         let MatchingSink { matcher, keep, scratch, ingest, docs, docs_without_terms, persons, .. } = self;
         corpus::stream(reader, file, format, fields, txt_label, ingest, &mut |doc| {
             let terms = match matcher {
-                Some(m) => m.first_distinct(doc.text, *keep, scratch),
+                Some(m) => m.most_used(doc.text, *keep, scratch),
                 None => Vec::new(),
             };
             if terms.is_empty() {
@@ -179,7 +180,7 @@ impl MatchedCorpus {
         counts
     }
 
-    /// Distinct terms among the first `len` of every document (what must be embedded).
+    /// Distinct terms among the first `len` kept of every document (what must be embedded).
     pub fn distinct_terms(&self, len: usize) -> Vec<TermId> {
         let mut ids: Vec<TermId> = self.docs.iter().flat_map(|d| d.terms.iter().take(len).copied()).collect();
         ids.sort_unstable();
