@@ -17,7 +17,7 @@
 //! words are often its template's ("history", "patient", "presents"). Every later stage reads a
 //! document's terms in that order: its S for the vocabulary, its first M in Ṽ for the
 //! summaries, its first L as its own sequence. Measured in docs/utility.md ("A document's
-//! terms by use").
+//! terms by use, not by position").
 
 use std::collections::HashMap;
 
@@ -204,6 +204,8 @@ pub struct MatchScratch {
     /// of first use.
     slot: rustc_hash::FxHashMap<TermId, usize>,
     uses: Vec<(TermId, u32)>,
+    /// (uses, place in `uses`), sorted.
+    order: Vec<(u32, usize)>,
 }
 
 impl Matcher {
@@ -272,18 +274,22 @@ impl Matcher {
         slot.clear();
         uses.clear();
         self.for_each(text, scratch, |id| {
-            match slot.get(&id) {
-                Some(&i) => uses[i].1 += 1,
-                None => {
-                    slot.insert(id, uses.len());
-                    uses.push((id, 1));
-                }
+            let next = uses.len();
+            let i = *slot.entry(id).or_insert(next);
+            if i == next {
+                uses.push((id, 0));
             }
+            uses[i].1 += 1;
             true
         });
-        // Stable: equal counts keep their order of first use.
-        uses.sort_by(|a, b| b.1.cmp(&a.1));
-        let out = uses.iter().take(s).map(|&(id, _)| id).collect();
+        // `uses` is in order of first use, so its index breaks ties (an unstable sort on the
+        // pair is the stable order by count, without a buffer per document).
+        let mut order = std::mem::take(&mut scratch.order);
+        order.clear();
+        order.extend(uses.iter().enumerate().map(|(i, &(_, n))| (n, i)));
+        order.sort_unstable_by_key(|&(n, i)| (std::cmp::Reverse(n), i));
+        let out = order.iter().take(s).map(|&(_, i)| uses[i].0).collect();
+        scratch.order = order;
         scratch.slot = slot;
         scratch.uses = uses;
         out
@@ -341,7 +347,7 @@ mod tests {
         let v = vocab(&["a b", "c", "d", "e"]);
         let m = Matcher::new(&v).unwrap();
         let mut s = MatchScratch::default();
-        // c 3 times; e twice; d and "a b" once each, "a b" used before d.
+        // c 3 times; e twice; d and "a b" once each, d used before "a b".
         let got = m.most_used("d A-B c e c c e", 4, &mut s);
         assert_eq!(words(&v, &got), ["c", "e", "d", "a b"]);
         let got = m.most_used("d A-B c e c c e", 3, &mut s);
@@ -350,6 +356,38 @@ mod tests {
         assert_eq!(words(&v, &m.most_used("e d c a b", 9, &mut s)), ["e", "d", "c", "a b"]);
         assert!(m.most_used("c d", 0, &mut s).is_empty());
         assert!(m.most_used("nothing here", 3, &mut s).is_empty());
+    }
+
+    #[test]
+    fn a_term_repeated_late_is_kept_over_earlier_ones_used_once() {
+        // 70 distinct words, then "late" three times and "w3" once more: "late" is the 71st
+        // distinct term, past what first use kept at s = 64, and now comes first.
+        let words_: Vec<String> = (0..70).map(|i| format!("w{i}")).chain(["late".to_string()]).collect();
+        let refs: Vec<&str> = words_.iter().map(String::as_str).collect();
+        let v = vocab(&refs);
+        let m = Matcher::new(&v).unwrap();
+        let mut s = MatchScratch::default();
+        let text = format!("{} late w3 late", words_.join(" "));
+        let got = words(&v, &m.most_used(&text, 64, &mut s));
+        assert_eq!(got.len(), 64);
+        assert_eq!(&got[..3], ["late", "w3", "w0"]);
+        assert_eq!(got[63], "w62", "the rest in order of first use");
+        // Any s keeps a prefix of the longer list.
+        for k in [1, 2, 3, 10, 63] {
+            assert_eq!(words(&v, &m.most_used(&text, k, &mut s)), got[..k]);
+        }
+    }
+
+    #[test]
+    fn nothing_of_one_document_stays_in_the_scratch_for_the_next() {
+        let v = vocab(&["a", "b", "c", "d"]);
+        let m = Matcher::new(&v).unwrap();
+        let mut used = MatchScratch::default();
+        assert_eq!(words(&v, &m.most_used("a a a a b b c", 4, &mut used)), ["a", "b", "c"]);
+        for text in ["d c", "c d d", "b", "", "a d"] {
+            let fresh = m.most_used(text, 4, &mut MatchScratch::default());
+            assert_eq!(m.most_used(text, 4, &mut used), fresh, "{text}");
+        }
     }
 
     #[test]

@@ -16,8 +16,8 @@
 //!   Ṽ-terms (at most M, most used first; all of it when it has one), and row p+1 holds the
 //!   transitions out of candidate p: t₁→t₂, t₂→t₃, …, sharing the other ¼. Sequences are
 //!   Markov chains: t₁ from row 0, then t_{k+1} from t_k's row interpolated with row 0.
-//!   It keeps which keyphrases come next in a document's terms (most used first; in text
-//!   order until a later stop), what the iterative KDE samplers aim for.
+//!   It keeps which keyphrases come next in a document's kept terms: most used first, so
+//!   between terms used equally often, text order (text order throughout before f3b827b).
 //!   Until d8ac1f6 row 0 was a START row of first transitions; files saved then carry no
 //!   marker of it, so a markov release below `summary::KERNEL` 2 is refused as outdated.
 //!

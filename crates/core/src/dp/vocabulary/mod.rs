@@ -8,8 +8,9 @@
 //!
 //! Privacy map. Neighbouring relation: add or remove one document. A document changes h by +1
 //! (or -1) on at most S distinct entries and leaves the others alone, so the L1 sensitivity of
-//! h is Δ₁ = S. (Which S is a function of that one document's text alone, whatever the rule:
-//! most used here, first used until a later stop; neither reads another document.) The vocabulary is public and fixed before seeing the data, so the set of
+//! h is Δ₁ = S: the S are distinct by construction, and which S they are is a function of that
+//! one document's text alone (its most used; its first used before f3b827b: neither rule reads
+//! another document). The vocabulary is public and fixed before seeing the data, so the set of
 //! entries does not depend on the data. Adding discrete Laplace noise of scale Δ₁/ε = S/ε to
 //! each entry of an integer vector with L1 sensitivity S is ε-DP (see [`super::noise`]).
 //! Step 4 and everything downstream read only the noisy vector: post-processing, no extra
