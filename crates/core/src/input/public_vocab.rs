@@ -200,12 +200,10 @@ pub struct Matcher {
 pub struct MatchScratch {
     normalized: String,
     hits: Vec<(usize, usize, TermId)>,
-    /// [`Matcher::most_used`]: each distinct term's place in `uses`, and (term, uses) in order
-    /// of first use.
+    /// [`Matcher::most_used`]: each distinct term's place in `uses`, and (term, uses, order of
+    /// first use).
     slot: rustc_hash::FxHashMap<TermId, usize>,
-    uses: Vec<(TermId, u32)>,
-    /// (uses, place in `uses`), sorted.
-    order: Vec<(u32, usize)>,
+    uses: Vec<(TermId, u32, usize)>,
 }
 
 impl Matcher {
@@ -277,19 +275,15 @@ impl Matcher {
             let next = uses.len();
             let i = *slot.entry(id).or_insert(next);
             if i == next {
-                uses.push((id, 0));
+                uses.push((id, 0, next));
             }
             uses[i].1 += 1;
             true
         });
-        // `uses` is in order of first use, so its index breaks ties (an unstable sort on the
-        // pair is the stable order by count, without a buffer per document).
-        let mut order = std::mem::take(&mut scratch.order);
-        order.clear();
-        order.extend(uses.iter().enumerate().map(|(i, &(_, n))| (n, i)));
-        order.sort_unstable_by_key(|&(n, i)| (std::cmp::Reverse(n), i));
-        let out = order.iter().take(s).map(|&(_, i)| uses[i].0).collect();
-        scratch.order = order;
+        // The order of first use breaks ties: an unstable sort on (count, first use) is the
+        // stable order by count, without a buffer per document.
+        uses.sort_unstable_by_key(|&(_, n, first)| (std::cmp::Reverse(n), first));
+        let out = uses.iter().take(s).map(|&(id, ..)| id).collect();
         scratch.slot = slot;
         scratch.uses = uses;
         out
