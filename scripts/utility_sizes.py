@@ -5,15 +5,15 @@ Subsets (seeded, written to target/utility-sizes/): for each size K in --sizes,
   top5-K: each of the 5 largest specialties cut to min(K, what it has) notes;
   two-K:  Cardiovascular / Pulmonary cut to min(K, 371) notes and K notes of the other
           specialties (relabelled by `--one-vs-rest`, not balanced).
-Then one `dpkps evaluate` per cell (histogram sampler, --no-dp, --seeds S), one at a time, and
-a table, one line a cell: task, `nonprivate` accuracy, the DP and noiseless histogram arms over
+Then one `dpkps evaluate` per cell (--sampler, the histogram by default; --no-dp, --seeds S), one
+at a time, and a table, one line a cell: task, `nonprivate` accuracy, each DP and noiseless arm over
 `nonprivate` (embedding view, accuracy; mean ± half the range over the seeds), |Ṽ| and its
 noise share, class-distinctive terms in Ṽ / in the exact top-N / in all, and per arm the mean
 over classes of distinct sequences (as sets) per sequence, distinct terms used, and the share
 of keyphrase slots that are terms distinctive for the class (crates/core/src/eval/signal_loss.rs).
 
   scripts/utility_sizes.py [--sizes 100,250,500,1000] [--tasks top5,two] [--seeds 3]
-                           [--eps 1,10] [-- any further evaluate option]
+                           [--eps 1,10] [--sampler histogram|all|…] [-- any further evaluate option]
 The figures are NOT differentially private (computed on the corpus; it is public here).
 """
 import argparse, csv, json, os, random, statistics, subprocess, sys, time
@@ -64,6 +64,7 @@ def main():
     ap.add_argument("--tasks", default="top5,two")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--eps", default="1,10")
+    ap.add_argument("--sampler", default="histogram", help="`dpkps evaluate --sampler`: one sampler, or all")
     ap.add_argument("--vocab", default="medical", help="the public list: medical (MeSH, 28k), english (GloVe, 340k) or a list file")
     ap.add_argument("--reuse", action="store_true", help="summarise a cell's existing report instead of running it again")
     ap.add_argument("--name", default="base", help="a name for this grid's reports")
@@ -86,7 +87,7 @@ def main():
             rep = os.path.join(out, f"{a.name}-{tag}-{task}-{k}-{ev}-{ek}.json")
             cmd = [binary, "evaluate", "--corpus", sub, "--text-col", "transcription", "--label-col", "medical_specialty",
                    "--vocabulary", a.vocab, "--eps-voc", ev, "--eps-kde", ek, "--seeds", str(a.seeds), "--no-dp",
-                   "--sampler", "histogram", "--json", rep, "--ledger", os.path.join(out, "ledger.json")]
+                   "--sampler", a.sampler, "--json", rep, "--ledger", os.path.join(out, "ledger.json")]
             cmd += ["--one-vs-rest", TWO, "--no-balance"] if task == "two" else ["--top-classes", "5"]
             cmd += a.rest
             t0 = time.time()
@@ -115,25 +116,22 @@ def summarise(rep, name, secs):
         runs[arm["arm"]] = [r["accuracy"] for r in arm["runs"]]
     base = runs.get("nonprivate")
     cells = [name, f"{statistics.mean(base):.3f}"]
-    for arm in ("dp-histogram", "nodp-histogram"):
-        xs = runs.get(arm)
-        if not xs:
-            cells.append("–")
-            continue
-        m, s = spread([x / b for x, b in zip(xs, base)])
-        cells.append(f"{m:.2f} ± {s:.2f}")
+    arms = [x for x in runs if x.startswith(("dp-", "nodp-"))]
+    for arm in arms:
+        m, s = spread([x / b for x, b in zip(runs[arm], base)])
+        cells.append(f"{arm} {m:.2f} ± {s:.2f}")
     d = j.get("task", {}).get("vocabulary_diagnosis")
     if d:
         cells.append(f"|Ṽ| {d['vocabulary']:.0f}, noise {d['noise_share']:.2f}")
         cells.append(f"{d['distinctive_in_vocab']:.0f} / {d['distinctive_in_exact']:.0f} / {d['distinctive']:.0f}")
-    for arm in ("dp-histogram", "nodp-histogram"):
+    for arm in arms:
         per = [c for a_ in j["arms"] if a_["arm"] == arm and a_["view"] == "embedding"
                for r in a_["runs"] for c in (r.get("sequences") or {}).get("per_class", [])]
         if per:
             sets = statistics.mean(c["distinct_sets"] / max(c["sequences"], 1) for c in per)
             terms = statistics.mean(c["distinct_terms"] for c in per)
             dist = statistics.mean(c["distinctive_share"] for c in per)
-            cells.append(f"{sets:.2f} sets, {terms:.0f} terms, {dist:.2f} distinctive")
+            cells.append(f"{arm}: {sets:.2f} sets, {terms:.0f} terms, {dist:.2f} distinctive")
     cells.append(f"{secs:.0f} s")
     return " | ".join(cells)
 

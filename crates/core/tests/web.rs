@@ -25,7 +25,7 @@ fn csv_ingestion_counts_and_fingerprints() {
 }
 
 #[wasm_bindgen_test]
-fn matching_is_longest_first_and_keeps_the_most_used_first() {
+fn matching_is_longest_first_and_keeps_repeated_terms_first() {
     let v = PublicVocabulary::parse("t", b"Heart Failure\nheart\nChest Pain\nAsthma\nCough\n").unwrap();
     let m = Matcher::new(&v).unwrap();
     let fields = Fields { text: Some("text".into()), label: Some("label".into()), person: None };
