@@ -84,7 +84,9 @@ def main():
             sub = os.path.join(out, f"{task}-{k}.csv")
             if not os.path.exists(sub):
                 write(subset(rows, task, k, 0), sub)
-            rep = os.path.join(out, f"{a.name}-{tag}-{task}-{k}-{ev}-{ek}.json")
+            # The sampler is in the name unless it is the histogram (the earlier reports' names).
+            sampler = "" if a.sampler == "histogram" else f"-{a.sampler.replace(',', '+')}"
+            rep = os.path.join(out, f"{a.name}{sampler}-{tag}-{task}-{k}-{ev}-{ek}.json")
             cmd = [binary, "evaluate", "--corpus", sub, "--text-col", "transcription", "--label-col", "medical_specialty",
                    "--vocabulary", a.vocab, "--eps-voc", ev, "--eps-kde", ek, "--seeds", str(a.seeds), "--no-dp",
                    "--sampler", a.sampler, "--json", rep, "--ledger", os.path.join(out, "ledger.json")]
@@ -113,13 +115,28 @@ def summarise(rep, name, secs):
     for arm in j["arms"]:
         if arm.get("view", "embedding") != "embedding":
             continue
-        runs[arm["arm"]] = [r["accuracy"] for r in arm["runs"]]
-    base = runs.get("nonprivate")
-    cells = [name, f"{statistics.mean(base):.3f}"]
+        # Keyed by seed and, for runs of one seed (`--same-split`: every run splits with the
+        # same seed, so `nonprivate` is the same in each), by its place among them.
+        seen = {}
+        runs.setdefault(arm["arm"], {})
+        for r in arm["runs"]:
+            seen[r["seed"]] = seen.get(r["seed"], -1) + 1
+            runs[arm["arm"]][(r["seed"], seen[r["seed"]])] = r["accuracy"]
+    base = runs["nonprivate"]
+    cells = [name, f"{statistics.mean(base.values()):.3f}"]
     arms = [x for x in runs if x.startswith(("dp-", "nodp-"))]
     for arm in arms:
-        m, s = spread([x / b for x, b in zip(runs[arm], base)])
-        cells.append(f"{arm} {m:.2f} ± {s:.2f}")
+        # By seed: a run with nothing to train (every class noise-dominated) has no result.
+        # (Under `--same-split` such a run shifts the places, which is harmless: every
+        # `nonprivate` run is the same there.)
+        if not runs[arm]:
+            cells.append(f"{arm}: no run scored")
+            continue
+        m, s = spread([x / base[key] for key, x in runs[arm].items()])
+        unscored = sum(1 for e in j.get("nothing_to_train", []) if e["arm"] == arm)
+        cells.append(f"{arm} {m:.2f} ± {s:.2f}" + (f" ({unscored} run(s) with nothing to train)" if unscored else ""))
+    for e in j.get("refused", []):
+        cells.append(f"{e['arm']} refused: {e['reason']}")
     d = j.get("task", {}).get("vocabulary_diagnosis")
     if d:
         cells.append(f"|Ṽ| {d['vocabulary']:.0f}, noise {d['noise_share']:.2f}")

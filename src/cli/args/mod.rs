@@ -49,7 +49,7 @@ pub(super) enum Command {
         corpus: CorpusArgs,
         #[command(flatten)]
         vocab: VocabArgs,
-        /// Keep at most this many distinct terms per document: those it repeats first, then the rest, each in order of first use.
+        /// Keep at most this many distinct terms per document, its most used.
         #[arg(long, default_value_t = 64)]
         keep: usize,
         #[arg(long)]

@@ -25,7 +25,7 @@ pub(crate) struct SummaryArgs {
     #[arg(long, default_value_t = dpkps_core::dp::summary::SummaryParams::DEFAULT_FEATURES)]
     pub(crate) features: usize,
     /// M: keyphrases per document in the independent sampler's KDE, and the Ṽ-keyphrases per
-    /// document of the histogram samplers (a document's kept terms, repeated ones first).
+    /// document of the histogram samplers (a document's most used first).
     #[arg(long, default_value_t = 10)]
     pub(crate) kde_terms_per_doc: usize,
     /// Sequences to sample per class.

@@ -26,7 +26,7 @@ pub(crate) struct VocabDpArgs {
     /// samplers 100 was best (their noise spreads over every term, each one embedded).
     #[arg(long, default_value_t = dpkps_core::run::RunSettings::DEFAULT_TOP_N)]
     pub(crate) top_n: usize,
-    /// S: distinct matched terms each document contributes, its first kept, repeated ones first (noise scale S/ε_voc;
+    /// S: distinct matched terms each document contributes, its most used (noise scale S/ε_voc;
     /// 3 was best on MTSamples).
     #[arg(long, default_value_t = 3)]
     pub(crate) terms_per_doc: usize,

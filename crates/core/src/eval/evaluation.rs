@@ -22,7 +22,7 @@ use crate::input::matched::MatchedCorpus;
 use crate::sample::{Candidates, Drawn, Signals};
 use crate::input::public_vocab::{PublicVocabulary, TermId};
 
-/// A document of the task: its class and kept terms (repeated ones first).
+/// A document of the task: its class and kept terms (most used first).
 pub(super) struct Doc {
     pub(super) class: usize,
     pub(super) terms: Vec<TermId>,

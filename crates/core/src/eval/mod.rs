@@ -32,8 +32,8 @@
 //! fresh DP noise each time) and reported as mean and spread.
 //!
 //! # Test documents
-//! A held-out document becomes the sequence of its first L kept public-vocabulary terms (distinct,
-//! repeated ones first): the rule the pipeline uses for the documents the DP-KDE sees
+//! A held-out document becomes the sequence of its first L kept public-vocabulary terms (its L
+//! most used distinct ones): the rule the pipeline uses for the documents the DP-KDE sees
 //! ([`crate::input::matched::MatchedCorpus::summary_docs`]). A held-out document with no matched term has no sequence; it
 //! is left out of the sequence views' test set and counted (`test_docs_without_terms`). The
 //! majority arm is scored on the same test set, so the arms stay comparable.

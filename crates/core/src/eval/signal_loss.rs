@@ -2,7 +2,7 @@
 //! from the exact counts of the training part (NOT DP, like everything in the report).
 //!
 //! - Ṽ's noise share: the share of Ṽ's terms that no training document contributes among its
-//!   S distinct terms (its first S kept, repeated ones first; exact count 0 in the histogram the vocabulary mechanism noised):
+//!   S distinct terms (its first S kept, the most used; exact count 0 in the histogram the vocabulary mechanism noised):
 //!   only noise selected them.
 //! - Class-distinctive terms: a term is distinctive for class c when at least
 //!   [`MIN_CLASS_SHARE`] of c's training documents (and at least [`MIN_DOCS`]) hold it among

@@ -12,15 +12,13 @@
 //! (`aho-corasick`) over the normalised text with every pattern framed by spaces, so a match
 //! can only start and end at word boundaries.
 //!
-//! What a run keeps of a document is its distinct terms **repeated first**
-//! ([`Matcher::repeated_first`]): the terms it uses more than once, in the order it first uses
-//! them, then the terms it uses once, in the same order. The terms a note repeats are what it
-//! is about, where its first words are often its template's ("history", "patient",
-//! "presents"). How many times beyond twice is not counted: ranking by count lost the class
-//! at 100 notes a class in some draws where this order and first use did not, and this order
-//! kept its gains over first use from 250 up. Every later stage reads a document's terms in that order: its S for the vocabulary, its first M in Ṽ for the
+//! What a run keeps of a document is its distinct terms **by how often it uses them**
+//! ([`Matcher::most_used`]): the terms a note repeats are what it is about, where its first
+//! words are often its template's ("history", "patient", "presents"). Every later stage reads a
+//! document's terms in that order: its S for the vocabulary, its first M in Ṽ for the
 //! summaries, its first L as its own sequence. Measured in docs/utility.md ("A document's
-//! terms by use, not by position" and "Repeated terms first, then first use").
+//! terms by use, not by position"; repeated terms first whatever their count, then first use,
+//! was level with it at every size: "Repeated terms first, then first use").
 
 use std::collections::HashMap;
 
@@ -203,8 +201,8 @@ pub struct Matcher {
 pub struct MatchScratch {
     normalized: String,
     hits: Vec<(usize, usize, TermId)>,
-    /// [`Matcher::repeated_first`]: each distinct term's place in `uses`, and (term, uses, order
-    /// of first use).
+    /// [`Matcher::most_used`]: each distinct term's place in `uses`, and (term, uses, order of
+    /// first use).
     slot: rustc_hash::FxHashMap<TermId, usize>,
     uses: Vec<(TermId, u32, usize)>,
 }
@@ -261,13 +259,12 @@ impl Matcher {
         out
     }
 
-    /// The DISTINCT terms of `text`, those it uses more than once first, each group in the
-    /// order of first use, at most `s`. This is what a run keeps of a document (module docs),
-    /// and so what it contributes to every release: its first S to the vocabulary histogram
-    /// (each once), its first M in Ṽ to the summaries. A function of the one document alone,
-    /// like the orders it replaced (first use, then most used), so no sensitivity changes
-    /// (`dp::vocabulary`).
-    pub fn repeated_first(&self, text: &str, s: usize, scratch: &mut MatchScratch) -> Vec<TermId> {
+    /// The DISTINCT terms of `text`, most used first (ties: the one used first comes first), at
+    /// most `s`. This is what a run keeps of a document (module docs), and so what it
+    /// contributes to every release: its first S to the vocabulary histogram (each once), its
+    /// first M in Ṽ to the summaries. A function of the one document alone, like the
+    /// first-used order it replaced, so no sensitivity changes (`dp::vocabulary`).
+    pub fn most_used(&self, text: &str, s: usize, scratch: &mut MatchScratch) -> Vec<TermId> {
         if s == 0 {
             return Vec::new();
         }
@@ -284,9 +281,9 @@ impl Matcher {
             uses[i].1 += 1;
             true
         });
-        // Repeated (two uses or more) before used once, each group in the order of first use:
-        // first uses are distinct, so an unstable sort gives one order, without a buffer.
-        uses.sort_unstable_by_key(|&(_, n, first)| (n < 2, first));
+        // The order of first use breaks ties: an unstable sort on (count, first use) is the
+        // stable order by count, without a buffer per document.
+        uses.sort_unstable_by_key(|&(_, n, first)| (std::cmp::Reverse(n), first));
         let out = uses.iter().take(s).map(|&(id, ..)| id).collect();
         scratch.slot = slot;
         scratch.uses = uses;
@@ -341,42 +338,42 @@ mod tests {
     }
 
     #[test]
-    fn repeated_terms_first_then_the_rest_each_in_order_of_first_use_and_stops_at_s() {
+    fn most_used_first_then_first_used_and_stops_at_s() {
         let v = vocab(&["a b", "c", "d", "e"]);
         let m = Matcher::new(&v).unwrap();
         let mut s = MatchScratch::default();
         // c 3 times; e twice; d and "a b" once each, d used before "a b".
-        let got = m.repeated_first("d A-B c e c c e", 4, &mut s);
+        let got = m.most_used("d A-B c e c c e", 4, &mut s);
         assert_eq!(words(&v, &got), ["c", "e", "d", "a b"]);
-        let got = m.repeated_first("d A-B c e c c e", 3, &mut s);
+        let got = m.most_used("d A-B c e c c e", 3, &mut s);
         assert_eq!(words(&v, &got), ["c", "e", "d"]);
-        // Past two uses, the count does not matter: e (twice) was used before c (4 times).
-        let got = m.repeated_first("d e c c a-b c e c", 4, &mut s);
-        assert_eq!(words(&v, &got), ["e", "c", "d", "a b"]);
+        // By count, not by first use among repeated terms: c (4 times) before e (twice, used
+        // first).
+        let got = m.most_used("d e c c a-b c e c", 4, &mut s);
+        assert_eq!(words(&v, &got), ["c", "e", "d", "a b"]);
         // Each term once: the order of first use.
-        assert_eq!(words(&v, &m.repeated_first("e d c a b", 9, &mut s)), ["e", "d", "c", "a b"]);
-        assert!(m.repeated_first("c d", 0, &mut s).is_empty());
-        assert!(m.repeated_first("nothing here", 3, &mut s).is_empty());
+        assert_eq!(words(&v, &m.most_used("e d c a b", 9, &mut s)), ["e", "d", "c", "a b"]);
+        assert!(m.most_used("c d", 0, &mut s).is_empty());
+        assert!(m.most_used("nothing here", 3, &mut s).is_empty());
     }
 
     #[test]
     fn a_term_repeated_late_is_kept_over_earlier_ones_used_once() {
-        // 70 distinct words, then "late" twice more and "w3" once more: "late" is the 71st
-        // distinct term, past what first use kept at s = 64, and is now kept, after w3 (also
-        // repeated, and used first).
+        // 70 distinct words, then "late" three times and "w3" once more: "late" is the 71st
+        // distinct term, past what first use kept at s = 64, and now comes first.
         let words_: Vec<String> = (0..70).map(|i| format!("w{i}")).chain(["late".to_string()]).collect();
         let refs: Vec<&str> = words_.iter().map(String::as_str).collect();
         let v = vocab(&refs);
         let m = Matcher::new(&v).unwrap();
         let mut s = MatchScratch::default();
         let text = format!("{} late w3 late", words_.join(" "));
-        let got = words(&v, &m.repeated_first(&text, 64, &mut s));
+        let got = words(&v, &m.most_used(&text, 64, &mut s));
         assert_eq!(got.len(), 64);
-        assert_eq!(&got[..3], ["w3", "late", "w0"]);
+        assert_eq!(&got[..3], ["late", "w3", "w0"]);
         assert_eq!(got[63], "w62", "the rest in order of first use");
         // Any s keeps a prefix of the longer list.
         for k in [1, 2, 3, 10, 63] {
-            assert_eq!(words(&v, &m.repeated_first(&text, k, &mut s)), got[..k]);
+            assert_eq!(words(&v, &m.most_used(&text, k, &mut s)), got[..k]);
         }
     }
 
@@ -385,10 +382,10 @@ mod tests {
         let v = vocab(&["a", "b", "c", "d"]);
         let m = Matcher::new(&v).unwrap();
         let mut used = MatchScratch::default();
-        assert_eq!(words(&v, &m.repeated_first("a a a a b b c", 4, &mut used)), ["a", "b", "c"]);
+        assert_eq!(words(&v, &m.most_used("a a a a b b c", 4, &mut used)), ["a", "b", "c"]);
         for text in ["d c", "c d d", "b", "", "a d"] {
-            let fresh = m.repeated_first(text, 4, &mut MatchScratch::default());
-            assert_eq!(m.repeated_first(text, 4, &mut used), fresh, "{text}");
+            let fresh = m.most_used(text, 4, &mut MatchScratch::default());
+            assert_eq!(m.most_used(text, 4, &mut used), fresh, "{text}");
         }
     }
 

@@ -16,7 +16,7 @@ use crate::sample::Sampling;
 pub struct RunSettings {
     pub eps_voc: f64,
     pub eps_kde: f64,
-    /// S: terms per document counted in the vocabulary histogram (its first S kept, repeated ones first).
+    /// S: terms per document counted in the vocabulary histogram (its S most used).
     pub terms_per_doc: usize,
     /// N: size of the private vocabulary.
     pub top_n: usize,

@@ -10,7 +10,7 @@ use crate::state::app;
 const STEPS: [(&str, &str, &str); 6] = [
     ("Upload", "Drop a CSV, TSV, JSONL or .txt corpus. It stays in this tab's memory.", "no privacy cost"),
     ("Match keyphrases", "Find terms of a public vocabulary (English or medical) in each document.", "no release"),
-    ("DP vocabulary", "A noisy histogram of each document's first S terms (repeated ones first) over the whole public vocabulary; its top N terms are the private vocabulary Ṽ.", "ε_voc"),
+    ("DP vocabulary", "A noisy histogram of each document's S most used terms over the whole public vocabulary; its top N terms are the private vocabulary Ṽ.", "ε_voc"),
     ("Embed", "Only for the kernel-density samplers (or smoothing): embed terms with the bundled MiniLM model, run in the page by tract. The default histogram sampler embeds nothing.", "no release"),
     ("DP keyphrase sequences", "Per class, a noisy histogram of keyphrase frequencies over Ṽ (default sampler), plus DP class counts; sample keyphrase sequences, and leave out classes whose release is noise.", "ε_kde + a small ε for class counts"),
     ("Generate & download", "Send prompts made of the DP keyphrases and your public prompt text (class names, template, examples) to your LLM endpoint; download the corpus and report.", "post-processing"),

@@ -37,7 +37,7 @@ pub fn Privacy() -> impl IntoView {
                 <div class="grid">
                     <NumberField id="eps_voc" label="ε_voc" help="vocabulary selection" value=f.eps_voc errors=errors />
                     <NumberField id="eps_kde" label="ε_kde" help="keyphrase sequences" value=f.eps_kde errors=errors />
-                    <NumberField id="terms_per_doc" label="S" help="a document's first terms counted, repeated ones first" value=f.terms_per_doc errors=errors />
+                    <NumberField id="terms_per_doc" label="S" help="a document's most used terms counted" value=f.terms_per_doc errors=errors />
                     <NumberField id="top_n" label="N" help="private vocabulary size (a shorter public list is kept whole)" value=f.top_n errors=errors />
                     <NumberField id="len" label="L" help="keyphrases per sequence" value=f.len errors=errors />
                     <NumberField id="features" label="I" help="random features" value=f.features errors=errors />

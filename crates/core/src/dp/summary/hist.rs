@@ -8,16 +8,16 @@
 //! sensitivity 1 instead of √2·I:
 //!
 //! - `histogram`: per class, h[w] = Σ_docs c_w(doc), where a document spreads weight 1 evenly
-//!   over the distinct Ṽ-terms among its kept terms (repeated ones first; at most M of them). Sequences
+//!   over the distinct Ṽ-terms among its kept terms (most used first; at most M of them). Sequences
 //!   are L draws from p(w) ∝ max(h̃[w] − τ, 0), optionally smoothed by the embedding kernel
 //!   (`crate::sample::hist`, with the post-processing choices).
 //! - `markov`: per class, one histogram of (1 + N) × N entries: row 0 is the class's keyphrase
 //!   histogram, to which a document gives ¾ of its weight spread evenly over its distinct
-//!   Ṽ-terms (at most M, repeated ones first; all of it when it has one), and row p+1 holds the
+//!   Ṽ-terms (at most M, most used first; all of it when it has one), and row p+1 holds the
 //!   transitions out of candidate p: t₁→t₂, t₂→t₃, …, sharing the other ¼. Sequences are
 //!   Markov chains: t₁ from row 0, then t_{k+1} from t_k's row interpolated with row 0.
-//!   It keeps which keyphrases come next in a document's kept terms: repeated ones first,
-//!   each group in text order (under the earlier rules: text order throughout, then by count).
+//!   It keeps which keyphrases come next in a document's kept terms: most used first, so
+//!   between terms used equally often, text order (text order throughout before f3b827b).
 //!   Until d8ac1f6 row 0 was a START row of first transitions; files saved then carry no
 //!   marker of it, so a markov release below `summary::KERNEL` 2 is refused as outdated.
 //!
@@ -88,7 +88,7 @@ impl CandidateIndex {
         self.n == 0
     }
 
-    /// The document's distinct Ṽ-terms in the order it keeps them (repeated ones first), at most `max`.
+    /// The document's distinct Ṽ-terms in the order it keeps them (most used first), at most `max`.
     pub fn doc_terms(&self, terms: &[TermId], max: usize) -> Vec<usize> {
         let mut out: Vec<usize> = Vec::with_capacity(max.min(terms.len()));
         for t in terms {

@@ -95,7 +95,7 @@ impl SummaryParams {
         Ok(())
     }
 
-    /// How many of a document's kept terms (repeated ones first) the mechanism reads: M for the
+    /// How many of a document's kept terms (most used first) the mechanism reads: M for the
     /// independent KDE, L for the iterative ones, and for the histogram samplers every kept
     /// term (they look for the first M that are in Ṽ).
     pub fn doc_terms_read(&self) -> usize {

@@ -27,7 +27,7 @@ use super::family::Member;
 use super::hist::HistKind;
 
 /// The most keyphrases per sequence (L) and per document (M); the histogram samplers read this
-/// many of a document's kept terms (repeated ones first).
+/// many of a document's kept terms (most used first).
 pub const MAX_LEN: usize = 64;
 
 /// The keyphrase samplers of DP-KPS.
@@ -106,7 +106,7 @@ impl KeyphraseSampler {
     pub fn describe(self) -> &'static str {
         match self {
             KeyphraseSampler::Histogram => "each class's keyphrase frequencies over Ṽ, with little noise (sensitivity 1); keyphrases drawn independently",
-            KeyphraseSampler::Markov => "each class's keyphrase frequencies and which keyphrase comes next in a document's terms, repeated ones first (one noisy histogram over Ṽ: a keyphrase row and transition counts); sequences drawn as Markov chains",
+            KeyphraseSampler::Markov => "each class's keyphrase frequencies and which keyphrase comes next in a document's terms, most used first (one noisy histogram over Ṽ: a keyphrase row and transition counts); sequences drawn as Markov chains",
             KeyphraseSampler::Independent => "the paper's DP-KDE over single keyphrases (random Fourier features, sensitivity √2·I); drawn independently",
             KeyphraseSampler::IterativeLinear => "DP-KDEs over keyphrase prefixes, one per length (ε split L ways): the paper's, with the scored keyphrase compared sharply and its prefix loosely",
             KeyphraseSampler::IterativeLog => "the paper's DP-KDEs over keyphrase prefixes, one per power-of-two length (ε split ⌈log₂L⌉+1 ways)",
@@ -115,7 +115,7 @@ impl KeyphraseSampler {
 }
 
 /// What a sampler reads ([`KeyphraseSampler::needs`]): which embeddings a front end must compute and
-/// how many of a document's kept terms (repeated ones first) it must keep.
+/// how many of a document's kept terms (most used first) it must keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Needs {
     /// The embeddings of the documents' terms (the mechanism reads them: the DP-KDEs).
@@ -123,6 +123,6 @@ pub struct Needs {
     /// The embeddings of Ṽ's terms (sampling reads them: the DP-KDEs always, the histograms
     /// only to smooth). Without them, `crate::sample::Candidates::without_vectors` suffices.
     pub candidate_vectors: bool,
-    /// How many of a document's kept terms (repeated ones first) the mechanism reads.
+    /// How many of a document's kept terms (most used first) the mechanism reads.
     pub terms_read_per_doc: usize,
 }

@@ -1,8 +1,7 @@
 //! The DP vocabulary (DP-KPS, appendix B.1): which public terms the private corpus uses most.
 //!
-//! 1. Each document contributes the first S of its DISTINCT matched terms as a run keeps them:
-//!    those it repeats, then the rest, each in order of first use
-//!    ([`crate::input::public_vocab::Matcher::repeated_first`]).
+//! 1. Each document contributes its S most used DISTINCT matched terms (ties: the one used
+//!    first; the first S a run keeps of it, [`crate::input::public_vocab::Matcher::most_used`]).
 //! 2. Histogram over the WHOLE public vocabulary: h[v] = number of documents that contribute v.
 //! 3. Discrete Laplace noise of scale S/ε_voc on EVERY entry, zero counts included.
 //! 4. Keep the N entries with the largest noisy counts.
@@ -10,11 +9,10 @@
 //! Privacy map. Neighbouring relation: add or remove one document. A document changes h by +1
 //! (or -1) on at most S distinct entries and leaves the others alone, so the L1 sensitivity of
 //! h is Δ₁ = S: the S are distinct by construction, and which S they are is a function of that
-//! one document's text alone (repeated first; by count and by first use under the earlier
-//! rules: no rule reads another document). The vocabulary is public and fixed before seeing
-//! the data, so the set of entries does not depend on the data. Adding discrete Laplace noise
-//! of scale Δ₁/ε = S/ε to each entry of an integer vector with L1 sensitivity S is ε-DP (see
-//! [`super::noise`]).
+//! one document's text alone (its most used; its first used before f3b827b: neither rule reads
+//! another document). The vocabulary is public and fixed before seeing the data, so the set of
+//! entries does not depend on the data. Adding discrete Laplace noise of scale Δ₁/ε = S/ε to
+//! each entry of an integer vector with L1 sensitivity S is ε-DP (see [`super::noise`]).
 //! Step 4 and everything downstream read only the noisy vector: post-processing, no extra
 //! cost. Leaving zero counts out of step 3 would reveal which terms occur at all (a term
 //! present in one document could only appear then), which is why every entry gets noise.
@@ -406,7 +404,7 @@ pub fn select_from_documents<'a>(
 /// The vocabulary mechanism's reading of a matched corpus (an inherent impl here, beside the
 /// mechanism, so that the matched corpus does not import the DP layer).
 impl MatchedCorpus {
-    /// The vocabulary histogram h (each document's first S kept terms, repeated ones first).
+    /// The vocabulary histogram h (each document's first S kept terms: its S most used).
     pub fn histogram(&self, vocab_len: usize, terms_per_doc: usize) -> TermHistogram {
         let mut h = TermHistogram::new(vocab_len, terms_per_doc);
         for d in &self.docs {

@@ -7,7 +7,7 @@
 //! - one record read whole (a JSONL line, a CSV record, a `.txt` file): a 2 GiB line is held
 //!   in full before it can be parsed, and its text again once decoded;
 //! - the number of documents: each costs about 170 bytes that stay for the whole session (its
-//!   32-byte hash for the ledger key, its label and its kept matched terms), so 2 GB of
+//!   32-byte hash for the ledger key, its label and its most used matched terms), so 2 GB of
 //!   one-byte documents would need far more than the heap.
 //!
 //! Either way the worker would run out of memory and be restarted, the loaded corpus lost.

@@ -2,7 +2,7 @@
 //! the app. (The run's stages, which read it, are `crate::run`.)
 //!
 //! [`MatchedCorpus`] is the only thing a run keeps of a private document: its label
-//! and the ids of its distinct matched public terms, repeated ones first. The text itself is dropped as soon
+//! and the ids of its most used distinct matched public terms. The text itself is dropped as soon
 //! as it has been matched, so memory grows with the number of documents, not their size.
 
 use std::io::Read;
@@ -27,9 +27,8 @@ pub struct MatchedDoc {
     /// column; `None` without one). The names themselves are not kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<u32>,
-    /// Its distinct matched terms, those it uses more than once first, each group in order of
-    /// first use, at most [`MatchedCorpus::keep`]
-    /// ([`crate::input::public_vocab::Matcher::repeated_first`]).
+    /// Its distinct matched terms, most used first (ties: first used first), at most
+    /// [`MatchedCorpus::keep`] ([`crate::input::public_vocab::Matcher::most_used`]).
     pub terms: Vec<TermId>,
 }
 
@@ -57,7 +56,7 @@ pub struct Persons {
     pub count: usize,
 }
 
-/// Streams inputs through the matcher, keeping the first `keep` distinct terms of each document (repeated ones first).
+/// Streams inputs through the matcher, keeping the `keep` most used distinct terms of each document.
 pub struct MatchingSink<'m> {
     /// `None`: only count and fingerprint (no matching).
     matcher: Option<&'m Matcher>,
@@ -98,7 +97,7 @@ impl<'m> MatchingSink<'m> {
         let MatchingSink { matcher, keep, scratch, ingest, docs, docs_without_terms, persons, .. } = self;
         corpus::stream(reader, file, format, fields, txt_label, ingest, &mut |doc| {
             let terms = match matcher {
-                Some(m) => m.repeated_first(doc.text, *keep, scratch),
+                Some(m) => m.most_used(doc.text, *keep, scratch),
                 None => Vec::new(),
             };
             if terms.is_empty() {

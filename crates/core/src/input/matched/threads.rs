@@ -65,7 +65,7 @@ impl MatchingSink<'_> {
                             Err(_) => break,
                         };
                         let Ok((first, texts)) = next else { break };
-                        let terms = texts.iter().map(|t| matcher.repeated_first(t, keep, &mut scratch)).collect();
+                        let terms = texts.iter().map(|t| matcher.most_used(t, keep, &mut scratch)).collect();
                         if done.send((first, terms)).is_err() {
                             break;
                         }

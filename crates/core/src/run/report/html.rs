@@ -100,7 +100,7 @@ impl PrivacyReport {
         let params = [
             row("ε_voc", if s.whole_list() { format!("not spent (set: {}): Ṽ is the whole public list", s.eps_voc) } else { s.eps_voc.to_string() }),
             row("ε_kde", s.eps_kde.to_string()),
-            row("S (a document's first terms counted, repeated ones first)", s.terms_per_doc.to_string()),
+            row("S (a document's most used terms counted)", s.terms_per_doc.to_string()),
             row("N (private vocabulary size)", self.vocabulary_size()),
             row("L (keyphrases per sequence)", s.len.to_string()),
             row("I (random features)", s.features.to_string()),
