@@ -16,7 +16,7 @@ of keyphrase slots that are terms distinctive for the class (crates/core/src/eva
                            [--eps 1,10] [--sampler histogram|all|…] [-- any further evaluate option]
 The figures are NOT differentially private (computed on the corpus; it is public here).
 """
-import argparse, csv, json, os, random, statistics, subprocess, sys, time
+import argparse, collections, csv, json, os, random, statistics, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TWO = "Cardiovascular / Pulmonary"
@@ -111,30 +111,31 @@ def main():
 def summarise(rep, name, secs):
     with open(rep) as f:
         j = json.load(f)
-    runs = {}
+    # Per arm (embedding view): each run's accuracy, keyed by seed and its place among the runs
+    # of that seed (`--same-split`: every run splits with seed 0, so `nonprivate` is the same in
+    # each), and every run's per-class sequence figures.
+    runs, per_class = {}, {}
     for arm in j["arms"]:
         if arm.get("view", "embedding") != "embedding":
             continue
-        # Keyed by seed and, for runs of one seed (`--same-split`: every run splits with the
-        # same seed, so `nonprivate` is the same in each), by its place among them.
-        seen = {}
-        runs.setdefault(arm["arm"], {})
+        place = collections.Counter()
         for r in arm["runs"]:
-            seen[r["seed"]] = seen.get(r["seed"], -1) + 1
-            runs[arm["arm"]][(r["seed"], seen[r["seed"]])] = r["accuracy"]
+            runs.setdefault(arm["arm"], {})[(r["seed"], place[r["seed"]])] = r["accuracy"]
+            place[r["seed"]] += 1
+            per_class.setdefault(arm["arm"], []).extend((r.get("sequences") or {}).get("per_class", []))
+    # A run with nothing to train (every class noise-dominated) has no result; an arm may have
+    # none, and then appears only there.
+    unscored = collections.Counter(e["arm"] for e in j.get("nothing_to_train", []))
     base = runs["nonprivate"]
     cells = [name, f"{statistics.mean(base.values()):.3f}"]
-    arms = [x for x in runs if x.startswith(("dp-", "nodp-"))]
+    arms = [x for x in dict.fromkeys([*runs, *unscored]) if x.startswith(("dp-", "nodp-"))]
     for arm in arms:
-        # By seed: a run with nothing to train (every class noise-dominated) has no result.
-        # (Under `--same-split` such a run shifts the places, which is harmless: every
-        # `nonprivate` run is the same there.)
-        if not runs[arm]:
-            cells.append(f"{arm}: no run scored")
+        note = f" ({unscored[arm]} run(s) with nothing to train)" if unscored[arm] else ""
+        if arm not in runs:
+            cells.append(f"{arm}: no run scored{note}")
             continue
         m, s = spread([x / base[key] for key, x in runs[arm].items()])
-        unscored = sum(1 for e in j.get("nothing_to_train", []) if e["arm"] == arm)
-        cells.append(f"{arm} {m:.2f} ± {s:.2f}" + (f" ({unscored} run(s) with nothing to train)" if unscored else ""))
+        cells.append(f"{arm} {m:.2f} ± {s:.2f}{note}")
     for e in j.get("refused", []):
         cells.append(f"{e['arm']} refused: {e['reason']}")
     d = j.get("task", {}).get("vocabulary_diagnosis")
@@ -142,8 +143,7 @@ def summarise(rep, name, secs):
         cells.append(f"|Ṽ| {d['vocabulary']:.0f}, noise {d['noise_share']:.2f}")
         cells.append(f"{d['distinctive_in_vocab']:.0f} / {d['distinctive_in_exact']:.0f} / {d['distinctive']:.0f}")
     for arm in arms:
-        per = [c for a_ in j["arms"] if a_["arm"] == arm and a_["view"] == "embedding"
-               for r in a_["runs"] for c in (r.get("sequences") or {}).get("per_class", [])]
+        per = per_class.get(arm)
         if per:
             sets = statistics.mean(c["distinct_sets"] / max(c["sequences"], 1) for c in per)
             terms = statistics.mean(c["distinct_terms"] for c in per)
@@ -151,7 +151,6 @@ def summarise(rep, name, secs):
             cells.append(f"{arm}: {sets:.2f} sets, {terms:.0f} terms, {dist:.2f} distinctive")
     cells.append(f"{secs:.0f} s")
     return " | ".join(cells)
-
 
 if __name__ == "__main__":
     main()
