@@ -152,5 +152,6 @@ def summarise(rep, name, secs):
     cells.append(f"{secs:.0f} s")
     return " | ".join(cells)
 
+
 if __name__ == "__main__":
     main()
