@@ -7,13 +7,16 @@ Subsets (seeded, written to target/utility-sizes/): for each size K in --sizes,
           specialties (relabelled by `--one-vs-rest`, not balanced).
 Then one `dpkps evaluate` per cell (--sampler, the histogram by default; --no-dp, --seeds S), one
 at a time, and a table, one line a cell: task, `nonprivate` accuracy, each DP and noiseless arm over
-`nonprivate` (embedding view, accuracy; mean ± half the range over the seeds), |Ṽ| and its
+`nonprivate` (embedding view, accuracy; mean ± half the range over the seeds, then the sd), |Ṽ| and its
 noise share, class-distinctive terms in Ṽ / in the exact top-N / in all, and per arm the mean
 over classes of distinct sequences (as sets) per sequence, distinct terms used, and the share
 of keyphrase slots that are terms distinctive for the class (crates/core/src/eval/signal_loss.rs).
 
   scripts/utility_sizes.py [--sizes 100,250,500,1000] [--tasks top5,two] [--seeds 3]
-                           [--eps 1,10] [--sampler histogram|all|…] [-- any further evaluate option]
+                           [--eps 1,10] [--sampler histogram|all|…] [--words K]
+                           [-- any further evaluate option]
+--words K cuts every note to its first K words (subsets and reports named …-K-wK…), to imitate
+a corpus of short documents.
 The figures are NOT differentially private (computed on the corpus; it is public here).
 """
 import argparse, collections, csv, json, os, random, statistics, subprocess, sys, time
@@ -46,6 +49,13 @@ def subset(rows, task, k, seed):
     return out
 
 
+def shorten(rows, words):
+    """Each note cut to its first `words` words (0: whole); the same notes as uncut."""
+    if words <= 0:
+        return rows
+    return [dict(r, transcription=" ".join(r["transcription"].split()[:words])) for r in rows]
+
+
 def write(rows, path):
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=["transcription", "medical_specialty"], extrasaction="ignore")
@@ -68,6 +78,8 @@ def main():
     ap.add_argument("--vocab", default="medical", help="the public list: medical (MeSH, 28k), english (GloVe, 340k) or a list file")
     ap.add_argument("--reuse", action="store_true", help="summarise a cell's existing report instead of running it again")
     ap.add_argument("--name", default="base", help="a name for this grid's reports")
+    ap.add_argument("--words", type=int, default=0,
+                    help="cut every note to its first K words (a short-document corpus: news items, encyclopaedia abstracts)")
     ap.add_argument("--corpus", default=os.environ.get("DPKPS_MTSAMPLES", os.path.join(ROOT, "..", "shared", "data", "mtsamples.csv")))
     ap.add_argument("rest", nargs="*", help="further `dpkps evaluate` options (after --)")
     a = ap.parse_args()
@@ -81,12 +93,13 @@ def main():
     lines = []
     for task in a.tasks.split(","):
         for k in [int(x) for x in a.sizes.split(",")]:
-            sub = os.path.join(out, f"{task}-{k}.csv")
+            cut = f"-w{a.words}" if a.words > 0 else ""
+            sub = os.path.join(out, f"{task}-{k}{cut}.csv")
             if not os.path.exists(sub):
-                write(subset(rows, task, k, 0), sub)
+                write(shorten(subset(rows, task, k, 0), a.words), sub)
             # The sampler is in the name unless it is the histogram (the earlier reports' names).
             sampler = "" if a.sampler == "histogram" else f"-{a.sampler.replace(',', '+')}"
-            rep = os.path.join(out, f"{a.name}{sampler}-{tag}-{task}-{k}-{ev}-{ek}.json")
+            rep = os.path.join(out, f"{a.name}{sampler}-{tag}-{task}-{k}{cut}-{ev}-{ek}.json")
             cmd = [binary, "evaluate", "--corpus", sub, "--text-col", "transcription", "--label-col", "medical_specialty",
                    "--vocabulary", a.vocab, "--eps-voc", ev, "--eps-kde", ek, "--seeds", str(a.seeds), "--no-dp",
                    "--sampler", a.sampler, "--json", rep, "--ledger", os.path.join(out, "ledger.json")]
@@ -94,7 +107,7 @@ def main():
             cmd += a.rest
             t0 = time.time()
             if a.reuse and os.path.exists(rep):
-                line = summarise(rep, f"{tag} {task}-{k}", 0)
+                line = summarise(rep, f"{tag} {task}-{k}{cut}", 0)
                 print(line, flush=True)
                 lines.append(line)
                 continue
@@ -102,7 +115,7 @@ def main():
             if r.returncode != 0:
                 print(f"{task}-{k}: failed: {r.stderr[-2000:]}", file=sys.stderr)
                 continue
-            line = summarise(rep, f"{tag} {task}-{k}", time.time() - t0)
+            line = summarise(rep, f"{tag} {task}-{k}{cut}", time.time() - t0)
             print(line, flush=True)
             lines.append(line)
     print("\n".join(lines))
@@ -134,8 +147,10 @@ def summarise(rep, name, secs):
         if arm not in runs:
             cells.append(f"{arm}: no run scored{note}")
             continue
-        m, s = spread([x / base[key] for key, x in runs[arm].items()])
-        cells.append(f"{arm} {m:.2f} ± {s:.2f}{note}")
+        ratios = [x / base[key] for key, x in runs[arm].items()]
+        m, s = spread(ratios)
+        sd = f", sd {statistics.stdev(ratios):.3f}" if len(ratios) > 1 else ""
+        cells.append(f"{arm} {m:.2f} ± {s:.2f}{sd}{note}")
     for e in j.get("refused", []):
         cells.append(f"{e['arm']} refused: {e['reason']}")
     d = j.get("task", {}).get("vocabulary_diagnosis")

@@ -31,7 +31,7 @@ use dpkps_core::input::corpus::{self, Fields, Format, Ingest};
 use dpkps_core::dp::candidates::CandidateRule;
 use dpkps_core::dp::SecureRng;
 use dpkps_core::eval::classifier::SoftmaxParams;
-use dpkps_core::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task};
+use dpkps_core::eval::{ArmSequences, EvalParams, EvalReport, Evaluation, Task, BASELINE_ARM};
 use dpkps_core::sample::SequenceOut;
 use super::sequence_file::SequenceLine;
 use dpkps_core::input::public_vocab::Matcher;
@@ -328,22 +328,23 @@ fn print_table(r: &EvalReport) {
         println!("Ṽ: {:.0} terms; the DP-KDE arms draw from {rule}: {:.0} (mean over seeds)", s.dp_vocabulary_terms, s.dp_candidates);
     }
     println!(
-        "{:<24} {:<10} {:>15} {:>15} {:>7} {:>7} {:>8} {:>7} {:>6}",
+        "{:<24} {:<10} {:>15} {:>15} {:>15} {:>7} {:>8} {:>7} {:>6}",
         "arm", "view", "accuracy", "macro-F1", "acc/np", "F1/np", "n_train", "n_test", "I"
     );
     // The ratios to the `nonprivate` arm in the same view: the share of the non-private
-    // utility an arm keeps, the measure the samplers are compared by.
-    let np = |view: &str| r.arms.iter().find(|a| a.arm == "nonprivate" && a.view == view);
+    // utility an arm keeps, the measure the samplers are compared by. Accuracy's is each
+    // repetition's over `nonprivate`'s on the same held-out set, mean ± sd (the spread between
+    // draws); macro-F1's is the means' ratio.
+    let np = |view: &str| r.arms.iter().find(|a| a.arm == BASELINE_ARM && a.view == view);
     for a in &r.arms {
         let i = a.runs.first().and_then(|x| x.features).map_or("-".to_string(), |i| i.to_string());
-        let (acc_r, f1_r) = match np(&a.view) {
-            Some(n) if n.accuracy_mean > 0.0 && n.macro_f1_mean > 0.0 => {
-                (format!("{:.3}", a.accuracy_mean / n.accuracy_mean), format!("{:.3}", a.macro_f1_mean / n.macro_f1_mean))
-            }
-            _ => ("-".into(), "-".into()),
+        let acc_r = a.accuracy_ratio.map_or("-".to_string(), |s| format!("{:.3} ± {:<5.3}", s.mean, s.std));
+        let f1_r = match np(&a.view) {
+            Some(n) if a.arm != BASELINE_ARM && n.macro_f1_mean > 0.0 => format!("{:.3}", a.macro_f1_mean / n.macro_f1_mean),
+            _ => "-".into(),
         };
         println!(
-            "{:<24} {:<10} {:>7.3} ± {:<5.3} {:>7.3} ± {:<5.3} {:>7} {:>7} {:>8} {:>7} {:>6}",
+            "{:<24} {:<10} {:>7.3} ± {:<5.3} {:>7.3} ± {:<5.3} {:>15} {:>7} {:>8} {:>7} {:>6}",
             a.arm, a.view, a.accuracy_mean, a.accuracy_std, a.macro_f1_mean, a.macro_f1_std, acc_r, f1_r, a.n_train, a.n_test, i
         );
     }

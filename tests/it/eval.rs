@@ -90,6 +90,19 @@ fn report_has_every_arm_the_floor_and_the_ceiling() {
         assert!((run["accuracy"].as_f64().unwrap() - 4.0 / 9.0).abs() < 1e-12, "{run}");
     }
     assert_eq!(arm("dp-independent", "embedding")["n_train"], 3 * 20);
+    // Each arm's accuracy over `nonprivate`'s, paired by repetition (held-out set), in the
+    // report and in the table's `acc/np` column; none for `nonprivate` and the majority class.
+    for (name, view) in [("dp-independent", "embedding"), ("nodp-iterative-log", "bag")] {
+        let a = arm(name, view);
+        let np = arm("nonprivate", view)["runs"].as_array().unwrap().iter().map(|r| r["accuracy"].as_f64().unwrap()).collect::<Vec<_>>();
+        let ratios: Vec<f64> = a["runs"].as_array().unwrap().iter().zip(&np).map(|(r, b)| r["accuracy"].as_f64().unwrap() / b).collect();
+        let mean = ratios.iter().sum::<f64>() / 2.0;
+        assert!((a["accuracy_ratio"]["mean"].as_f64().unwrap() - mean).abs() < 1e-12, "{a}");
+        assert!((a["accuracy_ratio"]["std"].as_f64().unwrap() - (ratios[0] - ratios[1]).abs() / 2f64.sqrt()).abs() < 1e-12, "{a}");
+        let row = table.lines().find(|l| l.starts_with(name) && l.contains(view)).unwrap();
+        assert!(row.contains(&format!("{mean:.3} ± ")), "{row}");
+    }
+    assert!(arm("nonprivate", "embedding").get("accuracy_ratio").is_none() && maj.get("accuracy_ratio").is_none());
     let non = arm("nonprivate", "embedding")["accuracy_mean"].as_f64().unwrap();
     assert!(non >= maj["accuracy_mean"].as_f64().unwrap() + 0.3, "nonprivate {non} should beat the majority class clearly");
 }

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::classifier::{Rows, Softmax, Standardiser};
 use super::params::{EvalParams, Task};
-use super::report::{aggregate, ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
+use super::report::{aggregate, ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, BASELINE_ARM, NOTE};
 use super::signal_loss::{Distinctive, SequenceDiagnosis, VocabDiagnosis};
 use super::split::{self, Split};
 use super::task::{exact_top_n, shape_task};
@@ -237,7 +237,7 @@ impl Evaluation {
                 .filter(|&&i| !self.docs[i].terms.is_empty())
                 .map(|&i| (seq(i).to_vec(), self.docs[i].class))
                 .collect();
-            self.score("nonprivate", round.seed, &train, &test, emb, None, &mut results)?;
+            self.score(BASELINE_ARM, round.seed, &train, &test, emb, None, &mut results)?;
             done += 1;
 
             for (arm, sampler, noiseless) in &arms {

@@ -58,7 +58,7 @@ pub mod split;
 
 pub use evaluation::{ArmSequences, Evaluation, Progress};
 pub use params::{EvalParams, Task, NODP_FEATURES, REST};
-pub use report::{ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, NOTE};
+pub use report::{ArmReport, EvalReport, NotScored, RefusedArm, RunResult, SyntheticSummary, TaskSummary, BASELINE_ARM, NOTE};
 
 use crate::base::ParamError;
 use crate::dp::DpError;

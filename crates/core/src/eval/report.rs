@@ -77,6 +77,13 @@ pub struct ArmReport {
     pub accuracy_std: f64,
     pub macro_f1_mean: f64,
     pub macro_f1_std: f64,
+    /// Each run's accuracy over `nonprivate`'s in the same view and repetition (paired by seed
+    /// and by place among that seed's runs), mean and sample sd: the share of the non-private
+    /// utility kept, and its spread between draws without the spread between held-out sets that
+    /// `accuracy_std` also holds (each pair is tested on one set). Absent for `nonprivate`, and
+    /// in a view without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy_ratio: Option<metrics::Spread>,
     /// Training examples and test documents (means over seeds, rounded).
     pub n_train: usize,
     pub n_test: usize,
@@ -139,6 +146,28 @@ pub struct SyntheticSummary {
     pub per_class: Vec<usize>,
 }
 
+/// The arm whose accuracy the others are divided by ([`ArmReport::accuracy_ratio`]).
+pub const BASELINE_ARM: &str = "nonprivate";
+
+/// Each run's accuracy over the baseline's run of the same seed and place among that seed's
+/// runs (`--same-split` gives every run one seed; place then pairs the repetitions). Runs
+/// without a partner, or whose partner scored 0, are left out; `None` when none is left.
+fn paired_ratio(runs: &[RunResult], baseline: &[RunResult]) -> Option<metrics::Spread> {
+    let places = |rs: &[RunResult]| {
+        let mut seen: HashMap<u64, usize> = HashMap::new();
+        rs.iter()
+            .map(|r| {
+                let k = seen.entry(r.seed).or_default();
+                *k += 1;
+                ((r.seed, *k), r.accuracy)
+            })
+            .collect::<Vec<_>>()
+    };
+    let base: HashMap<(u64, usize), f64> = places(baseline).into_iter().collect();
+    let ratios: Vec<f64> = places(runs).into_iter().filter_map(|(key, a)| base.get(&key).filter(|&&b| b > 0.0).map(|b| a / b)).collect();
+    (!ratios.is_empty()).then(|| metrics::spread(&ratios))
+}
+
 /// Groups run results by (arm, view), keeping the order of first appearance.
 pub(super) fn aggregate(results: Vec<((String, &'static str), RunResult)>) -> Vec<ArmReport> {
     let mut order: Vec<(String, &'static str)> = Vec::new();
@@ -149,10 +178,16 @@ pub(super) fn aggregate(results: Vec<((String, &'static str), RunResult)>) -> Ve
         }
         groups.entry(key).or_default().push(r);
     }
+    let baselines: HashMap<&'static str, Vec<RunResult>> =
+        groups.iter().filter(|(k, _)| k.0 == BASELINE_ARM).map(|(k, runs)| (k.1, runs.clone())).collect();
     order
         .into_iter()
         .map(|key| {
             let runs = groups.remove(&key).unwrap_or_default();
+            let accuracy_ratio = match baselines.get(key.1) {
+                Some(base) if key.0 != BASELINE_ARM => paired_ratio(&runs, base),
+                _ => None,
+            };
             let acc = metrics::spread(&runs.iter().map(|r| r.accuracy).collect::<Vec<_>>());
             let f1 = metrics::spread(&runs.iter().map(|r| r.macro_f1).collect::<Vec<_>>());
             let mean_of = |f: fn(&RunResult) -> usize| {
@@ -177,10 +212,50 @@ pub(super) fn aggregate(results: Vec<((String, &'static str), RunResult)>) -> Ve
                 accuracy_std: acc.std,
                 macro_f1_mean: f1.mean,
                 macro_f1_std: f1.std,
+                accuracy_ratio,
                 n_train: mean_of(|r| r.n_train),
                 n_test: mean_of(|r| r.n_test),
                 runs,
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(seed: u64, accuracy: f64) -> RunResult {
+        RunResult { seed, accuracy, macro_f1: accuracy, n_train: 1, n_test: 1, features: None, full_length_share: None, noise_dominated: Vec::new(), sequences: None }
+    }
+
+    #[test]
+    fn ratios_pair_each_run_with_the_baseline_run_of_its_repetition() {
+        let key = |arm: &str, view: &'static str| (arm.to_string(), view);
+        // Two held-out sets (seeds 0 and 1) of very different difficulty: the DP arm keeps 0.9
+        // of `nonprivate` on each, which the ratio of the means (0.63 / 0.70) also gives, but
+        // the accuracies' sd holds the sets' spread and the paired ratios' does not.
+        let results = vec![
+            (key(BASELINE_ARM, "embedding"), run(0, 0.9)),
+            (key("dp-histogram", "embedding"), run(0, 0.81)),
+            (key(BASELINE_ARM, "embedding"), run(1, 0.5)),
+            (key("dp-histogram", "embedding"), run(1, 0.45)),
+            (key("dp-histogram", "text"), run(0, 0.3)),
+        ];
+        let arms = aggregate(results);
+        let dp = &arms[1];
+        assert_eq!((dp.arm.as_str(), dp.view.as_str()), ("dp-histogram", "embedding"));
+        let r = dp.accuracy_ratio.expect("paired with nonprivate");
+        assert!((r.mean - 0.9).abs() < 1e-12 && r.std < 1e-12, "{r:?}");
+        assert!(dp.accuracy_std > 0.2, "the accuracies spread with the sets: {}", dp.accuracy_std);
+        assert_eq!(arms[0].accuracy_ratio, None, "not the baseline over itself");
+        assert_eq!(arms[2].accuracy_ratio, None, "no baseline in the text view");
+        // `--same-split`: one seed, repetitions paired by place; a run without a partner is left
+        // out, and so is one whose partner scored 0.
+        let same = vec![run(7, 0.8), run(7, 0.5), run(7, 0.0)];
+        let dp = vec![run(7, 0.8), run(7, 0.6), run(7, 0.4), run(7, 0.9)];
+        let r = paired_ratio(&dp, &same).unwrap();
+        assert!((r.mean - 1.1).abs() < 1e-12 && (r.std - 0.02f64.sqrt()).abs() < 1e-12, "ratios 1.0 and 1.2: {r:?}");
+        assert_eq!(paired_ratio(&dp, &[]), None);
+    }
 }
