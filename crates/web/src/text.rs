@@ -167,13 +167,16 @@ pub fn noise_classes(r: &RunResult) -> Option<(usize, usize, String)> {
     (!flagged.is_empty()).then(|| (flagged.len(), prompts, flagged.join(", ")))
 }
 
-/// One arm of the utility check: (name, bar style, accuracy, macro-F1).
+/// One arm of the utility check: (name, bar style, accuracy, macro-F1 and, for a sampler arm, the
+/// share of `nonprivate`'s accuracy it keeps: each repetition's over `nonprivate`'s on the same
+/// held-out documents, mean ± sd, [`ArmReport::accuracy_ratio`]).
 pub fn arm_row(a: &ArmReport) -> (String, String, String, String) {
+    let kept = a.accuracy_ratio.map_or(String::new(), |r| format!(" · keeps {:.2} ± {:.2} of nonprivate", r.mean, r.std));
     (
         format!("{} · {}", a.arm, a.view),
         format!("width: {:.1}%", 100.0 * a.accuracy_mean.clamp(0.0, 1.0)),
         format!("{:.2} ± {:.2}", a.accuracy_mean, a.accuracy_std),
-        format!("macro-F1 {:.2}", a.macro_f1_mean),
+        format!("macro-F1 {:.2}{kept}", a.macro_f1_mean),
     )
 }
 

@@ -429,3 +429,25 @@ fn reports_that_do_not_read_add_nothing() {
     assert_eq!(rerun_cost(&run_result()), "ε = 6.100");
     assert!(chosen_by_note("run-4").starts_with("Chosen by the DP utility check run-4:"));
 }
+
+#[test]
+fn an_arm_row_says_what_share_of_nonprivate_it_keeps() {
+    let arm = |name: &str, ratio: Option<dpkps_core::eval::metrics::Spread>| ArmReport {
+        arm: name.into(),
+        view: "embedding".into(),
+        accuracy_mean: 0.7712,
+        accuracy_std: 0.0151,
+        macro_f1_mean: 0.75,
+        macro_f1_std: 0.0,
+        accuracy_ratio: ratio,
+        n_train: 10,
+        n_test: 5,
+        full_length_share: None,
+        noise_dominated_per_run: 0.0,
+        noise_dominated: Vec::new(),
+        runs: Vec::new(),
+    };
+    let dp = arm_row(&arm("dp-histogram", Some(dpkps_core::eval::metrics::Spread { mean: 0.983, std: 0.0152 })));
+    assert_eq!(dp, ("dp-histogram · embedding".into(), "width: 77.1%".into(), "0.77 ± 0.02".into(), "macro-F1 0.75 · keeps 0.98 ± 0.02 of nonprivate".into()));
+    assert_eq!(arm_row(&arm("nonprivate", None)).3, "macro-F1 0.75", "no share for the baseline itself");
+}
