@@ -171,7 +171,7 @@ fn the_cli_and_the_page_release_the_same_bytes() {
     // The page's defaults but N = 8 (the list has 12 terms); the CLI given the same values.
     let page = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":8,"len":10,"features":2048,"per_class":20,
         "sampler":"SAMPLER","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":0.1,"vocab_per_class":false,"budget":100.0,"account":"clinic",
-        "sampling":{"distinctiveness":1.0,"distinct_sets":false}}"#;
+        "sampling":{"distinctiveness":1.0,"distinct_sets":false,"noise_survivors":5.0}}"#;
     for (sampler, features) in [("histogram", "2048"), ("independent", "256"), ("iterative-linear", "128")] {
         // Every draw kept (distinct sets would leave fewer than 20 a class on 12 terms).
         let flags = ["--eps-voc", "2", "--eps-kde", "4", "--top-n", "8", "--per-class", "20", "--sampler", sampler, "--features", features, "--distinct-sets", "false"];
@@ -198,7 +198,7 @@ fn with_n_covering_the_list_nothing_is_drawn_or_spent_for_the_vocabulary() {
     // The default N (50,000) on the 12-term list: Ṽ is the list, and ε_voc is not spent.
     let page = r#"{"eps_voc":2.0,"eps_kde":4.0,"terms_per_doc":3,"top_n":50000,"len":10,"features":2048,"per_class":20,
         "sampler":"histogram","bandwidth":0.3,"classes":["Cardio","Pulmo","Ortho"],"eps_counts":0.1,"vocab_per_class":false,"budget":100.0,"account":"clinic",
-        "sampling":{"distinctiveness":1.0,"distinct_sets":false}}"#;
+        "sampling":{"distinctiveness":1.0,"distinct_sets":false,"noise_survivors":5.0}}"#;
     let (plan, public, mc) = page_inputs(page);
     assert!(plan.settings.whole_list() && (plan.planned_epsilon(true) - 4.1).abs() < 1e-12, "ε_kde + ε_counts planned");
     let mut host = PageHost { book: LedgerBook::default(), model: HashModel, fail_vectors: false };

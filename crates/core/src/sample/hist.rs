@@ -5,7 +5,10 @@
 //! - τ = ln(R)/ε in document units, R the entries per row (N): a pure-noise entry exceeds it
 //!   with probability ½·e^{−ln R} = 1/(2R), so about half an entry per row survives on noise
 //!   alone, while a keyphrase used by a few documents stays. `histogram` takes a public q
-//!   ([`Sampling::noise_survivors`], ½ unless set): τ = ln(R/(2q))/ε lets about q through.
+//!   ([`Sampling::noise_survivors`], 5 by default): τ = ln(R/(2q))/ε lets about q through. A
+//!   pure-noise survivor carries little weight (its excess over τ is 1/ε documents' weight on
+//!   average), while the terms between ln(R/10)/ε and ln R/ε, a few documents' worth each, are
+//!   the class's own rarer words (docs/utility.md, "q = 5").
 //! - Smoothing (optional, `smoothing` > 0): p′(w) = Σ_v p(v)·K(v, w)/Σ_u K(v, u) with
 //!   K(v, w) = exp(−‖v − w‖²/smoothing) over Ṽ's embeddings: the paper's semantic spreading,
 //!   applied to the noisy histogram instead of through the noise.
@@ -332,8 +335,10 @@ mod tests {
         }
         let bad = Sampling { noise_survivors: 0.0, ..Sampling::DEFAULT };
         assert!(bad.validate().is_err() && Sampling::DEFAULT.validate().is_ok());
-        // Settings saved before q existed read as ½.
+        // Settings saved before q existed read as ½, the threshold they were drawn with; the
+        // default is 5.
         let old: Sampling = serde_json::from_str(r#"{"distinctiveness":1.0,"distinct_sets":true}"#).unwrap();
-        assert_eq!(old, Sampling::DEFAULT);
+        assert_eq!(old, Sampling { noise_survivors: Sampling::HALF_A_SURVIVOR, ..Sampling::DEFAULT });
+        assert_eq!(Sampling::DEFAULT.noise_survivors, 5.0);
     }
 }

@@ -114,6 +114,7 @@ impl PrivacyReport {
                 "Distinct sets",
                 if s.sampling.distinct_sets { "yes: each class's sequences are distinct sets of keyphrases, fewer where its release supports few terms" } else { "no" }.to_string(),
             ),
+            row("Noise survivors q (histogram sampler: threshold τ = ln(N/(2q))/ε_kde on each class's counts)", s.sampling.noise_survivors.to_string()),
             row("Vocabulary", if s.vocab_per_class { "per class (round robin)" } else { "global" }.to_string()),
             row("Classes", self.class_rule.clone()),
             row("Classes ticked from the corpus's labels", self.ticked_text()),

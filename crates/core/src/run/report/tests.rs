@@ -21,6 +21,7 @@ fn html_report_escapes_and_states_the_guarantee() {
     assert!(html.contains("non_dp_checks_on_this_corpus: 0"), "{html}");
     // The sampling settings (post-processing, but they shape what is released) are in the table.
     assert!(html.contains("Distinctiveness γ") && html.contains("<td>1</td>") && html.contains("each class's sequences are distinct sets"), "{html}");
+    assert!(html.contains("N/(2q))/ε_kde on each class's counts)</th><td>5</td>"), "q, the default 5: {html}");
     assert_eq!(r.run, "r", "the run's ledger id, for a vote to name");
     assert!(html.contains("<td>50000</td>"), "N as set, the spend recording none kept: {html}");
     // A public list shorter than N: the vocabulary spend records the N kept, and the table says so.
