@@ -99,8 +99,9 @@ fn report_has_every_arm_the_floor_and_the_ceiling() {
         let mean = ratios.iter().sum::<f64>() / 2.0;
         assert!((a["accuracy_ratio"]["mean"].as_f64().unwrap() - mean).abs() < 1e-12, "{a}");
         assert!((a["accuracy_ratio"]["std"].as_f64().unwrap() - (ratios[0] - ratios[1]).abs() / 2f64.sqrt()).abs() < 1e-12, "{a}");
-        let row = table.lines().find(|l| l.starts_with(name) && l.contains(view)).unwrap();
-        assert!(row.contains(&format!("{mean:.3} ± ")), "{row}");
+        let row: Vec<&str> = table.lines().find(|l| l.starts_with(name) && l.contains(view)).unwrap().split_whitespace().collect();
+        // arm, view, accuracy ± sd, macro-F1 ± sd, then acc/np ± sd.
+        assert_eq!(row[8..10], [format!("{mean:.3}").as_str(), "±"], "{row:?}");
     }
     assert!(arm("nonprivate", "embedding").get("accuracy_ratio").is_none() && maj.get("accuracy_ratio").is_none());
     let non = arm("nonprivate", "embedding")["accuracy_mean"].as_f64().unwrap();

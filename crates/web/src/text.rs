@@ -171,7 +171,7 @@ pub fn noise_classes(r: &RunResult) -> Option<(usize, usize, String)> {
 /// share of `nonprivate`'s accuracy it keeps: each repetition's over `nonprivate`'s on the same
 /// held-out documents, mean ± sd, [`ArmReport::accuracy_ratio`]).
 pub fn arm_row(a: &ArmReport) -> (String, String, String, String) {
-    let kept = a.accuracy_ratio.map_or(String::new(), |r| format!(" · keeps {:.2} ± {:.2} of nonprivate", r.mean, r.std));
+    let kept = a.accuracy_ratio.map_or(String::new(), |r| format!(" · keeps {:.2} ± {:.2}", r.mean, r.std));
     (
         format!("{} · {}", a.arm, a.view),
         format!("width: {:.1}%", 100.0 * a.accuracy_mean.clamp(0.0, 1.0)),
@@ -206,7 +206,7 @@ pub fn rerun_cost(r: &RunResult) -> String {
 /// How the utility figures were computed (`n_test`: held-out documents).
 pub fn utility_hint(n_test: usize) -> String {
     format!(
-        "Accuracy on {} held-out documents (20%, 3 repetitions) of a classifier trained on each kind of sequence.                              dp-…: DP keyphrase sequences of each sampler; nonprivate: the documents' own sequences (upper bound);                              majority: always the largest class (floor). Pick the sampler that keeps the most.",
+        "Accuracy on {} held-out documents (20%, 3 repetitions) of a classifier trained on each kind of sequence.                              dp-…: DP keyphrase sequences of each sampler; nonprivate: the documents' own sequences (upper bound);                              majority: always the largest class (floor). keeps: the share of nonprivate's accuracy a sampler keeps on the same held-out documents, mean ± sd over the repetitions. Pick the sampler that keeps the most.",
         n_test
     )
 }

@@ -151,7 +151,10 @@ pub const BASELINE_ARM: &str = "nonprivate";
 
 /// Each run's accuracy over the baseline's run of the same seed and place among that seed's
 /// runs (`--same-split` gives every run one seed; place then pairs the repetitions). Runs
-/// without a partner, or whose partner scored 0, are left out; `None` when none is left.
+/// without a partner, or whose partner scored 0, are left out; `None` when none is left. A
+/// repetition with nothing to train (no run) shifts the later places under `--same-split`;
+/// that pairs a run with another repetition's baseline, which is the same figure: the baseline
+/// is deterministic on one split (the classifier's fit has no randomness).
 fn paired_ratio(runs: &[RunResult], baseline: &[RunResult]) -> Option<metrics::Spread> {
     let places = |rs: &[RunResult]| {
         let mut seen: HashMap<u64, usize> = HashMap::new();

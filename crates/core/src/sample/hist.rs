@@ -7,8 +7,8 @@
 //!   alone, while a keyphrase used by a few documents stays. `histogram` takes a public q
 //!   ([`Sampling::noise_survivors`], 5 by default): τ = ln(R/(2q))/ε lets about q through. A
 //!   pure-noise survivor carries little weight (its excess over τ is 1/ε documents' weight on
-//!   average), while the terms between ln(R/10)/ε and ln R/ε, a few documents' worth each, are
-//!   the class's own rarer words (docs/utility.md, "q = 5").
+//!   average), while the terms between ln(R/10)/ε and ln R/ε, about a document's weight each,
+//!   are words few of the class's documents use (docs/utility.md, "Short documents, and q = 5").
 //! - Smoothing (optional, `smoothing` > 0): p′(w) = Σ_v p(v)·K(v, w)/Σ_u K(v, u) with
 //!   K(v, w) = exp(−‖v − w‖²/smoothing) over Ṽ's embeddings: the paper's semantic spreading,
 //!   applied to the noisy histogram instead of through the noise.

@@ -15,8 +15,9 @@
 //! signal, and a class with any clear keyphrase passes).
 //!
 //! - Histogram samplers (row 0, the class's keyphrase histogram over Ṽ's N terms): T = the
-//!   clipped mass Σ_w max(x̃_w − τ, 0) in documents, what the sampler draws from, with
-//!   τ = b·ln N and b = 1/ε the noise scale in documents (`super::hist`). Under no documents each
+//!   clipped mass Σ_w max(x̃_w − τ, 0) in documents, with τ = b·ln N and b = 1/ε the noise
+//!   scale in documents (`super::hist::threshold`, q = ½; the sampler's own τ is lower by
+//!   default, q = 5, and draws from more terms than T counts). Under no documents each
 //!   entry is Laplace(b) (discrete, on a grid of 2^-20 document: continuous to within that), so
 //!   it exceeds τ with probability p = ½·e^{−τ/b} = 1/(2N) and, by the memoryless tail, by an
 //!   Exp(b) amount: T is a sum of K ~ Binomial(N, p) exponentials, and
@@ -99,7 +100,10 @@ fn histogram_signals(set: &DpSummary) -> Result<Vec<ClassSignal>, SummaryError> 
     let n = set.candidates.len();
     // b: the release's noise scale in documents (G·members/ε_kde grid units; one member).
     let b = set.params.noise_scale().map_err(SummaryError::Dp)?.to_f64() / DOC_WEIGHT as f64;
-    // τ exactly as the sampler clips (`super::hist::threshold`): b·ln N.
+    // τ = b·ln N (`super::hist::threshold`, q = ½), whatever q the sampler clips at (5 by
+    // default, a lower τ): this τ is the test's, fixed so that its null is exact and a noise-only
+    // class rarely passes; `supported_terms` counts the terms above it, fewer than the sampler
+    // draws from.
     let tau = super::hist::threshold(set.epsilon_per_member, n) / DOC_WEIGHT as f64;
     let q = clipped_mass_quantile(n, b, tau, ALPHA);
     Ok(set

@@ -448,6 +448,6 @@ fn an_arm_row_says_what_share_of_nonprivate_it_keeps() {
         runs: Vec::new(),
     };
     let dp = arm_row(&arm("dp-histogram", Some(dpkps_core::eval::metrics::Spread { mean: 0.983, std: 0.0152 })));
-    assert_eq!(dp, ("dp-histogram · embedding".into(), "width: 77.1%".into(), "0.77 ± 0.02".into(), "macro-F1 0.75 · keeps 0.98 ± 0.02 of nonprivate".into()));
+    assert_eq!(dp, ("dp-histogram · embedding".into(), "width: 77.1%".into(), "0.77 ± 0.02".into(), "macro-F1 0.75 · keeps 0.98 ± 0.02".into()));
     assert_eq!(arm_row(&arm("nonprivate", None)).3, "macro-F1 0.75", "no share for the baseline itself");
 }
