@@ -333,8 +333,8 @@ fn print_table(r: &EvalReport) {
     );
     // The ratios to the `nonprivate` arm in the same view: the share of the non-private
     // utility an arm keeps, the measure the samplers are compared by. Accuracy's is each
-    // repetition's over `nonprivate`'s on the same held-out set, mean ± sd (the spread between
-    // draws); macro-F1's is the means' ratio.
+    // repetition's over `nonprivate`'s on the same held-out set, mean ± sd; macro-F1's is the
+    // means' ratio.
     let np = |view: &str| r.arms.iter().find(|a| a.arm == BASELINE_ARM && a.view == view);
     for a in &r.arms {
         let i = a.runs.first().and_then(|x| x.features).map_or("-".to_string(), |i| i.to_string());

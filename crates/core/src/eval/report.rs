@@ -79,9 +79,9 @@ pub struct ArmReport {
     pub macro_f1_std: f64,
     /// Each run's accuracy over `nonprivate`'s in the same view and repetition (paired by seed
     /// and by place among that seed's runs), mean and sample sd: the share of the non-private
-    /// utility kept, and its spread between draws without the spread between held-out sets that
-    /// `accuracy_std` also holds (each pair is tested on one set). Absent for `nonprivate`, and
-    /// in a view without it.
+    /// utility kept. Each pair is tested on one held-out set, so what a harder or easier set does
+    /// to both arms alike cancels; with `--same-split` the sd is the spread between draws alone.
+    /// Absent for `nonprivate`, and in a view without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy_ratio: Option<metrics::Spread>,
     /// Training examples and test documents (means over seeds, rounded).
