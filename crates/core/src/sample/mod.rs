@@ -173,8 +173,8 @@ impl Sampling {
     pub const HALF_A_SURVIVOR: f64 = 0.5;
     /// q = 5, the default since a later stop of issue 39: τ = ln(N/10)/ε_kde, 0.23 documents' weight
     /// under ln N/ε_kde at ε_kde = 10. On MTSamples' English-list cells (250–1,000 notes a class,
-    /// whole notes and their first 40 words) a class kept 1.3–1.4 times as many terms, the DP
-    /// arm's mean rose by 0.01–0.03 and its spread between draws did not grow (docs/utility.md,
+    /// whole notes and their first 40 words) a class kept 1.3–1.5 times as many terms, the DP
+    /// arm's mean rose by 0.01–0.03 and its spread between draws did not grow over 12 draws (docs/utility.md,
     /// "Short documents, and q = 5").
     pub const DEFAULT_SURVIVORS: f64 = 5.0;
     pub const OFF: Sampling = Sampling { distinctiveness: 0.0, distinct_sets: false, noise_survivors: Self::HALF_A_SURVIVOR };
