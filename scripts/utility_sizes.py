@@ -64,8 +64,9 @@ def write(rows, path):
 
 
 def spread(xs):
-    m = statistics.mean(xs)
-    return m, (max(xs) - min(xs)) / 2
+    """Mean, half the range, and the sample sd (None for a single value)."""
+    sd = statistics.stdev(xs) if len(xs) > 1 else None
+    return statistics.mean(xs), (max(xs) - min(xs)) / 2, sd
 
 
 def main():
@@ -147,9 +148,8 @@ def summarise(rep, name, secs):
         if arm not in runs:
             cells.append(f"{arm}: no run scored{note}")
             continue
-        ratios = [x / base[key] for key, x in runs[arm].items()]
-        m, s = spread(ratios)
-        sd = f", sd {statistics.stdev(ratios):.3f}" if len(ratios) > 1 else ""
+        m, s, sd = spread([x / base[key] for key, x in runs[arm].items()])
+        sd = f", sd {sd:.3f}" if sd is not None else ""
         cells.append(f"{arm} {m:.2f} ± {s:.2f}{sd}{note}")
     for e in j.get("refused", []):
         cells.append(f"{e['arm']} refused: {e['reason']}")

@@ -181,16 +181,17 @@ pub(super) fn aggregate(results: Vec<((String, &'static str), RunResult)>) -> Ve
         }
         groups.entry(key).or_default().push(r);
     }
-    let baselines: HashMap<&'static str, Vec<RunResult>> =
-        groups.iter().filter(|(k, _)| k.0 == BASELINE_ARM).map(|(k, runs)| (k.1, runs.clone())).collect();
+    // Each arm's paired ratio, read from the groups before they are moved into the reports.
+    let ratios: HashMap<(String, &'static str), metrics::Spread> = groups
+        .iter()
+        .filter(|(k, _)| k.0 != BASELINE_ARM)
+        .filter_map(|(k, runs)| Some((k.clone(), paired_ratio(runs, groups.get(&(BASELINE_ARM.to_string(), k.1))?)?)))
+        .collect();
     order
         .into_iter()
         .map(|key| {
             let runs = groups.remove(&key).unwrap_or_default();
-            let accuracy_ratio = match baselines.get(key.1) {
-                Some(base) if key.0 != BASELINE_ARM => paired_ratio(&runs, base),
-                _ => None,
-            };
+            let accuracy_ratio = ratios.get(&key).copied();
             let acc = metrics::spread(&runs.iter().map(|r| r.accuracy).collect::<Vec<_>>());
             let f1 = metrics::spread(&runs.iter().map(|r| r.macro_f1).collect::<Vec<_>>());
             let mean_of = |f: fn(&RunResult) -> usize| {
